@@ -1,0 +1,3 @@
+from dlperf_slurm.cli import main
+
+raise SystemExit(main())
