@@ -1,0 +1,55 @@
+"""Model FLOPs per sample and a small table of GPU peak TFLOP/s, for achieved TFLOP/s and MFU.
+
+Training FLOPs per sample = 3 x forward FLOPs (backward ~ 2 x forward), the usual MFU convention. The forward
+is counted by ``torch.utils.flop_counter`` on the meta device (matmuls, convolutions, attention; a
+multiply-add counts 2), so counting costs no memory and no compute.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+TRAIN_FACTOR = 3
+
+# Dense (no sparsity) peak TFLOP/s per GPU from NVIDIA's data sheets: fp32 = CUDA cores without tensor cores,
+# tf32 / 16bit = tensor cores. Matched by substring of torch.cuda.get_device_name(), most specific first.
+PEAK_TFLOPS: list[tuple[str, dict[str, float]]] = [
+    ("H200", {"fp32": 67.0, "tf32": 494.7, "16bit": 989.4}),
+    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "16bit": 756.0}),
+    ("H100", {"fp32": 66.9, "tf32": 494.7, "16bit": 989.4}),  # SXM5
+    ("A100", {"fp32": 19.5, "tf32": 156.0, "16bit": 312.0}),
+    ("A800", {"fp32": 19.5, "tf32": 156.0, "16bit": 312.0}),
+    ("L40S", {"fp32": 91.6, "tf32": 183.0, "16bit": 362.0}),
+    ("A10", {"fp32": 31.2, "tf32": 62.5, "16bit": 125.0}),
+    ("V100", {"fp32": 15.7, "16bit": 125.0}),  # SXM2; no TF32 / bf16 on Volta
+    ("T4", {"fp32": 8.1, "16bit": 65.0}),
+]
+
+
+def forward_flops(build: Callable[[], nn.Module], make_inputs: Callable[[], tuple]) -> int:
+    """Forward FLOPs of ``build()`` on ``make_inputs()``, both created on the meta device."""
+    with torch.device("meta"):
+        model = build().eval()  # eval: BatchNorm on a batch of 1 (same FLOPs)
+        inputs = make_inputs()
+    with FlopCounterMode(display=False) as counter:
+        model(*inputs)
+    return int(counter.get_total_flops())
+
+
+def peak_tflops(device_name: str, basis: str) -> float | None:
+    """Peak TFLOP/s per GPU for ``basis`` in {"fp32", "tf32", "16bit"}; None when the GPU is not in the table."""
+    for key, peaks in PEAK_TFLOPS:
+        if key.lower() in device_name.lower():
+            return peaks.get(basis)
+    return None
+
+
+def peak_basis(precision: str, tf32_enabled: bool) -> str:
+    """Which peak a run is judged against: 16-bit tensor cores for amp/fp16/bf16, TF32 when enabled, else fp32."""
+    if precision in ("amp", "fp16", "bf16"):
+        return "16bit"
+    return "tf32" if tf32_enabled else "fp32"

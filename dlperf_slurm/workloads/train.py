@@ -1,0 +1,266 @@
+"""Entry point of the built-in ``pytorch-ddp`` suite: synthetic-data training throughput, DLPerf style.
+
+    python -m dlperf_slurm.workloads.train --model resnet50|bert-base --batch-size N --precision fp32|amp|fp16|bf16
+        --compile 0|1 --warmup-steps 20 --measure-steps 100 [--tiny] [--data-location device|host]
+        [--channels-last 0|1] [--seed S] [--threads N]
+
+Rank 0 prints ``:::DLPERF {json}`` lines (see ``dlperf_log``): header, one step line per step, memory, summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import socket
+import sys
+import time
+from typing import Any, Sequence
+
+from . import distenv, dlperf_log
+from .loop import summarize, timed_loop
+
+CPU_MEMORY_REASON = "no CUDA device (CPU run): GPU memory not measured"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m dlperf_slurm.workloads.train", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, choices=("resnet50", "bert-base"))
+    p.add_argument("--batch-size", type=int, required=True, help="per device (per rank)")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "amp", "fp16", "bf16"))
+    p.add_argument("--compile", type=int, default=0, choices=(0, 1), help="torch.compile (the matrix's xla axis)")
+    p.add_argument("--warmup-steps", type=int, default=20)
+    p.add_argument("--measure-steps", type=int, default=100)
+    p.add_argument("--tiny", action="store_true", help="small model/input for CPU smoke runs; not a result")
+    p.add_argument("--data-location", default="device", choices=("device", "host"),
+                   help="device: one synthetic batch made on the device; host: a DataLoader copies batches in")
+    p.add_argument("--channels-last", type=int, default=None, choices=(0, 1),
+                   help="ResNet memory format; default 1 on GPU, 0 on CPU")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="DataLoader workers for --data-location host (default: 4 on GPU, capped by CPUs; 0 on CPU)")
+    p.add_argument("--image-size", type=int, default=None, help="ResNet input size (default 224; tiny 32)")
+    p.add_argument("--seq-len", type=int, default=None, help="BERT sequence length (default 128; tiny 32)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's recipe)")
+    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    args = p.parse_args(argv)
+    for name in ("batch_size", "measure_steps"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.warmup_steps < 0:
+        p.error("--warmup-steps must be >= 0")
+    return args
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+def _versions(torch: Any, cuda: bool) -> dict[str, Any]:
+    nccl = None
+    if cuda:
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:  # noqa: BLE001 (NCCL not built in)
+            nccl = None
+    cudnn = torch.backends.cudnn.version() if cuda and torch.backends.cudnn.is_available() else None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda if cuda else None, "nccl": nccl,
+            "cudnn": cudnn, "python": platform.python_version()}
+
+
+def _classify(exc: BaseException, compiling: bool) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
+        return "oom"
+    if compiling and type(exc).__module__.startswith(("torch._dynamo", "torch._inductor")):
+        return "compile_failed"
+    return "exception"
+
+
+def _memory_event(torch: Any, cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -> dict[str, Any]:
+    """Merge every rank's allocator peaks and every node's NVML report into the memory event's fields."""
+    if not cuda:
+        return {"max_allocated_mib": None, "max_reserved_mib": None, "nvml_peak_used_mib": None,
+                "nvml_gpu0_mib": None, "gpu_util_mean": None, "reason": CPU_MEMORY_REASON}
+    alloc = {str(g["rank"]): g["max_allocated_mib"] for g in gathered}
+    reserved = {str(g["rank"]): g["max_reserved_mib"] for g in gathered}
+    peaks: dict[str, float] = {}
+    utils: list[float] = []
+    reasons: list[str] = []
+    gpu0: tuple[int, float] | None = None
+    for g in gathered:
+        rep = g.get("nvml")
+        if rep is None:
+            continue
+        if rep["reason"]:
+            reasons.append(f"{rep['host']}: {rep['reason']}")
+        for index, mib in rep["peak_used_mib"].items():
+            key = f"{rep['host']}:{index}"
+            peaks[key] = max(peaks.get(key, 0.0), round(mib, 1))
+            if rep["host"] == rank0_host and (gpu0 is None or int(index) < gpu0[0]):
+                gpu0 = (int(index), round(mib, 1))
+        if rep["util_mean"] is not None:
+            utils.append(rep["util_mean"])
+    return {"max_allocated_mib": alloc, "max_reserved_mib": reserved, "nvml_peak_used_mib": peaks or None,
+            "nvml_gpu0_mib": gpu0[1] if gpu0 else None,
+            "gpu_util_mean": sum(utils) / len(utils) if utils else None,
+            "reason": "; ".join(reasons) if reasons else None}
+
+
+def run(args: argparse.Namespace, env: distenv.DistEnv, log: Any) -> int:
+    """Set up, train, report. ``log`` is ``dlperf_log.emit`` on rank 0 and a no-op elsewhere."""
+    import torch  # noqa: PLC0415 (heavy; only the workload process needs it)
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from . import flops, gpumem  # noqa: PLC0415
+    from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cuda = torch.cuda.is_available() if args.device == "auto" else args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda but torch.cuda.is_available() is False")
+    if cuda:
+        index = env.local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
+        device_name = torch.cuda.get_device_name(index)
+        torch.backends.cudnn.benchmark = True
+    else:
+        device, device_name = torch.device("cpu"), _cpu_name()
+    backend = "nccl" if cuda else "gloo"
+    distributed = env.world_size > 1
+    if distributed:
+        env.export()
+        dist.init_process_group(backend, rank=env.rank, world_size=env.world_size,
+                                timeout=datetime.timedelta(minutes=15))
+    try:
+        return _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype, build, make_step,
+                      cuda, device, device_name, backend, distributed)
+    finally:
+        if distributed and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype, build, make_step,  # noqa: ANN001, PLR0913
+           cuda, device, device_name, backend, distributed) -> int:
+    torch.manual_seed(args.seed)
+    channels_last = bool(args.channels_last) if args.channels_last is not None else (
+        cuda and args.model == "resnet50")
+    workers = args.workers if args.workers is not None else (
+        min(4, max(1, (os.cpu_count() or 1) // env.local_world_size)) if cuda else 0)
+    total = args.warmup_steps + args.measure_steps
+    cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
+                         device=device, channels_last=channels_last and args.model == "resnet50",
+                         data_location=args.data_location, workers=workers, seed=args.seed + env.rank,
+                         total_steps=total, image_size=args.image_size, seq_len=args.seq_len, lr=args.lr,
+                         world_size=env.world_size)
+    work = build(cfg)
+    global_batch = args.batch_size * env.world_size
+    adt = amp_dtype(args.precision, device)
+    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
+    peak = flops.peak_tflops(device_name, basis) if cuda else None
+    notes = []
+    if args.precision == "amp" and not cuda:
+        notes.append("CPU run: amp means autocast bfloat16 (no fp16 GradScaler on CPU)")
+    if args.precision == "fp16":
+        notes.append(f"fp16 weights (BatchNorm fp32), static loss scale {int(128)}")
+    if args.tiny:
+        notes.append("tiny model/input for smoke runs: NOT a benchmark result")
+    log("header", suite=f"pytorch-ddp/{args.model}", model=args.model, tiny=args.tiny, rank=env.rank,
+        world_size=env.world_size, local_world_size=env.local_world_size, nodes=env.nodes,
+        device="cuda" if cuda else "cpu", device_name=device_name, precision=args.precision,
+        amp_dtype=str(adt).replace("torch.", "") if adt is not None else None, compile=bool(args.compile),
+        channels_last=cfg.channels_last, batch_size=args.batch_size, global_batch=global_batch,
+        warmup_steps=args.warmup_steps, measure_steps=args.measure_steps, data_location=args.data_location,
+        backend=backend, launcher=env.launcher, versions=_versions(torch, cuda), hostname=socket.gethostname(),
+        params=work.params, flops_per_sample=work.flops_per_sample,
+        flops_basis="3 x forward (torch.utils.flop_counter, multiply-add = 2)", peak_tflops_per_gpu=peak,
+        peak_basis=basis if cuda else None, tf32=tf32 if cuda else None, threads=torch.get_num_threads(),
+        workers=workers if args.data_location == "host" else None, model_config=work.details, notes=notes,
+        master_addr=env.master_addr, master_port=env.master_port, slurm_job_id=os.environ.get("SLURM_JOB_ID"),
+        time=time.time())
+
+    model = work.model
+    if distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
+    if args.compile:
+        model = torch.compile(model)
+    step = make_step(work, model, args.precision, device)
+
+    sampler = None
+    if cuda and env.local_rank == 0:
+        sampler = gpumem.GpuMemSampler()
+        sampler.start()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+
+    current = {"step": 0}
+
+    def counted_step() -> Any:
+        current["step"] += 1
+        return step()
+
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    if distributed:
+        dist.barrier()
+    try:
+        result = timed_loop(counted_step, total, args.warmup_steps, global_batch, rank0=env.is_rank0, log=log,
+                            sync=sync, loss_value=lambda t: float(t.item()),
+                            on_window_start=sampler.window_start if sampler else (lambda: None),
+                            on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny)
+    except BaseException as exc:
+        log("error", kind=_classify(exc, bool(args.compile)), step=current["step"],
+            message=f"{type(exc).__name__}: {exc}"[:4000], tiny=args.tiny)
+        exc.dlperf_logged = True  # type: ignore[attr-defined]
+        if sampler:
+            sampler.stop()
+        raise
+
+    report = sampler.stop() if sampler else None
+    mine = {"rank": env.rank,
+            "max_allocated_mib": round(torch.cuda.max_memory_allocated(device) / 2**20, 1) if cuda else None,
+            "max_reserved_mib": round(torch.cuda.max_memory_reserved(device) / 2**20, 1) if cuda else None,
+            "nvml": report.as_dict() if report else None}
+    gathered = [mine]
+    if distributed:
+        gathered = [None] * env.world_size
+        dist.all_gather_object(gathered, mine)
+    if env.is_rank0:
+        log("memory", **_memory_event(torch, cuda, gathered, socket.gethostname()))
+        fields = summarize(result, args.warmup_steps, args.measure_steps, global_batch, work.flops_per_sample,
+                           peak * env.world_size if peak else None)
+        log("summary", **fields, global_batch=global_batch, tiny=args.tiny)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        env = distenv.detect()
+    except Exception as exc:  # noqa: BLE001 (report, then fail)
+        dlperf_log.emit("error", kind="launch", message=f"{type(exc).__name__}: {exc}", tiny=args.tiny)
+        return 2
+    log = dlperf_log.emit if env.is_rank0 else (lambda *a, **k: None)
+    try:
+        return run(args, env, log)
+    except Exception as exc:
+        if not getattr(exc, "dlperf_logged", False):
+            log("error", kind=_classify(exc, False), step=0, message=f"{type(exc).__name__}: {exc}"[:4000],
+                tiny=args.tiny)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
