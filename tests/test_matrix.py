@@ -1,0 +1,272 @@
+"""Matrix loading: expansion, include/exclude, dropped cells, validation messages, site files, run paths."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import matrix
+from dlperf_slurm.errors import MatrixError, UserError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def load(tmp_path: Path, text: str, **kw) -> matrix.Matrix:
+    return matrix.load(write(tmp_path, text), site=kw.pop("site", False), **kw)
+
+
+BASE = """
+suite = "pytorch-ddp/bert-base"
+[axes]
+devices = ["1x1", "1x8", "2x8"]
+batch_size = [32, 48]
+precision = ["fp32", "amp"]
+xla = [false, true]
+"""
+
+
+def test_shipped_matrices_load():
+    smoke = matrix.load(ROOT / "matrices/smoke.toml", site=False)
+    assert smoke.suite.name == "pytorch-ddp/resnet50" and smoke.options["tiny"] is True
+    assert [c.shape for c in smoke.cells] == ["1n1g", "1n2g"]
+    bert = matrix.load(ROOT / "matrices/bert.toml", site=False)
+    # 4 shapes x fp32 {32,48} x xla off, plus AMP {64,96} x xla {off,on}
+    assert len(bert.cells) == 4 * 2 + 4 * 2 * 2
+    assert bert.measure == matrix.Measure(repeats=7, warmup_steps=20, measure_steps=100)
+    rn = matrix.load(ROOT / "matrices/resnet50.toml", site=False)
+    amp = [c for c in rn.cells if c.precision == "amp"]
+    assert {c.batch_size for c in amp} == {256} and len(amp) == 5 * 2
+
+
+def test_product_and_ids(tmp_path):
+    m = load(tmp_path, BASE)
+    assert len(m.cells) == 3 * 2 * 2 * 2
+    assert len(set(c.id for c in m.cells)) == len(m.cells)
+    ids = {c.id for c in m.cells}
+    assert "bert-base.pytorch-ddp.2x8.b48.amp.xla1" in ids
+    c = next(c for c in m.cells if c.id == "bert-base.pytorch-ddp.2x8.b48.amp.xla1")
+    assert (c.nodes, c.gpus_per_node, c.devices, c.global_batch) == (2, 8, 16, 16 * 48)
+    assert c.launcher == "torchrun"  # the suite's default
+
+
+def test_devices_are_shapes_not_a_cartesian_product(tmp_path):
+    m = load(tmp_path, BASE.replace('["1x1", "1x8", "2x8"]', '["1x1", "4x8"]'))
+    assert sorted({c.shape for c in m.cells}) == ["1n1g", "4n8g"]
+
+
+def test_include_adds_and_exclude_drops(tmp_path):
+    m = load(tmp_path, BASE + """
+    [[exclude]]
+    precision = "amp"
+    batch_size = 32
+    [[include]]
+    precision = "amp"
+    batch_size = 96
+    xla = false
+    """)
+    amp = [c for c in m.cells if c.precision == "amp"]
+    assert not any(c.batch_size == 32 for c in amp)
+    b96 = [c for c in amp if c.batch_size == 96]
+    assert len(b96) == 3 and all(not c.xla for c in b96)  # every shape, only xla off
+    assert len(m.cells) == 24 - 6 + 3
+
+
+def test_include_duplicate_is_refused(tmp_path):
+    with pytest.raises(MatrixError, match=r"include\[0\].*duplicate cell bert-base.pytorch-ddp.1x1.b32.fp32.xla0"):
+        load(tmp_path, BASE + """
+        [[include]]
+        devices = "1x1"
+        batch_size = 32
+        precision = "fp32"
+        xla = false
+        """)
+
+
+def test_dropped_cells_have_reasons(tmp_path):
+    m = load(tmp_path, """
+    suite = "ngc-pytorch/resnet50"
+    [axes]
+    devices = ["1x1", "1x8"]
+    batch_size = [128]
+    precision = ["fp32", "amp", "bf16"]
+    xla = [false, true]
+    """)
+    assert len(m.cells) == 2 * 2  # fp32/amp without xla
+    reasons = {d.cell.id: d.reason for d in m.dropped}
+    assert len(reasons) == 2 * 3 * 2 - 4
+    assert "no XLA mode" in reasons["resnet50.ngc-pytorch.1x8.b128.amp.xla1"]
+    assert "no precision 'bf16'" in reasons["resnet50.ngc-pytorch.1x1.b128.bf16.xla0"]
+
+
+def test_pyxis_with_mpirun_is_dropped(tmp_path):
+    m = load(tmp_path, """
+    suite = "tf-cnn/resnet50"
+    [axes]
+    devices = ["1x8"]
+    batch_size = [64]
+    launcher = ["mpirun", "srun"]
+    [environment.container]
+    type = "pyxis"
+    image = "nvcr.io/nvidia/tensorflow:23.03-tf1-py3"
+    """)
+    assert [c.launcher for c in m.cells] == ["srun"]
+    assert "pyxis" in m.dropped[0].reason
+
+
+def test_extra_and_env_axes(tmp_path):
+    m = load(tmp_path, """
+    suite = "tf-cnn/resnet50"
+    [axes]
+    devices = ["1x8"]
+    batch_size = [64]
+    variable_update = ["horovod", "replicated"]
+    "env.NCCL_ALGO" = ["Ring", "Tree"]
+    launcher_args = [["--mca", "btl", "self,tcp"], []]
+    """)
+    assert len(m.cells) == 2 * 2 * 2
+    ids = [c.id for c in m.cells]
+    assert any(".variable_update-replicated." in i and ".NCCL_ALGO-Tree" in i for i in ids)
+    # the default value of a suite axis stays out of the id
+    assert any(".variable_update-" not in i for i in ids)
+    assert {c.launcher_args for c in m.cells} == {("--mca", "btl", "self,tcp"), ()}
+    assert len(set(ids)) == 8
+
+
+@pytest.mark.parametrize("body, key, needle, line", [
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_sise = [4]\n', "axes.batch_sise",
+     "did you mean 'batch_size'", 4),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [0]\n', "axes.batch_size",
+     ">= 1", 4),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = []\n', "axes.batch_size",
+     "empty axis", 4),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1", "8"]\nbatch_size = [4]\n', "axes.devices",
+     "NODESxGPUS", 3),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1", "1x1"]\nbatch_size = [4]\n', "axes.devices",
+     "duplicate value", 3),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\nprecision = ["fp23"]\n',
+     "axes.precision", "did you mean 'fp32'", 5),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[mesure]\nrepeats = 7\n',
+     "mesure", "did you mean 'measure'", 5),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[measure]\nrepeats = -1\n',
+     "measure.repeats", ">= 1", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\npartition = "a b"\n',
+     "slurm.partition", "not allowed", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\ntime = "soon"\n',
+     "slurm.time", "time limit", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntiny = "yes"\n',
+     "options.tiny", "expected bool", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntinny = true\n',
+     "options.tinny", "did you mean 'tiny'", 6),
+    ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
+     "did you mean 'pytorch-ddp/resnet50'", 1),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", None),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment.env]\n"A-B" = "1"\n',
+     "environment.env.A-B", "not a valid environment variable name", None),
+])
+def test_validation_messages(tmp_path, body, key, needle, line):
+    p = write(tmp_path, body)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    msg = str(err.value)
+    assert msg.startswith(str(p)), msg
+    assert err.value.key == key, msg
+    assert needle in msg, msg
+    if line is not None:
+        assert err.value.line == line, msg
+
+
+def test_toml_syntax_error_names_the_line(tmp_path):
+    p = write(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"\nbatch_size = [4]\n')
+    with pytest.raises(MatrixError, match="not valid TOML") as err:
+        matrix.load(p, site=False)
+    assert err.value.line is not None and err.value.line >= 3
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(UserError, match="no such matrix file"):
+        matrix.load(tmp_path / "nope.toml", site=False)
+
+
+def test_site_file_defaults_and_override(tmp_path):
+    site = write(tmp_path, """
+    [slurm]
+    partition = "gpu"
+    account = "bench"
+    time = "01:00:00"
+    [environment]
+    modules = ["cuda/12.4"]
+    env = { NCCL_IB_HCA = "mlx5" }
+    """, "site.toml")
+    m = load(tmp_path, BASE + """
+    [slurm]
+    time = "00:20:00"
+    [environment]
+    env = { NCCL_DEBUG = "INFO" }
+    """, site=site)
+    assert (m.slurm.partition, m.slurm.account, m.slurm.time) == ("gpu", "bench", "00:20:00")
+    assert m.environment.modules == ("cuda/12.4",)
+    assert dict(m.environment.env) == {"NCCL_IB_HCA": "mlx5", "NCCL_DEBUG": "INFO"}
+
+
+def test_site_file_from_environment(tmp_path, monkeypatch):
+    site = write(tmp_path, '[slurm]\nqos = "high"\n', "site.toml")
+    monkeypatch.setenv("DLPERF_SLURM_SITE", str(site))
+    m = matrix.load(write(tmp_path, BASE), site=None)
+    assert m.slurm.qos == "high"
+
+
+def test_gpu_hours_and_run_paths(tmp_path):
+    m = load(tmp_path, BASE + '\n[slurm]\ntime = "00:30:00"\n[measure]\nrepeats = 3\n')
+    # sum of devices over cells: (1 + 8 + 16) x 8 variants; 3 repeats; half an hour each
+    assert m.gpu_hours == pytest.approx((1 + 8 + 16) * 8 * 3 * 0.5)
+    runs = matrix.runs(m, tmp_path / "logs" / "bert")
+    assert len(runs) == m.runs == 24 * 3
+    r = next(r for r in runs if r.cell.id == "bert-base.pytorch-ddp.2x8.b48.amp.xla1" and r.repeat == 2)
+    assert r.log == tmp_path / "logs/bert/2n8g/bert-base_b48_amp_xla_2.log"
+    assert r.script.suffix == ".sbatch" and r.marker.suffix == ".exit"
+    assert r.key == "bert-base.pytorch-ddp.2x8.b48.amp.xla1.r2"
+
+
+@pytest.mark.parametrize("value, minutes", [("30", 30), ("05:30", 5.5), ("01:00:00", 60), ("1-00:00:00", 1440),
+                                            ("2-12", 2 * 1440 + 720)])
+def test_time_to_minutes(value, minutes):
+    assert matrix.time_to_minutes(value) == pytest.approx(minutes)
+
+
+def test_cli_reports_user_errors_in_one_line(tmp_path):
+    p = write(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["0x1"]\nbatch_size = [4]\n')
+    r = subprocess.run([sys.executable, "-m", "dlperf_slurm", "plan", str(p), "--no-site"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0
+    assert f"{p}:3: axes.devices" in r.stderr
+
+
+def test_cli_plan_lists_cells_counts_and_dropped(tmp_path):
+    p = write(tmp_path, """
+    suite = "ngc-pytorch/bert-base"
+    [axes]
+    devices = ["1x1", "1x8"]
+    batch_size = [32]
+    precision = ["fp32", "amp"]
+    xla = [false, true]
+    [slurm]
+    time = "01:00:00"
+    """)
+    r = subprocess.run([sys.executable, "-m", "dlperf_slurm", "plan", str(p), "--no-site"], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "4 cells x 7 repeats = 28 runs" in r.stdout
+    assert "126.0 GPU-hours" in r.stdout  # (1 + 8) GPUs x 2 precisions x 7 repeats x 1 h
+    assert "dropped 4 cells" in r.stdout and "has no XLA mode" in r.stdout
