@@ -33,11 +33,14 @@ class Status:
     INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
     NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
     FAILED = "FAILED"  # non-zero exit, cause unknown
+    UNMEASURED = "UNMEASURED"  # the run went past the window, but its log does not cover it (e.g. coarse logging)
+    PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
     PENDING = "PENDING"
     RUNNING = "RUNNING"
     UNSUBMITTED = "UNSUBMITTED"
 
-    FINAL_FAILURES = (OOM, TIMEOUT, NODE_FAIL, CANCELLED, PREEMPTED, LAUNCH_FAILED, INCOMPLETE, NONFINITE, FAILED)
+    FINAL_FAILURES = (OOM, TIMEOUT, NODE_FAIL, CANCELLED, PREEMPTED, LAUNCH_FAILED, INCOMPLETE, NONFINITE, FAILED,
+                      UNMEASURED, PARSE_ERROR)
     ACTIVE = (PENDING, RUNNING, REQUEUED)
 
 
@@ -51,6 +54,7 @@ class ParseContext:
     warmup_steps: int = 20
     measure_steps: int = 100
     precision: str = "fp32"
+    options: Mapping[str, Any] = field(default_factory=dict)  # the suite's [options] (e.g. batches_per_iter)
 
     @property
     def world_size(self) -> int:
