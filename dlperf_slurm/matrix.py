@@ -7,6 +7,7 @@ Everything a user can get wrong is checked here, with the file, key and line in 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import itertools
 import os
@@ -85,14 +86,14 @@ class Cell:
             parts.append(f"la-{joined[:24]}-{digest}")
         return [_SAFE_ID.sub("-", p).strip("-") for p in parts]
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         """Stable readable id, e.g. ``bert-base.pytorch-ddp.2x8.b96.amp.xla0``."""
         base = f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}.xla{int(self.xla)}"
         parts = self._variant_parts()
         return ".".join([base, *parts]) if parts else base
 
-    @property
+    @functools.cached_property
     def stem(self) -> str:
         """File stem in DLPerf's convention: ``<model>_b<bsz>_<prec>[_xla][_<variant>...]``."""
         parts = [self.model, f"b{self.batch_size}", self.precision]
@@ -607,7 +608,7 @@ class Run:
     def key(self) -> str:
         return f"{self.cell.id}.r{self.repeat}"
 
-    @property
+    @functools.cached_property
     def base(self) -> Path:
         return self.campaign_dir / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import jinja2
 
-from dlperf_slurm.matrix import Matrix, Run
+from dlperf_slurm.matrix import Cell, Matrix, Run
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
 
@@ -82,6 +82,7 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
+        auto_reload=False,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -123,9 +124,9 @@ def _directive_lines(d: dict[str, Any], extra: Iterable[str]) -> list[str]:
     return lines + list(extra)
 
 
-def context(matrix: Matrix, run: Run) -> dict[str, Any]:
-    """Everything a template may use for one run."""
-    cell, suite = run.cell, matrix.suite
+def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
+    """Everything a template may use that depends on the cell only (the same for all its repeats)."""
+    suite = matrix.suite
     env = dict(matrix.environment.env)
     env.update(suite.environment(cell, matrix.options))
     env.update(dict(cell.env))
@@ -136,15 +137,11 @@ def context(matrix: Matrix, run: Run) -> dict[str, Any]:
         nv = [] if matrix.slurm.gpu_request == "none" else ["--nv"]
         program = ["apptainer", "exec", *nv, *binds, *container.options, container.image, *program]
     return {
-        "run": {"key": run.key, "repeat": run.repeat, "log": str(run.log), "marker": str(run.marker),
-                "script": str(run.script)},
         "cell": cell.as_dict(),
         "campaign": matrix.name,
         "suite": suite.name,
         "measure": {"repeats": matrix.measure.repeats, "warmup_steps": matrix.measure.warmup_steps,
                     "measure_steps": matrix.measure.measure_steps},
-        "directives": _directive_lines(directives(matrix, run), matrix.slurm.extra_directives),
-        "slurm_output": str(run.base.with_name(run.base.name + ".slurm-%j.out")),
         "modules": list(matrix.environment.modules),
         "setup": list(matrix.environment.setup),
         "env": sorted(env.items()),
@@ -159,20 +156,52 @@ def context(matrix: Matrix, run: Run) -> dict[str, Any]:
     }
 
 
+def run_context(matrix: Matrix, run: Run) -> dict[str, Any]:
+    """What differs between the repeats of a cell: the run's files and its directives."""
+    return {
+        "run": {"key": run.key, "repeat": run.repeat, "log": str(run.log), "marker": str(run.marker),
+                "script": str(run.script)},
+        "directives": _directive_lines(directives(matrix, run), matrix.slurm.extra_directives),
+        "slurm_output": str(run.base.with_name(run.base.name + ".slurm-%j.out")),
+    }
+
+
+class Renderer:
+    """Renders the runs of one matrix; the launcher command is rendered once per cell."""
+
+    def __init__(self, matrix: Matrix, template_dir: str | None = None):
+        self.matrix = matrix
+        env = environment(template_dir)
+        self._sbatch = env.get_template(SBATCH_TEMPLATE)
+        self._env = env
+        self._cells: dict[Cell, dict[str, Any]] = {}
+
+    def context(self, run: Run) -> dict[str, Any]:
+        cell_ctx = self._cells.get(run.cell)
+        if cell_ctx is None:
+            cell_ctx = cell_context(self.matrix, run.cell)
+            launcher = self._env.get_template(f"launchers/{cell_ctx['launcher']}.sh.j2")
+            cell_ctx["launch"] = launcher.render(cell_ctx).strip()
+            self._cells[run.cell] = cell_ctx
+        return {**cell_ctx, **run_context(self.matrix, run)}
+
+    def render(self, run: Run) -> str:
+        """The sbatch script of one run: the launcher's command inside the batch script."""
+        return self._sbatch.render(self.context(run))
+
+
 def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str:
-    """The sbatch script of one run: the launcher's template first, then the batch script around it."""
-    env = environment(template_dir)
-    ctx = context(matrix, run)
-    ctx["launch"] = env.get_template(f"launchers/{ctx['launcher']}.sh.j2").render(ctx).strip()
-    return env.get_template(SBATCH_TEMPLATE).render(ctx)
+    """The sbatch script of one run."""
+    return Renderer(matrix, template_dir).render(run)
 
 
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
-    """Render and write every run's script next to its log; returns the paths."""
+    """Render and write every run's script next to its log (temp + rename); returns the paths."""
+    renderer = Renderer(matrix, template_dir)
     out = []
     made: set[Path] = set()
     for run in runs:
-        text = render_run(matrix, run, template_dir)
+        text = renderer.render(run)
         parent = run.script.parent
         if parent not in made:
             parent.mkdir(parents=True, exist_ok=True)
