@@ -4,6 +4,8 @@ ResNet-50 logs Keras ``TimeHistory`` lines every ``log_steps`` (100) steps; BERT
 
 from __future__ import annotations
 
+import re
+import statistics
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
@@ -15,6 +17,10 @@ class _TF2(Suite):
     launchers = ("tf_config",)
     precisions = ("fp32", "amp")
     supports_xla = True
+    prefer: str = "timehistory"  # parsing: which progress lines time the window ("timehistory" or "trainstep")
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse_tf2(self.prefer, lines, ctx)
 
 
 @register
@@ -48,6 +54,7 @@ class BertBase(_TF2):
     model = "bert-base"
     description = "tensorflow/models official/nlp/bert run_pretraining.py, seq 128"
     sample_unit = "seq/s"
+    prefer = "trainstep"
     options = {"workdir": "/workspace/models/official/nlp/bert", "input_files": "/data/bert/wiki/*.tfrecord",
                "bert_config_file": "/data/bert/bert_config.json", "python": "python3"}
 
@@ -64,3 +71,138 @@ class BertBase(_TF2):
         if cell.nodes > 1:
             argv += ["--distribution_strategy=multi_worker_mirrored", "--all_reduce_alg=nccl"]
         return argv
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# absl/glog lines (suites-reference.md §3.8, §3.9):
+#   I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200
+#   I0826 15:13:29.256277 140405777909504 model_training_utils.py:444] Train Step: 20/120  / loss = 8.02...
+#   600/600 - 239s - loss: 10.4633 - accuracy: 0.1303 - top_5_accuracy: 0.2842       (Keras progress)
+# TimeHistory logs every ``log_steps`` steps (coarse): the window is measured over the logged intervals that lie
+# wholly inside it (method.md), from the glog timestamps (no year in them: see GlogClock); the speed flavour is
+# the mean of ``examples/second`` over the same intervals (DLPerf's published TF2 figure).
+# With MultiWorkerMirrored every worker logs. With ``srun -l`` labels, rank 0 (the chief) is read; unlabelled
+# workers are told apart by the glog thread id, each is measured, and the median across workers is the run's
+# figure (method.md, "Which rank").
+
+_GLOG = re.compile(r"([IWEF])(\d{4}) (\d\d:\d\d:\d\d\.\d+)\s+(\d+) [^\]]*\] ")
+_TIMEHISTORY = re.compile(
+    r"TimeHistory: ([0-9.eE+-]+) seconds, ([0-9.eE+-]+|nan|inf) examples/second between steps (\d+) and (\d+)\s*$")
+_TRAINSTEP = re.compile(r"Train Step: (\d+)/(\d+)\s+/ loss = (\S+?)(?:\s|$)")
+_KERAS = re.compile(r"(\d+)/(\d+) .*?\bloss: (\S+?)(?:\s|$)")
+_MAX_STREAMS = 64
+
+
+def _starts(text: str) -> bool:
+    return bool(_GLOG.match(text)) or "TimeHistory:" in text or "Train Step:" in text
+
+
+class _Streams:
+    """One Window per worker: lines of one worker share a glog thread id; a step seen twice under one id starts
+    another worker's stream (thread ids can coincide across hosts)."""
+
+    def __init__(self, ctx: ParseContext):
+        self.ctx = ctx
+        self.streams: list[tuple[str, Any, set]] = []
+
+    def window(self, key: str, step: int):
+        from dlperf_slurm import logparse as lp
+
+        for k, w, seen in self.streams:
+            if k == key and step not in seen:
+                seen.add(step)
+                return w
+        if len(self.streams) >= _MAX_STREAMS:
+            return None
+        w = lp.Window(self.ctx.warmup_steps, self.ctx.measure_steps)
+        self.streams.append((key, w, {step}))
+        return w
+
+    def windows(self) -> list:
+        return [w for _, w, _ in self.streams]
+
+
+def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    from dlperf_slurm import logparse as lp
+
+    clock = lp.GlogClock()
+    th, ts = _Streams(ctx), _Streams(ctx)
+    keras = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # Keras progress lines: steps and losses only
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        if "TimeHistory:" in text:
+            at = text.rfind("TimeHistory:")
+            head = None
+            for head in _GLOG.finditer(text, 0, at):
+                pass
+            m = _TIMEHISTORY.match(text, at)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            a, b = int(m.group(3)), int(m.group(4))
+            secs, speed = lp.to_float(m.group(1)), lp.to_float(m.group(2))
+            t = clock.seconds(head.group(2), head.group(3)) if head else None
+            w = th.window(head.group(4) if head else "", b)
+            if w is not None and b > a:
+                w.add(b, t, speed=speed, span_from=a, span_seconds=secs)
+            return lp.CONSUMED
+        if "Train Step:" in text:
+            at = text.rfind("Train Step:")
+            head = None
+            for head in _GLOG.finditer(text, 0, at):
+                pass
+            m = _TRAINSTEP.match(text, at)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut, wait for more
+                return lp.FRAGMENT
+            step = int(m.group(1))
+            t = clock.seconds(head.group(2), head.group(3)) if head else None
+            w = ts.window(head.group(4) if head else "", step)
+            if w is not None:
+                w.add(step, t, loss=lp.to_float(m.group(3)))
+            return lp.CONSUMED
+        if "loss: " in text:
+            m = _KERAS.search(text)
+            if m:
+                keras.add(int(m.group(1)), loss=lp.to_float(m.group(3)))
+                return lp.CONSUMED
+        return lp.NOT_MINE
+
+    facts = lp.Scanner(handler, starts=_starts).run(lines)
+    order = (th, ts) if prefer == "timehistory" else (ts, th)
+    source = next((s for s in order if s.streams), order[0])
+    windows = source.windows()
+    gb = float(ctx.global_batch)
+    figs = [f for f in (w.figures(gb) for w in windows) if f is not None]
+    extra: dict[str, Any] = {"progress_lines": "TimeHistory" if source is th else "Train Step",
+                             "workers_seen": len(windows)}
+    if windows:
+        primary = max(windows, key=lambda w: (w.reached, w.max_step))
+    else:
+        primary = keras
+    for w in (*windows, keras):  # a non-finite loss anywhere in the run
+        if w.nonfinite is not None and primary.nonfinite is None:
+            primary.nonfinite = w.nonfinite
+        if w.last_loss is not None and primary.last_loss is None:
+            primary.last_loss = w.last_loss
+    fig = None
+    if figs:
+        fig = figs[0]
+        if len(figs) > 1:
+            extra["workers_measured"] = len(figs)
+            extra["per_worker_throughput"] = [f.throughput for f in figs]
+            speeds = [f.speed for f in figs if f.speed is not None]
+            fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
+                                   statistics.median(f.throughput for f in figs),
+                                   statistics.median(f.latency_ms for f in figs),
+                                   statistics.median(speeds) if speeds else None, fig.speed_points)
+    reached = any(w.reached for w in windows) if windows else False
+    if not windows and keras.points:
+        extra["progress_lines"] = "Keras progress only (no TimeHistory / Train Step lines)"
+    res = lp.finish(primary, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
+                    extra=extra, no_memory_reason="TensorFlow model-garden logs report no GPU memory")
+    if not windows and keras.reached and res.status in ("INCOMPLETE", "UNMEASURED"):
+        res.status = "UNMEASURED"
+        res.reason = "the log has Keras progress lines but no TimeHistory or Train Step lines to time the window"
+    res.steps_seen = max([w.max_step for w in windows] + [keras.max_step])
+    return res

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+import statistics
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
@@ -38,6 +40,9 @@ class TfCnnResNet50(Suite):
             argv += [f"--data_dir={options['data_dir']}", "--data_name=imagenet"]
         return argv
 
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse_tf_cnn(lines, ctx)
+
 
 @register
 class HorovodSyntheticResNet50(Suite):
@@ -59,3 +64,191 @@ class HorovodSyntheticResNet50(Suite):
         if cell.precision == "fp16":
             argv.append("--fp16-allreduce")
         return argv
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse_horovod(lines, ctx)
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# Neither log has timestamps, so the time flavour is the framework's own wall-clock measurement of the window.
+#
+# tf_cnn_benchmarks (benchmark_cnn.py; warm-up batches are run first and not numbered):
+#   Running warm up / Done warm up / Step<TAB>Img/sec<TAB>total_loss
+#   1<TAB>images/sec: 226.5 +/- 0.0 (jitter = 0.0)<TAB>7.756          step after warm-up, running mean per worker
+#   100<TAB>images/sec: 226.3 +/- 0.1 (jitter = 0.7)<TAB>7.878
+#   total images/sec: 226.26                                          num_workers x steps x batch / elapsed
+# Time flavour: "total images/sec" (rank 0's wall clock over the measured batches, for all workers; the median if
+# several ranks print it). Speed flavour: the last running mean printed inside the window x the workers.
+#
+# Horovod *_synthetic_benchmark.py (rank 0 prints):
+#   Iter #0: 303.8 img/sec per GPU          one iteration = batches_per_iter batches after the warm-up batches
+#   Img/sec per GPU: 304.0 +-0.5
+#   Total img/sec on 16 GPU(s): 4864.6 +-8.6     = size x mean(iterations): the speed flavour, not a measurement
+# Time flavour: size x n / sum(1 / s_i), i.e. the global batch over the summed iteration times.
+
+_TFCNN_STEP = re.compile(r"(\d+)\s+images/sec: ([0-9.eE+-]+|nan|inf)(?: \+/- \S+ \(jitter = \S+\))?\s+(\S+)")
+_TFCNN_TOTAL = re.compile(r"total images/sec: ([0-9.eE+-]+|nan|inf)\s*$")
+_TFCNN_DEVICES = re.compile(r"Devices:\s+\[(.*)\]")
+_TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
+_TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
+_TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
+
+
+def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    from dlperf_slurm import logparse as lp
+
+    st: dict[str, Any] = {"warmup": ctx.warmup_steps, "devices": None, "batches": None, "global": None, "totals": [],
+                          "running": {}}
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        c = text[:1]
+        if c.isdigit() and "images/sec:" in text:
+            m = _TFCNN_STEP.match(text)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut
+                return lp.FRAGMENT
+            k = int(m.group(1))
+            window.add(st["warmup"] + k, loss=lp.to_float(m.group(3)))
+            if k <= ctx.measure_steps:
+                v = lp.to_float(m.group(2))
+                run = st["running"]
+                if v is not None and (not run or k >= max(run)):
+                    if run and k > max(run):
+                        run.clear()
+                    run.setdefault(k, []).append(v)
+            return lp.CONSUMED
+        if "total images/sec:" in text:
+            m = _TFCNN_TOTAL.search(text)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            v = lp.to_float(m.group(1))
+            if v is not None and len(st["totals"]) < 4096:
+                st["totals"].append(v)
+            return lp.CONSUMED
+        if "Devices:" in text:
+            m = _TFCNN_DEVICES.search(text)
+            if m and st["devices"] is None:
+                st["devices"] = max(1, len([d for d in m.group(1).split(",") if d.strip()]))
+            return lp.CONSUMED
+        if "Round up warm up steps" in text:
+            m = _TFCNN_ROUND.search(text)
+            if m:
+                st["warmup"] = int(m.group(1))
+            return lp.CONSUMED
+        if "Num batches:" in text:
+            m = _TFCNN_BATCHES.search(text)
+            if m:
+                st["batches"] = int(m.group(1))
+            return lp.CONSUMED
+        if "Batch size:" in text and "global" in text:
+            m = _TFCNN_BATCH.search(text)
+            if m:
+                st["global"] = int(m.group(1))
+            return lp.CONSUMED
+        return lp.NOT_MINE
+
+    facts = lp.Scanner(handler, starts=lambda t: t[:1].isdigit() or "images/sec" in t).run(lines)
+    gb = float(ctx.global_batch)
+    extra: dict[str, Any] = {}
+    if st["global"] is not None and st["global"] != ctx.global_batch:
+        extra["global_batch_mismatch"] = f"log {st['global']} global, expected {ctx.global_batch}"
+    measured = st["batches"] or ctx.measure_steps
+    if st["batches"] is not None and st["batches"] != ctx.measure_steps:
+        extra["measured_batches"] = st["batches"]
+    totals = [t for t in st["totals"] if lp.finite(t) and t > 0]
+    fig = None
+    complete = bool(st["totals"])
+    if totals:
+        thr = statistics.median(totals)
+        workers = ctx.world_size / (st["devices"] or 1)
+        speed = None
+        if st["running"]:
+            (k, vals), = st["running"].items()
+            speed = statistics.median(vals) * workers
+        fig = lp.WindowFigures(st["warmup"], st["warmup"] + measured, measured * gb / thr, thr, 1000.0 * gb / thr,
+                               speed, 1 if speed is not None else 0)
+        if len(totals) > 1:
+            extra["ranks_reporting_total"] = len(totals)
+        extra["time_flavour"] = "tf_cnn total images/sec (its own wall clock over the measured batches)"
+    if window.max_step < st["warmup"] + measured and complete:
+        window.max_step = st["warmup"] + measured  # display_every may skip the last step's line
+    res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
+                    no_memory_reason="tf_cnn_benchmarks logs report no GPU memory")
+    if complete and not totals and res.status == "OK":
+        res.status, res.reason = "UNMEASURED", "total images/sec is not a positive number"
+    return res
+
+
+_HVD_ITER = re.compile(r"Iter #(\d+): ([0-9.eE+-]+|nan|inf) img/sec per (GPU|CPU)\s*$")
+_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (?:GPU|CPU)\(s\): ([0-9.eE+-]+|nan|inf)")
+_HVD_SIZE = re.compile(r"Number of (?:GPU|CPU)s: (\d+)")
+_HVD_BATCH = re.compile(r"^Batch size: (\d+)\s*$")
+
+
+def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    from dlperf_slurm import logparse as lp
+
+    bpi = ctx.options.get("batches_per_iter", 10)
+    bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10
+    iters = max(1, ctx.measure_steps // bpi)
+    st: dict[str, Any] = {"size": None, "batch": None, "total": None, "speeds": {}, "benchmark": False}
+    window = lp.Window(ctx.warmup_steps, iters * bpi)
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        if text.startswith("Iter #") or "Iter #" in text:
+            m = _HVD_ITER.search(text)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            x = int(m.group(1))
+            v = lp.to_float(m.group(2))
+            window.add(ctx.warmup_steps + (x + 1) * bpi)
+            if x < iters and v is not None and x not in st["speeds"]:
+                st["speeds"][x] = v
+            return lp.CONSUMED
+        if "Total img/sec on" in text:
+            m = _HVD_TOTAL.search(text)
+            if not m:
+                return lp.NOT_MINE if final else lp.FRAGMENT
+            st["size"] = st["size"] or int(m.group(1))
+            st["total"] = lp.to_float(m.group(2))
+            return lp.CONSUMED
+        if text.startswith("Number of"):
+            m = _HVD_SIZE.match(text)
+            if m:
+                st["size"] = int(m.group(1))
+            return lp.CONSUMED
+        if text.startswith("Batch size:"):
+            m = _HVD_BATCH.match(text)
+            if m:
+                st["batch"] = int(m.group(1))
+            return lp.CONSUMED
+        return lp.NOT_MINE
+
+    facts = lp.Scanner(handler, starts=lambda t: "Iter #" in t or t.startswith(("Img/sec", "Total img/sec"))).run(lines)
+    extra: dict[str, Any] = {"batches_per_iter": bpi}
+    size = ctx.world_size
+    if st["size"] is not None and st["size"] != ctx.world_size:
+        extra["world_size_mismatch"] = f"log {st['size']}, expected {ctx.world_size}"
+    if st["batch"] is not None and st["batch"] != ctx.batch_size:
+        extra["batch_mismatch"] = f"log {st['batch']} per GPU, expected {ctx.batch_size}"
+    speeds = [v for v in st["speeds"].values() if lp.finite(v) and v > 0]
+    complete = st["total"] is not None or len(st["speeds"]) >= iters
+    gb = float(ctx.global_batch)
+    fig = None
+    if complete and speeds and len(speeds) == len(st["speeds"]):
+        n = len(speeds)
+        thr = size * n / sum(1.0 / v for v in speeds)
+        fig = lp.WindowFigures(ctx.warmup_steps, ctx.warmup_steps + n * bpi, n * bpi * gb / thr, thr,
+                               1000.0 * gb / thr, size * sum(speeds) / n, n)
+    if st["total"] is not None:
+        extra["reported_throughput"] = st["total"]
+    if complete:
+        window.max_step = max(window.max_step, ctx.warmup_steps + iters * bpi)
+    res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
+                    no_memory_reason="Horovod synthetic benchmarks report no GPU memory")
+    if complete and fig is None and res.status == "OK":
+        res.status = "UNMEASURED"
+        res.reason = "iteration throughputs missing or not positive"
+    return res
