@@ -1,0 +1,135 @@
+"""Cell statistics of method.md, in plain Python (no pandas, no numpy).
+
+A cell is one configuration run ``n`` times. Only its OK runs enter the statistics:
+
+- median (an even count takes the mean of the two middle values, as ``np.median`` and ``statistics.median``),
+  min, max, mean, sample standard deviation (n - 1), CV = stdev / mean, n_ok / n;
+- flags: fewer OK runs than 5 of 7 (as a ratio, so 3 repeats need all 3 and 5 need 4), CV above 5 %;
+- speedup = median / median of the same model, precision, XLA and batch per device on 1 node x 1 GPU;
+  scaling efficiency = speedup / total GPUs. A missing or unusable baseline leaves both empty (None), never
+  1.0 or 0 (DLPerf's extractors did both).
+
+Nothing is rounded here: round only when presenting (:func:`fmt`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+MIN_OK_RATIO = 5 / 7
+MAX_CV = 0.05
+
+
+def _clean(values: Iterable[Any]) -> list[float]:
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"not a number: {v!r}")
+        if not math.isfinite(v):
+            raise ValueError(f"not a finite number: {v!r}")
+        out.append(float(v))
+    return out
+
+
+def median(values: Iterable[float]) -> float | None:
+    """Median; with an even count, the mean of the two middle values. None for no value."""
+    xs = sorted(_clean(values))
+    n = len(xs)
+    if n == 0:
+        return None
+    mid = n // 2
+    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def mean(values: Iterable[float]) -> float | None:
+    xs = _clean(values)
+    return math.fsum(xs) / len(xs) if xs else None
+
+
+def stdev(values: Iterable[float]) -> float | None:
+    """Sample standard deviation (n - 1 in the denominator); None for fewer than two values."""
+    xs = _clean(values)
+    if len(xs) < 2:
+        return None
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def cv(values: Iterable[float]) -> float | None:
+    """Coefficient of variation stdev / mean (a fraction: 0.05 is 5 %); None when undefined."""
+    xs = _clean(values)
+    s, m = stdev(xs), mean(xs)
+    if s is None or m is None or m == 0:
+        return None
+    return s / abs(m)
+
+
+@dataclass
+class CellStats:
+    n: int  # runs of the cell (planned or found)
+    n_ok: int
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+    cv: float | None = None
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def few_ok(self) -> bool:
+        return "few_ok" in self.flags
+
+    @property
+    def high_cv(self) -> bool:
+        return "high_cv" in self.flags
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def few_ok(n_ok: int, n: int) -> bool:
+    """Fewer OK runs than 5 of 7 (as a ratio of the runs the cell has)."""
+    return n > 0 and n_ok / n < MIN_OK_RATIO - 1e-12
+
+
+def summarize(ok_values: Sequence[float], n: int) -> CellStats:
+    """Statistics of a cell from its OK runs' values; ``n`` is the number of runs of the cell (OK or not)."""
+    xs = _clean(ok_values)
+    n = max(int(n), len(xs))
+    st = CellStats(n=n, n_ok=len(xs))
+    if xs:
+        st.median, st.min, st.max, st.mean = median(xs), min(xs), max(xs), mean(xs)
+        st.stdev, st.cv = stdev(xs), cv(xs)
+    if few_ok(st.n_ok, n):
+        st.flags.append("few_ok")
+    if st.cv is not None and st.cv > MAX_CV:
+        st.flags.append("high_cv")
+    return st
+
+
+def speedup(value: float | None, baseline: float | None) -> float | None:
+    """value / baseline; None when either is missing, not finite or the baseline is not positive."""
+    if value is None or baseline is None:
+        return None
+    if not (math.isfinite(value) and math.isfinite(baseline)) or baseline <= 0:
+        return None
+    return value / baseline
+
+
+def efficiency(speed_up: float | None, devices: int) -> float | None:
+    """Scaling efficiency = speedup / total GPUs; None without a speedup."""
+    if speed_up is None or devices <= 0:
+        return None
+    return speed_up / devices
+
+
+def fmt(value: float | None, digits: int = 2, *, percent: bool = False) -> str:
+    """Presentation rounding (the only rounding): 2 decimals, '' for None."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if percent:
+        return f"{100.0 * value:.{max(0, digits - 1)}f}%"
+    return f"{value:.{digits}f}"
