@@ -97,6 +97,19 @@ def build_parser() -> argparse.ArgumentParser:
 _EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
 
 
+# ---------------------------------------------------------------- submit / status / cancel (issue 4)
+# The job life cycle lives in dlperf_slurm/campaign.py (manifest), executors.py (submitit, local runner)
+# and scheduler.py (squeue/sacct/scancel); submitit is imported only when a Slurm submission happens.
+def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
+    from dlperf_slurm.campaign import add_commands
+
+    add_commands(sub)
+
+
+_EXTRA_COMMANDS.append(_lifecycle_commands)
+# ---------------------------------------------------------------- end of submit / status / cancel
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,0 +1,397 @@
+"""Talking to Slurm: squeue / sacct / scontrol / scancel, batched, parsed, mapped to run statuses.
+
+Every query is one command for all the jobs asked about (never one per job). ``sacct`` is optional: many
+clusters lack slurmdbd or restrict it, so :meth:`Slurm.query` asks ``squeue -t all`` first (which keeps
+finished jobs for ``MinJobAge`` seconds with their final state) and ``sacct`` only for what squeue no longer
+knows, when sacct works. ``DLPERF_SLURM_NO_SACCT=1`` makes this module behave as if sacct were missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.suites import Status
+
+# ------------------------------------------------------------------------------------------ errors
+
+
+class SchedulerError(UserError):
+    """A Slurm command failed; the message names the command and Slurm's own words."""
+
+    def __init__(self, message: str, command: Sequence[str] = (), stderr: str = ""):
+        self.command, self.stderr = list(command), stderr
+        super().__init__(message)
+
+
+class ControllerUnreachable(SchedulerError):
+    """slurmctld does not answer (down, wrong SLURM_CONF, network)."""
+
+
+class SubmissionRefused(SchedulerError):
+    """sbatch said no: bad partition/account/QOS, a submit limit, an invalid option."""
+
+
+_UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
+    r"|Unable to establish controller machine|Could not establish a configuration source|"
+    r"Communication connection failure|Unable to resolve", re.I)
+_LIMIT = re.compile(r"MaxSubmit|submit limit|job violates accounting/QOS policy|QOSMax|AssocMax|"
+                    r"MaxJobCount|Slurm temporarily unable to accept job|too many jobs|MaxArraySize|array size", re.I)
+
+
+def explain(command: Sequence[str], stderr: str, rc: int | None = None) -> SchedulerError:
+    """A SchedulerError whose message says what went wrong in plain words."""
+    tool = os.path.basename(command[0]) if command else "slurm"
+    text = " ".join(line.strip() for line in (stderr or "").strip().splitlines() if line.strip()) or f"exit status {rc}"
+    if _UNREACHABLE.search(text):
+        return ControllerUnreachable(f"the Slurm controller is unreachable ({tool}: {text}); "
+                                     "check that slurmctld is up (`scontrol ping`) and SLURM_CONF", command, stderr)
+    if tool == "sbatch":
+        if re.search(r"invalid partition", text, re.I):
+            cause = "the partition does not exist or is not usable by you"
+        elif re.search(r"account|association", text, re.I) and not _LIMIT.search(text):
+            cause = "the account (or your association with it) is not valid"
+        elif re.search(r"qos", text, re.I) and not _LIMIT.search(text):
+            cause = "the QOS is not valid for you"
+        elif _LIMIT.search(text):
+            cause = "a cluster submission limit was hit"
+        elif re.search(r"Requested node configuration is not available|More processors requested|"
+                       r"memory specification|Invalid generic resource|gres", text, re.I):
+            cause = "no node can satisfy the requested resources"
+        elif re.search(r"time limit", text, re.I):
+            cause = "the time limit is above the partition's"
+        else:
+            cause = "sbatch refused the job"
+        return SubmissionRefused(f"{cause} ({tool}: {text})", command, stderr)
+    return SchedulerError(f"{tool} failed: {text}", command, stderr)
+
+
+# ------------------------------------------------------------------------------------------ job ids
+
+_JOB_ID = re.compile(r"^(?P<base>\d+)(?:\+(?P<het>\d+))?(?:_(?:(?P<task>\d+)|\[(?P<range>[^\]]*)\]))?$")
+
+
+def split_job_id(job_id: str) -> tuple[str, list[int] | None]:
+    """``123`` -> ('123', None); ``123_4`` -> ('123', [4]); ``123_[1-6%2]`` / ``123_[1,3-4]`` -> ('123', [..]).
+
+    Raises ValueError on anything else (never guesses)."""
+    m = _JOB_ID.match(job_id.strip())
+    if not m:
+        raise ValueError(f"not a Slurm job id: {job_id!r}")
+    if m.group("task") is not None:
+        return m.group("base"), [int(m.group("task"))]
+    if m.group("range") is not None:
+        spec = m.group("range").split("%", 1)[0]
+        tasks: list[int] = []
+        for part in spec.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                step = 1
+                if ":" in hi:  # 1-10:2
+                    hi, s = hi.split(":", 1)
+                    step = int(s)
+                tasks.extend(range(int(lo), int(hi) + 1, step))
+            else:
+                tasks.append(int(part))
+        return m.group("base"), tasks
+    return m.group("base"), None
+
+
+def expand_job_id(job_id: str) -> list[str]:
+    """Every concrete id a (possibly ranged) id stands for: ``7_[0-2%1]`` -> ['7_0', '7_1', '7_2']."""
+    base, tasks = split_job_id(job_id)
+    return [base] if tasks is None else [f"{base}_{t}" for t in tasks]
+
+
+def base_id(job_id: str) -> str:
+    return split_job_id(job_id)[0]
+
+
+# ------------------------------------------------------------------------------------------ states
+
+# Slurm job states (long and compact forms) -> run status
+_STATE_MAP = {
+    "PENDING": Status.PENDING, "PD": Status.PENDING, "CONFIGURING": Status.PENDING, "CF": Status.PENDING,
+    "REQUEUE_HOLD": Status.PENDING, "RH": Status.PENDING, "REQUEUE_FED": Status.PENDING, "RF": Status.PENDING,
+    "RESV_DEL_HOLD": Status.PENDING, "RD": Status.PENDING,
+    "RUNNING": Status.RUNNING, "R": Status.RUNNING, "COMPLETING": Status.RUNNING, "CG": Status.RUNNING,
+    "SUSPENDED": Status.RUNNING, "S": Status.RUNNING, "STOPPED": Status.RUNNING, "ST": Status.RUNNING,
+    "SIGNALING": Status.RUNNING, "SI": Status.RUNNING, "STAGE_OUT": Status.RUNNING, "SO": Status.RUNNING,
+    "RESIZING": Status.RUNNING, "RS": Status.RUNNING, "UPDATE_DB": Status.RUNNING,
+    "REQUEUED": Status.REQUEUED, "RQ": Status.REQUEUED,
+    "COMPLETED": Status.OK, "CD": Status.OK,
+    "FAILED": Status.FAILED, "F": Status.FAILED, "SPECIAL_EXIT": Status.FAILED, "SE": Status.FAILED,
+    "CANCELLED": Status.CANCELLED, "CA": Status.CANCELLED, "REVOKED": Status.CANCELLED, "RV": Status.CANCELLED,
+    "TIMEOUT": Status.TIMEOUT, "TO": Status.TIMEOUT, "DEADLINE": Status.TIMEOUT, "DL": Status.TIMEOUT,
+    "OUT_OF_MEMORY": Status.OOM, "OOM": Status.OOM,
+    "NODE_FAIL": Status.NODE_FAIL, "NF": Status.NODE_FAIL, "BOOT_FAIL": Status.NODE_FAIL, "BF": Status.NODE_FAIL,
+    "PREEMPTED": Status.PREEMPTED, "PR": Status.PREEMPTED,
+}
+
+
+def normalize_state(raw: str) -> str:
+    """``CANCELLED by 0`` -> CANCELLED, ``CANCELLED+`` -> CANCELLED, ``running`` -> RUNNING."""
+    s = (raw or "").strip().split(" ", 1)[0].rstrip("+").upper()
+    return s
+
+
+def map_state(raw: str) -> str | None:
+    """Run status for a Slurm state, or None for a state we do not know (never guessed)."""
+    return _STATE_MAP.get(normalize_state(raw))
+
+
+def is_final(status: str | None) -> bool:
+    return status is not None and status not in Status.ACTIVE and status not in ("UNSUBMITTED", "SUBMITTING")
+
+
+@dataclass
+class JobInfo:
+    """What the scheduler says about one job (or one array task)."""
+
+    job_id: str  # '123' or '123_4'
+    state: str  # normalized Slurm state, e.g. CANCELLED
+    reason: str = ""  # squeue's %r, sacct's Reason, or "by 0" of 'CANCELLED by 0'
+    exit_code: str = ""  # sacct '3:0'
+    raw_id: str = ""  # the unique job id of an array task
+    nodes: str = ""
+    source: str = ""  # squeue | sacct | local
+
+    @property
+    def status(self) -> str | None:
+        return map_state(self.state)
+
+
+# ------------------------------------------------------------------------------------------ running commands
+
+
+def run(argv: Sequence[str], timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a Slurm command; missing command or timeout become SchedulerError (rc is left to the caller)."""
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise SchedulerError(f"{argv[0]}: command not found (is Slurm installed and on PATH?)", argv) from None
+    except subprocess.TimeoutExpired:
+        raise ControllerUnreachable(f"{argv[0]} did not answer within {timeout:.0f} s "
+                                    "(the Slurm controller is unreachable or overloaded)", argv) from None
+
+
+def sacct_disabled_by_env() -> bool:
+    return os.environ.get("DLPERF_SLURM_NO_SACCT", "").strip() not in ("", "0", "false", "no")
+
+
+class Slurm:
+    """Batched access to one Slurm cluster. ``calls`` counts the commands run, by name (tests, bench)."""
+
+    SQUEUE_FORMAT = "%i|%A|%j|%T|%r|%N"
+
+    def __init__(self, use_sacct: bool | None = None, timeout: float = 60):
+        self.timeout = timeout
+        self.calls: Counter[str] = Counter()
+        self._use_sacct = False if sacct_disabled_by_env() else use_sacct  # None: find out on first use
+        self.sacct_problem = "disabled by DLPERF_SLURM_NO_SACCT" if sacct_disabled_by_env() else ""
+        self._config: dict[str, str] | None = None
+
+    @staticmethod
+    def available() -> bool:
+        """Is there a Slurm client on PATH?"""
+        return shutil.which("sbatch") is not None
+
+    def _run(self, argv: Sequence[str]) -> subprocess.CompletedProcess:
+        self.calls[os.path.basename(argv[0])] += 1
+        return run(argv, self.timeout)
+
+    # -- cluster facts
+    def ping(self) -> None:
+        """Raise ControllerUnreachable unless slurmctld answers."""
+        p = self._run(["scontrol", "ping"])
+        if p.returncode != 0 or "DOWN" in p.stdout and "UP" not in p.stdout:
+            raise ControllerUnreachable(f"the Slurm controller is unreachable (scontrol ping: "
+                                        f"{(p.stdout + p.stderr).strip() or p.returncode})", ["scontrol", "ping"])
+
+    def config(self) -> dict[str, str]:
+        """``scontrol show config`` as a dict, read once."""
+        if self._config is None:
+            p = self._run(["scontrol", "show", "config"])
+            if p.returncode != 0:
+                raise explain(["scontrol", "show", "config"], p.stderr, p.returncode)
+            self._config = parse_config(p.stdout)
+        return self._config
+
+    def max_array_size(self) -> int:
+        """Array indices must stay below MaxArraySize (Slurm default 1001)."""
+        try:
+            return int(self.config().get("MaxArraySize", "1001").split()[0])
+        except ValueError:
+            return 1001
+
+    # -- queries
+    def squeue(self, job_ids: Iterable[str] = (), names: Iterable[str] = ()) -> dict[str, JobInfo]:
+        """One ``squeue -h -r -t all`` for all the given jobs (ids of arrays or tasks) or job names.
+
+        Finished jobs stay visible (with their final state) for MinJobAge seconds. Ids Slurm no longer
+        knows are simply absent from the answer."""
+        ids = sorted({base_id(j) for j in job_ids}, key=int)
+        names = sorted(set(names))
+        if not ids and not names:
+            return {}
+        out: dict[str, JobInfo] = {}
+        for chunk in _chunks(ids or [""], 500):
+            argv = ["squeue", "-h", "-r", "-t", "all", "-o", self.SQUEUE_FORMAT]
+            if chunk != [""]:
+                argv += ["-j", ",".join(chunk)]
+            if names:
+                argv += ["-n", ",".join(names)]
+            p = self._run(argv)
+            if p.returncode != 0:
+                if re.search(r"Invalid job id", p.stderr, re.I):
+                    continue  # every id of this chunk has left the controller
+                raise explain(argv, p.stderr, p.returncode)
+            out.update(parse_squeue(p.stdout))
+        return out
+
+    def sacct_available(self) -> bool:
+        if self._use_sacct is None:
+            p = self._run(["sacct", "-n", "-X", "-P", "-o", "JobID", "-j", "1"])
+            self._use_sacct = p.returncode == 0
+            if not self._use_sacct:
+                self.sacct_problem = (p.stderr.strip() or f"exit status {p.returncode}").splitlines()[0]
+        return bool(self._use_sacct)
+
+    def sacct(self, job_ids: Iterable[str] = (), since: float | None = None,
+              names: Iterable[str] = ()) -> dict[str, JobInfo]:
+        """One ``sacct -X -P`` for all the given jobs (or job names); {} when sacct is unavailable (the
+        reason is kept in ``sacct_problem``)."""
+        ids = sorted({base_id(j) for j in job_ids}, key=int)
+        names = sorted(set(names))
+        if (not ids and not names) or not self.sacct_available():
+            return {}
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime((since or time.time()) - 86400))
+        out: dict[str, JobInfo] = {}
+        for chunk in _chunks(ids or [""], 500):
+            argv = ["sacct", "-n", "-X", "-P", "-S", start, "-E", "now", "-o",
+                    "JobID,JobIDRaw,State,ExitCode,Reason,NodeList"]
+            argv += ["-j", ",".join(chunk)] if chunk != [""] else ["--name", ",".join(names)]
+            p = self._run(argv)
+            if p.returncode != 0:
+                # accounting went away or is refused: carry on with squeue + markers
+                self._use_sacct = False
+                self.sacct_problem = (p.stderr.strip() or f"exit status {p.returncode}").splitlines()[0]
+                return out
+            out.update(parse_sacct(p.stdout))
+        return out
+
+    def query(self, job_ids: Iterable[str], since: float | None = None) -> dict[str, JobInfo]:
+        """State of every given job: squeue first, sacct for what squeue no longer knows."""
+        job_ids = list(job_ids)
+        info = self.squeue(job_ids)
+        missing = [j for j in job_ids if j not in info]
+        if missing:
+            for k, v in self.sacct(missing, since).items():
+                info.setdefault(k, v)
+        return info
+
+    def cancel(self, job_ids: Iterable[str]) -> None:
+        """One scancel for all the given jobs or array tasks."""
+        ids = sorted(set(job_ids))
+        for chunk in _chunks(ids, 500):
+            argv = ["scancel", *chunk]
+            p = self._run(argv)
+            if p.returncode != 0 and not re.search(r"Invalid job id|already completing or completed|"
+                                                   r"Job/step already", p.stderr, re.I):
+                raise explain(argv, p.stderr, p.returncode)
+
+
+def _chunks(items: list, n: int) -> Iterable[list]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+# ------------------------------------------------------------------------------------------ parsers
+
+
+def parse_config(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def parse_squeue(text: str) -> dict[str, JobInfo]:
+    """Lines of ``%i|%A|%j|%T|%r|%N``; ranged array ids (``123_[1-6%2]``) are expanded task by task."""
+    out: dict[str, JobInfo] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) < 4:
+            continue
+        jid, raw, _name, state = parts[0].strip(), parts[1].strip(), parts[2], parts[3]
+        reason = parts[4].strip() if len(parts) > 4 else ""
+        nodes = parts[5].strip() if len(parts) > 5 else ""
+        if reason in ("None", "(null)"):
+            reason = ""
+        try:
+            ids = expand_job_id(jid)
+        except ValueError:
+            continue
+        for j in ids:
+            out[j] = JobInfo(j, normalize_state(state), reason, "", raw if len(ids) == 1 else "", nodes, "squeue")
+    return out
+
+
+def parse_sacct(text: str) -> dict[str, JobInfo]:
+    """Lines of ``JobID|JobIDRaw|State|ExitCode|Reason|NodeList`` (``-X -P -n``); steps are skipped."""
+    out: dict[str, JobInfo] = {}
+    for line in text.splitlines():
+        parts = line.split("|")
+        if len(parts) < 3 or "." in parts[0]:
+            continue
+        jid, raw, state = parts[0].strip(), parts[1].strip(), parts[2].strip()
+        exit_code = parts[3].strip() if len(parts) > 3 else ""
+        reason = parts[4].strip() if len(parts) > 4 else ""
+        nodes = parts[5].strip() if len(parts) > 5 else ""
+        if reason in ("None", "(null)"):
+            reason = ""
+        extra = state.split(" ", 1)[1] if " " in state else ""  # 'CANCELLED by 0'
+        if extra:
+            reason = f"{extra}; {reason}" if reason else extra
+        try:
+            ids = expand_job_id(jid)
+        except ValueError:
+            continue
+        for j in ids:
+            out[j] = JobInfo(j, normalize_state(state), reason, exit_code, raw if len(ids) == 1 else "",
+                             "" if nodes in ("None assigned", "(null)") else nodes, "sacct")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ polling
+
+
+class Backoff:
+    """Poll intervals: ``initial`` doubling up to ``maximum``; :meth:`reset` after progress."""
+
+    def __init__(self, initial: float = 1.0, maximum: float = 30.0, factor: float = 2.0):
+        self.initial, self.maximum, self.factor = initial, maximum, factor
+        self.current = initial
+
+    def next(self) -> float:
+        value = self.current
+        self.current = min(self.maximum, self.current * self.factor)
+        return value
+
+    def reset(self) -> None:
+        self.current = self.initial
