@@ -216,10 +216,38 @@ def _submitit_slurm_executor_class():
     a FAILED. (Imported lazily: submitit is only needed when submitting to Slurm.)"""
     import submitit
 
+    from submitit.core import utils as sutils
+    from submitit.slurm.slurm import SlurmJob
+
     class _Executor(submitit.SlurmExecutor):
         def _make_submission_file_text(self, command: str, uid: str) -> str:
             text = super()._make_submission_file_text(command, uid)
             return "\n".join(line for line in text.splitlines() if not line.startswith("#SBATCH --signal=")) + "\n"
+
+        def _internal_process_submissions(self, delayed_submissions):
+            # submitit 1.5's array path, except that the array is submitted by this class (submitit
+            # builds a plain SlurmExecutor there, which would bring --signal back)
+            if len(delayed_submissions) == 1:
+                return super()._internal_process_submissions(delayed_submissions)
+            folder = sutils.JobPaths.get_first_id_independent_folder(self.folder)
+            folder.mkdir(parents=True, exist_ok=True)
+            timeout_min = self.parameters.get("time", 5)
+            pickle_paths = []
+            for d in delayed_submissions:
+                pickle_path = folder / f"{uuid.uuid4().hex}.pkl"
+                d.set_timeout(timeout_min, self.max_num_timeout)
+                d.dump(pickle_path)
+                pickle_paths.append(pickle_path)
+            n = len(delayed_submissions)
+            array_ex = type(self)(self.folder, self.max_num_timeout)
+            array_ex.update_parameters(**self.parameters)
+            array_ex.parameters["map_count"] = n
+            first_job = array_ex._submit_command(self._submitit_command_str)
+            tasks_ids = list(range(first_job.num_tasks))
+            jobs = [SlurmJob(folder=self.folder, job_id=f"{first_job.job_id}_{a}", tasks=tasks_ids) for a in range(n)]
+            for job, pickle_path in zip(jobs, pickle_paths):
+                job.paths.move_temporary_file(pickle_path, "submitted_pickle")
+            return jobs
 
     return _Executor
 

@@ -1,0 +1,65 @@
+"""Helpers shared by the submission tests (tests/test_{scheduler,campaign,executors,slurm_integration}.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"  # fake payloads driven by DLPERF_TEST_MODE (ok, fail, oom, sleep)
+REPO = HERE.parent.parent
+
+
+def matrix_text(name: str = "t", devices=("1x1",), modes=("ok",), repeats: int = 2, time_limit: str = "00:10:00",
+                launchers=("torchrun",), extra: str = "", slurm_extra: str = "") -> str:
+    q = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
+    return f"""suite = "pytorch-ddp/resnet50"
+name = "{name}"
+[axes]
+devices = {q(devices)}
+batch_size = [1]
+launcher = {q(launchers)}
+"env.DLPERF_TEST_MODE" = {q(modes)}
+[measure]
+repeats = {repeats}
+warmup_steps = 1
+measure_steps = 1
+[slurm]
+time = "{time_limit}"
+gpu_request = "none"
+{slurm_extra}
+{extra}
+"""
+
+
+def write_matrix(directory: Path, **kw) -> Path:
+    p = directory / f"{kw.get('name', 't')}.toml"
+    p.write_text(matrix_text(**kw))
+    return p
+
+
+def cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300,
+        check: bool = False) -> subprocess.CompletedProcess:
+    """``python -m dlperf_slurm ARGS`` in a subprocess (the way users run it)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = f"{REPO}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm", *args], capture_output=True, text=True, env=full_env,
+                       cwd=cwd, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"dlperf_slurm {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def wait_until(predicate, timeout: float = 60, interval: float = 0.2, what: str = "condition"):
+    end = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)

@@ -1,0 +1,211 @@
+"""executors.py: grouping into arrays, submitit parameters, sbatch call counts (fake Slurm), the local runner."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+import fakeslurm  # noqa: E402
+from testlib import TEMPLATES, wait_until, write_matrix  # noqa: E402
+
+from dlperf_slurm import matrix as matrix_mod  # noqa: E402
+from dlperf_slurm import render  # noqa: E402
+from dlperf_slurm.executors import Group, LocalExecutor, SlurmExecutor, SubmitAborted, submitit_parameters  # noqa: E402
+from dlperf_slurm.scheduler import Slurm  # noqa: E402
+
+
+class RecordingJournal:
+    def __init__(self):
+        self.events = []
+
+    def before_submit(self, ex, g):
+        self.events.append(("before", g.token))
+
+    def after_submit(self, ex, g, ids):
+        self.events.append(("after", g.token, ids))
+
+    def submit_failed(self, ex, g, err):
+        self.events.append(("failed", g.token, str(err)))
+
+
+def _matrix(tmp_path, **kw):
+    return matrix_mod.load(write_matrix(tmp_path, **kw), site=False)
+
+
+BIG = """suite = "pytorch-ddp/resnet50"
+name = "big"
+[axes]
+devices = ["1x1", "1x2", "2x1", "2x2"]
+batch_size = [16, 32, 64]
+precision = ["fp32", "amp", "bf16", "fp16"]
+xla = [false, true]
+[slurm]
+time = "00:10:00"
+gpu_request = "none"
+array_throttle = 4
+partition = "debug"
+"""
+
+
+def test_plan_groups_by_resources_and_orders_repeat_major(tmp_path):
+    m = _matrix(tmp_path, devices=("1x1", "1x2", "2x1", "2x2"), repeats=3)
+    runs = matrix_mod.runs(m, tmp_path / "c")
+    groups, skipped = SlurmExecutor(tmp_path / "c", max_array_size=1001).plan(m, runs)
+    assert not skipped
+    # torchrun: 1 task per node, so 1x1 and 1x2 share resources, and so do 2x1 and 2x2
+    keys = sorted((g.directives["nodes"], g.directives["ntasks-per-node"], g.size) for g in groups)
+    assert keys == [(1, 1, 6), (2, 1, 6)]
+    g = groups[0]
+    assert [r.repeat for r in g.runs] == [0, 0, 1, 1, 2, 2]  # repeat-major: every cell gets r0 first
+    assert len({r.cell.id for r in g.runs}) == 2
+    m = _matrix(tmp_path, devices=("1x1", "1x2", "2x1"), launchers=("srun",), repeats=2)
+    groups, _ = SlurmExecutor(tmp_path / "c", max_array_size=1001).plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    # srun: 1 task per GPU -> three resource sets
+    assert sorted((g.directives["nodes"], g.directives["ntasks-per-node"]) for g in groups) == [(1, 1), (1, 2), (2, 1)]
+    assert len({g.token for g in groups}) == len(groups) and all(g.token in g.name for g in groups)
+
+
+def test_plan_chunks_to_max_array_size(tmp_path):
+    (tmp_path / "big.toml").write_text(BIG)
+    m = matrix_mod.load(tmp_path / "big.toml", site=False)
+    runs = matrix_mod.runs(m, tmp_path / "c")
+    assert len(runs) == 672
+    groups, _ = SlurmExecutor(tmp_path / "c", max_array_size=100).plan(m, runs)
+    assert all(g.size <= 100 for g in groups)
+    assert sum(g.size for g in groups) == 672
+    assert len(groups) == 8  # 336 one-node runs -> 4 chunks, 336 two-node runs -> 4 chunks
+    assert groups[0].sbatch_options()[-1] == "--array=0-99%4"
+
+
+def test_submitit_parameters_come_from_render_directives(tmp_path):
+    m = _matrix(tmp_path, slurm_extra='partition = "gpu"\naccount = "proj1"\nqos = "high"\nmem = "8G"\n'
+                                      'cpus_per_task = 4\nexclusive = true\nconstraint = "a100"\n'
+                                      'extra_directives = ["--reservation=bench", "--requeue"]\n'
+                                      'array_throttle = 2', time_limit="01:30:30", devices=("2x1",))
+    runs = matrix_mod.runs(m, tmp_path / "c")
+    d = render.directives(m, runs[0])
+    d.pop("job-name")
+    g = Group("tok", "dlperf.t.tok", runs, d, tuple(m.slurm.extra_directives), 2, m.slurm.time)
+    p = submitit_parameters(g)
+    assert p["use_srun"] is False and p["wckey"] is None
+    assert (p["nodes"], p["ntasks_per_node"], p["partition"], p["account"], p["qos"], p["mem"]) == \
+        (2, 1, "gpu", "proj1", "high", "8G")
+    assert p["cpus_per_task"] == 4 and p["exclusive"] is True and p["constraint"] == "a100"
+    assert p["array_parallelism"] == 2
+    assert p["time"] == 91 and p["additional_parameters"]["time"] == "01:30:30"
+    assert p["additional_parameters"]["reservation"] == "bench" and p["additional_parameters"]["requeue"] is True
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    state = tmp_path / "slurm.json"
+    for k, v in fakeslurm.install(tmp_path / "bin", state).items():
+        monkeypatch.setenv(k, v)
+    return state
+
+
+def test_one_sbatch_per_array_not_per_run(tmp_path, fake):
+    (tmp_path / "big.toml").write_text(BIG)
+    m = matrix_mod.load(tmp_path / "big.toml", site=False)
+    cdir = tmp_path / "c"
+    runs = matrix_mod.runs(m, cdir)
+    ex = SlurmExecutor(cdir, Slurm())
+    groups, _ = ex.plan(m, runs)
+    render.write_scripts(m, runs)
+    journal = RecordingJournal()
+    ids = ex.submit(groups, journal)
+    st = fakeslurm.load(fake)
+    assert st["calls"]["sbatch"] == len(groups) == 2 == ex.calls["sbatch"]  # not 672
+    assert sum(len(x) for x in ids) == 672 and len({j for x in ids for j in x}) == 672
+    assert [e[0] for e in journal.events] == ["before", "after", "before", "after"]
+    # the sbatch file submitit wrote: our resources, an array with our throttle, no srun wrapper, no --signal
+    text = Path(st["submitted"][0]["script"]).read_text()
+    assert "#SBATCH --array=0-335%4" in text
+    assert "#SBATCH --partition=debug" in text and "#SBATCH --time=00:10:00" in text
+    assert "--signal" not in text and "--wckey" not in text and "srun" not in text
+    assert "submitit.core._submit" in text
+    assert ids[0][5] == f"{st['submitted'][0]['id']}_5"
+
+
+def test_refused_sbatch_stops_and_reports(tmp_path, fake):
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=1))
+    m = _matrix(tmp_path, devices=("1x1", "2x1"), repeats=2)
+    cdir = tmp_path / "c"
+    runs = matrix_mod.runs(m, cdir)
+    render.write_scripts(m, runs)
+    ex = SlurmExecutor(cdir, Slurm())
+    groups, _ = ex.plan(m, runs)
+    journal = RecordingJournal()
+    with pytest.raises(SubmitAborted) as err:
+        ex.submit(groups, journal)
+    assert "submission limit" in str(err.value) and "2 runs were submitted" in str(err.value)
+    assert [e[0] for e in journal.events] == ["before", "after", "before", "failed"]
+
+
+def test_local_executor_skips_what_needs_srun(tmp_path):
+    m = _matrix(tmp_path, devices=("1x1", "2x1"), repeats=1)
+    groups, skipped = LocalExecutor(tmp_path / "c").plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    assert [(r.cell.nodes, why) for r, why in skipped] == [
+        (2, "needs 2 nodes (srun across nodes): the local executor runs on this machine only")]
+    assert sum(g.size for g in groups) == 1
+    m = _matrix(tmp_path, devices=("1x1",), launchers=("srun",), repeats=2)
+    groups, skipped = LocalExecutor(tmp_path / "c").plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    assert not groups and len(skipped) == 2 and all("srun launcher" in why for _, why in skipped)
+
+
+def _local_group(tmp_path, jobs=2, **kw):
+    m = _matrix(tmp_path, **kw)
+    cdir = tmp_path / "c"
+    runs = matrix_mod.runs(m, cdir)
+    render.write_scripts(m, runs, str(TEMPLATES))
+    ex = LocalExecutor(cdir, jobs)
+    groups, _ = ex.plan(m, runs)
+    return ex, groups
+
+
+def _wait_local(ex, ids, timeout=60):
+    def done():
+        info = ex.query(ids)
+        return info if all(i.state not in ("PENDING", "RUNNING") for i in info.values()) and len(info) == len(ids) else None
+    return wait_until(done, timeout, what="local runs")
+
+
+def test_local_runner_runs_n_at_a_time_and_records_exits(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_TEST_SLEEP", "1")
+    ex, groups = _local_group(tmp_path, jobs=2, modes=("ok", "fail"), repeats=2)
+    t0 = time.time()
+    ids = ex.submit(groups, RecordingJournal())[0]
+    assert time.time() - t0 < 5  # submit returns while the runs go on
+    info = _wait_local(ex, ids)
+    q = json.loads(ex.queue_file(groups[0].token).read_text())
+    by_mode = {t["run"]: t for t in q["tasks"]}
+    for jid, run in zip(ids, groups[0].runs):
+        t = by_mode[run.key]
+        if "fail" in run.key:
+            assert info[jid].state == "FAILED" and t["rc"] == 3 and info[jid].reason == "exit code 3"
+        else:
+            assert info[jid].state == "COMPLETED" and t["rc"] == 0
+        marker = json.loads(run.marker.read_text())
+        assert marker["rc"] == t["rc"]
+        assert "fake payload" in run.log.read_text()
+    spans = sorted((t["start"], t["end"]) for t in q["tasks"])
+    overlaps = max(sum(1 for s, e in spans if s <= x < e) for x, _ in spans)
+    assert overlaps == 2  # two at a time, never more
+    assert q["runner"]["ended"] >= max(e for _, e in spans)
+
+
+def test_local_runner_time_limit_and_cancel(tmp_path):
+    ex, groups = _local_group(tmp_path, jobs=3, modes=("sleep",), repeats=3, time_limit="00:00:03")
+    ids = ex.submit(groups, RecordingJournal())[0]
+    wait_until(lambda: ex.query(ids)[ids[0]].state == "RUNNING", 20, what="first run to start")
+    ex.cancel([ids[0]])
+    info = _wait_local(ex, ids, 40)
+    assert info[ids[0]].state == "CANCELLED"
+    assert info[ids[1]].state == "TIMEOUT" and "time limit" in info[ids[1]].reason
+    marker = json.loads(groups[0].runs[1].marker.read_text())
+    assert marker["rc"] == 143 and marker["signal"] == "TERM"
