@@ -331,13 +331,15 @@ def read_marker(path: Path) -> dict[str, Any] | None:
 
 
 def log_tail(path: Path, size: int = 65536) -> str:
+    """The end of a log, without the provenance line (it quotes the command and the environment)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - size))
-            return f.read().decode(errors="replace")
+            text = f.read().decode(errors="replace")
     except OSError:
         return ""
+    return "\n".join(line for line in text.splitlines() if not _PROVENANCE.search(line))
 
 
 def log_start(path: Path) -> float | None:

@@ -6,7 +6,9 @@ answers a test wants) lives in the JSON file ``$FAKE_SLURM_STATE``. Jobs never r
 state (``set_state``) to reproduce what a test cluster cannot easily produce (NODE_FAIL, PREEMPTED, ...).
 
 Knobs in the state file: ``sacct`` = "ok" | "disabled"; ``sbatch_fail_after`` = N (calls after the N-th
-fail with ``sbatch_error``); ``ping`` = "up" | "down"; ``max_array`` = MaxArraySize.
+fail with ``sbatch_error``); ``ping`` = "up" | "down"; ``max_array`` = MaxArraySize; ``sbatch_delay`` = s;
+``kill_parent`` = {"call": N, "when": "before" | "after"}: the N-th sbatch SIGKILLs the process that ran it
+(``dlperf_slurm submit``) before creating the job, or after creating it and printing its id.
 """
 
 from __future__ import annotations
@@ -62,12 +64,21 @@ def _main(tool: str, args: list[str]) -> int:
     state_file = Path(os.environ["FAKE_SLURM_STATE"])
     out: list[str] = []
     rc = 0
+    kill = None
+    if tool == "sbatch":
+        import time
+        time.sleep(float(load(state_file).get("sbatch_delay", 0)))
 
     def fn(s):
-        nonlocal rc
+        nonlocal rc, kill
         s["calls"][tool] = s["calls"].get(tool, 0) + 1
         s["log"].append([tool, *args])
         if tool == "sbatch":
+            k = s.get("kill_parent") or {}
+            if k.get("call") == s["calls"]["sbatch"]:
+                kill = k["when"]
+            if kill == "before":
+                return s
             rc = _sbatch(s, args, out)
         elif tool == "squeue":
             rc = _squeue(s, args, out)
@@ -90,11 +101,16 @@ def _main(tool: str, args: list[str]) -> int:
         return s
 
     update(state_file, fn)
+    if kill == "before":
+        os.kill(os.getppid(), 9)
+        return 1
     text = "\n".join(out)
     if rc and tool in ("sbatch", "sacct", "squeue"):
         print(text, file=sys.stderr)
     elif text:
-        print(text)
+        print(text, flush=True)
+    if kill == "after":
+        os.kill(os.getppid(), 9)
     return rc
 
 

@@ -1,0 +1,379 @@
+"""campaign.py: manifest, submit only what is missing, SIGKILL mid-submit, refusals, status resolution, CLI.
+
+Slurm is faked here (tests/slurm/fakeslurm.py); the local executor runs real scripts with fake payloads."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+import fakeslurm  # noqa: E402
+from testlib import REPO, TEMPLATES, cli, write_matrix  # noqa: E402
+
+from dlperf_slurm import campaign  # noqa: E402
+from dlperf_slurm.scheduler import JobInfo  # noqa: E402
+from dlperf_slurm.suites import Status  # noqa: E402
+
+
+def statuses(cdir: Path) -> dict[str, str]:
+    return {r.key: r.status for r in campaign.load_manifest(cdir)}
+
+
+# ------------------------------------------------------------------------------------------ resolve()
+
+
+def _marker(tmp_path, rc, sig="", end=None):
+    return {"rc": rc, "signal": sig, "end": end or time.time(), "job": "1"}
+
+
+@pytest.mark.parametrize("state, marker, expect", [
+    ("PENDING", None, Status.PENDING),
+    ("RUNNING", None, Status.RUNNING),
+    ("REQUEUED", None, Status.REQUEUED),
+    ("COMPLETED", {"rc": 0}, Status.OK),
+    ("COMPLETED", None, Status.OK),
+    ("FAILED", {"rc": 3}, Status.FAILED),
+    ("TIMEOUT", {"rc": 143, "signal": "TERM"}, Status.TIMEOUT),
+    ("CANCELLED by 0", None, Status.CANCELLED),
+    ("OUT_OF_MEMORY", None, Status.OOM),
+    ("NODE_FAIL", None, Status.NODE_FAIL),
+    ("PREEMPTED", {"rc": 143, "signal": "TERM"}, Status.PREEMPTED),
+    ("BOOT_FAIL", None, Status.NODE_FAIL),
+])
+def test_resolve_scheduler_state_wins(tmp_path, state, marker, expect):
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    st, reason = campaign.resolve(JobInfo("1", state.split()[0], "by 0" if "by" in state else ""), True,
+                                  marker, log, False, 600)
+    assert st == expect
+    if expect == Status.FAILED:
+        assert reason == "exit code 3"
+    if expect == Status.PREEMPTED:
+        assert "SIGTERM" in reason
+
+
+def test_resolve_failed_with_oom_message_in_log_is_oom(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("step 1\nRuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n")
+    st, reason = campaign.resolve(JobInfo("1", "FAILED"), True, {"rc": 1}, log, False, 600)
+    assert st == Status.OOM and "CUDA out of memory" in reason
+
+
+def test_resolve_failed_without_log_is_launch_failed(tmp_path):
+    st, reason = campaign.resolve(JobInfo("1", "FAILED", exit_code="1:0"), True, None, tmp_path / "none.log", False, 600)
+    assert st == Status.LAUNCH_FAILED and "never started" in reason
+
+
+def test_resolve_without_scheduler_record(tmp_path):
+    log = tmp_path / "x.log"
+    start = time.time() - 700
+    log.write_text(':::DLPERF {"event": "job", "run": "r", "time": %f}\n' % start)
+    # marker decides: 0 -> OK, rc -> FAILED, TERM at the time limit -> TIMEOUT, TERM earlier -> CANCELLED
+    assert campaign.resolve(None, True, {"rc": 0, "signal": ""}, log, False, 600)[0] == Status.OK
+    assert campaign.resolve(None, True, {"rc": 2, "signal": ""}, log, False, 600) == (Status.FAILED, "exit code 2")
+    st, reason = campaign.resolve(None, True, {"rc": 143, "signal": "TERM", "end": start + 601}, log, False, 600)
+    assert st == Status.TIMEOUT and "inferred" in reason
+    st, _ = campaign.resolve(None, True, {"rc": 143, "signal": "TERM", "end": start + 100}, log, False, 600)
+    assert st == Status.CANCELLED
+    # gone from the queue without a marker
+    assert campaign.resolve(None, True, None, log, False, 600)[0] == Status.FAILED
+    assert campaign.resolve(None, True, None, tmp_path / "nolog", False, 600)[0] == Status.LAUNCH_FAILED
+    assert campaign.resolve(None, True, None, log, True, 600)[0] == Status.CANCELLED
+    # the scheduler could not be asked and there is no marker: nothing is concluded
+    assert campaign.resolve(None, False, None, log, False, 600) == (None, "")
+    # a state we do not know is never guessed
+    assert campaign.resolve(JobInfo("1", "SOMETHING_NEW"), True, None, log, False, 600)[0] is None
+
+
+# ------------------------------------------------------------------------------------------ local executor, end to end
+
+
+def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
+    mx = write_matrix(tmp_path, name="loc", modes=("ok", "fail", "oom"), repeats=2)
+    logs = tmp_path / "logs"
+    args = ["--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "3", "--templates", str(TEMPLATES)]
+    p = cli(*args, "--wait")
+    assert p.returncode == 1, p.stderr  # some runs failed, on purpose
+    cdir = logs / "loc"
+    st = statuses(cdir)
+    assert len(st) == 6
+    for key, s in st.items():
+        assert s == {"ok": Status.OK, "fail": Status.FAILED, "oom": Status.OOM}[key.split("MODE-")[1].split(".")[0]]
+    info = campaign.load_campaign(cdir)
+    assert info.measure == {"repeats": 2, "warmup_steps": 1, "measure_steps": 1}
+    assert info.matrix_copy.read_text() == mx.read_text()
+    assert len(info.cells) == 3 and info.cells[0]["batch_size"] == 1
+    failed = [r for r in info.runs if r.status == Status.FAILED]
+    assert all(r.reason == "exit code 3" and r.exit_code == 3 and r.job_id.startswith("local-") for r in failed)
+    assert all(r.log.is_file() and r.script.is_file() and r.attempt == 1 for r in info.runs)
+
+    # again: nothing missing, nothing submitted, failures kept
+    p = cli(*args)
+    assert p.returncode == 0 and "submitting 0 as 0" in p.stdout and "--retry-failed" in p.stdout
+    assert statuses(cdir) == st
+
+    # --retry-failed: exactly the 4 failed runs; the old logs are moved aside, never deleted
+    old_ok = {r.key: r.job_id for r in info.runs if r.status == Status.OK}
+    p = cli(*args, "--retry-failed", "--wait")
+    assert "submitting 4 as 1" in p.stdout, p.stdout
+    info2 = campaign.load_campaign(cdir)
+    for r in info2.runs:
+        if r.key in old_ok:
+            assert r.job_id == old_ok[r.key] and r.attempt == 1 and not r.previous
+        else:
+            assert r.attempt == 2 and len(r.previous) == 1
+            prev = r.previous[0]
+            assert prev["status"] in (Status.FAILED, Status.OOM) and prev["job_id"] != r.job_id
+            assert Path(prev["moved"]["log"]).name == r.log.name + ".1" and Path(prev["moved"]["log"]).is_file()
+            assert Path(prev["moved"]["marker"]).is_file()
+
+    # --force redoes everything finished
+    p = cli(*args, "--force", "--dry-run")
+    assert "submitting 6 as 1" in p.stdout and "dry run" in p.stdout
+
+    # status: per cell and per run
+    p = cli("--logs", str(logs), "status", "loc")
+    assert p.returncode == 0
+    assert "| resnet50.pytorch-ddp.1x1.b1.fp32.xla0.DLPERF_TEST_MODE-fail | 0/2" in p.stdout
+    assert "exit code 3" in p.stdout and "OOM" in p.stdout and "local runner" in p.stdout
+
+
+def test_local_skips_srun_cells_with_a_reason(tmp_path):
+    mx = write_matrix(tmp_path, name="sk", devices=("1x1", "2x1"), repeats=1)
+    p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "local", "--templates", str(TEMPLATES),
+            "--wait")
+    assert p.returncode == 0, p.stderr
+    assert "skipped resnet50.pytorch-ddp.2x1" in p.stdout and "needs 2 nodes" in p.stdout
+    runs = {r.cell["nodes"]: r for r in campaign.load_manifest(tmp_path / "logs" / "sk")}
+    assert runs[1].status == Status.OK
+    assert runs[2].status == Status.UNSUBMITTED and "skipped by the local executor" in runs[2].reason
+
+
+def test_local_cancel(tmp_path):
+    mx = write_matrix(tmp_path, name="cx", modes=("sleep",), repeats=3)
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "1", "--templates", str(TEMPLATES))
+    assert p.returncode == 0, p.stderr
+    cdir = logs / "cx"
+    t0 = time.time()
+    while not any(r.log.exists() for r in campaign.load_manifest(cdir)) and time.time() - t0 < 20:
+        time.sleep(0.2)
+    p = cli("--logs", str(logs), "cancel", "cx")
+    assert "cancel requested for 3 runs" in p.stdout, p.stdout + p.stderr
+    m = campaign.Manifest(cdir)
+    campaign.wait(m, campaign.make_executors(cdir), out=lambda s: None, timeout=30)
+    m.close()
+    runs = campaign.load_manifest(cdir)
+    assert [r.status for r in runs] == [Status.CANCELLED] * 3
+    assert sum("while running" in r.reason or "SIGTERM" in r.reason for r in runs) == 1
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    mx = write_matrix(tmp_path, name="dry", repeats=3)
+    p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "local", "--dry-run")
+    assert p.returncode == 0 and "task 2: resnet50" in p.stdout
+    assert not (tmp_path / "logs").exists()
+
+
+# ------------------------------------------------------------------------------------------ fake Slurm
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    state = tmp_path / "slurm.json"
+    env = fakeslurm.install(tmp_path / "bin", state)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("DLPERF_SLURM_NO_SACCT", raising=False)
+    return state
+
+
+def _three_groups(tmp_path, name="k", repeats=2):
+    # srun: one task per GPU, so 1x1 / 1x2 / 1x3 are three resource sets -> three arrays
+    return write_matrix(tmp_path, name=name, devices=("1x1", "1x2", "1x3"), launchers=("srun",), repeats=repeats)
+
+
+def _submit(logs, mx, *extra, **kw):
+    return cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--templates", str(TEMPLATES), *extra,
+               **kw)
+
+
+def _fake_tasks(state) -> list[str]:
+    return sorted(fakeslurm.load(state)["jobs"])
+
+
+def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
+    mx = write_matrix(tmp_path, name="f", modes=("ok",), repeats=7)
+    logs = tmp_path / "logs"
+    p = _submit(logs, mx)
+    assert p.returncode == 0, p.stderr
+    assert "submitted 7 runs with 1 sbatch calls" in p.stdout
+    runs = campaign.load_manifest(logs / "f")
+    assert [r.job_id for r in runs] == [f"100_{i}" for i in range(7)]
+    assert all(r.status == Status.PENDING and r.array_job_id == "100" for r in runs)
+    # states a small test cluster cannot produce
+    fakeslurm.set_state(fake, "100_0", "NODE_FAIL")
+    fakeslurm.set_state(fake, "100_1", "PREEMPTED")
+    fakeslurm.set_state(fake, "100_2", "OUT_OF_MEMORY", exit_code="0:125")
+    fakeslurm.set_state(fake, "100_3", "REQUEUED")
+    fakeslurm.set_state(fake, "100_4", "TIMEOUT", in_squeue=False)  # purged: sacct knows
+    fakeslurm.set_state(fake, "100_5", "RUNNING")
+    fakeslurm.set_state(fake, "100_6", "COMPLETED", in_squeue=False)
+    runs[6].marker.write_text(json.dumps({"rc": 0, "signal": "", "end": time.time(), "job": "106"}))
+    p = cli("--logs", str(logs), "status", "f")
+    assert p.returncode == 0, p.stderr
+    got = [r.status for r in campaign.load_manifest(logs / "f")]
+    assert got == [Status.NODE_FAIL, Status.PREEMPTED, Status.OOM, Status.REQUEUED, Status.TIMEOUT, Status.RUNNING,
+                   Status.OK]
+    calls = fakeslurm.load(fake)["calls"]
+    assert calls["squeue"] == 1 and calls["sacct"] == 2  # one squeue for all; sacct: probe + one query
+    # final statuses are sticky: the next status does not ask about them again
+    fakeslurm.set_state(fake, "100_5", "COMPLETED")
+    cli("--logs", str(logs), "status", "f", check=True)
+    sq = [c for c in fakeslurm.load(fake)["log"] if c[0] == "squeue"][-1]
+    assert sq[sq.index("-j") + 1] == "100"
+
+
+def test_slurm_without_sacct_uses_markers(tmp_path, fake):
+    fakeslurm.update(fake, lambda s: s.update(sacct="disabled"))
+    mx = write_matrix(tmp_path, name="ns", modes=("ok",), repeats=3)
+    logs = tmp_path / "logs"
+    _submit(logs, mx, check=True)
+    runs = campaign.load_manifest(logs / "ns")
+    for i, (rc, sig) in enumerate([(0, ""), (3, ""), (None, None)]):
+        fakeslurm.set_state(fake, f"100_{i}", "COMPLETED", in_squeue=False)
+        runs[i].log.parent.mkdir(parents=True, exist_ok=True)
+        runs[i].log.write_text("started\n")
+        if rc is not None:
+            runs[i].marker.write_text(json.dumps({"rc": rc, "signal": sig, "end": time.time(), "job": str(i)}))
+    p = cli("--logs", str(logs), "status", "ns", check=True)
+    got = campaign.load_manifest(logs / "ns")
+    assert [r.status for r in got] == [Status.OK, Status.FAILED, Status.FAILED]
+    assert "without an exit marker" in got[2].reason
+    assert "sacct unavailable" in p.stdout
+
+
+def test_refused_half_way_keeps_what_was_submitted(tmp_path, fake):
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=1))
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    p = _submit(logs, mx)
+    assert p.returncode == 2
+    assert "a cluster submission limit was hit" in p.stderr and "2 runs were submitted and are recorded" in p.stderr
+    runs = campaign.load_manifest(logs / "k")
+    assert sum(r.status == Status.PENDING for r in runs) == 2
+    rest = [r for r in runs if r.status != Status.PENDING]
+    assert len(rest) == 4 and all(r.status == Status.UNSUBMITTED for r in rest)
+    # the refused array's runs carry the cause; the array after it was never tried
+    assert sum("submission refused: a cluster submission limit was hit" in r.reason for r in rest) == 2
+    # the limit is lifted: the next submit sends only the rest
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=None))
+    p = _submit(logs, mx, check=True)
+    assert "submitting 4 as 2" in p.stdout
+    assert len(_fake_tasks(fake)) == 6
+    assert len({r.job_id for r in campaign.load_manifest(logs / "k")}) == 6
+
+
+def test_bad_partition_and_unreachable_controller(tmp_path, fake):
+    mx = write_matrix(tmp_path, name="bp", slurm_extra='partition = "nope"')
+    p = _submit(tmp_path / "logs", mx)
+    assert p.returncode == 2 and "the partition does not exist" in p.stderr and "Invalid partition" in p.stderr
+    assert all(r.status == Status.UNSUBMITTED for r in campaign.load_manifest(tmp_path / "logs" / "bp"))
+    fakeslurm.update(fake, lambda s: s.update(ping="down"))
+    p = _submit(tmp_path / "logs", write_matrix(tmp_path, name="down"))
+    assert p.returncode == 2 and "controller is unreachable" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_sigkill_mid_submit_then_next_submit_completes_exactly(tmp_path, fake, when):
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    fakeslurm.update(fake, lambda s: s.update(kill_parent={"call": 2, "when": when}))
+    p = _submit(logs, mx)
+    assert p.returncode == -signal.SIGKILL
+    st = statuses(logs / "k")
+    assert sorted(st.values()).count("SUBMITTING") == 2 and sorted(st.values()).count(Status.PENDING) == 2
+    fakeslurm.update(fake, lambda s: s.update(kill_parent=None))
+    p = _submit(logs, mx, check=True)
+    if when == "after":
+        assert "reconciled interrupted submission" in p.stdout and "submitting 2 as 1" in p.stdout
+    else:
+        assert "never reached the scheduler" in p.stdout and "submitting 4 as 2" in p.stdout
+    runs = campaign.load_manifest(logs / "k")
+    assert all(r.status == Status.PENDING for r in runs)
+    assert sorted(r.job_id for r in runs) == _fake_tasks(fake)  # every run once, no job twice
+    assert fakeslurm.load(fake)["calls"]["sbatch"] == (4 if when == "before" else 3)  # the killed call made no job
+    assert len(fakeslurm.load(fake)["submitted"]) == 3
+
+
+def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
+    mx = _three_groups(tmp_path, repeats=3)
+    logs = tmp_path / "logs"
+    fakeslurm.update(fake, lambda s: s.update(sbatch_delay=0.3))
+    rng = random.Random(4)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for attempt in range(6):
+        p = subprocess.Popen([sys.executable, "-m", "dlperf_slurm", "--logs", str(logs), "submit", str(mx),
+                              "--executor", "slurm", "--templates", str(TEMPLATES)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 2.5))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    _submit(logs, mx, check=True)
+    runs = campaign.load_manifest(logs / "k")
+    assert len(runs) == 9 and all(r.status == Status.PENDING for r in runs)
+    assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
+
+
+def test_two_submits_at_once_do_not_duplicate(tmp_path, fake):
+    fakeslurm.update(fake, lambda s: s.update(sbatch_delay=0.5))
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "dlperf_slurm", "--logs", str(logs), "submit", str(mx), "--executor", "slurm",
+            "--templates", str(TEMPLATES)]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert sorted(o[0].count("submitted 6 runs") + o[0].count("submitted 0 runs") for o in outs) == [1, 1]
+    assert len(fakeslurm.load(fake)["submitted"]) == 3 and len(_fake_tasks(fake)) == 6
+
+
+def test_manifest_is_readable_while_a_writer_holds_a_transaction(tmp_path, fake):
+    mx = write_matrix(tmp_path, name="rd")
+    logs = tmp_path / "logs"
+    _submit(logs, mx, check=True)
+    m = campaign.Manifest(logs / "rd")
+    with m.write() as db:
+        db.execute("UPDATE runs SET reason='x'")
+        # another process reads the committed state meanwhile
+        p = cli("--logs", str(logs), "status", "rd", "--no-refresh", timeout=30)
+        assert p.returncode == 0 and "PENDING" in p.stdout
+    m.close()
+    assert sqlite3.connect(logs / "rd" / "manifest.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_slurm_cancel_is_one_scancel(tmp_path, fake):
+    mx = write_matrix(tmp_path, name="cc", repeats=4)
+    logs = tmp_path / "logs"
+    _submit(logs, mx, check=True)
+    fakeslurm.set_state(fake, "100_0", "COMPLETED")
+    p = cli("--logs", str(logs), "cancel", "cc", check=True)
+    assert "cancel requested for 3 runs" in p.stdout
+    st = fakeslurm.load(fake)
+    assert st["calls"]["scancel"] == 1
+    cli("--logs", str(logs), "status", "cc", check=True)
+    runs = campaign.load_manifest(logs / "cc")
+    assert [r.status for r in runs] == [Status.OK] + [Status.CANCELLED] * 3
+    assert "dlperf-slurm cancel" in runs[1].reason
