@@ -71,6 +71,12 @@ class BertLayer(nn.Module):
         self.out_norm = nn.LayerNorm(h, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
 
+    @staticmethod
+    def matmul_flops(inputs: tuple, output: torch.Tensor) -> int:
+        """FLOPs of the two attention matmuls (scores Q.K^T and context P.V), for ``flops.forward_flops``."""
+        b, s, h = inputs[0].shape
+        return 2 * 2 * b * s * s * h
+
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
         return x.view(b, s, self.num_heads, h // self.num_heads).transpose(1, 2)
@@ -90,7 +96,7 @@ class BertLayer(nn.Module):
 class BertForPreTraining(nn.Module):
     """Encoder + pooler + MLM head (transform, LayerNorm, tied decoder) + NSP head."""
 
-    def __init__(self, cfg: BertConfig = BERT_BASE) -> None:
+    def __init__(self, cfg: BertConfig = BERT_BASE, init_weights: bool = True) -> None:
         super().__init__()
         self.config = cfg
         h = cfg.hidden_size
@@ -102,7 +108,8 @@ class BertForPreTraining(nn.Module):
         self.mlm_decoder = nn.Linear(h, cfg.vocab_size, bias=False)
         self.mlm_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.nsp = nn.Linear(h, 2)
-        self.apply(self._init_module)
+        if init_weights:
+            self.apply(self._init_module)
         self.mlm_decoder.weight = self.embeddings.word_embeddings.weight  # tied
 
     def _init_module(self, m: nn.Module) -> None:

@@ -45,7 +45,8 @@ class Bottleneck(nn.Module):
 class ResNet(nn.Module):
     """ImageNet-style ResNet built from bottlenecks: 7x7/2 stem, 3x3/2 max-pool, four stages, avg-pool, fc."""
 
-    def __init__(self, layers: Sequence[int] = (3, 4, 6, 3), num_classes: int = 1000, base_width: int = 64) -> None:
+    def __init__(self, layers: Sequence[int] = (3, 4, 6, 3), num_classes: int = 1000, base_width: int = 64,
+                 init_weights: bool = True) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(3, base_width, 7, stride=2, padding=3, bias=False)
         self.bn1 = nn.BatchNorm2d(base_width)
@@ -63,7 +64,8 @@ class ResNet(nn.Module):
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(in_ch, num_classes)
-        self._init_weights()
+        if init_weights:
+            self._init_weights()
 
     def _init_weights(self) -> None:
         for m in self.modules():
@@ -79,6 +81,6 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def resnet50(num_classes: int = 1000, base_width: int = 64) -> ResNet:
+def resnet50(num_classes: int = 1000, base_width: int = 64, init_weights: bool = True) -> ResNet:
     """ResNet-50 v1.5; ``base_width`` < 64 gives the narrow variant used by ``--tiny``."""
-    return ResNet((3, 4, 6, 3), num_classes=num_classes, base_width=base_width)
+    return ResNet((3, 4, 6, 3), num_classes=num_classes, base_width=base_width, init_weights=init_weights)

@@ -30,6 +30,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, required=True, help="per device (per rank)")
     p.add_argument("--precision", default="fp32", choices=("fp32", "amp", "fp16", "bf16"))
     p.add_argument("--compile", type=int, default=0, choices=(0, 1), help="torch.compile (the matrix's xla axis)")
+    p.add_argument("--compile-backend", default="inductor",
+                   help="torch.compile backend (default inductor; aot_eager skips code generation, for checks)")
     p.add_argument("--warmup-steps", type=int, default=20)
     p.add_argument("--measure-steps", type=int, default=100)
     p.add_argument("--tiny", action="store_true", help="small model/input for CPU smoke runs; not a result")
@@ -175,18 +177,19 @@ def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype
     if args.precision == "amp" and not cuda:
         notes.append("CPU run: amp means autocast bfloat16 (no fp16 GradScaler on CPU)")
     if args.precision == "fp16":
-        notes.append(f"fp16 weights (BatchNorm fp32), static loss scale {int(128)}")
+        notes.append("fp16 weights (BatchNorm fp32), no fp32 master weights, dynamic loss scaling")
     if args.tiny:
         notes.append("tiny model/input for smoke runs: NOT a benchmark result")
     log("header", suite=f"pytorch-ddp/{args.model}", model=args.model, tiny=args.tiny, rank=env.rank,
         world_size=env.world_size, local_world_size=env.local_world_size, nodes=env.nodes,
         device="cuda" if cuda else "cpu", device_name=device_name, precision=args.precision,
         amp_dtype=str(adt).replace("torch.", "") if adt is not None else None, compile=bool(args.compile),
+        compile_backend=args.compile_backend if args.compile else None,
         channels_last=cfg.channels_last, batch_size=args.batch_size, global_batch=global_batch,
         warmup_steps=args.warmup_steps, measure_steps=args.measure_steps, data_location=args.data_location,
         backend=backend, launcher=env.launcher, versions=_versions(torch, cuda), hostname=socket.gethostname(),
         params=work.params, flops_per_sample=work.flops_per_sample,
-        flops_basis="3 x forward (torch.utils.flop_counter, multiply-add = 2)", peak_tflops_per_gpu=peak,
+        flops_basis="3 x forward; conv/linear/attention matmuls, multiply-add = 2", peak_tflops_per_gpu=peak,
         peak_basis=basis if cuda else None, tf32=tf32 if cuda else None, threads=torch.get_num_threads(),
         workers=workers if args.data_location == "host" else None, model_config=work.details, notes=notes,
         master_addr=env.master_addr, master_port=env.master_port, slurm_job_id=os.environ.get("SLURM_JOB_ID"),
@@ -196,7 +199,7 @@ def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype
     if distributed:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
     if args.compile:
-        model = torch.compile(model)
+        model = torch.compile(model, backend=args.compile_backend)
     step = make_step(work, model, args.precision, device)
 
     sampler = None
@@ -257,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args, env, log)
     except Exception as exc:
         if not getattr(exc, "dlperf_logged", False):
-            log("error", kind=_classify(exc, False), step=0, message=f"{type(exc).__name__}: {exc}"[:4000],
+            log("error", kind=_classify(exc, bool(args.compile)), step=0, message=f"{type(exc).__name__}: {exc}"[:4000],
                 tiny=args.tiny)
         raise
 

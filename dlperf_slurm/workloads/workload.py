@@ -16,7 +16,6 @@ from .resnet import resnet50
 
 MODELS = ("resnet50", "bert-base")
 PRECISIONS = ("fp32", "amp", "fp16", "bf16")
-FP16_STATIC_LOSS_SCALE = 128.0
 _IMAGENET_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 _IMAGENET_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
@@ -134,6 +133,7 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
     dtype = _explicit_dtype(cfg.precision)
     model = resnet50(classes, width)
     params = sum(p.numel() for p in model.parameters())
+    fwd = flops.forward_flops(model, (torch.zeros(1, 3, size, size),))
     if dtype is not None:
         _to_dtype_keep_bn(model, dtype)
     model.to(device=dev, memory_format=fmt)
@@ -163,7 +163,6 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
         x, y = batch
         return F.cross_entropy(m(x).float(), y, label_smoothing=0.1)
 
-    fwd = flops.forward_flops(lambda: resnet50(classes, width), lambda: (torch.zeros(1, 3, size, size),))
     return Workload(model, optimizer, next_batch, loss_of, flops.TRAIN_FACTOR * fwd, params,
                     {"image_size": size, "num_classes": classes, "base_width": width, "layers": [3, 4, 6, 3],
                      "optimizer": "SGD(momentum=0.875)", "label_smoothing": 0.1}, dense_dtype=dtype)
@@ -178,6 +177,8 @@ def build_bert_base(cfg: WorkloadConfig) -> Workload:
     dev, dtype = cfg.device, _explicit_dtype(cfg.precision)
     model = bert_mod.BertForPreTraining(bcfg)
     params = sum(p.numel() for p in model.parameters())
+    ids = torch.zeros(1, seq, dtype=torch.long)
+    fwd = flops.forward_flops(model, (ids, ids, torch.zeros(1, preds, dtype=torch.long)))
     if dtype is not None:
         model.to(dtype)
     model.to(dev)
@@ -204,11 +205,6 @@ def build_bert_base(cfg: WorkloadConfig) -> Workload:
         mlm, nsp = m(b["input_ids"], b["token_type_ids"], b["masked_positions"])
         return bert_mod.pretraining_loss(mlm, nsp, b["mlm_labels"], b["nsp_labels"])
 
-    def inputs() -> tuple:
-        ids = torch.zeros(1, seq, dtype=torch.long)
-        return ids, ids, torch.zeros(1, preds, dtype=torch.long)
-
-    fwd = flops.forward_flops(lambda: bert_mod.BertForPreTraining(bcfg), inputs)
     details = {**bcfg.as_dict(), "seq_len": seq, "max_predictions_per_seq": preds,
                "optimizer": "AdamW(wd=0.01)", "grad_clip": 1.0}
     return Workload(model, optimizer, next_batch, loss_of, flops.TRAIN_FACTOR * fwd, params, details,
@@ -223,16 +219,38 @@ def build(cfg: WorkloadConfig) -> Workload:
     raise ValueError(f"unknown model {cfg.model!r}; choose from {MODELS}")
 
 
+class Fp16LossScaler:
+    """Dynamic loss scaling for explicit fp16 weights (torch's GradScaler refuses fp16 gradients): on an
+    overflow the step is skipped and the scale halved; after ``growth_interval`` good steps it doubles."""
+
+    def __init__(self, init_scale: float = 2.0**7, growth_interval: int = 1000) -> None:
+        self.scale, self.growth_interval, self.good_steps, self.skipped = init_scale, growth_interval, 0, 0
+
+    def unscale_and_check(self, params: list[torch.Tensor]) -> bool:
+        """Divide the gradients by the scale in place; True when all are finite (the step may be taken)."""
+        grads = [p.grad for p in params if p.grad is not None]
+        found_inf = torch.zeros(1, device=grads[0].device)
+        inv = torch.full((1,), 1.0 / self.scale, device=grads[0].device)
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv)
+        if found_inf.item():
+            self.scale, self.good_steps, self.skipped = self.scale / 2, 0, self.skipped + 1
+            return False
+        self.good_steps += 1
+        if self.good_steps % self.growth_interval == 0:
+            self.scale *= 2
+        return True
+
+
 def make_step(work: Workload, model: nn.Module, precision: str, device: torch.device) -> Callable[[], torch.Tensor]:
     """One training step on ``model`` (possibly DDP/compiled): batch, forward, loss, backward, optimizer step.
 
-    amp on GPU = autocast fp16 + GradScaler; amp on CPU = autocast bf16; fp16 = fp16 weights with a static loss
-    scale of 128; bf16 = bf16 weights, no scaling. Gradient clipping (BERT) happens on unscaled gradients.
+    amp on GPU = autocast fp16 + GradScaler; amp on CPU = autocast bf16; fp16 = fp16 weights (BatchNorm fp32)
+    with dynamic loss scaling; bf16 = bf16 weights, no scaling. Gradient clipping (BERT) is on unscaled gradients.
     """
     opt, clip = work.optimizer, work.grad_clip
     adt = amp_dtype(precision, device)
     scaler = torch.amp.GradScaler("cuda") if adt is torch.float16 else None
-    static_scale = FP16_STATIC_LOSS_SCALE if precision == "fp16" else None
+    fp16_scaler = Fp16LossScaler() if precision == "fp16" else None
     params = [p for g in opt.param_groups for p in g["params"]]
 
     def autocast() -> contextlib.AbstractContextManager:
@@ -251,9 +269,10 @@ def make_step(work: Workload, model: nn.Module, precision: str, device: torch.de
             scaler.step(opt)
             scaler.update()
             return loss.detach()
-        if static_scale is not None:
-            (loss * static_scale).backward()
-            torch._foreach_div_([p.grad for p in params if p.grad is not None], static_scale)
+        if fp16_scaler is not None:
+            (loss.float() * fp16_scaler.scale).backward()
+            if not fp16_scaler.unscale_and_check(params):
+                return loss.detach()  # overflow: step skipped, as GradScaler does
         else:
             loss.backward()
         if clip:
