@@ -587,6 +587,11 @@ def reconcile(m: Manifest, executors: dict[str, Any], out=print) -> int:
         found = found or {}
         rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
+        if have and ex is not None:
+            class _R:  # the group's runs as the executor needs them: script paths by index
+                def __init__(self, row):
+                    self.script = m.abspath(row["script"])
+            ex.adopt(found, [_R(rows[k]) for k in keys])
         if have:
             _record_ids(m, sub["token"], [k for k, _ in have], [j for _, j in have], sub["executor"])
             out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {len(keys)} runs had been "

@@ -163,6 +163,9 @@ class Executor:
         """Jobs of an interrupted submission: {index in group: job id}, {} if none, None if we cannot tell."""
         raise NotImplementedError
 
+    def adopt(self, found: dict[int, str], runs: Sequence[Any]) -> None:
+        """Finish an interrupted submission whose jobs were found (``runs``: the group's runs, in order)."""
+
     def query(self, job_ids: Iterable[str], since: float | None = None) -> dict[str, JobInfo] | None:
         """State of the given jobs (one batched call); None if the scheduler cannot be asked."""
         raise NotImplementedError
@@ -276,7 +279,13 @@ class SlurmExecutor(Executor):
         from submitit.core.utils import FailedJobError
 
         ex = _submitit_slurm_executor_class()(folder=self.campaign_dir / SUBMITIT_DIR / "%j")
-        ex.update_parameters(**submitit_parameters(group))
+        params = submitit_parameters(group)
+        user_hold = "hold" in params["additional_parameters"]
+        # Submitted held: submitit moves each task's pickle into place only after sbatch returns, and a
+        # task that starts before that fails. Released right after; an interrupted submit leaves the array
+        # held, and the next submit repairs the pickles and releases it (see adopt()).
+        params["additional_parameters"]["hold"] = True
+        ex.update_parameters(**params)
         jobs = []
         self.calls["sbatch"] += 1
         try:
@@ -287,7 +296,30 @@ class SlurmExecutor(Executor):
             raise explain(["sbatch"], str(err)) from None
         except OSError as err:
             raise SchedulerError(f"sbatch could not be run: {err}") from None
-        return [str(j.job_id) for j in jobs]
+        ids = [str(j.job_id) for j in jobs]
+        if not user_hold:
+            self.slurm.release(ids[:1])
+        return ids
+
+    def adopt(self, found: dict[int, str], runs: Sequence[Any]) -> None:
+        """Put back the task pickles an interrupted submit left unmoved, then release the held array."""
+        from submitit.core.utils import DelayedSubmission, JobPaths
+
+        root = self.campaign_dir / SUBMITIT_DIR
+        orphans: dict[str, Path] = {}
+        for pkl in sorted(root.glob("*.pkl"), key=lambda p: p.stat().st_mtime):
+            try:
+                command = DelayedSubmission.load(pkl).function.command
+            except Exception:  # noqa: BLE001 - not one of ours
+                continue
+            orphans[str(command[-1])] = pkl
+        for i, jid in found.items():
+            paths = JobPaths(root / "%j", job_id=jid)
+            if i < len(runs) and not paths.submitted_pickle.exists() and str(runs[i].script) in orphans:
+                paths.folder.mkdir(parents=True, exist_ok=True)
+                os.replace(orphans.pop(str(runs[i].script)), paths.submitted_pickle)
+        if found:
+            self.slurm.release(sorted({split_job_id(j)[0] for j in found.values()}))
 
     def find(self, name: str, token: str, since: float | None = None) -> dict[int, str] | None:
         """Jobs named ``name`` (the job name carries the submission token): squeue, else sacct.

@@ -301,6 +301,16 @@ class Slurm:
                 info.setdefault(k, v)
         return info
 
+    def release(self, job_ids: Iterable[str]) -> None:
+        """``scontrol release`` (one call); a job that is not held is not an error."""
+        ids = sorted({base_id(j) for j in job_ids})
+        if not ids:
+            return
+        argv = ["scontrol", "release", ",".join(ids)]
+        p = self._run(argv)
+        if p.returncode != 0 and not re.search(r"not held|already|Invalid job id|completed", p.stderr, re.I):
+            raise explain(argv, p.stderr, p.returncode)
+
     def cancel(self, job_ids: Iterable[str]) -> None:
         """One scancel for all the given jobs or array tasks."""
         ids = sorted(set(job_ids))

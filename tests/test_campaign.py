@@ -308,6 +308,8 @@ def test_sigkill_mid_submit_then_next_submit_completes_exactly(tmp_path, fake, w
     p = _submit(logs, mx, check=True)
     if when == "after":
         assert "reconciled interrupted submission" in p.stdout and "submitting 2 as 1" in p.stdout
+        # the interrupted array was left held; the reconciling submit released it
+        assert fakeslurm.load(fake)["released"].count(fakeslurm.load(fake)["submitted"][1]["id"]) == 1
     else:
         assert "never reached the scheduler" in p.stdout and "submitting 4 as 2" in p.stdout
     runs = campaign.load_manifest(logs / "k")

@@ -130,6 +130,9 @@ def test_one_sbatch_per_array_not_per_run(tmp_path, fake):
     assert "--signal" not in text and "--wckey" not in text and "srun" not in text
     assert "submitit.core._submit" in text
     assert ids[0][5] == f"{st['submitted'][0]['id']}_5"
+    # submitted held, released once submitit has put every task's pickle in place
+    assert "#SBATCH --hold" in text
+    assert st["released"] == [s["id"] for s in st["submitted"]]
 
 
 def test_refused_sbatch_stops_and_reports(tmp_path, fake):

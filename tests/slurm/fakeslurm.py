@@ -96,6 +96,8 @@ def _main(tool: str, args: list[str]) -> int:
                     rc = 1
                 else:
                     out.append("Slurmctld(primary) at localhost is UP")
+            elif args[:1] == ["release"]:
+                s.setdefault("released", []).extend(args[1].split(","))
             elif args[:2] == ["show", "config"]:
                 out.append(f"ClusterName             = fake\nMaxArraySize            = {s['max_array']}")
         return s

@@ -1,0 +1,222 @@
+"""Against the real Slurm test cluster (tests/slurm/start.sh: slurmctld, slurmdbd, nodes n1 and n2).
+
+Skipped, with the reason, when no cluster answers ``scontrol ping``; ``.ci/run`` starts one so they run in CI.
+Every campaign is submitted up front (module fixture) so the cluster runs them side by side; each test then
+waits for its own. Budget: about three minutes in all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+from testlib import REPO, TEMPLATES, cli, wait_until, write_matrix  # noqa: E402
+
+from dlperf_slurm import campaign  # noqa: E402
+from dlperf_slurm.suites import Status  # noqa: E402
+
+
+def _cluster_up() -> str | None:
+    if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
+        return "no Slurm client on PATH (start the test cluster: bash tests/slurm/start.sh)"
+    p = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    if p.returncode != 0 or "UP" not in p.stdout:
+        return f"no Slurm test cluster answers `scontrol ping` ({(p.stdout + p.stderr).strip()}); start it with " \
+               "bash tests/slurm/start.sh"
+    nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()
+    if not {"n1", "n2"} <= set(nodes):
+        return f"the Slurm cluster up has nodes {sorted(set(nodes))}, the tests need n1 and n2 (tests/slurm/start.sh 2)"
+    return None
+
+
+_why = _cluster_up()
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
+
+MULTINODE = """suite = "pytorch-ddp/resnet50"
+name = "{name}"
+[axes]
+devices = ["2x1"]
+batch_size = [2]
+launcher = ["{launcher}"]
+[options]
+tiny = true
+threads = 1
+[measure]
+repeats = 1
+warmup_steps = 1
+measure_steps = 2
+[slurm]
+time = "00:05:00"
+gpu_request = "none"
+[environment.env]
+OMPI_ALLOW_RUN_AS_ROOT = "1"
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1"
+OMPI_MCA_btl = "self,tcp"
+OMPI_MCA_btl_tcp_if_include = "lo"
+OMPI_MCA_oob_tcp_if_include = "lo"
+GLOO_SOCKET_IFNAME = "lo"
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Submit every campaign at once; tests wait for their own."""
+    root = tmp_path_factory.mktemp("slurm")
+    logs = root / "logs"
+    out = {"root": root, "logs": logs}
+    p = cli("--logs", str(logs), "submit", str(REPO / "matrices" / "smoke.toml"), "--campaign", "smoke",
+            "--executor", "slurm", "--no-site")
+    out["smoke"] = p
+    for launcher in ("mpirun", "torchrun"):
+        mx = root / f"mn-{launcher}.toml"
+        mx.write_text(MULTINODE.format(name=f"mn-{launcher}", launcher=launcher))
+        out[f"mn-{launcher}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    for variant in ("sacct", "nosacct"):
+        mx = write_matrix(root, name=f"life-{variant}", modes=("ok", "fail", "sleep"), repeats=2,
+                          time_limit="00:01:00")
+        out[f"life-{variant}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site",
+                                     "--templates", str(TEMPLATES))
+    # scancel one sleeping run of each lifecycle campaign as soon as it runs (the other one will time out)
+    for variant in ("sacct", "nosacct"):
+        if out[f"life-{variant}"].returncode == 0:
+            victim = next(r for r in campaign.load_manifest(logs / f"life-{variant}") if r.key.endswith("sleep.r0"))
+            wait_until(lambda: victim.log.exists(), 120, what="the sleep run to start")
+            subprocess.run(["scancel", victim.job_id], check=True)
+            out[f"victim-{variant}"] = victim.job_id
+    return out
+
+
+def _wait(cdir: Path, timeout: float = 300) -> dict[str, str]:
+    m = campaign.Manifest(cdir)
+    try:
+        campaign.wait(m, campaign.make_executors(cdir), out=lambda s: None, timeout=timeout)
+    finally:
+        m.close()
+    return {r.key: r.status for r in campaign.load_manifest(cdir)}
+
+
+def test_smoke_matrix_with_the_builtin_workload_all_ok(site):
+    p = site["smoke"]
+    assert p.returncode == 0, p.stderr
+    assert "submitted 6 runs with 1 sbatch calls" in p.stdout  # 2 cells x 3 repeats, one array
+    p = cli("--logs", str(site["logs"]), "status", "smoke")
+    st = _wait(site["logs"] / "smoke")
+    assert list(st.values()) == [Status.OK] * 6, cli("--logs", str(site["logs"]), "status", "smoke").stdout
+    for r in campaign.load_manifest(site["logs"] / "smoke"):
+        text = r.log.read_text()
+        assert '"event":"summary"' in text and json.loads(r.marker.read_text())["rc"] == 0
+        assert r.job_id.startswith(r.array_job_id + "_")
+
+
+@pytest.mark.parametrize("launcher, name", [("mpirun", "mpi"), ("torchrun", "torchrun")])
+def test_two_node_cell_spans_n1_and_n2(site, launcher, name):
+    p = site[f"mn-{launcher}"]
+    assert p.returncode == 0, p.stderr
+    cdir = site["logs"] / f"mn-{launcher}"
+    st = _wait(cdir)
+    (run,) = campaign.load_manifest(cdir)
+    assert list(st.values()) == [Status.OK], run.log.read_text()[-3000:]
+    assert run.nodes == "n[1-2]"  # what squeue reported for the allocation
+    header = next(json.loads(line.split(" ", 1)[1]) for line in run.log.read_text().splitlines()
+                  if line.startswith(':::DLPERF {"event":"header"'))
+    assert header["world_size"] == 2 and header["nodes"] == 2 and header["launcher"] == name
+
+
+@pytest.mark.parametrize("variant", ["sacct", "nosacct"])
+def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monkeypatch):
+    """ok -> OK, exit 3 -> FAILED, scancel -> CANCELLED, past the 1-minute limit -> TIMEOUT; then only the
+    holes are resubmitted. ``nosacct``: the same with sacct treated as missing (squeue + exit markers)."""
+    env = {"DLPERF_SLURM_NO_SACCT": "1"} if variant == "nosacct" else {}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    p = site[f"life-{variant}"]
+    assert p.returncode == 0, p.stderr
+    logs, cdir = site["logs"], site["logs"] / f"life-{variant}"
+    runs = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    assert set(runs) == {"ok.r0", "ok.r1", "fail.r0", "fail.r1", "sleep.r0", "sleep.r1"}
+    assert runs["sleep.r0"].job_id == site[f"victim-{variant}"]  # scancel'd by the fixture while it ran
+    st = {k.split("MODE-")[1]: v for k, v in _wait(cdir, 240).items()}
+    status_out = cli("--logs", str(logs), "status", cdir.name, env=env).stdout
+    assert st == {"ok.r0": Status.OK, "ok.r1": Status.OK, "fail.r0": Status.FAILED, "fail.r1": Status.FAILED,
+                  "sleep.r0": Status.CANCELLED, "sleep.r1": Status.TIMEOUT}, status_out
+    by = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    assert by["fail.r0"].reason == "exit code 3" and by["fail.r0"].exit_code == 3
+    assert json.loads(by["sleep.r1"].marker.read_text())["signal"] == "TERM"
+    if variant == "nosacct":
+        assert "sacct unavailable" in status_out
+
+    # resubmission fills only the holes: nothing without --retry-failed, the 4 failures with it
+    mx = site["root"] / f"life-{variant}.toml"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates",
+            str(TEMPLATES), env=env)
+    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates",
+            str(TEMPLATES), "--retry-failed", env=env)
+    assert "submitting 4 as 1" in p.stdout and "with 1 sbatch calls" in p.stdout, p.stdout + p.stderr
+    after = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    for k in ("ok.r0", "ok.r1"):
+        assert after[k].job_id == by[k].job_id and after[k].attempt == 1
+    for k in ("fail.r0", "fail.r1", "sleep.r0", "sleep.r1"):
+        assert after[k].attempt == 2 and after[k].job_id != by[k].job_id
+        assert Path(after[k].previous[0]["moved"]["log"]).is_file()
+    # and cancel what is queued or running
+    wait_until(lambda: after["sleep.r0"].log.exists(), 120, what="the resubmitted sleep run to start")
+    p = cli("--logs", str(logs), "cancel", cdir.name, env=env)
+    assert "cancel requested for" in p.stdout, p.stdout + p.stderr
+    st = {k.split("MODE-")[1]: v for k, v in _wait(cdir, 120).items()}
+    assert st["sleep.r0"] == st["sleep.r1"] == Status.CANCELLED and st["fail.r0"] == Status.FAILED
+    final = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    assert "dlperf-slurm cancel" in final["sleep.r1"].reason
+
+
+def test_interrupted_submit_on_the_cluster_completes_exactly(tmp_path):
+    """sbatch wrapper: SIGKILL the submit right after its 2nd real sbatch, before the ids are recorded."""
+    real = shutil.which("sbatch")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    count = tmp_path / "sbatch.count"
+    (bindir / "sbatch").write_text(f"""#!/bin/bash
+n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo $n > {count}
+{real} "$@"; rc=$?
+if [ "$n" = "${{KILL_AT:-0}}" ]; then kill -9 $PPID; fi
+exit $rc
+""")
+    (bindir / "sbatch").chmod(0o755)
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    mx = write_matrix(tmp_path, name="intr", devices=("1x1", "1x2", "2x1"), launchers=("srun",), repeats=2)
+    logs = tmp_path / "logs"
+    args = ["--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates", str(TEMPLATES)]
+    p = cli(*args, env={**env, "KILL_AT": "2"})
+    assert p.returncode == -9
+    assert sorted(r.status for r in campaign.load_manifest(logs / "intr")).count("SUBMITTING") == 2
+    p = cli(*args, env=env)
+    assert p.returncode == 0 and "reconciled interrupted submission" in p.stdout, p.stdout + p.stderr
+    assert count.read_text().strip() == "3"  # three arrays, three real sbatch calls, none twice
+    st = _wait(logs / "intr", 180)
+    runs = campaign.load_manifest(logs / "intr")
+    assert list(st.values()) == [Status.OK] * 6
+    assert len({r.job_id for r in runs}) == 6 and len({r.array_job_id for r in runs}) == 3
+    assert all("fake payload" in r.log.read_text() for r in runs)
+
+
+def test_refused_sbatch_and_unreachable_controller(tmp_path):
+    mx = write_matrix(tmp_path, name="bad", slurm_extra='partition = "nosuchpartition"')
+    p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 2 and "the partition does not exist" in p.stderr and "Invalid partition" in p.stderr, \
+        p.stderr
+    assert [r.status for r in campaign.load_manifest(tmp_path / "logs" / "bad")] == [Status.UNSUBMITTED] * 2
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(Path("/etc/slurm/slurm.conf").read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999"))
+    t0 = time.time()
+    p = cli("--logs", str(tmp_path / "logs"), "submit", str(write_matrix(tmp_path, name="down")), "--executor",
+            "slurm", "--no-site", env={"SLURM_CONF": str(conf)}, timeout=180)
+    assert p.returncode == 2 and "unreachable" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert time.time() - t0 < 120
