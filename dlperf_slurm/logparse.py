@@ -35,6 +35,7 @@ MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
 MAX_REASON = 300  # characters of a log line quoted in a reason
 
 DLPERF_PREFIX = ":::DLPERF "
+NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|NaN|Inf)"  # a number as logs print one
 
 # ------------------------------------------------------------------------------------------------ reading
 
@@ -81,19 +82,21 @@ def split_rank(line: str) -> tuple[int | None, str]:
 
 # --------------------------------------------------------------------------------------------- text facts
 
-_OOM = re.compile(
-    r"CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|RESOURCE_EXHAUSTED|ResourceExhaustedError|OOM when allocating"
-    r"|out of memory|oom-kill|oom_kill|OutOfMemoryError", re.IGNORECASE)
 # TensorFlow's BFC allocator warns "ran out of memory trying to allocate ... The caller indicates that this is
 # not a failure": training goes on, so that line is no OOM.
 _NOT_A_FAILURE = "not a failure"
 
 
+_OOM_WORDS = ("out of memory", "cuda_error_out_of_memory", "resource_exhausted", "resourceexhausted",
+              "oom when allocating", "oom-kill", "oom_kill", "outofmemoryerror")
+
+
 def oom_text(line: str) -> bool:
     """Whether the line reports an out-of-memory failure (method.md's list, plus TF's and the kernel's)."""
-    if ("emory" in line or "EMORY" in line or "ESOURCE_EXHAUSTED" in line or "OOM" in line
-            or "oom" in line or "esourceExhausted" in line):
-        return bool(_OOM.search(line)) and _NOT_A_FAILURE not in line
+    if ("emory" in line or "EMORY" in line or "OOM" in line or "oom" in line or "xhausted" in line
+            or "XHAUSTED" in line):
+        low = line.lower()
+        return any(w in low for w in _OOM_WORDS) and _NOT_A_FAILURE not in low
     return False
 
 
@@ -144,40 +147,78 @@ def finite(x: Any) -> bool:
 _EPOCH = datetime(1970, 1, 1)
 
 
-def iso_seconds(text: str) -> float | None:
-    """``2020-09-15 14:29:13.473765`` (naive, as dllogger prints it) to seconds; None if malformed.
-    Only differences of these values are used, so the time zone does not matter."""
-    try:
-        return (datetime.fromisoformat(text) - _EPOCH).total_seconds()
-    except ValueError:
-        return None
+class IsoClock:
+    """``2020-09-15 14:29:13.473765`` (naive, as dllogger prints it) to seconds since the first stamp the parser
+    read: small numbers keep every microsecond of a difference (absolute epoch seconds would lose ~0.2 us).
+    Only differences are used, so the time zone does not matter. None when malformed."""
+
+    def __init__(self) -> None:
+        self.base: datetime | None = None
+
+    def seconds(self, text: str) -> float | None:
+        try:
+            d = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if d.tzinfo is not None:
+            d = d.replace(tzinfo=None) - d.utcoffset()  # type: ignore[operator]
+        if self.base is None:
+            self.base = d
+        return (d - self.base).total_seconds()
+
+
+class EpochClock:
+    """Unix timestamps written as text (dllogger's ``"timestamp": "1570716921.842053"``) to seconds since the
+    first one read, without the float rounding of large epoch values."""
+
+    def __init__(self) -> None:
+        self.base: int | None = None
+
+    def seconds(self, value: Any) -> float | None:
+        if isinstance(value, str):
+            whole, dot, frac = value.strip().partition(".")
+            if not whole.lstrip("-").isdigit() or (frac and not frac.isdigit()):
+                return to_float(value) if self.base is None else None
+            w = int(whole)
+            if self.base is None:
+                self.base = w
+            return (w - self.base) + (float("0." + frac) if frac else 0.0)
+        v = to_float(value)
+        if v is None or not math.isfinite(v):
+            return None
+        if self.base is None:
+            self.base = int(v)
+        return v - self.base
 
 
 class GlogClock:
     """absl/glog timestamps (``I0826 15:12:50.113950``) carry no year: count seconds in a leap year and add a
-    year whenever the clock jumps back by more than half a year (a run across New Year)."""
+    year whenever the clock jumps back by more than half a year (a run across New Year). Seconds are counted
+    from the first stamp read."""
 
     _YEAR = 366 * 86400.0
 
     def __init__(self) -> None:
         self.offset = 0.0
         self.last: float | None = None
+        self.base: float | None = None
 
     def seconds(self, mmdd: str, hms: str) -> float | None:
         try:
             month, day = int(mmdd[:2]), int(mmdd[2:4])
             h, m, s = hms.split(":")
-            t = (datetime(2000, month, day, int(h), int(m)) - _EPOCH).total_seconds() + float(s)
+            whole, _, frac = s.partition(".")
+            t = (datetime(2000, month, day, int(h), int(m), int(whole)) - _EPOCH).total_seconds()
         except (ValueError, IndexError):
             return None
-        if not math.isfinite(t):
-            return None
-        t += self.offset
+        if self.base is None:
+            self.base = t
+        t = t - self.base + self.offset
         if self.last is not None and t < self.last - self._YEAR / 2:
             self.offset += self._YEAR
             t += self._YEAR
         self.last = t
-        return t
+        return t + (float("0." + frac) if frac.isdigit() else 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ window
@@ -324,11 +365,12 @@ class Scanner:
     """Run a suite's line handler over the lines of a log that come from the ranks the suite reads.
 
     ``handler(text, rank, final)`` gets each line's text (rank label removed) and returns :data:`CONSUMED` for a
-    record it read, :data:`NOT_MINE` for any other line, or :data:`FRAGMENT` for a record head that buffering may
-    have cut. A fragment is held (per rank) and the next line of the same rank is glued to it, unless that line
-    starts a record itself (``starts(text)``): then the head is handed back with ``final=True`` and the handler
-    reads what it can of it (it must not answer FRAGMENT then). The same happens at the end of the log, so a
-    truncated last line is read as far as it goes.
+    record it read, :data:`NOT_MINE` for any other line, or :data:`FRAGMENT` for a record whose end may have been
+    cut by buffering (a value at the end of the line may be short of digits). A fragment is held (per rank); when
+    the next line of the same rank does not start a record (``starts(text)``), the two are glued and read with
+    ``final=True``; if that is no record, or the next line starts one, the held line is read alone with
+    ``final=True`` (then the handler reads what it can and must not answer FRAGMENT). The same happens at the
+    end of the log, so a truncated last line is read as far as it goes.
 
     ``ranks``: ``"rank0"`` keeps unlabelled lines and rank 0's (the default); ``"all"`` keeps every line (the
     handler gets the rank). OOM, Slurm-kill and error text are looked for on every rank. ``:::DLPERF`` events
@@ -346,43 +388,53 @@ class Scanner:
         self._pending: dict[int | None, str] = {}
 
     def run(self, lines: Iterable[str]) -> Facts:
+        # The hot loop: a log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few
+        # substring tests; the text facts are looked for only in lines no handler took as a record.
         facts = self.facts
         handle = self._handle
         starts = self._starts
         pending = self._pending
         all_ranks = self.all_ranks
         text_facts = self._text_facts
+        ranks = facts.ranks
         n = 0
         for line in lines:
             n += 1
             if not line:
                 continue
-            rank, text = split_rank(line)
-            if rank is not None and len(facts.ranks) < 4096:
-                facts.ranks.add(rank)
-            event = DLPERF_PREFIX in text
-            if not event:
-                text_facts(text, rank)
+            c = line[0]
+            if c == " " or c == "[" or c.isdigit():
+                rank, text = split_rank(line)
+                if rank is not None and len(ranks) < 4096:
+                    ranks.add(rank)
+            else:
+                rank, text = None, line
+            if ":::DLPERF" in text:
+                event = True
+            else:
+                event = False
                 if not all_ranks and rank is not None and rank != 0:
+                    if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
+                            or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                        text_facts(text, rank)
                     continue
             if pending:
                 head = pending.pop(rank, None)
                 if head is not None:
-                    if event or starts(text):
-                        if handle(head, rank, True) != CONSUMED:
-                            facts.garbled += 1
-                    else:
-                        joined = head + text
-                        r = handle(joined, rank, False)
-                        if r == FRAGMENT:
-                            if len(joined) < MAX_FRAGMENT:
-                                pending[rank] = joined
-                            else:
-                                facts.garbled += 1
-                        elif r != CONSUMED:
-                            facts.garbled += 1
-                        continue
-            if handle(text, rank, False) == FRAGMENT:
+                    if not event and not starts(text) and len(head) + len(text) < MAX_FRAGMENT:
+                        if handle(head + text, rank, True) == CONSUMED:  # the record's tail: glue it back
+                            if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text
+                                    or "oom" in text or "***" in text or "EXHAUSTED" in text):
+                                text_facts(text, rank)
+                            continue
+                    if handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
+                        facts.garbled += 1
+            r = handle(text, rank, False)
+            if r == NOT_MINE:
+                if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
+                        or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                    text_facts(text, rank)
+            elif r == FRAGMENT:
                 pending[rank] = text
         for rank, head in list(pending.items()):
             if handle(head, rank, True) != CONSUMED:
@@ -403,7 +455,12 @@ class Scanner:
             return CONSUMED
         if not self.all_ranks and rank is not None and rank != 0:
             return NOT_MINE
-        return self.handler(text, rank, final)
+        r = self.handler(text, rank, final)
+        if r == NOT_MINE and not final:
+            at = text.rfind(":::", max(0, len(text) - len(DLPERF_PREFIX)))
+            if at >= 0 and DLPERF_PREFIX.startswith(text[at:]):
+                return FRAGMENT  # the line ends inside a ":::DLPERF " prefix: its record follows
+        return r
 
     def _event(self, ev: dict[str, Any], rank: int | None) -> None:
         kind = ev.get("event")
@@ -426,7 +483,7 @@ class Scanner:
         if facts.oom is None and oom_text(text):
             facts.oom = _clip(text)
             facts.oom_rank = rank
-        if "rror" in text or "xception" in text or "nterrupt" in text or "Killed" in text:
+        if "rror" in text or "xception" in text or "Killed" in text:
             if _EXCEPTION.match(text):
                 facts.last_exception = _clip(text)
             else:

@@ -100,8 +100,10 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
     from dlperf_slurm import logparse as lp
 
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    iso, epoch = lp.IsoClock(), lp.EpochClock()
     gb = float(ctx.global_batch)
     speed_key, loss_keys, final_key = suite.speed_metric, suite.loss_metrics, suite.final_metric
+    speed_done = re.compile(re.escape(speed_key or "") + r" : \S+ [A-Za-z%]")
     st: dict[str, Any] = {"epoch": None, "offset": 0, "last_iter": 0, "params": {}, "final": None, "json": 0, "text": 0}
 
     def step_of(epoch: int, it: int) -> int:
@@ -130,15 +132,17 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
                 for k, v in _PARAM.findall(body):
                     st["params"][k] = v
                 return lp.CONSUMED
-            if ("Epoch" in body[:20] or body.strip() == "") and not final and "Iteration" not in body[30:]:
-                return lp.FRAGMENT  # cut inside "Epoch: 0 Iteration: 12  "
+            if not final and len(body) < 60 and not body.startswith("Summary"):
+                return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
             if body.startswith("Summary:") or body.startswith(" "):  # run summary: step ()
                 metrics = {k: (v, u) for k, v, u in _METRIC.findall(body)}
                 if final_key in metrics and metrics[final_key][1]:
                     st["final"] = lp.to_float(metrics[final_key][0])
             return lp.CONSUMED
-        complete = body.endswith((" ", "\t", "/s", "None")) or (speed_key is not None and f"{speed_key} : " in body
-                                                                and bool(re.search(r" : \S+ [A-Za-z%][\w/%]*$", body)))
+        if speed_key is not None:  # complete once the speed metric and its unit are there
+            complete = bool(speed_done.search(body))
+        else:  # dllogger ends a line with a space after a value without unit
+            complete = body.endswith((" ", "\t", "/s", "None"))
         if not complete and not final:
             return lp.FRAGMENT
         metrics = {k: (v, u) for k, v, u in _METRIC.findall(body, sm.end())}
@@ -154,7 +158,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
                 loss = lp.to_float(val)
                 break
         st["text"] += 1
-        add(int(sm.group(1)), int(sm.group(2)), lp.iso_seconds(m.group(1)), speed, loss)
+        add(int(sm.group(1)), int(sm.group(2)), iso.seconds(m.group(1)), speed, loss)
         return lp.CONSUMED
 
     def json_line(text: str, at: int, final: bool) -> int:
@@ -186,7 +190,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
                     loss = lp.to_float(data[key])
                     break
             st["json"] += 1
-            add(step[0], step[1], lp.to_float(obj.get("timestamp")), speed, loss)
+            add(step[0], step[1], epoch.seconds(obj.get("timestamp")), speed, loss)
         return lp.CONSUMED
 
     def handler(text: str, rank: int | None, final: bool) -> int:

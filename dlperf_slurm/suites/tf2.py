@@ -85,16 +85,19 @@ class BertBase(_TF2):
 # workers are told apart by the glog thread id, each is measured, and the median across workers is the run's
 # figure (method.md, "Which rank").
 
+from dlperf_slurm.logparse import NUM as _NUM  # noqa: E402  (a number, nan or inf)
+
 _GLOG = re.compile(r"([IWEF])(\d{4}) (\d\d:\d\d:\d\d\.\d+)\s+(\d+) [^\]]*\] ")
+_GLOG_START = re.compile(r"[IWEF]\d{4}")
 _TIMEHISTORY = re.compile(
-    r"TimeHistory: ([0-9.eE+-]+) seconds, ([0-9.eE+-]+|nan|inf) examples/second between steps (\d+) and (\d+)\s*$")
+    r"TimeHistory: (" + _NUM + r") seconds, (" + _NUM + r") examples/second between steps (\d+) and (\d+)\s*$")
 _TRAINSTEP = re.compile(r"Train Step: (\d+)/(\d+)\s+/ loss = (\S+?)(?:\s|$)")
 _KERAS = re.compile(r"(\d+)/(\d+) .*?\bloss: (\S+?)(?:\s|$)")
 _MAX_STREAMS = 64
 
 
 def _starts(text: str) -> bool:
-    return bool(_GLOG.match(text)) or "TimeHistory:" in text or "Train Step:" in text
+    return bool(_GLOG.match(text))
 
 
 class _Streams:
@@ -136,8 +139,10 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             for head in _GLOG.finditer(text, 0, at):
                 pass
             m = _TIMEHISTORY.match(text, at)
+            if not final:  # the line ends with a step number: it may be cut short, read it with what follows
+                return lp.FRAGMENT
             if not m:
-                return lp.NOT_MINE if final else lp.FRAGMENT
+                return lp.NOT_MINE
             a, b = int(m.group(3)), int(m.group(4))
             secs, speed = lp.to_float(m.group(1)), lp.to_float(m.group(2))
             t = clock.seconds(head.group(2), head.group(3)) if head else None
@@ -166,6 +171,13 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             if m:
                 keras.add(int(m.group(1)), loss=lp.to_float(m.group(3)))
                 return lp.CONSUMED
+        if not final and text[:1] in "IWEF" and _GLOG_START.match(text):
+            g = _GLOG.match(text)
+            if g is None:
+                return lp.FRAGMENT  # cut inside the glog prefix
+            msg = text[g.end():]
+            if len(msg) < 12 and ("TimeHistory:".startswith(msg) or "Train Step:".startswith(msg)):
+                return lp.FRAGMENT  # cut inside the record's keyword
         return lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=_starts).run(lines)

@@ -86,8 +86,10 @@ class HorovodSyntheticResNet50(Suite):
 #   Total img/sec on 16 GPU(s): 4864.6 +-8.6     = size x mean(iterations): the speed flavour, not a measurement
 # Time flavour: size x n / sum(1 / s_i), i.e. the global batch over the summed iteration times.
 
-_TFCNN_STEP = re.compile(r"(\d+)\s+images/sec: ([0-9.eE+-]+|nan|inf)(?: \+/- \S+ \(jitter = \S+\))?\s+(\S+)")
-_TFCNN_TOTAL = re.compile(r"total images/sec: ([0-9.eE+-]+|nan|inf)\s*$")
+from dlperf_slurm.logparse import NUM as _NUM  # noqa: E402  (a number, nan or inf)
+
+_TFCNN_STEP = re.compile(r"(\d+)\s+images/sec: (" + _NUM + r")(?: \+/- \S+ \(jitter = \S+\))?\s+(\S+)")
+_TFCNN_TOTAL = re.compile(r"total images/sec: (" + _NUM + r")\s*$")
 _TFCNN_DEVICES = re.compile(r"Devices:\s+\[(.*)\]")
 _TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
 _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
@@ -121,8 +123,10 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         if "total images/sec:" in text:
             m = _TFCNN_TOTAL.search(text)
+            if not final:  # the figure ends the line: it may be cut short, read it with what follows
+                return lp.FRAGMENT
             if not m:
-                return lp.NOT_MINE if final else lp.FRAGMENT
+                return lp.NOT_MINE
             v = lp.to_float(m.group(1))
             if v is not None and len(st["totals"]) < 4096:
                 st["totals"].append(v)
@@ -149,7 +153,7 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: t[:1].isdigit() or "images/sec" in t).run(lines)
+    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith("total images/sec")).run(lines)
     gb = float(ctx.global_batch)
     extra: dict[str, Any] = {}
     if st["global"] is not None and st["global"] != ctx.global_batch:
@@ -181,8 +185,8 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     return res
 
 
-_HVD_ITER = re.compile(r"Iter #(\d+): ([0-9.eE+-]+|nan|inf) img/sec per (GPU|CPU)\s*$")
-_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (?:GPU|CPU)\(s\): ([0-9.eE+-]+|nan|inf)")
+_HVD_ITER = re.compile(r"Iter #(\d+): (" + _NUM + r") img/sec per (GPU|CPU)\s*$")
+_HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (?:GPU|CPU)\(s\): (" + _NUM + r") \+-")
 _HVD_SIZE = re.compile(r"Number of (?:GPU|CPU)s: (\d+)")
 _HVD_BATCH = re.compile(r"^Batch size: (\d+)\s*$")
 
@@ -226,7 +230,7 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: "Iter #" in t or t.startswith(("Img/sec", "Total img/sec"))).run(lines)
+    facts = lp.Scanner(handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec"))).run(lines)
     extra: dict[str, Any] = {"batches_per_iter": bpi}
     size = ctx.world_size
     if st["size"] is not None and st["size"] != ctx.world_size:
