@@ -94,7 +94,7 @@ def main() -> int:
         plain.append(plain_step_seconds(args))
         print(f"repeat {r + 1}: harness {harness[-1]:.4f} s/step   plain {plain[-1]:.4f} s/step", flush=True)
     h, pl = statistics.median(harness), statistics.median(plain)
-    paired = statistics.median(a / b for a, b in zip(harness, plain))
+    paired = statistics.median(a / b for a, b in zip(harness, plain, strict=True))
     book = bookkeeping_seconds()
     result = {
         "config": {"model": "resnet50 (full size)", "device": "cpu", "batch_size": args.batch_size,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm.workloads import distenv, dlperf_log, gpumem, loop
+from dlperf_slurm.workloads import distenv, gpumem, loop
 from dlperf_slurm.workloads.dlperf_log import PREFIX, emit, format_line, parse_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +54,8 @@ def test_distenv_single_process():
 
 def test_distenv_torchrun():
     env = distenv.detect({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
-                          "MASTER_ADDR": "n01", "MASTER_PORT": "1234", "SLURM_PROCID": "0", "OMPI_COMM_WORLD_RANK": "0"})
+                          "MASTER_ADDR": "n01", "MASTER_PORT": "1234",
+                          "SLURM_PROCID": "0", "OMPI_COMM_WORLD_RANK": "0"})  # torchrun wins
     assert env == distenv.DistEnv(5, 8, 1, 4, 2, "n01", 1234, "torchrun")
 
 
@@ -265,18 +266,18 @@ def test_timed_loop_other_ranks_log_nothing(monkeypatch):
 def test_memory_event_merges_ranks_and_nodes():
     from dlperf_slurm.workloads import train
 
-    assert train._memory_event(None, False, [], "h")["reason"] == CPU_REASON
+    assert train._memory_event(False, [], "h")["reason"] == CPU_REASON
     nvml = [{"host": "a", "peak_used_mib": {1: 900.0, 0: 1000.0}, "util_mean": 90.0, "samples": 3, "reason": None},
             {"host": "b", "peak_used_mib": {0: 1200.0}, "util_mean": 70.0, "samples": 3, "reason": None}]
     gathered = [{"rank": 0, "max_allocated_mib": 500.0, "max_reserved_mib": 600.0, "nvml": nvml[0]},
                 {"rank": 1, "max_allocated_mib": 510.0, "max_reserved_mib": 610.0, "nvml": None},
                 {"rank": 2, "max_allocated_mib": 520.0, "max_reserved_mib": 620.0, "nvml": nvml[1]}]
-    ev = train._memory_event(None, True, gathered, "a")
+    ev = train._memory_event(True, gathered, "a")
     assert ev["max_allocated_mib"] == {"0": 500.0, "1": 510.0, "2": 520.0}
     assert ev["nvml_peak_used_mib"] == {"a:0": 1000.0, "a:1": 900.0, "b:0": 1200.0}
     assert ev["nvml_gpu0_mib"] == 1000.0 and ev["gpu_util_mean"] == 80.0 and ev["reason"] is None
     no_nvml = {"host": "a", "peak_used_mib": {}, "util_mean": None, "samples": 0, "reason": "NVML unavailable (x)"}
-    ev = train._memory_event(None, True, [{**gathered[0], "nvml": no_nvml}], "a")
+    ev = train._memory_event(True, [{**gathered[0], "nvml": no_nvml}], "a")
     assert ev["nvml_peak_used_mib"] is None and ev["max_allocated_mib"] == {"0": 500.0}
     assert "NVML unavailable" in ev["reason"]
 
@@ -407,10 +408,12 @@ def test_tiny_training_step_in_process(model, precision, data):
     step = make_step(work, work.model, precision, cfg.device)
     losses = [float(step()) for _ in range(5)]  # fp16 loss scaling may skip the first steps (overflow)
     assert all(math.isfinite(x) for x in losses)
-    assert any(not torch.equal(a, b) for a, b in zip(before, work.model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, work.model.parameters(), strict=True))
+    dtypes = {p.dtype for p in work.model.parameters()}
     if precision in ("fp16", "bf16"):
-        dtypes = {p.dtype for n, p in work.model.named_parameters() if ".bn" not in n and "bn1" not in n}
-        assert torch.float16 in dtypes or torch.bfloat16 in dtypes
+        assert {"fp16": torch.float16, "bf16": torch.bfloat16}[precision] in dtypes
+    else:
+        assert dtypes == {torch.float32}
 
 
 # ------------------------------------------------------------------------------------- real launches

@@ -16,6 +16,7 @@ import platform
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import distenv, dlperf_log
@@ -89,7 +90,7 @@ def _classify(exc: BaseException, compiling: bool) -> str:
     return "exception"
 
 
-def _memory_event(torch: Any, cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -> dict[str, Any]:
+def _memory_event(cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -> dict[str, Any]:
     """Merge every rank's allocator peaks and every node's NVML report into the memory event's fields."""
     if not cuda:
         return {"max_allocated_mib": None, "max_reserved_mib": None, "nvml_peak_used_mib": None,
@@ -119,13 +120,22 @@ def _memory_event(torch: Any, cuda: bool, gathered: list[dict[str, Any]], rank0_
             "reason": "; ".join(reasons) if reasons else None}
 
 
+@dataclass(frozen=True)
+class Runtime:
+    """Where this rank trains, decided once by ``run``."""
+
+    cuda: bool
+    device: Any  # torch.device
+    device_name: str
+    backend: str  # "nccl" | "gloo"
+    distributed: bool  # world_size > 1: a process group and DDP
+
+
 def run(args: argparse.Namespace, env: distenv.DistEnv, log: Any) -> int:
-    """Set up, train, report. ``log`` is ``dlperf_log.emit`` on rank 0 and a no-op elsewhere."""
+    """Pick the device, join the process group, train, report. ``log`` is ``dlperf_log.emit`` on rank 0 and a
+    no-op elsewhere."""
     import torch  # noqa: PLC0415 (heavy; only the workload process needs it)
     import torch.distributed as dist  # noqa: PLC0415
-
-    from . import flops, gpumem  # noqa: PLC0415
-    from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -135,44 +145,23 @@ def run(args: argparse.Namespace, env: distenv.DistEnv, log: Any) -> int:
     if cuda:
         index = env.local_rank % torch.cuda.device_count()
         torch.cuda.set_device(index)
-        device = torch.device("cuda", index)
-        device_name = torch.cuda.get_device_name(index)
         torch.backends.cudnn.benchmark = True
+        rt = Runtime(True, torch.device("cuda", index), torch.cuda.get_device_name(index), "nccl",
+                     env.world_size > 1)
     else:
-        device, device_name = torch.device("cpu"), _cpu_name()
-    backend = "nccl" if cuda else "gloo"
-    distributed = env.world_size > 1
-    if distributed:
+        rt = Runtime(False, torch.device("cpu"), _cpu_name(), "gloo", env.world_size > 1)
+    if rt.distributed:
         env.export()
-        dist.init_process_group(backend, rank=env.rank, world_size=env.world_size,
+        dist.init_process_group(rt.backend, rank=env.rank, world_size=env.world_size,
                                 timeout=datetime.timedelta(minutes=15))
     try:
-        return _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype, build, make_step,
-                      cuda, device, device_name, backend, distributed)
+        return _train(args, env, log, rt)
     finally:
-        if distributed and dist.is_initialized():
+        if rt.distributed and dist.is_initialized():
             dist.destroy_process_group()
 
 
-def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype, build, make_step,  # noqa: ANN001, PLR0913
-           cuda, device, device_name, backend, distributed) -> int:
-    torch.manual_seed(args.seed)
-    channels_last = bool(args.channels_last) if args.channels_last is not None else (
-        cuda and args.model == "resnet50")
-    workers = args.workers if args.workers is not None else (
-        min(4, max(1, (os.cpu_count() or 1) // env.local_world_size)) if cuda else 0)
-    total = args.warmup_steps + args.measure_steps
-    cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
-                         device=device, channels_last=channels_last and args.model == "resnet50",
-                         data_location=args.data_location, workers=workers, seed=args.seed + env.rank,
-                         total_steps=total, image_size=args.image_size, seq_len=args.seq_len, lr=args.lr,
-                         world_size=env.world_size)
-    work = build(cfg)
-    global_batch = args.batch_size * env.world_size
-    adt = amp_dtype(args.precision, device)
-    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
-    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
-    peak = flops.peak_tflops(device_name, basis) if cuda else None
+def _notes(args: argparse.Namespace, cuda: bool) -> list[str]:
     notes = []
     if args.precision == "amp" and not cuda:
         notes.append("CPU run: amp means autocast bfloat16 (no fp16 GradScaler on CPU)")
@@ -180,23 +169,50 @@ def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype
         notes.append("fp16 weights (BatchNorm fp32), no fp32 master weights, dynamic loss scaling")
     if args.tiny:
         notes.append("tiny model/input for smoke runs: NOT a benchmark result")
+    return notes
+
+
+def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime) -> int:
+    import torch  # noqa: PLC0415
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from . import flops, gpumem  # noqa: PLC0415
+    from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
+
+    cuda, device = rt.cuda, rt.device
+    torch.manual_seed(args.seed)
+    channels_last = args.model == "resnet50" and (
+        bool(args.channels_last) if args.channels_last is not None else cuda)
+    workers = args.workers if args.workers is not None else (
+        min(4, max(1, (os.cpu_count() or 1) // env.local_world_size)) if cuda else 0)
+    total = args.warmup_steps + args.measure_steps
+    cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
+                         device=device, channels_last=channels_last, data_location=args.data_location,
+                         workers=workers, seed=args.seed + env.rank, total_steps=total, image_size=args.image_size,
+                         seq_len=args.seq_len, lr=args.lr, world_size=env.world_size)
+    work = build(cfg)
+    global_batch = args.batch_size * env.world_size
+    adt = amp_dtype(args.precision, device)
+    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
+    peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
     log("header", suite=f"pytorch-ddp/{args.model}", model=args.model, tiny=args.tiny, rank=env.rank,
         world_size=env.world_size, local_world_size=env.local_world_size, nodes=env.nodes,
-        device="cuda" if cuda else "cpu", device_name=device_name, precision=args.precision,
+        device="cuda" if cuda else "cpu", device_name=rt.device_name, precision=args.precision,
         amp_dtype=str(adt).replace("torch.", "") if adt is not None else None, compile=bool(args.compile),
         compile_backend=args.compile_backend if args.compile else None,
-        channels_last=cfg.channels_last, batch_size=args.batch_size, global_batch=global_batch,
+        channels_last=channels_last, batch_size=args.batch_size, global_batch=global_batch,
         warmup_steps=args.warmup_steps, measure_steps=args.measure_steps, data_location=args.data_location,
-        backend=backend, launcher=env.launcher, versions=_versions(torch, cuda), hostname=socket.gethostname(),
+        backend=rt.backend, launcher=env.launcher, versions=_versions(torch, cuda), hostname=socket.gethostname(),
         params=work.params, flops_per_sample=work.flops_per_sample,
         flops_basis="3 x forward; conv/linear/attention matmuls, multiply-add = 2", peak_tflops_per_gpu=peak,
         peak_basis=basis if cuda else None, tf32=tf32 if cuda else None, threads=torch.get_num_threads(),
-        workers=workers if args.data_location == "host" else None, model_config=work.details, notes=notes,
-        master_addr=env.master_addr, master_port=env.master_port, slurm_job_id=os.environ.get("SLURM_JOB_ID"),
-        time=time.time())
+        workers=workers if args.data_location == "host" else None, model_config=work.details,
+        notes=_notes(args, cuda), master_addr=env.master_addr, master_port=env.master_port,
+        slurm_job_id=os.environ.get("SLURM_JOB_ID"), time=time.time())
 
     model = work.model
-    if distributed:
+    if rt.distributed:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
     if args.compile:
         model = torch.compile(model, backend=args.compile_backend)
@@ -216,7 +232,7 @@ def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype
         return step()
 
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-    if distributed:
+    if rt.distributed:
         dist.barrier()
     try:
         result = timed_loop(counted_step, total, args.warmup_steps, global_batch, rank0=env.is_rank0, log=log,
@@ -237,11 +253,11 @@ def _train(args, env, log, torch, dist, flops, gpumem, WorkloadConfig, amp_dtype
             "max_reserved_mib": round(torch.cuda.max_memory_reserved(device) / 2**20, 1) if cuda else None,
             "nvml": report.as_dict() if report else None}
     gathered = [mine]
-    if distributed:
+    if rt.distributed:
         gathered = [None] * env.world_size
         dist.all_gather_object(gathered, mine)
     if env.is_rank0:
-        log("memory", **_memory_event(torch, cuda, gathered, socket.gethostname()))
+        log("memory", **_memory_event(cuda, gathered, socket.gethostname()))
         fields = summarize(result, args.warmup_steps, args.measure_steps, global_batch, work.flops_per_sample,
                            peak * env.world_size if peak else None)
         log("summary", **fields, global_batch=global_batch, tiny=args.tiny)
