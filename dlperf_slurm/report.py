@@ -1,0 +1,400 @@
+"""Summaries of a collect: DLPerf-style markdown tables, CSV, JSON and PNG plots, each written atomically.
+
+``summaries/<name>.md``        per (suite, precision, XLA, batch per device[, variant]) a table of device shapes
+                               (``1n1g``, ``1n8g``, ``2n8g``, ...) with median throughput, speedup, efficiency,
+                               latency, GPU memory and spread; a cross-suite table as in DLPerf's README.
+``summaries/<name>.csv``       every cell (one row each); ``<name>.runs.csv``: every run.
+``summaries/<name>.json``      both, with the sources and the method.
+``summaries/<name>.<suite>.png``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
+
+A cell without an OK run never shows a number: it reads its dominant failure (``OOM``, ``TIMEOUT``) or its
+progress (``pending 3/7``). Figures are rounded (2 decimals) only here. pandas, tabulate and matplotlib are
+imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from dlperf_slurm import stats
+
+PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
+TINY = "tiny — not a real result"
+
+_RUN_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", "nodes", "gpus_per_node", "devices",
+                "batch_size", "global_batch", "precision", "xla", "launcher", "variant", "repeat", "run", "job_id",
+                "status", "reason", "throughput", "throughput_time", "throughput_speed", "published", "unit",
+                "latency_ms", "steps_seen", "window_start", "window_end", "window_steps", "mem_peak_mib",
+                "mem_gpu0_mib", "mem_allocator_mib", "mem_reason", "gpu_util", "loss_finite", "tiny", "exit_code",
+                "scheduler_state", "garbled_lines", "log", "log_bytes", "parse_seconds", "provenance", "extra"]
+_CELL_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", "nodes", "gpus_per_node", "devices",
+                 "batch_size", "global_batch", "precision", "xla", "launcher", "variant", "status", "display", "n",
+                 "n_ok", "median", "min", "max", "mean", "stdev", "cv", "median_time", "median_speed", "published",
+                 "unit", "speedup", "efficiency", "baseline", "latency_ms", "mem_peak_mib", "mem_gpu0_mib",
+                 "mem_allocator_mib", "mem_reason", "gpu_util", "flags", "tiny", "statuses", "reason"]
+
+
+# ============================================================================================ atomic files
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, data: bytes | str) -> Path:
+    """Write ``path`` through a temporary file in the same folder and a rename: a reader (or a collect running
+    at the same time) sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; summaries are meant to be shared
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+# ============================================================================================== frames
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def frames(result) -> tuple[Any, Any]:
+    """``(runs, cells)`` as pandas DataFrames (lists and dicts as JSON text, so the CSV stays flat)."""
+    import pandas as pd
+
+    def flat(rows: Sequence[dict], cols: list[str]):
+        data = [{c: (json.dumps(_jsonable(r.get(c)), sort_keys=True) if isinstance(r.get(c), (dict, list))
+                     else r.get(c)) for c in cols} for r in rows]
+        return pd.DataFrame(data, columns=cols)
+
+    return flat(result.runs, _RUN_COLUMNS), flat(result.cells, _CELL_COLUMNS)
+
+
+# ============================================================================================ markdown
+
+
+def _xla_name(suite: str) -> str:
+    try:
+        from dlperf_slurm import suites
+
+        return suites.get(suite).xla_name
+    except KeyError:
+        return "XLA"
+
+
+def _prec_key(p: str) -> tuple:
+    return (PREC_ORDER.index(p) if p in PREC_ORDER else len(PREC_ORDER), p)
+
+
+def groups(cells: Sequence[dict]) -> list[tuple[tuple, list[dict]]]:
+    """Cells by (suite, precision, xla, batch per device, launcher, variant), shapes sorted by GPUs then nodes."""
+    out: dict[tuple, list[dict]] = {}
+    for c in cells:
+        out.setdefault((c["suite"], c["precision"], bool(c["xla"]), c["batch_size"], c["launcher"] or "",
+                        c["variant"] or ""), []).append(c)
+    keys = sorted(out, key=lambda k: (k[0], _prec_key(k[1]), k[2], k[3], k[4], k[5]))
+    return [(k, sorted(out[k], key=lambda c: (c["devices"], c["nodes"]))) for k in keys]
+
+
+def _group_title(key: tuple, cells: Sequence[dict], launchers: bool) -> str:
+    suite, prec, xla, batch, launcher, variant = key
+    bits = [suite, prec, f"{_xla_name(suite)} {'on' if xla else 'off'}", f"batch {batch}/GPU"]
+    if launchers and launcher:
+        bits.append(f"launcher {launcher}")
+    if variant:
+        bits.append(variant)
+    title = " · ".join(bits)
+    if any(c["tiny"] for c in cells):
+        title += f" — {TINY}"
+    return title
+
+
+def value_text(c: dict, key: str = "median") -> str:
+    """A cell's figure, or its state when it has no OK run (never a number then)."""
+    if c["n_ok"] == 0 or c.get(key) is None:
+        return c["display"] or c["status"]
+    return stats.fmt(c[key])
+
+
+def _mem_text(c: dict) -> str:
+    if c["mem_peak_mib"] is None and c["mem_gpu0_mib"] is None:
+        return "—"
+    peak = f"{c['mem_peak_mib']:.0f}" if c["mem_peak_mib"] is not None else "—"
+    gpu0 = f"{c['mem_gpu0_mib']:.0f}" if c["mem_gpu0_mib"] is not None else "—"
+    return f"{peak} / {gpu0}"
+
+
+def _spread_text(c: dict) -> str:
+    if c["n_ok"] == 0:
+        return ""
+    if c["n_ok"] == 1:
+        return "one run"
+    return f"{stats.fmt(c['min'])}–{stats.fmt(c['max'])}, CV {stats.fmt(c['cv'], percent=True, digits=2)}"
+
+
+def _flags_text(c: dict) -> str:
+    words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
+    out = [words.get(f, f) for f in c["flags"] if c["n_ok"] or f != "few_ok"]  # a failed cell says why already
+    if c["n_ok"] and c["status"] == "OK":
+        other = {k: v for k, v in c["statuses"].items() if k != "OK"}
+        if other:
+            out.append(", ".join(f"{v} {k}" for k, v in sorted(other.items())))
+    return "; ".join(out)
+
+
+def group_table(cells: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+    unit = next((c["unit"] for c in cells if c.get("unit")), "samples/s")
+    headers = ["shape", "GPUs", f"throughput ({unit}, median)", "speedup", "efficiency", "latency (ms)",
+               "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "OK/n", "flags"]
+    rows = []
+    for c in cells:
+        ok = c["n_ok"] > 0
+        rows.append([c["shape"], str(c["devices"]), value_text(c), stats.fmt(c["speedup"]) if ok else "",
+                     stats.fmt(c["efficiency"], percent=True, digits=2) if ok else "",
+                     stats.fmt(c["latency_ms"]) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
+                     f"{c['n_ok']}/{c['n']}", _flags_text(c)])
+    return headers, rows
+
+
+def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per model, DLPerf's README table: rows = frameworks, columns = throughput and speedup per precision (and
+    XLA) at each framework's largest shape, with the batch per GPU that gave the best median there."""
+    import itertools
+
+    out = []
+    by_model: dict[str, list[dict]] = {}
+    for c in cells:
+        by_model.setdefault(c["model"], []).append(c)
+    for model in sorted(by_model):
+        mc = by_model[model]
+        cols = sorted({(c["precision"], bool(c["xla"])) for c in mc}, key=lambda k: (_prec_key(k[0]), k[1]))
+        headers = ["framework", "shape"]
+        for prec, xla in cols:
+            label = prec.upper() + (f"+{_xla_name(mc[0]['suite']).replace('torch.compile', 'compile')}" if xla else "")
+            headers += [f"{label} throughput", "speedup"]
+        rows = []
+        for suite, sc in itertools.groupby(sorted(mc, key=lambda c: c["suite"]), key=lambda c: c["suite"]):
+            sc = list(sc)
+            plain = [c for c in sc if not c["variant"]] or sc
+            big = max((c["devices"], -c["nodes"]) for c in plain)
+            at = [c for c in plain if (c["devices"], -c["nodes"]) == big]
+            row = [suite, at[0]["shape"]]
+            for prec, xla in cols:
+                cand = [c for c in at if c["precision"] == prec and bool(c["xla"]) == xla]
+                if not cand:
+                    row += ["", ""]
+                    continue
+                ok = [c for c in cand if c["n_ok"] and c["median"] is not None]
+                best = max(ok, key=lambda c: c["median"]) if ok else max(cand, key=lambda c: c["batch_size"])
+                txt = value_text(best) + f" (b{best['batch_size']})"
+                if best["tiny"]:
+                    txt += " (tiny)"
+                row += [txt, stats.fmt(best["speedup"]) if ok else ""]
+            rows.append(row)
+        out.append((model, headers, rows))
+    return out
+
+
+def _counts_text(runs: Sequence[dict]) -> str:
+    from collections import Counter
+
+    c = Counter(r["status"] for r in runs)
+    return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def markdown(result) -> str:
+    from tabulate import tabulate
+
+    cells, runs = result.cells, result.runs
+    launchers = len({c["launcher"] for c in cells}) > 1
+    windows = sorted({(s.warmup_steps, s.measure_steps) for col in result.collections for s in col.runs})
+    win = "; ".join(f"skip {w} steps, time the next {m}" for w, m in windows) or "none"
+    lines = [f"# dlperf_slurm summary: {result.name}", ""]
+    lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
+                 f"from {len(runs)} runs in {', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
+    lines.append("")
+    lines.append(f"Method (docs/method.md): window: {win}; throughput = global batch × measured steps / "
+                 "the log's own time between the window's ends (time flavour; the speed flavour, the mean of the "
+                 "printed per-step throughputs, is in the CSV/JSON); median over the OK runs of a cell (even count: "
+                 "mean of the two middle values); speedup = median / median of the 1n1g cell with the same suite, "
+                 "precision, XLA and batch per GPU (empty without one); efficiency = speedup / GPUs. Only OK runs "
+                 "enter the statistics; a cell without one shows its dominant failure or its progress. Flags: "
+                 "`few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every GPU / "
+                 "GPU 0, MiB.")
+    lines.append("")
+    if any(c["tiny"] for c in cells):
+        lines += [f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
+                  "pipeline works.", ""]
+    lines.append(f"Runs: {_counts_text(runs)}.")
+    for col in result.collections:
+        for note in col.notes:
+            lines.append(f"\nNote ({col.name}): {note}")
+    lines.append("")
+    xs = cross_suite(cells)
+    if xs:
+        lines.append("## Across suites (largest shape of each)")
+        lines.append("")
+        for model, headers, rows in xs:
+            lines.append(f"**{model}**")
+            lines.append("")
+            lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+            lines.append("")
+    for key, gc in groups(cells):
+        lines.append(f"## {_group_title(key, gc, launchers)}")
+        lines.append("")
+        headers, rows = group_table(gc)
+        lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+        mem = sorted({c["mem_reason"] for c in gc if c["mem_reason"] and c["n_ok"]})
+        if mem:
+            lines.append("")
+            lines.append("GPU memory not measured: " + "; ".join(mem) + ".")
+        failed = [c for c in gc if c["status"] != "OK" and c["reason"]]
+        if failed:
+            lines.append("")
+            for c in failed:
+                lines.append(f"- `{c['shape']}` {c['display'] or c['status']}: {_md_escape(c['reason'])}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:300]
+
+
+def terminal(result) -> str:
+    """The main tables for the terminal."""
+    from tabulate import tabulate
+
+    launchers = len({c["launcher"] for c in result.cells}) > 1
+    out = [f"{result.name}: {len(result.runs)} runs ({_counts_text(result.runs)}), {len(result.cells)} cells"]
+    for key, gc in groups(result.cells):
+        headers, rows = group_table(gc)
+        out += ["", _group_title(key, gc, launchers),
+                tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+    xs = cross_suite(result.cells)
+    if len({c["suite"] for c in result.cells}) > 1:
+        for model, headers, rows in xs:
+            out += ["", f"{model} across suites (largest shape)",
+                    tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+    return "\n".join(out)
+
+
+# =============================================================================================== plots
+
+
+def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
+    """Throughput and scaling efficiency against GPUs for one suite, a line per precision/XLA/batch/variant,
+    ideal linear scaling dashed. None when no cell of the suite has an OK run."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    gs = [(k, [c for c in g if c["n_ok"] and c["median"] is not None]) for k, g in groups(cells) if k[0] == suite]
+    gs = [(k, g) for k, g in gs if g]
+    if not gs:
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    xticks: set[int] = set()
+    unit = gs[0][1][0]["unit"]
+    for i, (key, g) in enumerate(gs):
+        color = f"C{i % 10}"
+        label = f"{key[1]}{' +' + _xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
+        if any(c["tiny"] for c in g):
+            label += " (tiny)"
+        x = [c["devices"] for c in g]
+        xticks.update(x)
+        ax1.plot(x, [c["median"] for c in g], "o-", color=color, label=label)
+        lo = [c["median"] - c["min"] for c in g]
+        hi = [c["max"] - c["median"] for c in g]
+        ax1.errorbar(x, [c["median"] for c in g], yerr=[lo, hi], fmt="none", ecolor=color, alpha=0.5, capsize=3)
+        base = next((c for c in g if c["nodes"] == 1 and c["gpus_per_node"] == 1), None)
+        if base is not None:
+            xs = sorted(set(x) | {1})
+            ax1.plot(xs, [base["median"] * d for d in xs], "--", color=color, alpha=0.5)
+            eff = [(c["devices"], c["efficiency"]) for c in g if c["efficiency"] is not None]
+            if eff:
+                ax2.plot([e[0] for e in eff], [100 * e[1] for e in eff], "o-", color=color, label=label)
+    for ax in (ax1, ax2):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(xticks))
+        ax.set_xticklabels([str(t) for t in sorted(xticks)])
+        ax.set_xlabel("GPUs")
+        ax.grid(True, alpha=0.3)
+    ax1.set_yscale("log")
+    ax1.set_ylabel(f"throughput ({unit}), median, min-max bars; ideal dashed")
+    ax1.set_title(f"{suite}: throughput")
+    ax2.axhline(100, color="k", ls="--", lw=1, label="ideal")
+    ax2.set_ylabel("scaling efficiency (%)")
+    ax2.set_ylim(0, max(110, ax2.get_ylim()[1]))
+    ax2.set_title(f"{suite}: scaling efficiency vs 1 GPU")
+    ax1.legend(fontsize=8)
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return atomic_write(path, buf.getvalue())
+
+
+# ============================================================================================== writing
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
+
+
+def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
+    """Write every summary of ``result`` under ``out_dir`` (atomically, file by file); the paths written."""
+    out = Path(out_dir)
+    name = _slug(result.name)
+    runs_df, cells_df = frames(result)
+    written = [atomic_write(out / f"{name}.md", markdown(result)),
+               atomic_write(out / f"{name}.csv", cells_df.to_csv(index=False)),
+               atomic_write(out / f"{name}.runs.csv", runs_df.to_csv(index=False))]
+    doc = {"name": result.name, "generated_at": time.time(),
+           "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
+                        "repeats": c.repeats, "notes": c.notes} for c in result.collections],
+           "method": {"throughput": "time flavour: global_batch x measured steps / (t_end - t_start)",
+                      "throughput_speed": "mean of the printed per-step throughputs over the same window",
+                      "median": "even count: mean of the two middle values", "only_ok_runs": True,
+                      "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
+                      "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
+           "cells": _jsonable(result.cells), "runs": _jsonable(result.runs)}
+    written.append(atomic_write(out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=False, default=str)))
+    if plots:
+        for suite in sorted({c["suite"] for c in result.cells}):
+            p = plot_suite(result.cells, suite, out / f"{name}.{_slug(suite.replace('/', '_'))}.png")
+            if p is not None:
+                written.append(p)
+    return written
