@@ -110,6 +110,19 @@ _EXTRA_COMMANDS.append(_lifecycle_commands)
 # ---------------------------------------------------------------- end of submit / status / cancel
 
 
+# ---------------------------------------------------------------- collect (issue 5)
+# Parsing, statistics and summaries live in dlperf_slurm/collect.py (runs -> rows -> cells), logparse.py and
+# each suite's parse(), stats.py and report.py; pandas/tabulate/matplotlib are imported only when collect runs.
+def _collect_commands(sub: argparse._SubParsersAction) -> None:
+    from dlperf_slurm.collect import add_commands
+
+    add_commands(sub)
+
+
+_EXTRA_COMMANDS.append(_collect_commands)
+# ---------------------------------------------------------------- end of collect
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
