@@ -102,16 +102,23 @@ class _ImagePool(torch.utils.data.Dataset):
 
 
 def _bert_sample(g: torch.Generator, n: int, seq: int, preds: int, vocab: int) -> dict[str, torch.Tensor]:
-    """``n`` synthetic pre-training sequences: full length (no padding), ``preds`` masked positions each."""
-    token_type = torch.zeros(n, seq, dtype=torch.long)
+    """``n`` synthetic pre-training sequences, made on ``g``'s device: full length (no padding), ``preds`` distinct
+    masked positions each (never position 0, the [CLS] token)."""
+    dev = g.device
+    token_type = torch.zeros(n, seq, dtype=torch.long, device=dev)
     token_type[:, seq // 2:] = 1
     return {
-        "input_ids": torch.randint(0, vocab, (n, seq), generator=g),
+        "input_ids": torch.randint(0, vocab, (n, seq), generator=g, device=dev),
         "token_type_ids": token_type,
-        "masked_positions": torch.rand(n, seq - 1, generator=g).argsort(dim=1)[:, :preds] + 1,
-        "mlm_labels": torch.randint(0, vocab, (n, preds), generator=g),
-        "nsp_labels": torch.randint(0, 2, (n,), generator=g),
+        "masked_positions": torch.rand(n, seq - 1, generator=g, device=dev).argsort(dim=1)[:, :preds] + 1,
+        "mlm_labels": torch.randint(0, vocab, (n, preds), generator=g, device=dev),
+        "nsp_labels": torch.randint(0, 2, (n,), generator=g, device=dev),
     }
+
+
+def max_predictions(seq: int) -> int:
+    """Masked positions per sequence: BERT's 20 at 128 and 80 at 512, else ceil(15 %)."""
+    return {128: 20, 512: 80}.get(seq, max(1, -(-15 * seq // 100)))
 
 
 class _BertSamples(torch.utils.data.Dataset):
@@ -173,7 +180,7 @@ def build_bert_base(cfg: WorkloadConfig) -> Workload:
     seq = cfg.seq_len or (32 if cfg.tiny else 128)
     if seq > bcfg.max_position_embeddings:
         raise ValueError(f"--seq-len {seq} exceeds max positions {bcfg.max_position_embeddings}")
-    preds = max(1, round(0.15 * seq + 0.49)) if seq != 128 else 20  # max_predictions_per_seq (20 at 128)
+    preds = max_predictions(seq)
     dev, dtype = cfg.device, _explicit_dtype(cfg.precision)
     model = bert_mod.BertForPreTraining(bcfg)
     params = sum(p.numel() for p in model.parameters())
@@ -190,8 +197,8 @@ def build_bert_base(cfg: WorkloadConfig) -> Workload:
     )
 
     if cfg.data_location == "device":
-        g = torch.Generator().manual_seed(cfg.seed)
-        fixed = {k: v.to(dev) for k, v in _bert_sample(g, cfg.batch_size, seq, preds, bcfg.vocab_size).items()}
+        g = torch.Generator(device=dev).manual_seed(cfg.seed)
+        fixed = _bert_sample(g, cfg.batch_size, seq, preds, bcfg.vocab_size)
 
         def next_batch() -> Batch:
             return fixed
