@@ -483,6 +483,20 @@ def _campaign_dir(logs: str, name: str) -> Path:
     raise UserError(f"no campaign {name!r}: neither {p} nor {q} is a folder")
 
 
+def _options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--option KEY=VALUE`` pairs; values read as JSON when they can be (numbers, true/false), else text."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--option {item!r}: expected KEY=VALUE, e.g. batches_per_iter=10")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
 def cmd_collect(args) -> int:
     from dlperf_slurm import report
 
@@ -493,6 +507,7 @@ def cmd_collect(args) -> int:
         if not args.suite:
             raise UserError("--from DIR needs --suite NAME (how to read the logs), e.g. --suite ngc-pytorch/resnet50")
         collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
+                                          _options(args.option),
                                           name=args.name if not names and not args.matrix else None))
     elif args.suite:
         raise UserError("--suite goes with --from DIR")
@@ -537,6 +552,8 @@ def add_commands(sub) -> None:
     p.add_argument("--warmup-steps", type=int, default=20, metavar="N",
                    help="with --from: steps to skip (default 20; DLPerf's NGC PyTorch extractor: 25)")
     p.add_argument("--measure-steps", type=int, default=100, metavar="N", help="with --from: steps to time (default 100)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="with --from: a suite option the logs "
+                   "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel parser processes (default: CPUs)")

@@ -275,7 +275,7 @@ def markdown(result) -> str:
         mem = sorted({c["mem_reason"] for c in gc if c["mem_reason"] and c["n_ok"]})
         if mem:
             lines.append("")
-            lines.append("GPU memory not measured: " + "; ".join(mem) + ".")
+            lines.append("GPU memory: " + "; ".join(mem) + ".")
         failed = [c for c in gc if c["status"] != "OK" and c["reason"]]
         if failed:
             lines.append("")

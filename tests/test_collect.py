@@ -1,0 +1,301 @@
+"""collect end to end: DLPerf-style trees in every suite's format, campaigns with a manifest (jobs still
+running, then done), matrices without one, statuses and exit markers, summaries (markdown, CSV, JSON, PNG),
+atomic rewriting and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import cli, collect, logparse as lp, report, stats
+from dlperf_slurm.suites import Status
+
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+import logsynth as ls  # noqa: E402
+
+SHAPES = [(1, 1), (1, 2), (2, 2)]
+
+
+def make_tree(root: Path, suite: str, which: int = 0, repeats: int = 3, oom_shape=(2, 2), incomplete=(1, 2, 0),
+              batch: int = 8, file_model: str = "m") -> dict:
+    """A DLPerf-layout tree; returns cell shape -> the OK runs' expected throughputs."""
+    expected: dict[tuple, list[float]] = {}
+    for n, g in SHAPES:
+        d = root / f"{n}n{g}g"
+        d.mkdir(parents=True, exist_ok=True)
+        for r in range(repeats):
+            oom = (n, g) == oom_shape
+            cut = (n, g, r) == incomplete
+            spec = ls.Spec(nodes=n, gpus=g, batch=batch, thr=100.0 * n * g * (0.9 if n * g > 1 else 1.0),
+                           seed=r + 7 * n + g, warmup=5, measure=20, log_steps=5, bpi=5, noise=1,
+                           steps=3 if oom else (17 if cut else None), oom=oom)
+            text, exp = ls.write(suite, spec, which)
+            (d / f"{file_model}_b{batch}_fp32_{r}.log").write_text(text)
+            if not oom and not cut:
+                expected.setdefault((n, g), []).append(exp["throughput"])
+    return expected
+
+
+def run_cli(*argv: str) -> int:
+    return cli.main(list(argv))
+
+
+def read_cells(out: Path, name: str) -> dict[str, dict]:
+    doc = json.loads((out / f"{name}.json").read_text())
+    return {c["shape"]: c for c in doc["cells"]}
+
+
+# ------------------------------------------------------------------------------------ import, every suite
+
+SUITE_FORMATS = [(s, i) for s, ws in ls.WRITERS.items() for i in range(len(ws))]
+
+
+@pytest.mark.parametrize("suite,which", SUITE_FORMATS, ids=[f"{s}-{ls.WRITERS[s][i].__name__}" for s, i in SUITE_FORMATS])
+def test_import_dlperf_tree_in_every_format(tmp_path, suite, which, capsys):
+    root = tmp_path / "logs_tree"
+    expected = make_tree(root, suite, which)
+    out = tmp_path / "summaries"
+    rc = run_cli("collect", "--from", str(root), "--suite", suite, "--warmup-steps", "5", "--measure-steps", "20",
+                 "--option", "batches_per_iter=5", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet")
+    assert rc == 0
+    cells = read_cells(out, "logs_tree")
+    one = cells["1n1g"]
+    assert one["n"] == 3 and one["n_ok"] == 3
+    assert one["median"] == pytest.approx(stats.median(expected[(1, 1)]), rel=1e-9)
+    two = cells["1n2g"]  # one of its runs was killed mid-run: INCOMPLETE, kept out of the median
+    assert two["n_ok"] == 2 and two["statuses"] == {"INCOMPLETE": 1, "OK": 2} and "few_ok" in two["flags"]
+    assert two["median"] == pytest.approx(stats.median(expected[(1, 2)]), rel=1e-9)
+    assert two["speedup"] == pytest.approx(two["median"] / one["median"], rel=1e-12)
+    assert two["efficiency"] == pytest.approx(two["speedup"] / 2, rel=1e-12)
+    oom = cells["2n2g"]
+    assert oom["status"] == Status.OOM and oom["median"] is None and oom["speedup"] is None
+    md = (out / "logs_tree.md").read_text()
+    assert "| 2n2g    | 4      | OOM" in md
+    assert stats.fmt(two["median"]) in md and stats.fmt(two["speedup"]) in md
+    assert "`2n2g` OOM: out of memory" in md
+    runs_csv = (out / "logs_tree.runs.csv").read_text().splitlines()
+    assert len(runs_csv) == 1 + 3 * len(SHAPES)
+
+
+def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
+    root = tmp_path / "dlperf"
+    for sub, batch in (("bz64", 64), ("bz128", 128)):
+        for n, g in SHAPES[:2]:
+            d = root / sub / f"{n}n{g}g"
+            d.mkdir(parents=True)
+            for prec, xla in (("fp32", ""), ("amp", ""), ("amp", "_xla")):
+                spec = ls.Spec(nodes=n, gpus=g, batch=batch, warmup=5, measure=20, thr=50.0 * n * g)
+                (d / f"r50_b{batch}_{prec}{xla}_0.log").write_text(ls.dll_rn50(spec)[0])
+    res = collect.collect([collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
+    keys = {(c["precision"], c["xla"], c["batch_size"], c["shape"]) for c in res.cells}
+    assert len(res.cells) == 2 * 3 * 2 and ("amp", True, 128, "1n2g") in keys
+    for c in res.cells:  # every 1n2g cell has its own 1n1g baseline: same precision, xla, batch
+        if c["shape"] == "1n2g":
+            base = next(b for b in res.cells if b["cell_id"] == c["baseline"])
+            assert (base["precision"], base["xla"], base["batch_size"], base["shape"]) == \
+                   (c["precision"], c["xla"], c["batch_size"], "1n1g")
+
+
+def test_import_errors(tmp_path):
+    assert run_cli("collect", "--from", str(tmp_path), "--suite", "tf2/resnet50", "--out", str(tmp_path)) == 2
+    assert run_cli("collect", "--from", str(tmp_path), "--out", str(tmp_path)) == 2  # --suite missing
+    assert run_cli("collect", "--from", str(tmp_path), "--suite", "nope/x", "--out", str(tmp_path)) == 2
+
+
+# ----------------------------------------------------------------------------------- campaign + manifest
+
+
+def _smoke_matrix(tmp_path: Path) -> Path:
+    p = tmp_path / "smoke.toml"
+    p.write_text('suite = "pytorch-ddp/resnet50"\nname = "smoke"\n[axes]\ndevices = ["1x1", "1x2"]\n'
+                 'batch_size = [4]\n[options]\ntiny = true\n[measure]\nrepeats = 3\nwarmup_steps = 2\n'
+                 'measure_steps = 5\n[slurm]\ntime = "00:10:00"\ngpu_request = "none"\n')
+    return p
+
+
+def _write_run(run, spec: ls.Spec, rc: int | None = 0) -> dict:
+    text, exp = ls.dlperf(spec)
+    run.log.parent.mkdir(parents=True, exist_ok=True)
+    run.log.write_text(text)
+    if rc is not None:
+        run.marker.write_text(json.dumps({"rc": rc, "signal": "", "end": 0, "job": "1"}))
+    return exp
+
+
+def test_campaign_while_running_then_finished(tmp_path, capsys):
+    from dlperf_slurm import campaign, matrix
+
+    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    cdir = tmp_path / "logs" / "smoke"
+    runs = matrix.runs(m, cdir)
+    man = campaign.Manifest(cdir, create=True)
+    man.sync(m, runs)
+
+    def set_status(key, status, job):
+        with man.write() as db:
+            db.execute("UPDATE runs SET status=?, job_id=?, executor='none' WHERE key=?", (status, job, key))
+
+    by = {(r.cell.gpus_per_node, r.repeat): r for r in runs}
+    spec = lambda g, r: ls.Spec(nodes=1, gpus=g, batch=4, warmup=2, measure=5, seed=10 * g + r, tiny=True, mem=False)
+    exp = {}
+    exp[(1, 0)] = _write_run(by[(1, 0)], spec(1, 0))
+    set_status(by[(1, 0)].key, "OK", "11_0")
+    _write_run(by[(1, 1)], ls.Spec(nodes=1, gpus=1, batch=4, warmup=2, measure=5, steps=4, tiny=True), rc=None)
+    set_status(by[(1, 1)].key, "RUNNING", "11_1")
+    set_status(by[(1, 2)].key, "PENDING", "11_2")
+    for r in range(3):
+        set_status(by[(2, r)].key, "PENDING", f"12_{r}")
+    out = tmp_path / "summaries"
+    assert run_cli("--logs", str(tmp_path / "logs"), "collect", "smoke", "--out", str(out), "--no-refresh",
+                   "--no-plots", "--jobs", "1") == 0
+    printed = capsys.readouterr().out
+    cells = read_cells(out, "smoke")
+    assert cells["1n2g"]["display"] == "pending 3/3" and cells["1n2g"]["median"] is None
+    assert cells["1n1g"]["n_ok"] == 1 and cells["1n1g"]["statuses"] == {"OK": 1, "PENDING": 1, "RUNNING": 1}
+    md = (out / "smoke.md").read_text()
+    assert "pending 3/3" in md and "pending 3/3" in printed
+    assert report.TINY in md  # tiny runs are labelled
+    assert "speedup" in md and "1n2g    | 2      | pending 3/3" in md
+
+    # later: everything ended (one OOM, one failed exit) and collect runs again over the same files
+    for r in (1, 2):
+        exp[(1, r)] = _write_run(by[(1, r)], spec(1, r))
+        set_status(by[(1, r)].key, "OK", f"11_{r}")
+    for r in range(3):
+        if r == 2:
+            s = ls.Spec(nodes=1, gpus=2, batch=4, warmup=2, measure=5, steps=1, oom=True, tiny=True)
+            _write_run(by[(2, r)], s, rc=1)
+            set_status(by[(2, r)].key, "FAILED", f"12_{r}")
+        else:
+            exp[(2, r)] = _write_run(by[(2, r)], spec(2, r))
+            set_status(by[(2, r)].key, "OK", f"12_{r}")
+    before = {p.name for p in out.iterdir()}
+    assert run_cli("--logs", str(tmp_path / "logs"), "collect", str(cdir), "--out", str(out), "--no-refresh",
+                   "--jobs", "2", "--quiet") == 0
+    after = {p.name for p in out.iterdir()}
+    assert not [n for n in after if n.endswith(".tmp")]  # atomic rewrite leaves no temporary file
+    assert before <= after and "smoke.pytorch-ddp_resnet50.png" in after
+    assert (out / "smoke.pytorch-ddp_resnet50.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    cells = read_cells(out, "smoke")
+    one, two = cells["1n1g"], cells["1n2g"]
+    assert one["n_ok"] == 3 and one["median"] == pytest.approx(stats.median(e["throughput"] for k, e in exp.items()
+                                                                            if k[0] == 1), rel=1e-9)
+    assert two["n_ok"] == 2 and two["statuses"] == {"OK": 2, "OOM": 1}
+    assert two["median"] == pytest.approx((exp[(2, 0)]["throughput"] + exp[(2, 1)]["throughput"]) / 2, rel=1e-9)
+    assert two["speedup"] == pytest.approx(two["median"] / one["median"])
+    assert one["mem_reason"] == "no CUDA device (CPU run): GPU memory not measured"
+    runs = json.loads((out / "smoke.json").read_text())["runs"]
+    oom = next(r for r in runs if r["status"] == "OOM")
+    assert oom["exit_code"] == 1 and "out of memory" in oom["reason"].lower()
+    assert all(r["provenance"].get("job_id") == "4242" for r in runs)
+
+
+def test_matrix_without_manifest_and_exit_markers(tmp_path):
+    from dlperf_slurm import matrix
+
+    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    cdir = tmp_path / "camp"
+    runs = matrix.runs(m, cdir)
+    spec = lambda g, r, **kw: ls.Spec(nodes=1, gpus=g, batch=4, warmup=2, measure=5, seed=r, **kw)
+    _write_run(runs[0], spec(1, 0))  # OK
+    _write_run(runs[1], spec(1, 1), rc=3)  # the window completed, then the job exited 3: FAILED
+    _write_run(runs[2], spec(1, 2, steps=4), rc=None)  # no marker, short: INCOMPLETE
+    runs[3].log.parent.mkdir(parents=True, exist_ok=True)
+    runs[3].log.write_text("")  # empty log + marker rc 1: LAUNCH_FAILED
+    runs[3].marker.write_text('{"rc": 1, "signal": ""}')
+    _write_run(runs[4], spec(2, 4, steps=4), rc=143)  # killed by a signal at step 4: FAILED with the rc
+    runs[4].marker.write_text('{"rc": 143, "signal": "TERM"}')
+    (runs[4].base.parent / (runs[4].base.name + ".slurm-77.out")).write_text(
+        "slurmstepd: error: *** JOB 77 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n")
+    # runs[5]: never ran
+    res = collect.collect([collect.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
+    st = {r["run"]: (r["status"], r["reason"]) for r in res.runs}
+    keys = [r.key for r in runs]
+    assert st[keys[0]][0] == Status.OK
+    assert st[keys[1]] == (Status.FAILED, "exit code 3 after the window completed")
+    assert st[keys[2]][0] == Status.INCOMPLETE and "no exit marker" in st[keys[2]][1]
+    assert st[keys[3]][0] == Status.LAUNCH_FAILED and st[keys[3]][1].startswith("exit code 1")
+    assert st[keys[4]][0] == Status.TIMEOUT  # from the job's own --output file: slurmstepd's banner
+    assert st[keys[5]][0] == Status.UNSUBMITTED
+    cells = {c["shape"]: c for c in res.cells}
+    assert cells["1n1g"]["n_ok"] == 1 and cells["1n1g"]["flags"][:1] == ["few_ok"]
+    assert cells["1n2g"]["status"] == Status.PENDING and cells["1n2g"]["display"] == "not submitted 1/3"
+
+
+def test_missing_baseline_leaves_speedup_empty(tmp_path):
+    root = tmp_path / "t"
+    make_tree(root, "tf-cnn/resnet50", oom_shape=(1, 1), incomplete=None)
+    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    cells = {c["shape"]: c for c in res.cells}
+    assert cells["1n1g"]["status"] == Status.OOM
+    assert cells["1n2g"]["n_ok"] == 3 and cells["1n2g"]["speedup"] is None and cells["1n2g"]["efficiency"] is None
+    headers, rows = report.group_table([cells["1n1g"], cells["1n2g"]])
+    assert rows[1][3] == "" and rows[1][4] == ""  # never 1.0 or 0
+
+
+def test_a_parser_crash_is_a_parse_error_run(tmp_path, monkeypatch):
+    from dlperf_slurm import suites
+
+    root = tmp_path / "t"
+    make_tree(root, "horovod-synthetic/resnet50", oom_shape=None, incomplete=None, repeats=1)
+
+    def boom(self, lines, ctx):
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(type(suites.get("horovod-synthetic/resnet50")), "parse", boom)
+    res = collect.collect([collect.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
+                                                  {"batches_per_iter": 5})], jobs=1)
+    assert {r["status"] for r in res.runs} == {Status.PARSE_ERROR}
+    assert "ZeroDivisionError: bug" in res.runs[0]["reason"]
+    assert {c["display"] for c in res.cells} == {Status.PARSE_ERROR}
+
+
+def test_cross_suite_table(tmp_path):
+    cols = []
+    for suite, thr in (("ngc-pytorch/resnet50", 100.0), ("tf2/resnet50", 90.0)):
+        root = tmp_path / suite.replace("/", "_")
+        for n, g in SHAPES:
+            for prec, f in (("fp32", 1.0), ("amp", 2.5)):
+                d = root / f"{n}n{g}g"
+                d.mkdir(parents=True, exist_ok=True)
+                spec = ls.Spec(nodes=n, gpus=g, batch=8, warmup=5, measure=20, log_steps=5, thr=thr * f * n * g)
+                (d / f"rn50_b8_{prec}_0.log").write_text(ls.write(suite, spec)[0])
+        cols.append(collect.runs_from_tree(root, suite, 5, 20))
+    res = collect.collect(cols, jobs=1, name="all")
+    (model, headers, rows), = report.cross_suite(res.cells)
+    assert model == "resnet50" and headers[2:] == ["FP32 throughput", "speedup", "AMP throughput", "speedup"]
+    assert [r[0] for r in rows] == ["ngc-pytorch/resnet50", "tf2/resnet50"] and rows[0][1] == "2n2g"
+    ngc_amp = next(c for c in res.cells if c["suite"] == "ngc-pytorch/resnet50" and c["shape"] == "2n2g"
+                   and c["precision"] == "amp")
+    assert rows[0][4] == f"{stats.fmt(ngc_amp['median'])} (b8)" and rows[0][5] == stats.fmt(ngc_amp["speedup"])
+    text = report.terminal(res)
+    assert "resnet50 across suites" in text
+
+
+def test_atomic_write_replaces_whole_files(tmp_path):
+    p = tmp_path / "x.md"
+    report.atomic_write(p, "old")
+    report.atomic_write(p, "new")
+    assert p.read_text() == "new" and [q.name for q in tmp_path.iterdir()] == ["x.md"]
+    assert oct(p.stat().st_mode & 0o777) != "0o600"
+
+
+def test_cli_start_imports_no_pandas_or_matplotlib():
+    code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('pandas', 'matplotlib', 'tabulate') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
+def test_scheduler_state_words():
+    assert lp.scheduler_status("CANCELLED by 0") == Status.CANCELLED
+    assert lp.scheduler_status("RUNNING+") == Status.RUNNING
+    assert lp.scheduler_status("COMPLETED") is None and lp.scheduler_status("OK") is None
+    assert lp.scheduler_status("OUT_OF_MEMORY") == Status.OOM
+    assert lp.scheduler_status("SUBMITTING") == Status.PENDING
