@@ -172,7 +172,8 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     p = cli("--logs", str(logs), "cancel", cdir.name, env=env)
     assert "cancel requested for" in p.stdout, p.stdout + p.stderr
     st = {k.split("MODE-")[1]: v for k, v in _wait(cdir, 120).items()}
-    assert st["sleep.r0"] == st["sleep.r1"] == Status.CANCELLED and st["fail.r0"] == Status.FAILED
+    assert st["sleep.r0"] == st["sleep.r1"] == Status.CANCELLED
+    assert st["fail.r0"] in (Status.FAILED, Status.CANCELLED)  # it may or may not have ended before the cancel
     final = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
     assert "dlperf-slurm cancel" in final["sleep.r1"].reason
 
