@@ -689,6 +689,13 @@ def submit(matrix, campaign_dir: str | os.PathLike, executor, *, retry_failed: b
 
     cdir = Path(campaign_dir).resolve()
     runs = matrix_mod.runs(matrix, cdir)
+    seen: dict[str, Any] = {}
+    for r in runs:
+        if r.key in seen and seen[r.key].cell != r.cell:
+            raise UserError(f"{matrix.path}: two cells share the id {r.cell.id} (they differ in "
+                            f"{_cell_difference(seen[r.key].cell, r.cell)}), so their runs would share one log; "
+                            "split them into two matrices")
+        seen[r.key] = r
     report = SubmitReport()
     if dry_run:
         return _dry_run(matrix, cdir, runs, executor, retry_failed, force, out)
@@ -732,10 +739,21 @@ def submit(matrix, campaign_dir: str | os.PathLike, executor, *, retry_failed: b
     return report
 
 
+def _cell_difference(a, b) -> str:
+    da, db = a.as_dict(), b.as_dict()
+    diff = [k for k in da if da[k] != db[k]] or ["launcher" if a.launcher != b.launcher else "?"]
+    return ", ".join(diff)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _summarize_plan(matrix, runs, report: SubmitReport, n: int, ngroups: int, executor, out) -> None:
     kept = ", ".join(f"{v} {k}" for k, v in sorted(report.kept.items()))
     out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells x {matrix.measure.repeats} repeats); "
-        f"submitting {n} as {ngroups} {'job arrays' if executor.name == 'slurm' else 'local runners'}"
+        f"submitting {n} as " + (_plural(ngroups, 'job array', 'job arrays') if executor.name == 'slurm'
+                                 else _plural(ngroups, 'local runner', 'local runners'))
         + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in FAILURES)
     if failed:
@@ -767,8 +785,8 @@ def _dry_run(matrix, cdir: Path, runs, executor, retry_failed: bool, force: bool
     groups, skipped = executor.plan(matrix, todo)
     report.skipped = [(r.key, why) for r, why in skipped]
     _summarize_plan(matrix, runs, report, sum(g.size for g in groups), len(groups), executor, out)
-    out(f"dry run: nothing is written or submitted. {len(groups)} "
-        f"{'sbatch calls' if executor.name == 'slurm' else 'local runners'} would be made:")
+    out("dry run: nothing is written or submitted. " + (_plural(len(groups), "sbatch call", "sbatch calls")
+        if executor.name == "slurm" else _plural(len(groups), "local runner", "local runners")) + " would be made:")
     for i, g in enumerate(groups, 1):
         out(f"[{i}] {executor.describe(g)}")
         for t, run in enumerate(g.runs):
@@ -872,6 +890,9 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
     rows = m.runs()
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {_fmt_counts(counts(rows))}"]
     lines += [f"  {n}" for n in notes]
+    if any(r["status"] == SUBMITTING for r in rows):
+        lines.append("  a submit was interrupted: run `submit` again with the same matrix to settle SUBMITTING runs "
+                     "(nothing is submitted twice)")
     cells: dict[str, list[Any]] = {}
     for r in rows:
         cells.setdefault(r["cell_id"], []).append(r)
@@ -933,9 +954,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
                     template_dir=args.templates)
     if args.dry_run:
         return 0
-    print(f"submitted {report.submitted} runs with {report.calls} "
-          f"{'sbatch calls' if executor.name == 'slurm' else 'local runners'}; "
-          f"manifest: {cdir / MANIFEST}")
+    print(f"submitted {report.submitted} runs with "
+          + (_plural(report.calls, "sbatch call", "sbatch calls") if executor.name == "slurm"
+             else _plural(report.calls, "local runner", "local runners"))
+          + f"; manifest: {cdir / MANIFEST}")
     if not args.wait:
         return 0
     man = Manifest(cdir)

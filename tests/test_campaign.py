@@ -217,7 +217,7 @@ def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
     logs = tmp_path / "logs"
     p = _submit(logs, mx)
     assert p.returncode == 0, p.stderr
-    assert "submitted 7 runs with 1 sbatch calls" in p.stdout
+    assert "submitted 7 runs with 1 sbatch call;" in p.stdout
     runs = campaign.load_manifest(logs / "f")
     assert [r.job_id for r in runs] == [f"100_{i}" for i in range(7)]
     assert all(r.status == Status.PENDING and r.array_job_id == "100" for r in runs)
@@ -379,3 +379,11 @@ def test_slurm_cancel_is_one_scancel(tmp_path, fake):
     runs = campaign.load_manifest(logs / "cc")
     assert [r.status for r in runs] == [Status.OK] + [Status.CANCELLED] * 3
     assert "dlperf-slurm cancel" in runs[1].reason
+
+
+def test_cells_with_the_same_id_are_refused(tmp_path):
+    # Cell.id does not name the launcher: two cells differing only in launcher would share logs
+    mx = write_matrix(tmp_path, name="dup", launchers=("torchrun", "mpirun"))
+    p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "local")
+    assert p.returncode == 2 and "share the id" in p.stderr and "launcher" in p.stderr
+    assert not (tmp_path / "logs" / "dup").exists()

@@ -106,7 +106,7 @@ def _wait(cdir: Path, timeout: float = 300) -> dict[str, str]:
 def test_smoke_matrix_with_the_builtin_workload_all_ok(site):
     p = site["smoke"]
     assert p.returncode == 0, p.stderr
-    assert "submitted 6 runs with 1 sbatch calls" in p.stdout  # 2 cells x 3 repeats, one array
+    assert "submitted 6 runs with 1 sbatch call;" in p.stdout  # 2 cells x 3 repeats, one array
     p = cli("--logs", str(site["logs"]), "status", "smoke")
     st = _wait(site["logs"] / "smoke")
     assert list(st.values()) == [Status.OK] * 6, cli("--logs", str(site["logs"]), "status", "smoke").stdout
@@ -160,7 +160,7 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates",
             str(TEMPLATES), "--retry-failed", env=env)
-    assert "submitting 4 as 1" in p.stdout and "with 1 sbatch calls" in p.stdout, p.stdout + p.stderr
+    assert "submitting 4 as 1" in p.stdout and "with 1 sbatch call;" in p.stdout, p.stdout + p.stderr
     after = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
     for k in ("ok.r0", "ok.r1"):
         assert after[k].job_id == by[k].job_id and after[k].attempt == 1
