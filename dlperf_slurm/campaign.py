@@ -533,6 +533,17 @@ class _Journal:
     def submit_failed(self, executor, group, error: Exception) -> None:
         now = time.time()
         keys = [r.key for r in group.runs]
+        # an error after sbatch succeeded (e.g. while submitit moved its pickles) must not lose the jobs
+        try:  # a job submitted a moment ago is in squeue (pending, held): an empty answer means none
+            found = executor.find(group.name, group.token, now - 60) or {}
+        except Exception:  # noqa: BLE001 - the scheduler cannot be asked: the next submit reconciles
+            return
+        if found:
+            executor.adopt(found, group.runs)
+            have = [(keys[i], j) for i, j in sorted(found.items()) if i < len(keys)]
+            _record_ids(self.m, group.token, [k for k, _ in have], [j for _, j in have], executor.name)
+            self.submitted.append((group, [j for _, j in have]))
+            return
         with self.m.write() as db:
             db.execute("UPDATE submissions SET state='FAILED', error=?, done_at=? WHERE token=?",
                        (str(error), now, group.token))

@@ -298,7 +298,11 @@ class SlurmExecutor(Executor):
             raise SchedulerError(f"sbatch could not be run: {err}") from None
         ids = [str(j.job_id) for j in jobs]
         if not user_hold:
-            self.slurm.release(ids[:1])
+            try:
+                self.slurm.release(ids[:1])
+            except SchedulerError as err:  # the jobs exist: record them; they wait until released
+                print(f"dlperf-slurm: warning: {err}; array {ids[0].split('_')[0]} stays held: "
+                      f"`scontrol release {ids[0].split('_')[0]}` or run submit again", file=sys.stderr)
         return ids
 
     def adopt(self, found: dict[int, str], runs: Sequence[Any]) -> None:

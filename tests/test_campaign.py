@@ -387,3 +387,25 @@ def test_cells_with_the_same_id_are_refused(tmp_path):
     p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "local")
     assert p.returncode == 2 and "share the id" in p.stderr and "launcher" in p.stderr
     assert not (tmp_path / "logs" / "dup").exists()
+
+
+def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
+    """An error once sbatch has succeeded (say, the disk fills while submitit moves its pickles) must not
+    make the next submit send the same runs again."""
+    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.executors import SlurmExecutor, SubmitAborted
+
+    class Flaky(SlurmExecutor):
+        def _submit_group(self, group):
+            super()._submit_group(group)
+            raise OSError("No space left on device")
+
+    m = matrix_mod.load(_three_groups(tmp_path), site=False)
+    cdir = tmp_path / "logs" / "k"
+    with pytest.raises(SubmitAborted, match="No space left on device"):
+        campaign.submit(m, cdir, Flaky(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+    runs = campaign.load_manifest(cdir)
+    assert sum(r.status == Status.PENDING and r.job_id is not None for r in runs) == 2
+    campaign.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+    runs = campaign.load_manifest(cdir)
+    assert sorted(r.job_id for r in runs) == _fake_tasks(fake) and len(fakeslurm.load(fake)["submitted"]) == 3
