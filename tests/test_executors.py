@@ -212,3 +212,17 @@ def test_local_runner_time_limit_and_cancel(tmp_path):
     assert info[ids[1]].state == "TIMEOUT" and "time limit" in info[ids[1]].reason
     marker = json.loads(groups[0].runs[1].marker.read_text())
     assert marker["rc"] == 143 and marker["signal"] == "TERM"
+
+
+def test_auto_executor_is_local_without_sbatch_and_slurm_with_it(tmp_path, monkeypatch):
+    from dlperf_slurm import campaign, scheduler
+
+    monkeypatch.setattr(scheduler.shutil, "which", lambda name: None)
+    assert campaign.choose_executor("auto", tmp_path, 3).name == "local"
+    monkeypatch.setattr(scheduler.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert campaign.choose_executor("auto", tmp_path).name == "slurm"
+    assert campaign.choose_executor("local", tmp_path, 2).jobs == 2
+    # no Slurm client: a clear message, not a traceback from submitit
+    monkeypatch.setattr(scheduler.shutil, "which", lambda name: None)
+    with pytest.raises(Exception, match="sbatch is not on PATH"):
+        SlurmExecutor(tmp_path).preflight()
