@@ -261,7 +261,7 @@ def parse_run(spec: RunSpec) -> dict[str, Any]:
             state = st if st != Status.OOM else "OUT_OF_MEMORY"
             res.extra["slurm_output"] = line
     if res.status != Status.PARSE_ERROR:
-        lp.combine(res, state=state, rc=rc, signal=signal, has_log=has_log)
+        lp.combine(res, state=state, rc=rc, signal=signal, has_log=has_log, state_reason=spec.state_reason)
     if spec.state_reason and res.status not in (Status.OK,) and spec.state_reason not in res.reason:
         res.extra["manifest_reason"] = spec.state_reason
     return _row(spec, res, published, unit, size, time.perf_counter() - t0)
@@ -377,9 +377,9 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
         if ok:
             display = None
         elif active:
-            display = (f"running {running}/{n}" if running else
-                       f"pending {active}/{n}" if counts.get(Status.UNSUBMITTED, 0) < active else
-                       f"not submitted {active}/{n}")
+            waiting = counts.get(Status.PENDING, 0) + counts.get(Status.REQUEUED, 0)
+            parts = [(running, "running"), (waiting, "pending"), (counts.get(Status.UNSUBMITTED, 0), "not submitted")]
+            display = ", ".join(f"{word} {k}/{n}" for k, word in parts if k)
         else:
             display = status
         lat = [r["latency_ms"] for r in ok if _num(r["latency_ms"])]

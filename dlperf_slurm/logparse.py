@@ -26,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from dlperf_slurm.suites import ParseContext, RunResult, Status
 
@@ -154,8 +154,15 @@ class IsoClock:
 
     def __init__(self) -> None:
         self.base: datetime | None = None
+        self._minute: str | None = None  # "YYYY-MM-DD HH:MM" of the last stamp, and its offset from base
+        self._minute_offset = 0.0
 
     def seconds(self, text: str) -> float | None:
+        # Stamps of one minute share their first 16 characters: only the seconds are read again (fast path).
+        if len(text) > 17 and text[16] == ":" and text[:16] == self._minute:
+            sec = text[17:]
+            if sec[:2].isdigit() and (len(sec) == 2 or (sec[2] == "." and sec[3:].isdigit())):
+                return self._minute_offset + float(sec)
         try:
             d = datetime.fromisoformat(text)
         except ValueError:
@@ -164,6 +171,10 @@ class IsoClock:
             d = d.replace(tzinfo=None) - d.utcoffset()  # type: ignore[operator]
         if self.base is None:
             self.base = d
+        minute = d.replace(second=0, microsecond=0)
+        if d.tzinfo is None and len(text) > 17 and text[16] == ":":
+            self._minute = text[:16]
+            self._minute_offset = (minute - self.base).total_seconds()
         return (d - self.base).total_seconds()
 
 
@@ -378,7 +389,8 @@ class Scanner:
     """
 
     def __init__(self, handler: Callable[[str, int | None, bool], int], *, ranks: str = "rank0",
-                 starts: Callable[[str], bool] | None = None,
+                 starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
+                 wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None):
         self.handler = handler
         self.starts = starts or (lambda text: False)
@@ -386,6 +398,20 @@ class Scanner:
         self.on_event = on_event
         self.facts = Facts()
         self._pending: dict[int | None, str] = {}
+        # ``needles``: substrings one of which every line the handler cares about contains (None: call it on
+        # every line), or ``wanted(text)``, a predicate to the same end. Other lines are noise and skip the
+        # handler: the hot loop's fast path.
+        if wanted is not None:
+            self._wanted: Callable[[str], Any] = wanted
+        elif needles is None:
+            self._wanted = lambda text: True
+        elif len(needles) == 0:
+            self._wanted = lambda text: False
+        elif len(needles) == 1:
+            needle = needles[0]
+            self._wanted = lambda text: needle in text
+        else:
+            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search  # type: ignore[assignment]
 
     def run(self, lines: Iterable[str]) -> Facts:
         # The hot loop: a log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few
@@ -396,6 +422,9 @@ class Scanner:
         pending = self._pending
         all_ranks = self.all_ranks
         text_facts = self._text_facts
+        wanted = self._wanted
+        handler = self.handler
+        prefix_fragment = self._prefix_fragment
         ranks = facts.ranks
         n = 0
         for line in lines:
@@ -429,7 +458,16 @@ class Scanner:
                             continue
                     if handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
                         facts.garbled += 1
-            r = handle(text, rank, False)
+            if event:
+                r = handle(text, rank, False)
+            elif wanted(text):
+                r = handler(text, rank, False)  # the rank was filtered above
+                if r == NOT_MINE and ":::" in text:
+                    r = prefix_fragment(text)
+            elif ":::" in text:
+                r = prefix_fragment(text)
+            else:
+                r = NOT_MINE
             if r == NOT_MINE:
                 if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
                         or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
@@ -457,10 +495,15 @@ class Scanner:
             return NOT_MINE
         r = self.handler(text, rank, final)
         if r == NOT_MINE and not final:
-            at = text.rfind(":::", max(0, len(text) - len(DLPERF_PREFIX)))
-            if at >= 0 and DLPERF_PREFIX.startswith(text[at:]):
-                return FRAGMENT  # the line ends inside a ":::DLPERF " prefix: its record follows
+            return self._prefix_fragment(text)
         return r
+
+    @staticmethod
+    def _prefix_fragment(text: str) -> int:
+        at = text.rfind(":::", max(0, len(text) - len(DLPERF_PREFIX)))
+        if at >= 0 and DLPERF_PREFIX.startswith(text[at:]):
+            return FRAGMENT  # the line ends inside a ":::DLPERF " prefix: its record follows
+        return NOT_MINE
 
     def _event(self, ev: dict[str, Any], rank: int | None) -> None:
         kind = ev.get("event")
@@ -638,7 +681,7 @@ def scheduler_status(state: str | None) -> str | None:
 
 
 def combine(result: RunResult, *, state: str | None = None, rc: int | None = None, signal: str | None = None,
-            has_log: bool = True) -> RunResult:
+            has_log: bool = True, state_reason: str = "") -> RunResult:
     """Fold the scheduler state (sacct, else squeue) and the job's exit marker into the log's result, in place.
 
     Marker files alone miss TIMEOUT, OOM and node failures; sacct alone is missing on many clusters: each fills
@@ -661,9 +704,17 @@ def combine(result: RunResult, *, state: str | None = None, rc: int | None = Non
             result.throughput = result.throughput_speed = result.latency_ms = None
         result.status, result.reason = status, reason
 
-    if not has_log and sched is None and rc is None:
-        set_(Status.UNSUBMITTED if state is None else Status.LAUNCH_FAILED,
-             "no log yet" if state is None else f"scheduler state {state} but no log")
+    if not has_log:  # nothing ran, or nothing has been written yet
+        why = f" ({state_reason})" if state_reason else ""
+        if sched in _ACTIVE or sched == Status.UNSUBMITTED:
+            set_(sched, (sched.lower() if sched != Status.UNSUBMITTED else "not submitted") + why)
+        elif sched is None and rc is None:
+            set_(Status.UNSUBMITTED if state is None else Status.LAUNCH_FAILED,
+                 "no log yet" if state is None else f"scheduler state {state} but no log")
+        elif sched is not None and sched != Status.FAILED:
+            set_(sched, f"{sched} before writing any log{why}")
+        else:
+            set_(Status.LAUNCH_FAILED, "no log" + (f"; {exit_note}" if exit_note else "") + why)
         return result
     if log_status == Status.OOM:
         return result

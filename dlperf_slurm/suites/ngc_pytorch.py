@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Iterable, Mapping
 
@@ -88,12 +89,39 @@ class BertBase(_NGCPyTorch):
 
 _DLL = re.compile(r"DLL (\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?) - ")
 _STEP = re.compile(r"(?:Training )?Epoch: (\d+) (?:Training )?Iteration: (\d+)  ")
-_METRIC = re.compile(r"([A-Za-z_][\w.]*) : (\S+)(?: ([A-Za-z%][\w/%]*))?(?=\s|$)")
+_DLL_STEP = re.compile(r"DLL (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) - (?:Training )?Epoch: (\d+) "
+                       r"(?:Training )?Iteration: (\d+)  ")
 _PARAM = re.compile(r"\b(batch_size|world_size|amp|fp16|prof|print_freq|train_batch_size|max_steps) : (\S+)")
 
 
 def _starts(text: str) -> bool:
     return "DLL " in text
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _metric(body: str, key: str, start: int = 0) -> tuple[str, str, bool] | None:
+    """``(value, unit, ends_line)`` of ``key : value[ unit]`` in a dllogger line body, None if absent. dllogger
+    writes one space and the unit after a value that has one, two spaces before the next metric otherwise."""
+    tag = key + " : "
+    i = body.find(tag, start)
+    while i > start and body[i - 1] != " ":
+        i = body.find(tag, i + 1)
+    if i < 0:
+        return None
+    j = i + len(tag)
+    k = body.find(" ", j)
+    if k < 0:
+        return body[j:], "", True
+    if k + 1 < len(body) and body[k + 1] != " ":
+        e = body.find(" ", k + 1)
+        return body[j:k], body[k + 1:] if e < 0 else body[k + 1:e], False
+    return body[j:k], "", False
 
 
 def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -103,62 +131,69 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
     iso, epoch = lp.IsoClock(), lp.EpochClock()
     gb = float(ctx.global_batch)
     speed_key, loss_keys, final_key = suite.speed_metric, suite.loss_metrics, suite.final_metric
-    speed_done = re.compile(re.escape(speed_key or "") + r" : \S+ [A-Za-z%]")
     st: dict[str, Any] = {"epoch": None, "offset": 0, "last_iter": 0, "params": {}, "final": None, "json": 0, "text": 0}
 
-    def step_of(epoch: int, it: int) -> int:
-        if st["epoch"] is None:
-            st["epoch"] = epoch
-        elif epoch > st["epoch"]:
-            st["offset"] += st["last_iter"]
-            st["epoch"], st["last_iter"] = epoch, 0
-        st["last_iter"] = max(st["last_iter"], it)
-        return st["offset"] + it
-
     def add(epoch: int, it: int, t: float | None, speed: float | None, loss: float | None) -> None:
-        step = step_of(epoch, it)
+        if epoch != st["epoch"]:
+            if st["epoch"] is None:
+                st["epoch"] = epoch
+            elif epoch > st["epoch"]:
+                st["offset"] += st["last_iter"]
+                st["epoch"], st["last_iter"] = epoch, 0
+        if it > st["last_iter"]:
+            st["last_iter"] = it
         # No span from the printed ips: in real logs train.total_ips is ~2x what the timestamps give (it leaves
         # out part of the iteration), so it cannot stand in for a missing boundary time.
-        window.add(step, t, speed=speed if speed is not None and lp.finite(speed) else None, loss=loss)
+        window.add(st["offset"] + it, t, speed=speed if speed is not None and math.isfinite(speed) else None,
+                   loss=loss)
 
     def text_line(text: str, at: int, final: bool) -> int:
+        m = _DLL_STEP.match(text, at)  # the common case, one regex: a training step line
+        if m is None:
+            return other_line(text, at, final)
+        end = m.end()
+        speed = None
+        if speed_key is not None:  # complete once the speed metric and its unit are there
+            got = _metric(text, speed_key, end)
+            if got is None or not got[1]:  # a value cut short has lost its unit
+                if not final:
+                    return lp.FRAGMENT
+            else:
+                speed = _float(got[0])
+        elif not final and not text.endswith((" ", "\t", "/s", "None")):  # dllogger ends with a space (no unit)
+            return lp.FRAGMENT
+        loss = None
+        for key in loss_keys:
+            got = _metric(text, key, end)
+            if got is not None and not got[2]:  # the last value on a cut line may be cut too
+                loss = _float(got[0])
+                break
+        st["text"] += 1
+        add(int(m.group(2)), int(m.group(3)), iso.seconds(m.group(1)), speed, loss)
+        return lp.CONSUMED
+
+    def other_line(text: str, at: int, final: bool) -> int:
         m = _DLL.match(text, at)
         if not m:
             return lp.NOT_MINE if final or len(text) - at > 40 else lp.FRAGMENT
         body = text[m.end():]
         sm = _STEP.match(body)
-        if not sm:
-            if body.startswith("PARAMETER"):
-                for k, v in _PARAM.findall(body):
-                    st["params"][k] = v
-                return lp.CONSUMED
-            if not final and len(body) < 60 and not body.startswith("Summary"):
-                return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
-            if body.startswith("Summary:") or body.startswith(" "):  # run summary: step ()
-                metrics = {k: (v, u) for k, v, u in _METRIC.findall(body)}
-                if final_key in metrics and metrics[final_key][1]:
-                    st["final"] = lp.to_float(metrics[final_key][0])
+        if sm:  # a step line in a shape the fast regex does not take (e.g. "T" between date and time)
+            st["text"] += 1
+            got = _metric(body, speed_key, sm.end()) if speed_key else None
+            add(int(sm.group(1)), int(sm.group(2)), iso.seconds(m.group(1).replace("T", " ")),
+                _float(got[0]) if got and got[1] else None, None)
             return lp.CONSUMED
-        if speed_key is not None:  # complete once the speed metric and its unit are there
-            complete = bool(speed_done.search(body))
-        else:  # dllogger ends a line with a space after a value without unit
-            complete = body.endswith((" ", "\t", "/s", "None"))
-        if not complete and not final:
-            return lp.FRAGMENT
-        metrics = {k: (v, u) for k, v, u in _METRIC.findall(body, sm.end())}
-        speed = None
-        if speed_key and speed_key in metrics and metrics[speed_key][1]:  # a value cut short has lost its unit
-            speed = lp.to_float(metrics[speed_key][0])
-        loss = None
-        for key in loss_keys:
-            if key in metrics:
-                val, unit = metrics[key]
-                if body.endswith(val):  # the last value on a cut line may be cut too
-                    continue
-                loss = lp.to_float(val)
-                break
-        st["text"] += 1
-        add(int(sm.group(1)), int(sm.group(2)), iso.seconds(m.group(1)), speed, loss)
+        if body.startswith("PARAMETER"):
+            for k, v in _PARAM.findall(body):
+                st["params"][k] = v
+            return lp.CONSUMED
+        if not final and len(body) < 60 and not body.startswith("Summary"):
+            return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
+        if body.startswith("Summary:") or body.startswith(" "):  # run summary: step ()
+            got = _metric(body, final_key)
+            if got is not None and got[1]:
+                st["final"] = _float(got[0])
         return lp.CONSUMED
 
     def json_line(text: str, at: int, final: bool) -> int:
@@ -194,15 +229,20 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
         return lp.CONSUMED
 
     def handler(text: str, rank: int | None, final: bool) -> int:
+        at = text.rfind("DLL")  # the last record on the line (a record glued after a fragment is still read)
+        if at < 0:
+            return lp.NOT_MINE
+        if at > 0 and text[at - 1] == "D" and text.startswith("DLLL {", at - 1):
+            return json_line(text, at - 1, final)
+        if text.startswith("DLL ", at):
+            return text_line(text, at, final)
         at = text.rfind("DLLL {")
         if at >= 0:
             return json_line(text, at, final)
         at = text.rfind("DLL ")
-        if at >= 0:
-            return text_line(text, at, final)
-        return lp.NOT_MINE
+        return text_line(text, at, final) if at >= 0 else lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts).run(lines)
+    facts = lp.Scanner(handler, starts=_starts, needles=("DLL",)).run(lines)
     extra: dict[str, Any] = {}
     params = st["params"]
     if params:

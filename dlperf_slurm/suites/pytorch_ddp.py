@@ -76,7 +76,7 @@ class _PytorchDDP(Suite):
             elif kind == "summary":
                 state["summary"] = ev
 
-        facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, on_event=on_event).run(lines)
+        facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=on_event).run(lines)
         w = window()
         h = state["header"] or {}
         gb = h.get("global_batch") if lp.finite(h.get("global_batch")) and h.get("global_batch") > 0 else None

@@ -100,6 +100,11 @@ def _starts(text: str) -> bool:
     return bool(_GLOG.match(text))
 
 
+def _wanted(text: str) -> bool:
+    """Lines the handler must see: records, and short glog lines that may be a record cut by buffering."""
+    return "TimeHistory" in text or "Train Step" in text or "loss: " in text or (len(text) < 100 and text[:1] in "IWEF")
+
+
 class _Streams:
     """One Window per worker: lines of one worker share a glog thread id; a step seen twice under one id starts
     another worker's stream (thread ids can coincide across hosts)."""
@@ -180,7 +185,7 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
                 return lp.FRAGMENT  # cut inside the record's keyword
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts).run(lines)
+    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted).run(lines)
     order = (th, ts) if prefer == "timehistory" else (ts, th)
     source = next((s for s in order if s.streams), order[0])
     windows = source.windows()

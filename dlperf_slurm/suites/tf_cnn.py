@@ -153,7 +153,8 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith("total images/sec")).run(lines)
+    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith("total images/sec"),
+                       needles=("images/sec", "Devices:", "Round up", "Num batches:", "Batch size:")).run(lines)
     gb = float(ctx.global_batch)
     extra: dict[str, Any] = {}
     if st["global"] is not None and st["global"] != ctx.global_batch:
@@ -230,7 +231,8 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec"))).run(lines)
+    facts = lp.Scanner(handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec")),
+                       needles=("Iter #", "Total img/sec", "Number of", "Batch size:")).run(lines)
     extra: dict[str, Any] = {"batches_per_iter": bpi}
     size = ctx.world_size
     if st["size"] is not None and st["size"] != ctx.world_size:
