@@ -185,7 +185,8 @@ def test_local_runner_runs_n_at_a_time_and_records_exits(tmp_path, monkeypatch):
     ids = ex.submit(groups, RecordingJournal())[0]
     assert time.time() - t0 < 5  # submit returns while the runs go on
     info = _wait_local(ex, ids)
-    q = json.loads(ex.queue_file(groups[0].token).read_text())
+    q = wait_until(lambda: (d := json.loads(ex.queue_file(groups[0].token).read_text()))["runner"].get("ended") and d,
+                   10, what="the runner to end")
     by_mode = {t["run"]: t for t in q["tasks"]}
     for jid, run in zip(ids, groups[0].runs):
         t = by_mode[run.key]
