@@ -78,7 +78,8 @@ class Cell:
         return dict(self.params).get(name, default)
 
     def _variant_parts(self) -> list[str]:
-        parts = [f"{k}-{v}" for k, v in self.params]
+        parts = [] if self.launcher == suites.get(self.suite).launcher else [f"launcher-{self.launcher}"]
+        parts += [f"{k}-{v}" for k, v in self.params]
         parts += [f"{k}-{v}" for k, v in self.env]
         if self.launcher_args:
             joined = "-".join(self.launcher_args)

@@ -270,3 +270,18 @@ def test_cli_plan_lists_cells_counts_and_dropped(tmp_path):
     assert "4 cells x 7 repeats = 28 runs" in r.stdout
     assert "126.0 GPU-hours" in r.stdout  # (1 + 8) GPUs x 2 precisions x 7 repeats x 1 h
     assert "dropped 4 cells" in r.stdout and "has no XLA mode" in r.stdout
+
+
+def test_launcher_axis_gives_distinct_ids_and_paths(tmp_path):
+    m = load(tmp_path, """
+    suite = "pytorch-ddp/resnet50"
+    [axes]
+    devices = ["1x2"]
+    batch_size = [4]
+    launcher = ["torchrun", "mpirun", "srun"]
+    """)
+    ids = [c.id for c in m.cells]
+    assert ids == ["resnet50.pytorch-ddp.1x2.b4.fp32.xla0", "resnet50.pytorch-ddp.1x2.b4.fp32.xla0.launcher-mpirun",
+                   "resnet50.pytorch-ddp.1x2.b4.fp32.xla0.launcher-srun"]
+    logs = {r.log for r in matrix.runs(m, tmp_path)}
+    assert len(logs) == 3 * 7
