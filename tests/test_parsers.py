@@ -77,6 +77,27 @@ def test_real_dllogger_json_stream():
     assert res.extra["formats"] == ["dllogger-json"]
 
 
+def test_real_workload_log_agrees_with_the_workloads_own_summary():
+    """A log written by our pytorch-ddp workload (tiny ResNet-50, 2 CPU processes under torchrun)."""
+    res = suites.get("pytorch-ddp/resnet50").parse(
+        lp.read_lines(FIXTURES / "workload" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
+    assert res.status == Status.OK and res.tiny is True
+    seconds = 519.0784872 - 518.170091  # end of step 7 - end of step 2 (1795301519.0784872 - 1795301518.170091)
+    assert res.throughput == pytest.approx(8 * 5 / seconds, rel=1e-6)
+    assert res.throughput == pytest.approx(44.03364749914044, rel=1e-12)  # the summary event's figure
+    assert res.throughput_speed == pytest.approx(45.63464022960788, rel=1e-12)  # its throughput_mean
+    assert "reported_mismatch" not in res.extra and res.extra["reported_throughput"] == res.throughput
+    assert res.mem_reason == "no CUDA device (CPU run): GPU memory not measured" and res.mem_peak_mib is None
+    assert res.extra["job"]["command"].startswith("torchrun --standalone")
+
+
+def test_pytorch_ddp_summary_disagreeing_with_steps_is_noted():
+    spec = ls.Spec()
+    text = ls.dlperf(spec)[0]  # its summary event says throughput 1.0
+    res = parse("pytorch-ddp/resnet50", text, ctx_of(spec))
+    assert res.status == Status.OK and "reported_mismatch" in res.extra
+
+
 @pytest.mark.parametrize("name", ["oneflow_gpt_pretrain.excerpt.log", "pytorch_examples_rn50_2n8g.excerpt.log",
                                   "pytorch_examples_rn50_4n8g_interleaved_ranks.excerpt.log"])
 @pytest.mark.parametrize("suite", sorted(ls.WRITERS))

@@ -101,6 +101,10 @@ class _PytorchDDP(Suite):
         res = lp.finish(w, facts, ctx, global_batch=gb, tiny=state["tiny"],
                         no_memory_reason=CPU_REASON if device == "cpu" else "no memory event in the log",
                         extra=extra)
+        rep = extra.get("reported_throughput")
+        if res.throughput is not None and rep and abs(res.throughput / rep - 1) > 1e-3:
+            # the workload's own summary disagrees with its step lines (lost lines, another window): say so
+            res.extra["reported_mismatch"] = f"the workload's summary says {rep:.2f}, its step lines {res.throughput:.2f}"
         if res.status == "OK":  # the step lines were lost, but the summary or an error event says so
             flagged = [ev.get("step") for ev in facts.errors if ev.get("kind") == "nonfinite_loss"]
             if flagged or summ.get("nonfinite_loss") is True:
