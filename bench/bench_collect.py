@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a source checkout
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 
-import logsynth as ls  # noqa: E402
+import logsynth as ls
 
-from dlperf_slurm import collect, report  # noqa: E402
+from dlperf_slurm import collect, report
 
 SHAPES = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8)]
 REPEATS = 7

@@ -22,9 +22,10 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from dlperf_slurm import stats
 from dlperf_slurm.errors import UserError
@@ -102,7 +103,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         log = str(r.log)
         runs.append(RunSpec(r.key, r.cell, r.repeat, log, str(r.marker), r.status, r.reason or "", r.job_id,
                             r.exit_code, warm, meas, dict(info.options or {}), info.name,
-                            outs.get(log[:-4] if log.endswith(".log") else log, [])))
+                            outs.get(log.removesuffix(".log"), [])))
     return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"), list(info.cells))
 
 
@@ -220,7 +221,8 @@ def _slurm_out_state(paths: Sequence[str]) -> tuple[str | None, str]:
 def parse_run(spec: RunSpec) -> dict[str, Any]:
     """One run's row: the log parsed by its suite, combined with the scheduler state and the exit marker.
     Never raises for a bad log: a parser exception becomes a PARSE_ERROR run."""
-    from dlperf_slurm import logparse as lp, suites
+    from dlperf_slurm import logparse as lp
+    from dlperf_slurm import suites
 
     cell = spec.cell
     suite_name = cell.get("suite", "")
@@ -386,7 +388,7 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
         speed = [r["throughput_speed"] for r in ok if _num(r["throughput_speed"])]
         tput_time = [r["throughput_time"] for r in ok if _num(r["throughput_time"])]
 
-        def peak(key: str) -> float | None:
+        def peak(key: str, ok: list[dict[str, Any]] = ok) -> float | None:
             vals = [r[key] for r in ok if _num(r[key])]
             return max(vals) if vals else None
 

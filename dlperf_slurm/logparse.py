@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from dlperf_slurm.suites import ParseContext, RunResult, Status
 
@@ -60,8 +61,7 @@ def read_lines(path: Any) -> Iterator[str]:
 
 def iter_text_lines(text: str) -> Iterator[str]:
     """The lines of an in-memory log (tests, fuzzing): the same splitting rules as :func:`read_lines`."""
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        yield line
+    yield from text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     # a trailing "\n" yields one empty last line, which every parser ignores
 
 
@@ -187,7 +187,7 @@ class EpochClock:
 
     def seconds(self, value: Any) -> float | None:
         if isinstance(value, str):
-            whole, dot, frac = value.strip().partition(".")
+            whole, _dot, frac = value.strip().partition(".")
             if not whole.lstrip("-").isdigit() or (frac and not frac.isdigit()):
                 return to_float(value) if self.base is None else None
             w = int(whole)
@@ -279,8 +279,7 @@ class Window:
         self.points += 1
         if step < self.max_step:
             self.out_of_order += 1
-        if step > self.max_step:
-            self.max_step = step
+        self.max_step = max(self.max_step, step)
         if loss is not None:
             self.last_loss = loss
             if not math.isfinite(loss) and self.nonfinite is None:
@@ -625,8 +624,8 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
             res.reason = "empty log: no training step"
     elif window.nonfinite is not None:
         step, loss = window.nonfinite
-        res.status, res.reason = Status.NONFINITE, f"loss is {loss} at step {step}: a throughput with a " \
-                                                   "non-finite loss is not a result"
+        res.status, res.reason = Status.NONFINITE, (f"loss is {loss} at step {step}: a throughput with a " \
+                                                   "non-finite loss is not a result")
     elif not reached:
         res.status = Status.INCOMPLETE
         res.reason = f"the log stops {where}" + (f"; last error: {why}" if why else "")
@@ -700,7 +699,7 @@ def combine(result: RunResult, *, state: str | None = None, rc: int | None = Non
         result.extra["exit_code"] = rc
 
     def set_(status: str, reason: str) -> None:
-        if status not in (Status.OK, Status.NONFINITE) and not (status == Status.OOM):
+        if status not in (Status.OK, Status.NONFINITE) and status != Status.OOM:
             result.throughput = result.throughput_speed = result.latency_ms = None
         result.status, result.reason = status, reason
 

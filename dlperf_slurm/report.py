@@ -19,8 +19,9 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from dlperf_slurm import stats
 
@@ -251,8 +252,8 @@ def markdown(result) -> str:
                  "GPU 0, MiB.")
     lines.append("")
     if any(c["tiny"] for c in cells):
-        lines += [f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
-                  "pipeline works.", ""]
+        lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
+                  "pipeline works."), ""]
     lines.append(f"Runs: {_counts_text(runs)}.")
     for col in result.collections:
         for note in col.notes:

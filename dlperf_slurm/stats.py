@@ -15,8 +15,9 @@ Nothing is rounded here: round only when presenting (:func:`fmt`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 MIN_OK_RATIO = 5 / 7
 MAX_CV = 0.05

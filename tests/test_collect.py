@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collect, logparse as lp, report, stats
+from dlperf_slurm import cli, collect, report, stats
+from dlperf_slurm import logparse as lp
 from dlperf_slurm.suites import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
-import logsynth as ls  # noqa: E402
+import logsynth as ls
 
 SHAPES = [(1, 1), (1, 2), (2, 2)]
 
@@ -234,7 +235,7 @@ def test_missing_baseline_leaves_speedup_empty(tmp_path):
     cells = {c["shape"]: c for c in res.cells}
     assert cells["1n1g"]["status"] == Status.OOM
     assert cells["1n2g"]["n_ok"] == 3 and cells["1n2g"]["speedup"] is None and cells["1n2g"]["efficiency"] is None
-    headers, rows = report.group_table([cells["1n1g"], cells["1n2g"]])
+    _headers, rows = report.group_table([cells["1n1g"], cells["1n2g"]])
     assert rows[1][3] == "" and rows[1][4] == ""  # never 1.0 or 0
 
 

@@ -10,15 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from dlperf_slurm import logparse as lp, suites
+from dlperf_slurm import logparse as lp
+from dlperf_slurm import suites
 from dlperf_slurm.suites import ParseContext, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
 sys.path.insert(0, str(FIXTURES))
-import logsynth as ls  # noqa: E402
+import logsynth as ls
 
 ALL_STATUSES = {v for k, v in vars(Status).items() if k.isupper() and isinstance(v, str)}
 CASES = [(suite, i) for suite, writers in ls.WRITERS.items() for i in range(len(writers))]
@@ -256,7 +258,7 @@ def test_every_oom_message_is_recognised(line):
 
 def test_tf_allocator_warning_that_is_not_a_failure_stays_ok():
     spec = ls.Spec(log_steps=10)
-    text, exp = ls.tf2_timehistory(spec)
+    text, _exp = ls.tf2_timehistory(spec)
     warn = ("W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran out of memory trying "
             "to allocate 2.19GiB with freed_by_count=0. The caller indicates that this is not a failure, but may "
             "mean that there could be performance gains if more memory were available.")

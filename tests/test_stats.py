@@ -7,7 +7,8 @@ import math
 import statistics
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dlperf_slurm import stats
 
