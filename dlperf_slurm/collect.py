@@ -341,8 +341,8 @@ def _num(v: Any) -> bool:
 
 
 def _baseline_key(c: dict[str, Any]) -> tuple:
-    return (c["suite"], c["precision"], bool(c["xla"]), int(c["batch_size"]), c.get("launcher") or "",
-            c.get("variant") or "")
+    return (c.get("campaign") or "", c["suite"], c["precision"], bool(c["xla"]), int(c["batch_size"]),
+            c.get("launcher") or "", c.get("variant") or "")
 
 
 def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] | None = None,
@@ -351,10 +351,10 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
 
     ``planned``: cell id -> Cell.as_dict() for cells that may have no run row yet; ``repeats``: cell id ->
     the repeats the campaign planned (else the runs found)."""
-    by_cell: dict[str, list[dict[str, Any]]] = {}
-    order: list[str] = []
-    for r in runs:
-        cid = r["cell_id"]
+    by_cell: dict[tuple, list[dict[str, Any]]] = {}
+    order: list[tuple] = []
+    for r in runs:  # a cell is one configuration of one campaign: two campaigns never pool their runs
+        cid = (r["campaign"], r["cell_id"])
         if cid not in by_cell:
             by_cell[cid] = []
             order.append(cid)
@@ -363,7 +363,7 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
     for cid in order:
         rs = by_cell[cid]
         first = rs[0]
-        n = max(len(rs), (repeats or {}).get(cid, 0))
+        n = max(len(rs), (repeats or {}).get(cid, (repeats or {}).get(cid[1], 0)))
         ok = [r for r in rs if r["status"] == Status.OK and _num(r["throughput"])]
         st = stats.summarize([r["throughput"] for r in ok], n)
         counts = Counter(r["status"] for r in rs)
@@ -446,11 +446,11 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
     rows = parse_all(specs, jobs)
-    repeats: dict[str, int] = {}
+    repeats: dict[Any, int] = {}
     for c in collections:
         if c.repeats:
             for s in c.runs:
-                repeats[s.cell["id"]] = int(c.repeats)
+                repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
     cells = cells_of(rows, repeats=repeats)
     total = sum(r["log_bytes"] or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,

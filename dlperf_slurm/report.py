@@ -111,6 +111,21 @@ def _xla_name(suite: str) -> str:
         return "XLA"
 
 
+_SHARED_SUITES: set[str] = set()  # suites that several campaigns of the summary hold (set per summary)
+
+
+def _several_campaigns(suite: str) -> bool:
+    return suite in _SHARED_SUITES
+
+
+def _note_campaigns(cells: Sequence[dict]) -> None:
+    by_suite: dict[str, set] = {}
+    for c in cells:
+        by_suite.setdefault(c["suite"], set()).add(c.get("campaign") or "")
+    _SHARED_SUITES.clear()
+    _SHARED_SUITES.update(s for s, camps in by_suite.items() if len(camps) > 1)
+
+
 def _prec_key(p: str) -> tuple:
     return (PREC_ORDER.index(p) if p in PREC_ORDER else len(PREC_ORDER), p)
 
@@ -120,14 +135,16 @@ def groups(cells: Sequence[dict]) -> list[tuple[tuple, list[dict]]]:
     out: dict[tuple, list[dict]] = {}
     for c in cells:
         out.setdefault((c["suite"], c["precision"], bool(c["xla"]), c["batch_size"], c["launcher"] or "",
-                        c["variant"] or ""), []).append(c)
-    keys = sorted(out, key=lambda k: (k[0], _prec_key(k[1]), k[2], k[3], k[4], k[5]))
+                        c["variant"] or "", c.get("campaign") or ""), []).append(c)
+    keys = sorted(out, key=lambda k: (k[0], k[6], _prec_key(k[1]), k[2], k[3], k[4], k[5]))
     return [(k, sorted(out[k], key=lambda c: (c["devices"], c["nodes"]))) for k in keys]
 
 
 def _group_title(key: tuple, cells: Sequence[dict], launchers: bool) -> str:
-    suite, prec, xla, batch, launcher, variant = key
+    suite, prec, xla, batch, launcher, variant, campaign = key
     bits = [suite, prec, f"{_xla_name(suite)} {'on' if xla else 'off'}", f"batch {batch}/GPU"]
+    if _several_campaigns(suite):
+        bits.append(f"campaign {campaign}")
     if launchers and launcher:
         bits.append(f"launcher {launcher}")
     if variant:
@@ -190,6 +207,7 @@ def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[s
     XLA) at each framework's largest shape, with the batch per GPU that gave the best median there."""
     import itertools
 
+    _note_campaigns(cells)
     out = []
     by_model: dict[str, list[dict]] = {}
     for c in cells:
@@ -202,8 +220,11 @@ def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[s
             label = prec.upper() + (f"+{_xla_name(mc[0]['suite']).replace('torch.compile', 'compile')}" if xla else "")
             headers += [f"{label} throughput", "speedup"]
         rows = []
-        for suite, sc in itertools.groupby(sorted(mc, key=lambda c: c["suite"]), key=lambda c: c["suite"]):
+        rowkey = (lambda c: (c["suite"], c.get("campaign") or ""))
+        for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
             sc = list(sc)
+            if _several_campaigns(suite):
+                suite = f"{suite} ({camp})"
             plain = [c for c in sc if not c["variant"]] or sc
             big = max((c["devices"], -c["nodes"]) for c in plain)
             at = [c for c in plain if (c["devices"], -c["nodes"]) == big]
@@ -234,6 +255,7 @@ def _counts_text(runs: Sequence[dict]) -> str:
 def markdown(result) -> str:
     from tabulate import tabulate
 
+    _note_campaigns(result.cells)
     cells, runs = result.cells, result.runs
     launchers = len({c["launcher"] for c in cells}) > 1
     windows = sorted({(s.warmup_steps, s.measure_steps) for col in result.collections for s in col.runs})
@@ -294,6 +316,7 @@ def terminal(result) -> str:
     """The main tables for the terminal."""
     from tabulate import tabulate
 
+    _note_campaigns(result.cells)
     launchers = len({c["launcher"] for c in result.cells}) > 1
     out = [f"{result.name}: {len(result.runs)} runs ({_counts_text(result.runs)}), {len(result.cells)} cells"]
     for key, gc in groups(result.cells):
@@ -329,6 +352,8 @@ def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
     for i, (key, g) in enumerate(gs):
         color = f"C{i % 10}"
         label = f"{key[1]}{' +' + _xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
+        if _several_campaigns(suite):
+            label += f" [{key[6]}]"
         if any(c["tiny"] for c in g):
             label += " (tiny)"
         x = [c["devices"] for c in g]
@@ -379,6 +404,7 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
     """Write every summary of ``result`` under ``out_dir`` (atomically, file by file); the paths written."""
     out = Path(out_dir)
     name = _slug(result.name)
+    _note_campaigns(result.cells)
     runs_df, cells_df = frames(result)
     written = [atomic_write(out / f"{name}.md", markdown(result)),
                atomic_write(out / f"{name}.csv", cells_df.to_csv(index=False)),

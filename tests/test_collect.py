@@ -300,3 +300,19 @@ def test_scheduler_state_words():
     assert lp.scheduler_status("COMPLETED") is None and lp.scheduler_status("OK") is None
     assert lp.scheduler_status("OUT_OF_MEMORY") == Status.OOM
     assert lp.scheduler_status("SUBMITTING") == Status.PENDING
+
+
+def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
+    cols = []
+    for name, thr in (("monday", 100.0), ("tuesday", 50.0)):
+        root = tmp_path / name
+        make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, batch=8)
+        cols.append(collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
+    res = collect.collect(cols, jobs=1)
+    assert len(res.cells) == 2 * len(SHAPES) and all(c["n"] == 3 for c in res.cells)
+    for c in res.cells:
+        assert c["baseline"] and next(b for b in res.cells if b["cell_id"] == c["baseline"]
+                                      and b["campaign"] == c["campaign"])["shape"] == "1n1g"
+    (_, _, rows), = report.cross_suite(res.cells)
+    assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
+    assert "campaign monday" in report.markdown(res)
