@@ -191,14 +191,12 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
 
 
 def _read_marker(path: str | None) -> dict[str, Any] | None:
+    """The job's exit marker ``{"rc": .., "signal": ..}`` (the submission stage's reader), None if absent."""
     if not path:
         return None
-    try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(4096).decode(errors="replace"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    from dlperf_slurm.campaign import read_marker
+
+    return read_marker(Path(path))
 
 
 def _slurm_out_state(paths: Sequence[str]) -> tuple[str | None, str]:

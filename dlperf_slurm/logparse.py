@@ -646,37 +646,25 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
 
 # --------------------------------------------------------------------------------------- status combining
 
-# sacct/squeue states -> our statuses (None: not final, keep what the log says)
-SCHEDULER_STATES: dict[str, str | None] = {
-    "PENDING": Status.PENDING, "CONFIGURING": Status.PENDING, "REQUEUE_HOLD": Status.PENDING,
-    "REQUEUE_FED": Status.PENDING, "RESV_DEL_HOLD": Status.PENDING, "SUBMITTED": Status.PENDING,
-    "QUEUED": Status.PENDING, "UNKNOWN": None,
-    "RUNNING": Status.RUNNING, "COMPLETING": Status.RUNNING, "SUSPENDED": Status.RUNNING, "STOPPED": Status.RUNNING,
-    "SIGNALING": Status.RUNNING, "STAGE_OUT": Status.RUNNING, "RESIZING": Status.RUNNING,
-    "REQUEUED": Status.REQUEUED,
-    "COMPLETED": None, "FAILED": Status.FAILED,
-    "TIMEOUT": Status.TIMEOUT, "DEADLINE": Status.TIMEOUT,
-    "CANCELLED": Status.CANCELLED, "REVOKED": Status.CANCELLED,
-    "NODE_FAIL": Status.NODE_FAIL, "BOOT_FAIL": Status.NODE_FAIL,
-    "PREEMPTED": Status.PREEMPTED,
-    "OUT_OF_MEMORY": Status.OOM,
-    "UNSUBMITTED": Status.UNSUBMITTED, "NOT_SUBMITTED": Status.UNSUBMITTED, "SUBMITTING": Status.PENDING,
-}
+# Our statuses the manifest may hold that are no Slurm state (the submission stage's own words)
+_MANIFEST_WORDS = {"SUBMITTING": Status.PENDING, "NOT_SUBMITTED": Status.UNSUBMITTED}
 _KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 _ACTIVE = (Status.PENDING, Status.RUNNING, Status.REQUEUED)
 
 
 def scheduler_status(state: str | None) -> str | None:
-    """Our status for a sacct/squeue state (``CANCELLED by 123`` and ``RUNNING+`` included); None when the state
-    says nothing final (COMPLETED, unknown)."""
+    """Our status for a sacct/squeue state (``CANCELLED by 123`` and ``RUNNING+`` included, mapped by
+    :func:`dlperf_slurm.scheduler.map_state`) or for a status word the manifest recorded; None when it says
+    nothing final about the measurement (COMPLETED or OK: the log decides; an unknown word)."""
     if not state:
         return None
-    word = re.split(r"[\s+]", str(state).strip().upper(), maxsplit=1)[0]
-    if word in SCHEDULER_STATES:
-        return SCHEDULER_STATES[word]
-    if word in vars(Status).values():  # our own vocabulary (a manifest may store it)
-        return word if word != Status.OK else None
-    return None
+    from dlperf_slurm.scheduler import map_state, normalize_state
+
+    st = map_state(state)
+    if st is None:
+        word = normalize_state(state)
+        st = _MANIFEST_WORDS.get(word) or (word if word in vars(Status).values() else None)
+    return None if st == Status.OK else st
 
 
 def combine(result: RunResult, *, state: str | None = None, rc: int | None = None, signal: str | None = None,

@@ -111,19 +111,12 @@ def _xla_name(suite: str) -> str:
         return "XLA"
 
 
-_SHARED_SUITES: set[str] = set()  # suites that several campaigns of the summary hold (set per summary)
-
-
-def _several_campaigns(suite: str) -> bool:
-    return suite in _SHARED_SUITES
-
-
-def _note_campaigns(cells: Sequence[dict]) -> None:
+def shared_suites(cells: Sequence[dict]) -> set[str]:
+    """Suites that several campaigns of one summary hold: their tables, rows and lines name the campaign."""
     by_suite: dict[str, set] = {}
     for c in cells:
         by_suite.setdefault(c["suite"], set()).add(c.get("campaign") or "")
-    _SHARED_SUITES.clear()
-    _SHARED_SUITES.update(s for s, camps in by_suite.items() if len(camps) > 1)
+    return {s for s, camps in by_suite.items() if len(camps) > 1}
 
 
 def _prec_key(p: str) -> tuple:
@@ -140,10 +133,10 @@ def groups(cells: Sequence[dict]) -> list[tuple[tuple, list[dict]]]:
     return [(k, sorted(out[k], key=lambda c: (c["devices"], c["nodes"]))) for k in keys]
 
 
-def _group_title(key: tuple, cells: Sequence[dict], launchers: bool) -> str:
+def _group_title(key: tuple, cells: Sequence[dict], launchers: bool, shared: set[str]) -> str:
     suite, prec, xla, batch, launcher, variant, campaign = key
     bits = [suite, prec, f"{_xla_name(suite)} {'on' if xla else 'off'}", f"batch {batch}/GPU"]
-    if _several_campaigns(suite):
+    if suite in shared:
         bits.append(f"campaign {campaign}")
     if launchers and launcher:
         bits.append(f"launcher {launcher}")
@@ -207,7 +200,7 @@ def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[s
     XLA) at each framework's largest shape, with the batch per GPU that gave the best median there."""
     import itertools
 
-    _note_campaigns(cells)
+    shared = shared_suites(cells)
     out = []
     by_model: dict[str, list[dict]] = {}
     for c in cells:
@@ -223,7 +216,7 @@ def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[s
         rowkey = (lambda c: (c["suite"], c.get("campaign") or ""))
         for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
             sc = list(sc)
-            if _several_campaigns(suite):
+            if suite in shared:
                 suite = f"{suite} ({camp})"
             plain = [c for c in sc if not c["variant"]] or sc
             big = max((c["devices"], -c["nodes"]) for c in plain)
@@ -255,7 +248,6 @@ def _counts_text(runs: Sequence[dict]) -> str:
 def markdown(result) -> str:
     from tabulate import tabulate
 
-    _note_campaigns(result.cells)
     cells, runs = result.cells, result.runs
     launchers = len({c["launcher"] for c in cells}) > 1
     windows = sorted({(s.warmup_steps, s.measure_steps) for col in result.collections for s in col.runs})
@@ -290,8 +282,9 @@ def markdown(result) -> str:
             lines.append("")
             lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
             lines.append("")
+    shared = shared_suites(cells)
     for key, gc in groups(cells):
-        lines.append(f"## {_group_title(key, gc, launchers)}")
+        lines.append(f"## {_group_title(key, gc, launchers, shared)}")
         lines.append("")
         headers, rows = group_table(gc)
         lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
@@ -316,12 +309,12 @@ def terminal(result) -> str:
     """The main tables for the terminal."""
     from tabulate import tabulate
 
-    _note_campaigns(result.cells)
+    shared = shared_suites(result.cells)
     launchers = len({c["launcher"] for c in result.cells}) > 1
     out = [f"{result.name}: {len(result.runs)} runs ({_counts_text(result.runs)}), {len(result.cells)} cells"]
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)
-        out += ["", _group_title(key, gc, launchers),
+        out += ["", _group_title(key, gc, launchers, shared),
                 tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     xs = cross_suite(result.cells)
     if len({c["suite"] for c in result.cells}) > 1:
@@ -343,6 +336,7 @@ def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     gs = [(k, [c for c in g if c["n_ok"] and c["median"] is not None]) for k, g in groups(cells) if k[0] == suite]
+    shared = shared_suites(cells) & {suite}
     gs = [(k, g) for k, g in gs if g]
     if not gs:
         return None
@@ -352,7 +346,7 @@ def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
     for i, (key, g) in enumerate(gs):
         color = f"C{i % 10}"
         label = f"{key[1]}{' +' + _xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
-        if _several_campaigns(suite):
+        if shared:
             label += f" [{key[6]}]"
         if any(c["tiny"] for c in g):
             label += " (tiny)"
@@ -404,7 +398,6 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
     """Write every summary of ``result`` under ``out_dir`` (atomically, file by file); the paths written."""
     out = Path(out_dir)
     name = _slug(result.name)
-    _note_campaigns(result.cells)
     runs_df, cells_df = frames(result)
     written = [atomic_write(out / f"{name}.md", markdown(result)),
                atomic_write(out / f"{name}.csv", cells_df.to_csv(index=False)),

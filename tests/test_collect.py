@@ -23,7 +23,7 @@ SHAPES = [(1, 1), (1, 2), (2, 2)]
 
 
 def make_tree(root: Path, suite: str, which: int = 0, repeats: int = 3, oom_shape=(2, 2), incomplete=(1, 2, 0),
-              batch: int = 8, file_model: str = "m") -> dict:
+              batch: int = 8, file_model: str = "m", scale: float = 1.0) -> dict:
     """A DLPerf-layout tree; returns cell shape -> the OK runs' expected throughputs."""
     expected: dict[tuple, list[float]] = {}
     for n, g in SHAPES:
@@ -32,7 +32,7 @@ def make_tree(root: Path, suite: str, which: int = 0, repeats: int = 3, oom_shap
         for r in range(repeats):
             oom = (n, g) == oom_shape
             cut = (n, g, r) == incomplete
-            spec = ls.Spec(nodes=n, gpus=g, batch=batch, thr=100.0 * n * g * (0.9 if n * g > 1 else 1.0),
+            spec = ls.Spec(nodes=n, gpus=g, batch=batch, thr=scale * 100.0 * n * g * (0.9 if n * g > 1 else 1.0),
                            seed=r + 7 * n + g, warmup=5, measure=20, log_steps=5, bpi=5, noise=1,
                            steps=3 if oom else (17 if cut else None), oom=oom)
             text, exp = ls.write(suite, spec, which)
@@ -303,16 +303,17 @@ def test_scheduler_state_words():
 
 
 def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
-    cols = []
-    for name, thr in (("monday", 100.0), ("tuesday", 50.0)):
+    cols, expected = [], {}
+    for name, scale in (("monday", 1.0), ("tuesday", 0.5)):  # tuesday's machine is twice as slow
         root = tmp_path / name
-        make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, batch=8)
+        exp = make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, batch=8, scale=scale)
+        expected[name] = {k: stats.median(v) for k, v in exp.items()}
         cols.append(collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
     res = collect.collect(cols, jobs=1)
     assert len(res.cells) == 2 * len(SHAPES) and all(c["n"] == 3 for c in res.cells)
-    for c in res.cells:
-        assert c["baseline"] and next(b for b in res.cells if b["cell_id"] == c["baseline"]
-                                      and b["campaign"] == c["campaign"])["shape"] == "1n1g"
+    for c in res.cells:  # each campaign's own medians and its own 1n1g baseline
+        assert c["median"] == pytest.approx(expected[c["campaign"]][(c["nodes"], c["gpus_per_node"])], rel=1e-9)
+        assert c["speedup"] == pytest.approx(c["median"] / expected[c["campaign"]][(1, 1)], rel=1e-9)
     (_, _, rows), = report.cross_suite(res.cells)
     assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
     assert "campaign monday" in report.markdown(res)
