@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.logparse import oom_text
 from dlperf_slurm.scheduler import Backoff, JobInfo, map_state
 from dlperf_slurm.suites import Status
 
@@ -317,9 +318,12 @@ def campaign_lock(campaign_dir: Path, wait_s: float = 30.0) -> Iterator[None]:
 
 # ================================================================================================ statuses
 
-_OOM = re.compile(r"CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|RESOURCE_EXHAUSTED|OutOfMemoryError|"
-                  r"out of memory|oom[-_ ]kill|Exceeded job memory limit", re.I)
 _PROVENANCE = re.compile(r':::DLPERF (\{.*"event": "job".*\})')
+
+
+def _oom_line(tail: str) -> str | None:
+    """The first line of a log tail that reports an out-of-memory failure (the collector's test), or None."""
+    return next((line.strip()[:200] for line in tail.splitlines() if oom_text(line)), None)
 
 
 def read_marker(path: Path) -> dict[str, Any] | None:
@@ -389,9 +393,9 @@ def resolve(info: JobInfo | None, known: bool, marker: dict | None, log: Path,
                 return Status.FAILED, f"exit code {rc} (Slurm said COMPLETED)"
             return Status.OK, ""
         if st == Status.FAILED:
-            m = _OOM.search(tail)
-            if m:
-                return Status.OOM, f"out of memory ({m.group(0)}), exit code {rc}"
+            oom = _oom_line(tail)
+            if oom:
+                return Status.OOM, f"out of memory ({oom}), exit code {rc}"
             if not log.exists():
                 return Status.LAUNCH_FAILED, "the job script never started (no log)" + (
                     f"; {info.reason}" if info.reason else "")
@@ -415,9 +419,9 @@ def resolve(info: JobInfo | None, known: bool, marker: dict | None, log: Path,
                                         "(inferred from the exit marker: no scheduler record)")
             return Status.CANCELLED, (f"killed by SIG{sig} (no scheduler record: scancel, preemption "
                                       "or node shutdown)")
-        m = _OOM.search(tail)
-        if m:
-            return Status.OOM, f"out of memory ({m.group(0)}), exit code {rc}"
+        oom = _oom_line(tail)
+        if oom:
+            return Status.OOM, f"out of memory ({oom}), exit code {rc}"
         return Status.FAILED, f"exit code {rc}"
     if not known:
         return None, ""
@@ -1004,32 +1008,3 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     cancel(find_campaign(args.logs, args.campaign), pending_only=args.pending)
     return 0
-
-
-def add_commands(sub) -> None:
-    p = sub.add_parser("submit", help="submit a campaign (only what is missing), to Slurm or locally")
-    p.add_argument("matrix", help="benchmark matrix (TOML), e.g. matrices/bert.toml")
-    p.add_argument("--site", metavar="FILE", help="site defaults for [slurm]/[environment]")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file")
-    p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
-    p.add_argument("--executor", choices=("auto", "slurm", "local"), default="auto",
-                   help="auto (default): Slurm when sbatch is on PATH, else this machine")
-    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="local executor: runs at a time (default 1)")
-    p.add_argument("--dry-run", action="store_true", help="print what would be submitted; change nothing")
-    p.add_argument("--wait", action="store_true", help="show progress and return when every run has ended")
-    p.add_argument("--retry-failed", action="store_true", help="also resubmit runs that failed")
-    p.add_argument("--force", action="store_true", help="resubmit every finished run, OK ones included "
-                   "(never a pending or running one)")
-    p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=cmd_submit)
-
-    p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
-    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
-    p.add_argument("--cells", action="store_true", help="per cell only")
-    p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
-    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
-    p.add_argument("--pending", action="store_true", help="only runs that have not started")
-    p.set_defaults(func=cmd_cancel)

@@ -1,12 +1,13 @@
 """Command line: ``python -m dlperf_slurm {plan,render,submit,status,cancel,collect}``.
 
 Each subcommand's work lives in its stage module, imported only when that subcommand runs, so
-``--help`` and ``plan`` never import pandas or torch.
+``--help`` and ``plan`` never import submitit, pandas or torch.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -88,39 +89,76 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
     p.set_defaults(func=cmd_render)
 
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    _lifecycle_commands(sub)
+    _collect_commands(sub)
     return parser
 
 
-# Stage modules add their subcommands here: a function (subparsers) -> None per stage.
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+# ------------------------------------------------------------------- submit / status / cancel / collect
+# The work lives in dlperf_slurm/campaign.py (manifest, submit, status, cancel; executors.py and scheduler.py
+# beneath it) and dlperf_slurm/collect.py (parsers, statistics, report). Their modules, submitit, pandas and
+# matplotlib are imported only when that subcommand runs.
 
 
-# ---------------------------------------------------------------- submit / status / cancel (issue 4)
-# The job life cycle lives in dlperf_slurm/campaign.py (manifest), executors.py (submitit, local runner)
-# and scheduler.py (squeue/sacct/scancel); submitit is imported only when a Slurm submission happens.
+def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
+
+
 def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
-    from dlperf_slurm.campaign import add_commands
+    p = sub.add_parser("submit", help="submit a campaign (only what is missing), to Slurm or locally")
+    _add_matrix_args(p)
+    p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
+    p.add_argument("--executor", choices=("auto", "slurm", "local"), default="auto",
+                   help="auto (default): Slurm when sbatch is on PATH, else this machine")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="local executor: runs at a time (default 1)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be submitted; change nothing")
+    p.add_argument("--wait", action="store_true", help="show progress and return when every run has ended")
+    p.add_argument("--retry-failed", action="store_true", help="also resubmit runs that failed")
+    p.add_argument("--force", action="store_true", help="resubmit every finished run, OK ones included "
+                   "(never a pending or running one)")
+    p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
+    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_submit"))
 
-    add_commands(sub)
+    p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
+    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
+    p.add_argument("--cells", action="store_true", help="per cell only")
+    p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
+    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_status"))
+
+    p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
+    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
+    p.add_argument("--pending", action="store_true", help="only runs that have not started")
+    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_cancel"))
 
 
-_EXTRA_COMMANDS.append(_lifecycle_commands)
-# ---------------------------------------------------------------- end of submit / status / cancel
-
-
-# ---------------------------------------------------------------- collect (issue 5)
-# Parsing, statistics and summaries live in dlperf_slurm/collect.py (runs -> rows -> cells), logparse.py and
-# each suite's parse(), stats.py and report.py; pandas/tabulate/matplotlib are imported only when collect runs.
 def _collect_commands(sub: argparse._SubParsersAction) -> None:
-    from dlperf_slurm.collect import add_commands
+    p = sub.add_parser("collect", help="parse every run's log into statistics, tables, CSV/JSON and plots "
+                       "(summaries/<campaign>.*); runs again at any time, also while jobs run")
+    p.add_argument("campaign", nargs="*", help="campaign names (under --logs) or folders (default: the latest); "
+                   "several give one summary with a cross-suite table")
+    p.add_argument("--matrix", metavar="FILE", help="take the runs from this matrix (campaign folder: the first "
+                   "CAMPAIGN, else LOGS/<matrix name>); statuses from the manifest when there is one")
+    p.add_argument("--site", metavar="FILE", help="site file for --matrix")
+    p.add_argument("--no-site", action="store_true", help="ignore any site file (--matrix)")
+    p.add_argument("--from", dest="from_dir", metavar="DIR", help="import logs laid out as DLPerf did: "
+                   "DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log, no manifest needed")
+    p.add_argument("--suite", metavar="NAME", help="with --from: the suite whose log format the files are in")
+    p.add_argument("--warmup-steps", type=int, default=20, metavar="N",
+                   help="with --from: steps to skip (default 20; DLPerf's NGC PyTorch extractor: 25)")
+    p.add_argument("--measure-steps", type=int, default=100, metavar="N", help="with --from: steps to time (default 100)")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="with --from: a suite option the logs "
+                   "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
+    p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
+    p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel parser processes (default: CPUs)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
+    p.set_defaults(func=_lazy("dlperf_slurm.collect", "cmd_collect"))
 
-    add_commands(sub)
-
-
-_EXTRA_COMMANDS.append(_collect_commands)
-# ---------------------------------------------------------------- end of collect
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -535,29 +535,3 @@ def cmd_collect(args) -> int:
     print(f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs) in {result.seconds:.1f} s; "
           f"wrote {', '.join(str(p) for p in paths)} ({time.perf_counter() - t0:.1f} s in all)")
     return 0
-
-
-def add_commands(sub) -> None:
-    p = sub.add_parser("collect", help="parse every run's log into statistics, tables, CSV/JSON and plots "
-                       "(summaries/<campaign>.*); runs again at any time, also while jobs run")
-    p.add_argument("campaign", nargs="*", help="campaign names (under --logs) or folders (default: the latest); "
-                   "several give one summary with a cross-suite table")
-    p.add_argument("--matrix", metavar="FILE", help="take the runs from this matrix (campaign folder: the first "
-                   "CAMPAIGN, else LOGS/<matrix name>); statuses from the manifest when there is one")
-    p.add_argument("--site", metavar="FILE", help="site file for --matrix")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file (--matrix)")
-    p.add_argument("--from", dest="from_dir", metavar="DIR", help="import logs laid out as DLPerf did: "
-                   "DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log, no manifest needed")
-    p.add_argument("--suite", metavar="NAME", help="with --from: the suite whose log format the files are in")
-    p.add_argument("--warmup-steps", type=int, default=20, metavar="N",
-                   help="with --from: steps to skip (default 20; DLPerf's NGC PyTorch extractor: 25)")
-    p.add_argument("--measure-steps", type=int, default=100, metavar="N", help="with --from: steps to time (default 100)")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help="with --from: a suite option the logs "
-                   "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
-    p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
-    p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel parser processes (default: CPUs)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
-    p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
-    p.set_defaults(func=cmd_collect)

@@ -88,7 +88,7 @@ _NOT_A_FAILURE = "not a failure"
 
 
 _OOM_WORDS = ("out of memory", "cuda_error_out_of_memory", "resource_exhausted", "resourceexhausted",
-              "oom when allocating", "oom-kill", "oom_kill", "outofmemoryerror")
+              "oom when allocating", "oom-kill", "oom_kill", "outofmemoryerror", "exceeded job memory limit")
 
 
 def oom_text(line: str) -> bool:
