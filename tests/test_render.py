@@ -291,3 +291,10 @@ def test_marker_records_failure_and_provenance_line(tmp_path):
     job = json.loads(job_lines[0][len(":::DLPERF "):])
     assert job["run"] == run.key and "oneflow.distributed.launch" in job["command"]
     assert job["env"]["SECRET_API_TOKEN"] == "<redacted>" and "hunter2" not in log
+
+
+def test_tf2_time_history_interval_divides_the_window(tmp_path):
+    """TimeHistory logs every log_steps steps; the window's ends must be logged or nothing can be timed."""
+    m = _matrix(tmp_path, CASES["tf_config_2x8_apptainer"] + "\n[measure]\nwarmup_steps = 30\nmeasure_steps = 120\n")
+    text = render.render_run(m, matrix.runs(m, tmp_path)[0])
+    assert "train.time_history.log_steps=30," in text and "train.steps=150," in text

@@ -1,9 +1,11 @@
 """``tf2``: TensorFlow 2 official models (tensorflow/models) ResNet-50 and BERT-base, as DLPerf ran them.
-ResNet-50 logs Keras ``TimeHistory`` lines every ``log_steps`` (100) steps; BERT logs ``Train Step:`` lines.
+ResNet-50 logs Keras ``TimeHistory`` lines every ``log_steps`` steps (by default the largest count that divides
+both the warm-up and the measured window, so the window's ends are logged); BERT logs ``Train Step:`` lines.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from typing import Any, Iterable, Mapping
@@ -29,7 +31,7 @@ class ResNet50(_TF2):
     description = "tensorflow/models official/vision/image_classification classifier_trainer.py (Keras)"
     sample_unit = "img/s"
     options = {"workdir": "/workspace/models/official/vision/image_classification", "data_dir": "/data/tfrecords",
-               "python": "python3", "log_steps": 100}
+               "python": "python3", "log_steps": 0}  # 0: gcd(warmup_steps, measure_steps)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         steps = measure.warmup_steps + measure.measure_steps
@@ -37,7 +39,7 @@ class ResNet50(_TF2):
             f"runtime.num_gpus={cell.gpus_per_node}",
             f"train_dataset.batch_size={cell.batch_size}",
             f"train.steps={steps}", "train.epochs=1",
-            f"train.time_history.log_steps={options['log_steps']}",
+            f"train.time_history.log_steps={options['log_steps'] or math.gcd(measure.warmup_steps, measure.measure_steps)}",
             "runtime.distribution_strategy=" + ("multi_worker_mirrored" if cell.nodes > 1 else "mirrored"),
             "runtime.enable_xla=" + ("true" if cell.xla else "false"),
             "train_dataset.dtype=" + ("float16" if cell.precision == "amp" else "float32"),
