@@ -180,6 +180,11 @@ def test_sampler_respects_cuda_visible_devices_by_index_and_uuid():
     assert _manual_sampler(nvml, "MIG-unknown").stop().peak_used_mib.keys() == {0, 1, 2}
 
 
+def test_nvml_id_for_maps_the_cuda_index_through_cuda_visible_devices():
+    assert gpumem.nvml_id_for(0, "3,5") == "3" and gpumem.nvml_id_for(1, "GPU-a, GPU-b") == "GPU-b"
+    assert gpumem.nvml_id_for(2, "") == "2" and gpumem.nvml_id_for(0, "7") == "7"
+
+
 def test_sampler_takes_a_final_sample_when_the_window_was_shorter_than_the_period():
     s = _manual_sampler(FakeNvml(used_mib=[[10]], util=[55]))
     s.window_start()

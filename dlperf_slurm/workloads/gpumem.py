@@ -1,7 +1,8 @@
 """NVML side-thread sampler: peak "used" MiB of every local GPU and mean utilization over the measured window.
 
 ``pynvml`` (package nvidia-ml-py) is imported lazily. Where it, the NVML library or a GPU is missing, the
-report carries a ``reason`` and no figures, never zeros. Run one sampler per node (local rank 0).
+report carries a ``reason`` and no figures, never zeros. The trainer runs one per rank, on the GPU that rank
+uses (``nvml_id_for``), so the merged reports cover exactly the job's GPUs on every node.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ def _load_pynvml() -> ModuleType:
     import pynvml  # noqa: PLC0415 (optional dependency)
 
     return pynvml
+
+
+def nvml_id_for(cuda_index: int, visible: str | None = None) -> str:
+    """The CUDA_VISIBLE_DEVICES entry (NVML index or UUID) behind CUDA device ``cuda_index`` of this process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    entries = [v.strip() for v in (visible or "").split(",") if v.strip()]
+    return entries[cuda_index] if cuda_index < len(entries) else str(cuda_index)
 
 
 def _visible_indices(nvml: Any, count: int, visible: str | None) -> list[int]:

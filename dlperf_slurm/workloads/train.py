@@ -219,8 +219,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     step = make_step(work, model, args.precision, device)
 
     sampler = None
-    if cuda and env.local_rank == 0:
-        sampler = gpumem.GpuMemSampler()
+    if cuda:  # each rank samples the GPU it uses; the memory event merges them per host:index
+        sampler = gpumem.GpuMemSampler(visible_devices=gpumem.nvml_id_for(device.index))
         sampler.start()
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
