@@ -343,6 +343,17 @@ def _baseline_key(c: dict[str, Any]) -> tuple:
             c.get("launcher") or "", c.get("variant") or "")
 
 
+def _compute_rate(median: float | None, devices: int, ok: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Achieved model TFLOP/s per GPU and MFU, where the log states the model's FLOPs per sample (and the GPU's
+    peak): median samples/s x FLOPs per sample / GPUs; MFU = that / peak."""
+    extra = next((r["extra"] for r in ok if _num((r["extra"] or {}).get("flops_per_sample"))), None)
+    if median is None or extra is None or devices <= 0:
+        return {"tflops_per_gpu": None, "mfu": None}
+    tflops = median * extra["flops_per_sample"] / devices / 1e12
+    peak = extra.get("peak_tflops_per_gpu")
+    return {"tflops_per_gpu": tflops, "mfu": tflops / peak if _num(peak) and peak > 0 else None}
+
+
 def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] | None = None,
              repeats: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """One row per cell: statistics of its OK runs (method.md), its status, flags, speedup and efficiency.
@@ -407,6 +418,7 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
             "mem_reason": mem_reasons.most_common(1)[0][0] if mem_reasons else "",
             "gpu_util": stats.median([r["gpu_util"] for r in ok if _num(r["gpu_util"])]) if any(
                 _num(r["gpu_util"]) for r in ok) else None,
+            **_compute_rate(st.median, first["devices"], ok),
             "flags": list(st.flags) + (["tiny"] if any(r["tiny"] for r in rs) else []),
             "tiny": any(r["tiny"] for r in rs),
             "reason": reasons.most_common(1)[0][0] if reasons else "",

@@ -38,7 +38,8 @@ _CELL_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", 
                  "batch_size", "global_batch", "precision", "xla", "launcher", "variant", "status", "display", "n",
                  "n_ok", "median", "min", "max", "mean", "stdev", "cv", "median_time", "median_speed", "published",
                  "unit", "speedup", "efficiency", "baseline", "latency_ms", "mem_peak_mib", "mem_gpu0_mib",
-                 "mem_allocator_mib", "mem_reason", "gpu_util", "flags", "tiny", "statuses", "reason"]
+                 "mem_allocator_mib", "mem_reason", "gpu_util", "tflops_per_gpu", "mfu", "flags", "tiny", "statuses",
+                 "reason"]
 
 
 # ============================================================================================ atomic files
@@ -185,14 +186,27 @@ def group_table(cells: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     unit = next((c["unit"] for c in cells if c.get("unit")), "samples/s")
     headers = ["shape", "GPUs", f"throughput ({unit}, median)", "speedup", "efficiency", "latency (ms)",
                "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "OK/n", "flags"]
+    rate = any(c.get("tflops_per_gpu") is not None for c in cells)
+    if rate:
+        headers[7:7] = ["TFLOP/s per GPU (MFU)"]
     rows = []
     for c in cells:
         ok = c["n_ok"] > 0
-        rows.append([c["shape"], str(c["devices"]), value_text(c), stats.fmt(c["speedup"]) if ok else "",
-                     stats.fmt(c["efficiency"], percent=True, digits=2) if ok else "",
-                     stats.fmt(c["latency_ms"]) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
-                     f"{c['n_ok']}/{c['n']}", _flags_text(c)])
+        row = [c["shape"], str(c["devices"]), value_text(c), stats.fmt(c["speedup"]) if ok else "",
+               stats.fmt(c["efficiency"], percent=True, digits=2) if ok else "",
+               stats.fmt(c["latency_ms"]) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
+               f"{c['n_ok']}/{c['n']}", _flags_text(c)]
+        if rate:
+            row[7:7] = [_rate_text(c) if ok else ""]
+        rows.append(row)
     return headers, rows
+
+
+def _rate_text(c: dict) -> str:
+    if c.get("tflops_per_gpu") is None:
+        return ""
+    text = f"{c['tflops_per_gpu']:.3g}"
+    return text + (f" ({c['mfu'] * 100:.1f}%)" if c.get("mfu") is not None else "")
 
 
 def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[str]]]]:

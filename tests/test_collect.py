@@ -319,3 +319,12 @@ def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
     (_, _, rows), = report.cross_suite(res.cells)
     assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
     assert "campaign monday" in report.markdown(res)
+
+
+def test_cell_tflops_and_mfu_from_the_logged_flops_per_sample():
+    ok = [{"extra": {}}, {"extra": {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 312.0}}]
+    rate = collect._compute_rate(2400.0, 8, ok)  # 2400 img/s on 8 GPUs = 300 img/s per GPU
+    assert rate["tflops_per_gpu"] == pytest.approx(300 * 24.54e9 / 1e12)
+    assert rate["mfu"] == pytest.approx(300 * 24.54e9 / 1e12 / 312.0)
+    assert collect._compute_rate(2400.0, 8, [{"extra": {"flops_per_sample": 1e9}}])["mfu"] is None  # no peak (CPU)
+    assert collect._compute_rate(None, 8, ok) == {"tflops_per_gpu": None, "mfu": None}  # no OK run
