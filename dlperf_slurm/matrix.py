@@ -613,15 +613,15 @@ class Run:
     def base(self) -> Path:
         return self.campaign_dir / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
 
-    @property
+    @functools.cached_property
     def log(self) -> Path:
         return self.base.with_name(self.base.name + ".log")
 
-    @property
+    @functools.cached_property
     def script(self) -> Path:
         return self.base.with_name(self.base.name + ".sbatch")
 
-    @property
+    @functools.cached_property
     def marker(self) -> Path:
         """Written atomically by the job script at its end: the exit status of the launcher."""
         return self.base.with_name(self.base.name + ".exit")

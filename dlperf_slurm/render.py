@@ -156,13 +156,13 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     }
 
 
-def run_context(matrix: Matrix, run: Run) -> dict[str, Any]:
-    """What differs between the repeats of a cell: the run's files and its directives."""
+def run_context(run: Run) -> dict[str, Any]:
+    """What differs between the repeats of a cell: the run's files."""
+    base = str(run.base)
     return {
-        "run": {"key": run.key, "repeat": run.repeat, "log": str(run.log), "marker": str(run.marker),
-                "script": str(run.script)},
-        "directives": _directive_lines(directives(matrix, run), matrix.slurm.extra_directives),
-        "slurm_output": str(run.base.with_name(run.base.name + ".slurm-%j.out")),
+        "run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
+                "script": base + ".sbatch"},
+        "slurm_output": base + ".slurm-%j.out",
     }
 
 
@@ -182,8 +182,9 @@ class Renderer:
             cell_ctx = cell_context(self.matrix, run.cell)
             launcher = self._env.get_template(f"launchers/{cell_ctx['launcher']}.sh.j2")
             cell_ctx["launch"] = launcher.render(cell_ctx).strip()
+            cell_ctx["directives"] = _directive_lines(directives(self.matrix, run), self.matrix.slurm.extra_directives)
             self._cells[run.cell] = cell_ctx
-        return {**cell_ctx, **run_context(self.matrix, run)}
+        return {**cell_ctx, **run_context(run)}
 
     def render(self, run: Run) -> str:
         """The sbatch script of one run: the launcher's command inside the batch script."""
