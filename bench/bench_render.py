@@ -81,7 +81,7 @@ def main() -> None:
         print(f"plan (load + validate + expand + run paths): {t_plan:.3f} s")
         print(f"render in memory:                           {t_render:.3f} s  ({n / t_render:,.0f} scripts/s, "
               f"{t_render / n * 1e6:.0f} us/script)")
-        print(f"render + write (temp + rename, chmod):       {t_write:.3f} s  ({n / t_write:,.0f} scripts/s)")
+        print(f"render + write (temp file 0755 + rename):    {t_write:.3f} s  ({n / t_write:,.0f} scripts/s)")
         print(f"plain writes of the same bytes:             {t_plain:.3f} s  ({n / t_plain:,.0f} files/s)")
         print(f"render+write / plain write: {t_write / t_plain:.2f}x")
     finally:

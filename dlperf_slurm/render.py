@@ -207,9 +207,10 @@ def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None 
         if parent not in made:
             parent.mkdir(parents=True, exist_ok=True)
             made.add(parent)
-        tmp = run.script.with_name(run.script.name + ".tmp")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        tmp.replace(run.script)
+        tmp = f"{run.base}.sbatch.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, run.script)
         out.append(run.script)
     return out
