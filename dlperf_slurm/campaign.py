@@ -20,7 +20,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import sqlite3
 import sys
 import time
@@ -30,7 +29,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.logparse import oom_text
-from dlperf_slurm.scheduler import Backoff, JobInfo, map_state
+from dlperf_slurm.scheduler import Backoff, JobInfo
 from dlperf_slurm.suites import Status
 
 MANIFEST = "manifest.sqlite"

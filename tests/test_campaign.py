@@ -188,15 +188,6 @@ def test_dry_run_writes_nothing(tmp_path):
 # ------------------------------------------------------------------------------------------ fake Slurm
 
 
-@pytest.fixture
-def fake(tmp_path, monkeypatch):
-    state = tmp_path / "slurm.json"
-    env = fakeslurm.install(tmp_path / "bin", state)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("DLPERF_SLURM_NO_SACCT", raising=False)
-    return state
-
 
 def _three_groups(tmp_path, name="k", repeats=2):
     # srun: one task per GPU, so 1x1 / 1x2 / 1x3 are three resource sets -> three arrays

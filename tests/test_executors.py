@@ -101,13 +101,6 @@ def test_submitit_parameters_come_from_render_directives(tmp_path):
     assert p["additional_parameters"]["reservation"] == "bench" and p["additional_parameters"]["requeue"] is True
 
 
-@pytest.fixture
-def fake(tmp_path, monkeypatch):
-    state = tmp_path / "slurm.json"
-    for k, v in fakeslurm.install(tmp_path / "bin", state).items():
-        monkeypatch.setenv(k, v)
-    return state
-
 
 def test_one_sbatch_per_array_not_per_run(tmp_path, fake):
     (tmp_path / "big.toml").write_text(BIG)

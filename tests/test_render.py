@@ -4,9 +4,7 @@ rendered script, and hostile matrix values that must stay inert text when the sc
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 

@@ -97,15 +97,6 @@ def test_backoff_doubles_caps_and_resets():
     assert b.next() == 1
 
 
-@pytest.fixture
-def fake(tmp_path, monkeypatch):
-    state = tmp_path / "slurm.json"
-    env = fakeslurm.install(tmp_path / "bin", state)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("DLPERF_SLURM_NO_SACCT", raising=False)
-    return state
-
 
 def _jobs(state, specs):
     def fn(s):
