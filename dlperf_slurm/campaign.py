@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.files import atomic_write
 from dlperf_slurm.logparse import oom_text
 from dlperf_slurm.scheduler import Backoff, JobInfo
 from dlperf_slurm.suites import Status
@@ -166,16 +168,12 @@ class Manifest:
         except OSError:
             text = ""
         previous = self.meta("matrix_sha")
-        import hashlib
-
         sha = hashlib.sha256(text.encode()).hexdigest()
         if text and previous != sha:
             copy = self.dir / MATRIX_COPY
             if copy.exists() and previous:
                 copy.replace(self.dir / f"{MATRIX_COPY}.{time.strftime('%Y%m%d-%H%M%S')}")
-            tmp = copy.with_name(copy.name + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(copy)
+            atomic_write(copy, text)
         existing = {r["key"] for r in self.db.execute("SELECT key FROM runs")}
         known_cells = {r["id"] for r in self.db.execute("SELECT id FROM cells")}
         limit_s = matrix.slurm.minutes * 60

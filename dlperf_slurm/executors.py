@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
 from dlperf_slurm import render
+from dlperf_slurm.files import atomic_write
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.matrix import Matrix, Run, time_to_minutes
 from dlperf_slurm.scheduler import JobInfo, SchedulerError, Slurm, explain, split_job_id
@@ -373,9 +374,7 @@ def parse_local_id(job_id: str) -> tuple[str, int]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=1))
 
 
 def _read_json(path: Path) -> Any:

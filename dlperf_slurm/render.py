@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import jinja2
 
+from dlperf_slurm.files import atomic_write
 from dlperf_slurm.matrix import Cell, Matrix, Run
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
@@ -197,20 +198,6 @@ def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str
 
 
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
-    """Render and write every run's script next to its log (temp + rename); returns the paths."""
+    """Render and write every run's script next to its log (atomically, executable); returns the paths."""
     renderer = Renderer(matrix, template_dir)
-    out = []
-    made: set[Path] = set()
-    for run in runs:
-        text = renderer.render(run)
-        parent = run.script.parent
-        if parent not in made:
-            parent.mkdir(parents=True, exist_ok=True)
-            made.add(parent)
-        tmp = f"{run.base}.sbatch.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, run.script)
-        out.append(run.script)
-    return out
+    return [atomic_write(run.script, renderer.render(run), executable=True) for run in runs]

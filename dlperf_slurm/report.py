@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import stats
+from dlperf_slurm.files import atomic_write
 
 PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
 TINY = "tiny — not a real result"
@@ -42,35 +42,9 @@ _CELL_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", 
                  "reason"]
 
 
-# ============================================================================================ atomic files
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, data: bytes | str) -> Path:
-    """Write ``path`` through a temporary file in the same folder and a rename: a reader (or a collect running
-    at the same time) sees the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; summaries are meant to be shared
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+def _write(path: Path, data: bytes | str) -> Path:
+    """Summaries are rewritten atomically and durably (a collect may run while someone reads them)."""
+    return atomic_write(path, data, durable=True)
 
 
 # ============================================================================================== frames
@@ -398,7 +372,7 @@ def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return atomic_write(path, buf.getvalue())
+    return _write(path, buf.getvalue())
 
 
 # ============================================================================================== writing
@@ -413,9 +387,9 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
     out = Path(out_dir)
     name = _slug(result.name)
     runs_df, cells_df = frames(result)
-    written = [atomic_write(out / f"{name}.md", markdown(result)),
-               atomic_write(out / f"{name}.csv", cells_df.to_csv(index=False)),
-               atomic_write(out / f"{name}.runs.csv", runs_df.to_csv(index=False))]
+    written = [_write(out / f"{name}.md", markdown(result)),
+               _write(out / f"{name}.csv", cells_df.to_csv(index=False)),
+               _write(out / f"{name}.runs.csv", runs_df.to_csv(index=False))]
     doc = {"name": result.name, "generated_at": time.time(),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
                         "repeats": c.repeats, "notes": c.notes} for c in result.collections],
@@ -425,7 +399,7 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
                       "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
            "cells": _jsonable(result.cells), "runs": _jsonable(result.runs)}
-    written.append(atomic_write(out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=False, default=str)))
+    written.append(_write(out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=False, default=str)))
     if plots:
         for suite in sorted({c["suite"] for c in result.cells}):
             p = plot_suite(result.cells, suite, out / f"{name}.{_slug(suite.replace('/', '_'))}.png")

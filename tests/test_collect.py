@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collect, report, stats
+from dlperf_slurm import cli, collect, files, report, stats
 from dlperf_slurm import logparse as lp
 from dlperf_slurm.suites import Status
 
@@ -280,8 +280,8 @@ def test_cross_suite_table(tmp_path):
 
 def test_atomic_write_replaces_whole_files(tmp_path):
     p = tmp_path / "x.md"
-    report.atomic_write(p, "old")
-    report.atomic_write(p, "new")
+    files.atomic_write(p, "old")
+    files.atomic_write(p, "new", durable=True)
     assert p.read_text() == "new" and [q.name for q in tmp_path.iterdir()] == ["x.md"]
     assert oct(p.stat().st_mode & 0o777) != "0o600"
 
