@@ -62,9 +62,7 @@ class Group:
         return len(self.runs)
 
     def sbatch_options(self) -> list[str]:
-        opts = [f"--job-name={self.name}"]
-        opts += [f"--{k}" if v is True else f"--{k}={v}" for k, v in self.directives.items()]
-        opts += list(self.extra)
+        opts = render.directive_lines({"job-name": self.name, **self.directives}, self.extra)
         if self.size > 1:
             opts.append(f"--array=0-{self.size - 1}%{self.throttle or self.size}")
         return opts
@@ -125,8 +123,9 @@ class Executor:
             by_resources.setdefault(json.dumps(d, sort_keys=True), []).append(r)
         groups = []
         limit = max(1, self.max_group_size())
+        order = {cell: i for i, cell in enumerate(matrix.cells)}
         for key, members in by_resources.items():
-            members.sort(key=lambda r: (r.repeat, matrix.cells.index(r.cell)))
+            members.sort(key=lambda r: (r.repeat, order[r.cell]))
             for i in range(0, len(members), limit):
                 token = new_token()
                 groups.append(Group(token, self.group_name(matrix, token), members[i:i + limit], json.loads(key),

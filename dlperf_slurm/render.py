@@ -120,7 +120,8 @@ def directives(matrix: Matrix, run: Run) -> dict[str, Any]:
     return d
 
 
-def _directive_lines(d: dict[str, Any], extra: Iterable[str]) -> list[str]:
+def directive_lines(d: dict[str, Any], extra: Iterable[str] = ()) -> list[str]:
+    """sbatch options as command-line words: ``--name=value``, or ``--name`` for a bare flag."""
     lines = [f"--{k}" if v is True else f"--{k}={v}" for k, v in d.items()]
     return lines + list(extra)
 
@@ -183,7 +184,7 @@ class Renderer:
             cell_ctx = cell_context(self.matrix, run.cell)
             launcher = self._env.get_template(f"launchers/{cell_ctx['launcher']}.sh.j2")
             cell_ctx["launch"] = launcher.render(cell_ctx).strip()
-            cell_ctx["directives"] = _directive_lines(directives(self.matrix, run), self.matrix.slurm.extra_directives)
+            cell_ctx["directives"] = directive_lines(directives(self.matrix, run), self.matrix.slurm.extra_directives)
             self._cells[run.cell] = cell_ctx
         return {**cell_ctx, **run_context(run)}
 
