@@ -474,7 +474,7 @@ def refresh(m: Manifest, executors: dict[str, Any], keys: Iterable[str] | None =
         with m.write() as db:
             db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
                            "ended_at=COALESCE(?, ended_at), updated_at=? WHERE key=?", updates)
-    return sum(1 for u in updates)
+    return len(updates)
 
 
 # ================================================================================================ submit
@@ -484,12 +484,13 @@ class _Journal:
     """Records each submission around the executor's sbatch (see executors.Executor.submit)."""
 
     def __init__(self, m: Manifest, matrix, template_dir: str | None, out):
-        self.m, self.matrix, self.template_dir, self.out = m, matrix, template_dir, out
+        from dlperf_slurm import render
+
+        self.m, self.matrix, self.out = m, matrix, out
+        self.renderer = render.Renderer(matrix, template_dir)
         self.submitted: list[tuple[Any, list[str]]] = []
 
     def before_submit(self, executor, group) -> None:
-        from dlperf_slurm import render
-
         now = time.time()
         keys = [r.key for r in group.runs]
         rows = {r["key"]: r for r in self.m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
@@ -519,11 +520,10 @@ class _Journal:
         for src, dst in moves:
             os.replace(src, dst)
         for run in group.runs:
-            if run.script.exists():
-                new = render.render_run(self.matrix, run, self.template_dir)
-                if run.script.read_text() != new:
-                    os.replace(run.script, _aside(run.script, rows[run.key]["attempt"]))
-        render.write_scripts(self.matrix, group.runs, self.template_dir)
+            text = self.renderer.render(run)
+            if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too
+                os.replace(run.script, _aside(run.script, rows[run.key]["attempt"]))
+            atomic_write(run.script, text, executable=True)
 
     def after_submit(self, executor, group, job_ids: list[str]) -> None:
         _record_ids(self.m, group.token, [r.key for r in group.runs], job_ids, executor.name)
@@ -721,13 +721,7 @@ def submit(matrix, campaign_dir: str | os.PathLike, executor, *, retry_failed: b
             reconcile(m, exs, out)
             refresh(m, exs)
             rows = {r["key"]: r for r in m.runs()}
-            todo = []
-            for r in runs:
-                st = rows[r.key]["status"]
-                if st == UNSUBMITTED or (st in FAILURES and (retry_failed or force)) or (st == Status.OK and force):
-                    todo.append(r)
-                else:
-                    report.kept[st] = report.kept.get(st, 0) + 1
+            todo = _to_submit(runs, {k: r["status"] for k, r in rows.items()}, retry_failed, force, report)
             groups, skipped = executor.plan(matrix, todo)
             report.skipped = [(r.key, why) for r, why in skipped]
             if skipped:
@@ -749,6 +743,19 @@ def submit(matrix, campaign_dir: str | os.PathLike, executor, *, retry_failed: b
         finally:
             m.close()
     return report
+
+
+def _to_submit(runs, statuses: dict[str, str], retry_failed: bool, force: bool, report: SubmitReport) -> list:
+    """The runs to submit: never submitted, failed (with ``retry_failed``), or finished (with ``force``); the
+    others are counted in ``report.kept`` by status. Pending, running and SUBMITTING runs are never chosen."""
+    todo = []
+    for r in runs:
+        st = statuses.get(r.key, UNSUBMITTED)
+        if st == UNSUBMITTED or (st in FAILURES and (retry_failed or force)) or (st == Status.OK and force):
+            todo.append(r)
+        else:
+            report.kept[st] = report.kept.get(st, 0) + 1
+    return todo
 
 
 def _cell_difference(a, b) -> str:
@@ -781,13 +788,7 @@ def _dry_run(matrix, cdir: Path, runs, executor, retry_failed: bool, force: bool
         m = Manifest(cdir)
         statuses = {r["key"]: r["status"] for r in m.runs()}
         m.close()
-    todo = []
-    for r in runs:
-        st = statuses.get(r.key, UNSUBMITTED)
-        if st == UNSUBMITTED or (st in FAILURES and (retry_failed or force)) or (st == Status.OK and force):
-            todo.append(r)
-        else:
-            report.kept[st] = report.kept.get(st, 0) + 1
+    todo = _to_submit(runs, statuses, retry_failed, force, report)
     if executor.name == "slurm" and getattr(executor, "_max_array", None) is None:
         try:
             executor.max_group_size()
