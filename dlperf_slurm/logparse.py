@@ -30,12 +30,13 @@ from datetime import datetime
 from typing import Any
 
 from dlperf_slurm.suites import ParseContext, RunResult, Status
+from dlperf_slurm.workloads.dlperf_log import PREFIX as DLPERF_PREFIX
+from dlperf_slurm.workloads.dlperf_log import parse_event  # the one reader of our line format
 
 MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
 MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
 MAX_REASON = 300  # characters of a log line quoted in a reason
 
-DLPERF_PREFIX = ":::DLPERF "
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|NaN|Inf)"  # a number as logs print one
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -351,22 +352,6 @@ class Facts:
     ranks: set = field(default_factory=set)  # rank labels seen
 
 
-def parse_dlperf(text: str) -> dict[str, Any] | None:
-    """The event dict of a ``:::DLPERF {json}`` line (the last prefix on the line wins, so a record glued after a
-    fragment is still read), None for anything else. Non-finite floats written as "nan"/"inf" stay strings here;
-    :func:`to_float` reads them."""
-    at = text.rfind(DLPERF_PREFIX)
-    if at < 0:
-        return None
-    try:
-        obj = json.loads(text[at + len(DLPERF_PREFIX):])
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(obj, dict) or not isinstance(obj.get("event"), str):
-        return None
-    return obj
-
-
 _JOB_KEYS = ("run", "job_id", "array_job_id", "array_task_id", "nodelist", "hostname", "gpus", "gpu_reason", "cuda",
              "nccl", "container_image", "versions", "command", "git", "error", "time")
 
@@ -485,7 +470,7 @@ class Scanner:
 
     def _handle(self, text: str, rank: int | None, final: bool) -> int:
         if DLPERF_PREFIX in text:
-            ev = parse_dlperf(text)
+            ev = parse_event(text)
             if ev is None:
                 return NOT_MINE if final else FRAGMENT
             self._event(ev, rank)

@@ -50,19 +50,23 @@ def emit(event: str, stream: TextIO | None = None, **fields: Any) -> str:
     return line
 
 
-def parse_line(line: str) -> dict[str, Any] | None:
-    """The event dict of a ``:::DLPERF`` line, or None for any other line.
-
-    The prefix may follow a label (``srun -l`` writes ``0: ``); text before it is ignored. The strings
-    "nan"/"inf"/"-inf" anywhere in the object come back as floats.
-    """
-    at = line.find(PREFIX)
+def parse_event(line: str) -> dict[str, Any] | None:
+    """The raw event dict of a ``:::DLPERF`` line, or None for any other line. Text before the prefix (an
+    ``srun -l`` label, a fragment a record was glued to) is ignored: the last prefix on the line wins.
+    Non-finite floats stay the strings "nan"/"inf"/"-inf" (the collector reads numbers leniently)."""
+    at = line.rfind(PREFIX)
     if at < 0:
         return None
     try:
         obj = json.loads(line[at + len(PREFIX):])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("event"), str):
         return None
-    return _decode(obj)
+    return obj
+
+
+def parse_line(line: str) -> dict[str, Any] | None:
+    """:func:`parse_event`, with the strings "nan"/"inf"/"-inf" anywhere in the object turned back into floats."""
+    obj = parse_event(line)
+    return None if obj is None else _decode(obj)
