@@ -15,8 +15,9 @@ Nothing is rounded here: round only when presenting (:func:`fmt`).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 MIN_OK_RATIO = 5 / 7
@@ -36,26 +37,19 @@ def _clean(values: Iterable[Any]) -> list[float]:
 
 def median(values: Iterable[float]) -> float | None:
     """Median; with an even count, the mean of the two middle values. None for no value."""
-    xs = sorted(_clean(values))
-    n = len(xs)
-    if n == 0:
-        return None
-    mid = n // 2
-    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+    xs = _clean(values)
+    return statistics.median(xs) if xs else None
 
 
 def mean(values: Iterable[float]) -> float | None:
     xs = _clean(values)
-    return math.fsum(xs) / len(xs) if xs else None
+    return statistics.fmean(xs) if xs else None
 
 
 def stdev(values: Iterable[float]) -> float | None:
     """Sample standard deviation (n - 1 in the denominator); None for fewer than two values."""
     xs = _clean(values)
-    if len(xs) < 2:
-        return None
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    return statistics.stdev(xs) if len(xs) >= 2 else None
 
 
 def cv(values: Iterable[float]) -> float | None:
@@ -86,9 +80,6 @@ class CellStats:
     @property
     def high_cv(self) -> bool:
         return "high_cv" in self.flags
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def few_ok(n_ok: int, n: int) -> bool:
