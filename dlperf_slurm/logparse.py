@@ -21,7 +21,6 @@ What is here:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -632,7 +631,7 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
 # --------------------------------------------------------------------------------------- status combining
 
 # Our statuses the manifest may hold that are no Slurm state (the submission stage's own words)
-_MANIFEST_WORDS = {"SUBMITTING": Status.PENDING, "NOT_SUBMITTED": Status.UNSUBMITTED}
+_MANIFEST_WORDS = {"SUBMITTING": Status.PENDING}
 _KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 _ACTIVE = (Status.PENDING, Status.RUNNING, Status.REQUEUED)
 

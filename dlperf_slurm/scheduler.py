@@ -151,10 +151,6 @@ def map_state(raw: str) -> str | None:
     return _STATE_MAP.get(normalize_state(raw))
 
 
-def is_final(status: str | None) -> bool:
-    return status is not None and status not in Status.ACTIVE and status not in ("UNSUBMITTED", "SUBMITTING")
-
-
 @dataclass
 class JobInfo:
     """What the scheduler says about one job (or one array task)."""

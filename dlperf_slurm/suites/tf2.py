@@ -132,6 +132,14 @@ class _Streams:
         return [w for _, w, _ in self.streams]
 
 
+def _last_glog(text: str, end: int) -> re.Match | None:
+    """The last glog/absl header (``I0826 15:12:50.113950 140405777909504 file.py:133]``) before ``end``."""
+    head = None
+    for head in _GLOG.finditer(text, 0, end):
+        pass
+    return head
+
+
 def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     from dlperf_slurm import logparse as lp
 
@@ -142,9 +150,7 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
     def handler(text: str, rank: int | None, final: bool) -> int:
         if "TimeHistory:" in text:
             at = text.rfind("TimeHistory:")
-            head = None
-            for head in _GLOG.finditer(text, 0, at):
-                pass
+            head = _last_glog(text, at)
             m = _TIMEHISTORY.match(text, at)
             if not final:  # the line ends with a step number: it may be cut short, read it with what follows
                 return lp.FRAGMENT
@@ -159,9 +165,7 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             return lp.CONSUMED
         if "Train Step:" in text:
             at = text.rfind("Train Step:")
-            head = None
-            for head in _GLOG.finditer(text, 0, at):
-                pass
+            head = _last_glog(text, at)
             m = _TRAINSTEP.match(text, at)
             if not m:
                 return lp.NOT_MINE if final else lp.FRAGMENT
