@@ -490,8 +490,9 @@ def _axes(ctx: _Ctx, suite: "suites.Suite", table: dict[str, Any], prefix: str, 
         elif key not in allowed:
             raise ctx.error(full, f"unknown axis{_did_you_mean(key, allowed)}; axes of {suite.name}: "
                                   f"{', '.join(allowed)}, or env.NAME for an environment variable")
-        values = raw if key != "launcher_args" else (raw if raw and isinstance(raw[0], list) else [raw]) if isinstance(raw, list) else raw
-        values = _as_list(values)
+        if key == "launcher_args" and isinstance(raw, list) and not (raw and isinstance(raw[0], list)):
+            raw = [raw]  # one argument list, given flat
+        values = _as_list(raw)
         if not values:
             raise ctx.error(full, "empty axis: give at least one value")
         checked = [_axis_value(ctx, suite, key, full, v) for v in values]

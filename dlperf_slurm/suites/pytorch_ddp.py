@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
+from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
 
 CPU_REASON = "no CUDA device (CPU run): GPU memory not measured"
 
@@ -105,10 +105,10 @@ class _PytorchDDP(Suite):
         if res.throughput is not None and rep and abs(res.throughput / rep - 1) > 1e-3:
             # the workload's own summary disagrees with its step lines (lost lines, another window): say so
             res.extra["reported_mismatch"] = f"the workload's summary says {rep:.2f}, its step lines {res.throughput:.2f}"
-        if res.status == "OK":  # the step lines were lost, but the summary or an error event says so
+        if res.status == Status.OK:  # the step lines were lost, but the summary or an error event says so
             flagged = [ev.get("step") for ev in facts.errors if ev.get("kind") == "nonfinite_loss"]
             if flagged or summ.get("nonfinite_loss") is True:
-                res.status, res.loss_finite = "NONFINITE", False
+                res.status, res.loss_finite = Status.NONFINITE, False
                 res.reason = "the workload reports a non-finite loss" + (f" at step {flagged[0]}" if flagged else "")
         return res
 

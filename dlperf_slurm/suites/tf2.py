@@ -10,7 +10,7 @@ import re
 import statistics
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
+from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
 
 
 class _TF2(Suite):
@@ -224,8 +224,8 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
         extra["progress_lines"] = "Keras progress only (no TimeHistory / Train Step lines)"
     res = lp.finish(primary, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
                     extra=extra, no_memory_reason="TensorFlow model-garden logs report no GPU memory")
-    if not windows and keras.reached and res.status in ("INCOMPLETE", "UNMEASURED"):
-        res.status = "UNMEASURED"
+    if not windows and keras.reached and res.status in (Status.INCOMPLETE, Status.UNMEASURED):
+        res.status = Status.UNMEASURED
         res.reason = "the log has Keras progress lines but no TimeHistory or Train Step lines to time the window"
     res.steps_seen = max([w.max_step for w in windows] + [keras.max_step])
     return res

@@ -8,7 +8,7 @@ import re
 import statistics
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
+from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
 
 
 @register
@@ -181,7 +181,7 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         window.max_step = st["warmup"] + measured  # display_every may skip the last step's line
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
                     no_memory_reason="tf_cnn_benchmarks logs report no GPU memory")
-    if complete and not totals and res.status == "OK":
+    if complete and not totals and res.status == Status.OK:
         res.status, res.reason = "UNMEASURED", "total images/sec is not a positive number"
     return res
 
