@@ -170,9 +170,6 @@ def test_golden(case, tmp_path, request):
 
 
 def test_golden_files_cover_every_launcher():
-    launchers = {l for text in CASES.values() for l in render.LAUNCHERS if f'"{l}"' in text}
-    defaults = {"torchrun", "horovodrun", "tf_config", "mpirun"}  # suite defaults used by the cases
-    assert launchers | defaults >= set(render.LAUNCHERS)
     rendered = {p.read_text().split("# launch (")[1].split(")")[0] for p in GOLDEN.glob("*.sbatch")}
     assert rendered == set(render.LAUNCHERS)
 
