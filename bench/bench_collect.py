@@ -87,8 +87,8 @@ def maxrss_mib(who: int) -> float:
 
 _BIG = """
 import resource, sys, time
-from dlperf_slurm import logparse as lp, suites
-from dlperf_slurm.suites import ParseContext
+from dlperf_slurm import parsing as lp, suites
+from dlperf_slurm.model import ParseContext
 t = time.perf_counter()
 res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(sys.argv[1]), ParseContext(1, 8, 128, 20, 100))
 dt = time.perf_counter() - t

@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dlperf_slurm import campaign, matrix as matrix_mod, render  # noqa: E402
-from dlperf_slurm.executors import SlurmExecutor  # noqa: E402
-from dlperf_slurm.scheduler import Slurm  # noqa: E402
+from dlperf_slurm import manifest, submit, tracking, matrix as matrix_mod, render  # noqa: E402
+from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor  # noqa: E402
+from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
 
 MATRIX = """suite = "pytorch-ddp/resnet50"
 name = "bench96"
@@ -66,19 +66,19 @@ def main() -> int:
         cdir = work / "logs" / "bench96"
         ex = SlurmExecutor(cdir)
         t = time.perf_counter()
-        report = campaign.submit(m, cdir, ex, out=lambda s: None)
+        report = submit.submit(m, cdir, ex, out=lambda s: None)
         wall = time.perf_counter() - t
-        runs = campaign.load_manifest(cdir)
+        runs = manifest.load_manifest(cdir)
         all_ids += [r.job_id for r in runs]
         assert report.submitted == 672 and len({r.job_id for r in runs}) == 672
         results["dlperf_slurm submit (submitit arrays)"] = {"runs": 672, "sbatch_calls": ex.calls["sbatch"],
                                                            "wall_s": round(wall, 2)}
         # one status refresh over every run: one squeue for all
-        mf = campaign.Manifest(cdir)
+        mf = manifest.Manifest(cdir)
         slurm = Slurm()
         exs = {"slurm": SlurmExecutor(cdir, slurm)}
         t = time.perf_counter()
-        campaign.refresh(mf, exs)
+        tracking.refresh(mf, exs)
         results["status refresh of 672 runs"] = {"squeue_calls": slurm.calls["squeue"],
                                                  "sacct_calls": slurm.calls["sacct"],
                                                  "wall_s": round(time.perf_counter() - t, 2)}

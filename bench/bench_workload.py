@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from dlperf_slurm.workloads import dlperf_log, train  # noqa: E402
+from dlperf_slurm import events as ev  # noqa: E402
+from dlperf_slurm.workloads import train  # noqa: E402
 from dlperf_slurm.workloads.resnet import resnet50  # noqa: E402
 
 
@@ -41,8 +42,8 @@ def harness_step_seconds(args: argparse.Namespace) -> float:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert train.main(argv) == 0
-    summary = [e for e in map(dlperf_log.parse_line, out.getvalue().splitlines()) if e and e["event"] == "summary"]
-    return summary[0]["latency_ms"] / 1000.0
+    summary = [e for e in map(ev.parse_line, out.getvalue().splitlines()) if e and e[ev.EVENT] == ev.EV_SUMMARY]
+    return summary[0][ev.LATENCY_MS] / 1000.0
 
 
 def plain_step_seconds(args: argparse.Namespace) -> float:
@@ -90,7 +91,7 @@ def interleaved_ratio(args: argparse.Namespace) -> tuple[float, float, float]:
         opt.step()
 
     sink = open(os.devnull, "w")  # noqa: SIM115
-    log = lambda event, **f: dlperf_log.emit(event, stream=sink, **f)  # noqa: E731
+    log = lambda event, **f: ev.emit(event, stream=sink, **f)  # noqa: E731
     for _ in range(args.warmup):
         harness_step()
         plain_step()
@@ -117,8 +118,8 @@ def bookkeeping_seconds(n: int = 2000) -> float:
     for k in range(n):
         now = time.time()
         value = float(loss.item())
-        dlperf_log.emit("step", stream=sink, step=k, time=now, samples=4, loss=value, step_time=now - prev,
-                        throughput=4.0, tiny=False)
+        ev.emit(ev.EV_STEP, stream=sink, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: 4, ev.LOSS: value,
+                                            ev.STEP_TIME: now - prev, ev.THROUGHPUT: 4.0, ev.TINY: False})
         prev = now
     sink.close()
     return (time.perf_counter() - t0) / n

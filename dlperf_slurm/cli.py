@@ -95,9 +95,75 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------- submit / status / cancel / collect
-# The work lives in dlperf_slurm/campaign.py (manifest, submit, status, cancel; executors.py and scheduler.py
-# beneath it) and dlperf_slurm/collect.py (parsers, statistics, report). Their modules, submitit, pandas and
-# matplotlib are imported only when that subcommand runs.
+# The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/, collect.py,
+# report.py), imported inside the handlers, so --help imports none of them, nor submitit, pandas or matplotlib.
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    import re
+
+    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm import monitor, schedulers
+    from dlperf_slurm.manifest import MANIFEST, Manifest
+    from dlperf_slurm.model import FAILURES
+    from dlperf_slurm.submit import plural, submit
+
+    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
+    if args.campaign:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
+            raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
+        m.name = args.campaign
+    cdir = (Path(args.logs) / m.name).resolve()
+    if args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
+    if args.executor == "auto" and backend.name == "local" and not args.dry_run:
+        print(f"dlperf-slurm: no sbatch on PATH: running locally (--executor local); {args.jobs} at a time",
+              file=sys.stderr)
+    report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
+                    template_dir=args.templates)
+    if args.dry_run:
+        return 0
+    print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
+          f"manifest: {cdir / MANIFEST}")
+    if not args.wait:
+        return 0
+    man = Manifest(cdir)
+    try:
+        final = monitor.wait(man, schedulers.for_campaign(cdir, monitor.used_schedulers(man), default=backend))
+        print(monitor.status_report(man, show_runs=False, notes=backend.notes()))
+    finally:
+        man.close()
+    return 0 if not sum(v for k, v in final.items() if k in FAILURES) else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dlperf_slurm import monitor, schedulers
+    from dlperf_slurm.manifest import Manifest, find_campaign
+
+    cdir = find_campaign(args.logs, args.campaign)
+    m = Manifest(cdir)
+    try:
+        used = monitor.used_schedulers(m)
+        exs = schedulers.for_campaign(cdir, used)
+        if not args.no_refresh:
+            monitor.refresh(m, exs)
+        notes = []
+        for name in sorted(used):
+            notes += exs[name].notes() if name in exs else [
+                f"{name}: no client on this machine; statuses from the manifest and exit markers"]
+        print(monitor.status_report(m, show_runs=not args.cells, notes=notes))
+    finally:
+        m.close()
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from dlperf_slurm import monitor
+    from dlperf_slurm.manifest import find_campaign
+
+    monitor.cancel(find_campaign(args.logs, args.campaign), pending_only=args.pending)
+    return 0
 
 
 def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -111,7 +177,7 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a campaign (only what is missing), to Slurm or locally")
     _add_matrix_args(p)
     p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
-    p.add_argument("--executor", choices=("auto", "slurm", "local"), default="auto",
+    p.add_argument("--executor", default="auto", metavar="{auto,slurm,local}",
                    help="auto (default): Slurm when sbatch is on PATH, else this machine")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="local executor: runs at a time (default 1)")
     p.add_argument("--dry-run", action="store_true", help="print what would be submitted; change nothing")
@@ -120,18 +186,18 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="resubmit every finished run, OK ones included "
                    "(never a pending or running one)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_submit"))
+    p.set_defaults(func=cmd_submit)
 
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
-    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_status"))
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
-    p.set_defaults(func=_lazy("dlperf_slurm.campaign", "cmd_cancel"))
+    p.set_defaults(func=cmd_cancel)
 
 
 def _collect_commands(sub: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@
    from a matrix (:func:`runs_from_matrix`: ``matrix.runs(m, campaign_dir)``), or from a DLPerf-style tree
    without any manifest (:func:`runs_from_tree`: ``DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log``).
 2. Parse each log once, streaming, with its suite's parser; fold in the scheduler state and the exit marker
-   (:func:`dlperf_slurm.logparse.combine`). Logs are parsed in parallel processes; a parser failure is a
+   (:func:`dlperf_slurm.outcome.decide`). Logs are parsed in parallel processes; a parser failure is a
    PARSE_ERROR run, never a crash.
 3. Per cell: statistics over the OK runs only, flags, speedup and efficiency against the 1x1 cell of the same
    suite, precision, XLA, batch per device and variant (:func:`cells_of`).
@@ -27,14 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlperf_slurm import stats
+from dlperf_slurm import manifest, outcome, stats
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.suites import ParseContext, RunResult, Status
+from dlperf_slurm.model import (DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, UNFINISHED, Cell, JobInfo,
+                                RunResult, Status, status_of)
+
+# final statuses a manifest may have recorded from the scheduler alone, before any log was read
+SCHEDULER_WORDS = (Status.OK, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
+                   Status.FAILED)
 
 # How a cell reads when none of its runs is OK: the dominant status among its runs, ties broken in this order.
-FAILURE_ORDER = (Status.OOM, Status.NONFINITE, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
-                 Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
-ACTIVE = (Status.PENDING, Status.RUNNING, Status.REQUEUED, Status.UNSUBMITTED)
 
 _TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)_(?P<rep>\d+)\.log$")
 _SHAPE_DIR = re.compile(r"^(\d+)n(\d+)g$")
@@ -49,7 +51,7 @@ class RunSpec:
     repeat: int
     log: str
     marker: str | None = None
-    state: str | None = None  # scheduler state or the manifest's status
+    state: str | None = None  # the status the manifest recorded (None: no manifest)
     state_reason: str = ""
     job_id: str | None = None
     exit_code: int | None = None
@@ -58,6 +60,7 @@ class RunSpec:
     options: dict[str, Any] = field(default_factory=dict)
     campaign: str = ""
     slurm_out: list[str] = field(default_factory=list)  # the job's own --output files (slurmstepd banners)
+    log_status: str | None = None  # the log's verdict the manifest keeps (None: not read yet)
 
 
 @dataclass
@@ -91,20 +94,21 @@ def _slurm_out_index(dirs: Iterable[Path]) -> dict[str, list[str]]:
 
 
 def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
-    """Runs of a campaign from its manifest (``dlperf_slurm.campaign.load_campaign``), statuses as last recorded."""
-    from dlperf_slurm import campaign
-
-    info = campaign.load_campaign(campaign_dir)
+    """Runs of a campaign from its manifest (:func:`dlperf_slurm.manifest.load_campaign`), statuses as recorded."""
+    info = manifest.load_campaign(campaign_dir)
     measure = info.measure or {}
-    warm, meas = int(measure.get("warmup_steps", 20)), int(measure.get("measure_steps", 100))
+    warm = int(measure.get("warmup_steps", DEFAULT_WARMUP_STEPS))
+    meas = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
     outs = _slurm_out_index(Path(r.log).parent for r in info.runs)
     runs = []
     for r in info.runs:
         log = str(r.log)
-        runs.append(RunSpec(r.key, r.cell, r.repeat, log, str(r.marker), r.status, r.reason or "", r.job_id,
-                            r.exit_code, warm, meas, dict(info.options or {}), info.name,
-                            outs.get(log.removesuffix(".log"), [])))
-    return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"), list(info.cells))
+        slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
+        runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, log, str(r.marker), r.status, r.reason or "",
+                            r.job_id, r.exit_code, warm, meas, dict(info.options or {}), info.name, slurm_out,
+                            r.log_status))
+    return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"),
+                      [c.as_dict() for c in info.cells])
 
 
 def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.PathLike | None = None,
@@ -117,10 +121,8 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
     states: dict[str, Any] = {}
     notes = []
     try:
-        from dlperf_slurm import campaign
-
-        if (cdir / campaign.MANIFEST).exists():
-            states = {r.key: r for r in campaign.load_manifest(cdir)}
+        if (cdir / manifest.MANIFEST).exists():
+            states = {r.key: r for r in manifest.load_manifest(cdir)}
     except Exception as err:  # noqa: BLE001 - a broken manifest must not stop a collect from the matrix
         notes.append(f"manifest not read ({type(err).__name__}: {err}); statuses from logs and exit markers only")
     runs = []
@@ -131,7 +133,9 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
         runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, str(r.log), str(r.marker),
                             rec.status if rec else None, rec.reason if rec else "", rec.job_id if rec else None,
                             rec.exit_code if rec else None, m.measure.warmup_steps, m.measure.measure_steps,
-                            dict(m.options), m.name, outs.get(str(r.base), [])))
+                            dict(m.options), m.name,
+                            ([str(rec.slurm_out)] if rec and rec.slurm_out else []) + outs.get(str(r.base), []),
+                            rec.log_status if rec else None))
     return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)
 
 
@@ -171,12 +175,10 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
             params = {"variant": "_".join(variant)} if variant else {}
             if sub is not None and str(sub) not in ("", "."):
                 params["tree"] = str(sub)
-            parts = [suite.model, suite.framework, f"{nodes}x{gpus}", f"b{bsz}", prec, f"xla{int(xla)}"]
-            parts += [f"{k}-{v}".replace("/", "-") for k, v in sorted(params.items())]
-            cell = {"id": ".".join(parts), "suite": suite.name, "framework": suite.framework, "model": suite.model,
-                    "nodes": nodes, "gpus_per_node": gpus, "shape": f"{nodes}n{gpus}g", "batch_size": bsz,
-                    "global_batch": nodes * gpus * bsz, "precision": prec, "xla": xla, "launcher": "",
-                    "launcher_args": [], "params": params, "env": {}, "log_model": m.group("model")}
+            cell = Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=nodes,
+                        gpus_per_node=gpus, batch_size=bsz, precision=prec, xla=xla, launcher="",
+                        params=tuple(sorted(params.items()))).as_dict()
+            cell["log_model"] = m.group("model")
             marker = log.with_name(log.name[:-4] + ".exit")
             runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), str(log),
                                 str(marker), None, "", None, None, warmup_steps, measure_steps, opts,
@@ -190,87 +192,62 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
 # ============================================================================================== parsing
 
 
-def _read_marker(path: str | None) -> dict[str, Any] | None:
-    """The job's exit marker ``{"rc": .., "signal": ..}`` (the submission stage's reader), None if absent."""
-    if not path:
-        return None
-    from dlperf_slurm.campaign import read_marker
-
-    return read_marker(Path(path))
-
-
-def _slurm_out_state(paths: Sequence[str]) -> tuple[str | None, str]:
-    """A slurmstepd verdict from the job's --output files (kill banners, cgroup OOM), read as logs are."""
-    from dlperf_slurm import logparse as lp
-
-    for p in paths:
-        try:
-            for line in lp.read_lines(p):
-                st = lp.slurm_kill(line) if "***" in line else None
-                if st:
-                    return st, line.strip()[:300]
-                if "oom-kill" in line or "oom_kill" in line or "Exceeded job memory limit" in line:
-                    return Status.OOM, line.strip()[:300]
-        except OSError:
-            continue
-    return None, ""
-
-
 def parse_run(spec: RunSpec) -> dict[str, Any]:
-    """One run's row: the log parsed by its suite, combined with the scheduler state and the exit marker.
-    Never raises for a bad log: a parser exception becomes a PARSE_ERROR run."""
-    from dlperf_slurm import logparse as lp
+    """One run's row: its log read by its suite's parser, its status by :func:`dlperf_slurm.outcome.decide`
+    (a status the manifest decided with the log stands: ``status`` and ``collect`` never disagree). Never raises
+    for a bad log: a parser exception becomes a PARSE_ERROR run."""
     from dlperf_slurm import suites
 
     cell = spec.cell
-    suite_name = cell.get("suite", "")
     t0 = time.perf_counter()
-    size = None
     try:
-        size = os.path.getsize(spec.log)
-        has_log = True
+        size: int | None = os.path.getsize(spec.log)
     except OSError:
-        has_log = False
+        size = None
+    has_log = size is not None
     try:
-        suite = suites.get(suite_name)
-        ctx = ParseContext(int(cell["nodes"]), int(cell["gpus_per_node"]), int(cell["batch_size"]),
-                           spec.warmup_steps, spec.measure_steps, str(cell.get("precision", "fp32")),
-                           options=spec.options)
-        if has_log:
-            res = suite.parse(lp.read_lines(spec.log), ctx)
-        else:
-            res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
-        published = suite.published
-        unit = suite.sample_unit
-    except Exception as err:  # noqa: BLE001 - one bad log must never stop collect
-        res = RunResult(status=Status.PARSE_ERROR, reason=f"parser failed: {type(err).__name__}: {err}"[:300])
+        suite = suites.get(cell.get("suite", ""))
+        published, unit = suite.published, suite.sample_unit
+    except KeyError:
         published, unit = "time", "samples/s"
-    marker = _read_marker(spec.marker)
-    rc = spec.exit_code
-    signal = None
-    if marker is not None:
-        try:
-            rc = int(marker.get("rc"))
-        except (TypeError, ValueError):
-            pass
-        signal = marker.get("signal") or None
-    state = spec.state
-    if res.status != Status.OK and spec.slurm_out and not _final_state(state):
-        st, line = _slurm_out_state(spec.slurm_out)
-        if st:
-            state = st if st != Status.OOM else "OUT_OF_MEMORY"
-            res.extra["slurm_output"] = line
-    if res.status != Status.PARSE_ERROR:
-        lp.combine(res, state=state, rc=rc, signal=signal, has_log=has_log, state_reason=spec.state_reason)
-    if spec.state_reason and res.status not in (Status.OK,) and spec.state_reason not in res.reason:
+    if has_log:
+        res = outcome.read_log(Cell.from_dict(cell), spec.log, warmup_steps=spec.warmup_steps,
+                               measure_steps=spec.measure_steps, options=spec.options)
+    else:
+        res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
+    log_verdict = res.status
+    decided = _decide(spec, res, has_log)
+    outcome.apply(res, decided)
+    res.extra["log_status"] = log_verdict
+    if spec.state:
+        res.extra["scheduler_state"] = str(spec.state)
+    if spec.state_reason and res.status != Status.OK and spec.state_reason not in res.reason:
         res.extra["manifest_reason"] = spec.state_reason
     return _row(spec, res, published, unit, size, time.perf_counter() - t0)
 
 
-def _final_state(state: str | None) -> bool:
-    from dlperf_slurm.logparse import scheduler_status
-
-    return scheduler_status(state) not in (None, Status.FAILED, Status.UNSUBMITTED)
+def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
+    """The run's status: the manifest's when it decided with the log; else :func:`outcome.decide` over the
+    log, the exit marker, the scheduler output file and what the manifest learnt from the scheduler."""
+    recorded = status_of(spec.state) if spec.state else None
+    if recorded == Status.UNSUBMITTED:
+        return outcome.Outcome(Status.UNSUBMITTED, spec.state_reason or "not submitted")
+    if recorded == Status.SUBMITTING:
+        return outcome.Outcome(Status.PENDING, "being submitted")
+    if recorded in FINAL and (spec.log_status or recorded not in SCHEDULER_WORDS):
+        return outcome.Outcome(recorded, spec.state_reason, spec.exit_code)  # decided once, with the log
+    ev = outcome.Evidence(marker=outcome.read_marker(spec.marker), log=res if has_log else None, has_log=has_log,
+                          banner=outcome.read_banner(spec.slurm_out) if spec.slurm_out else None)
+    if recorded is None and not has_log and ev.marker is None:
+        return outcome.Outcome(Status.UNSUBMITTED, "no log yet")
+    if recorded is not None:  # the scheduler's last word, as the manifest recorded it
+        ev.asked = True
+        ev.job = JobInfo(job_id=spec.job_id or "", status=recorded, state=str(recorded), reason=spec.state_reason,
+                         exit_code=spec.exit_code)
+    decided = outcome.decide(ev) or outcome.Outcome(res.status, res.reason)
+    if recorded is not None and decided.status == recorded and spec.state_reason:
+        return outcome.Outcome(recorded, spec.state_reason, decided.exit_code)  # the same verdict: its own words
+    return decided
 
 
 def _variant(cell: dict[str, Any]) -> str:
@@ -376,15 +353,9 @@ def cells_of(runs: Sequence[dict[str, Any]], planned: dict[str, dict[str, Any]] 
         ok = [r for r in rs if r["status"] == Status.OK and _num(r["throughput"])]
         st = stats.summarize([r["throughput"] for r in ok], n)
         counts = Counter(r["status"] for r in rs)
-        active = sum(counts.get(s, 0) for s in ACTIVE)
+        active = sum(counts.get(s, 0) for s in UNFINISHED)
         running = counts.get(Status.RUNNING, 0)
-        if ok:
-            status = Status.OK
-        elif active:
-            status = Status.RUNNING if running else Status.PENDING
-        else:
-            fails = [(counts[s], -FAILURE_ORDER.index(s) if s in FAILURE_ORDER else -99, s) for s in counts]
-            status = max(fails)[2] if fails else Status.UNSUBMITTED
+        status = Status.OK if ok else outcome.cell_status(counts)
         if ok:
             display = None
         elif active:
@@ -467,15 +438,32 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
                   time.perf_counter() - t0, total)
 
 
+def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[dict[str, Any]]) -> int:
+    """Record in the manifest the log verdicts this collect read for ended runs it had none for, with the
+    status decided with them, so ``status`` and ``submit --retry-failed`` see what ``collect`` saw."""
+    m = manifest.Manifest(campaign_dir)
+    try:
+        known = {r["key"]: r for r in m.runs("log_status IS NULL")}
+        updates = [(r["status"], r["reason"] or "", str((r["extra"] or {}).get("log_status") or ""), r["run"])
+                   for r in rows if r["run"] in known and known[r["run"]]["status"] in FINAL and r["status"] in FINAL]
+        if updates:
+            with m.write() as db:
+                db.executemany("UPDATE runs SET status=?, reason=?, log_status=? WHERE key=? AND log_status IS NULL",
+                               updates)
+        return len(updates)
+    finally:
+        m.close()
+
+
 def refresh_statuses(campaign_dir: Path, out=None) -> None:
     """Ask the scheduler about the campaign's active runs (as ``status`` does) before collecting; a failure to
     ask is a warning, never an error: the logs and exit markers still decide."""
     try:
-        from dlperf_slurm import campaign
+        from dlperf_slurm import schedulers, tracking
 
-        m = campaign.Manifest(campaign_dir)
+        m = manifest.Manifest(campaign_dir)
         try:
-            campaign.refresh(m, campaign.make_executors(Path(campaign_dir)))
+            tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:
             m.close()
     except Exception as err:  # noqa: BLE001
@@ -528,17 +516,16 @@ def cmd_collect(args) -> int:
         site = False if args.no_site else args.site
         collections.append(runs_from_matrix(args.matrix, cdir, logs=args.logs, site=site))
     if not collections and not names:
-        from dlperf_slurm import campaign
-
-        names = [str(campaign.find_campaign(args.logs, None))]
+        names = [str(manifest.find_campaign(args.logs, None))]
     for name in names:
-        from dlperf_slurm import campaign
-
-        cdir = campaign.find_campaign(args.logs, name)
+        cdir = manifest.find_campaign(args.logs, name)
         if not args.no_refresh:
             refresh_statuses(cdir)
         collections.append(runs_from_campaign(cdir))
     result = collect(collections, jobs=args.jobs, name=args.name)
+    for col in collections:
+        if col.source == "manifest":
+            keep_verdicts(col.where, [r for r in result.runs if r["campaign"] == col.name])
     paths = report.write_all(result, args.out, plots=not args.no_plots)
     if not args.quiet:
         print(report.terminal(result))

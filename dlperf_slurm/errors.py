@@ -21,3 +21,28 @@ class MatrixError(UserError):
         if key:
             where += f": {key}"
         super().__init__(f"{where}: {message}")
+
+
+class SchedulerError(UserError):
+    """A scheduler command failed; the message names the command and the scheduler's own words."""
+
+    def __init__(self, message: str, command=(), stderr: str = ""):
+        self.command, self.stderr = list(command), stderr
+        super().__init__(message)
+
+
+class ControllerUnreachable(SchedulerError):
+    """The scheduler's controller does not answer (down, wrong configuration, network)."""
+
+
+class SubmissionRefused(SchedulerError):
+    """The scheduler said no: a bad partition/account/QOS, a submit limit, an invalid option."""
+
+
+class SubmitAborted(UserError):
+    """A submission failed half-way; what was submitted before stays recorded."""
+
+    def __init__(self, cause: Exception, submitted_runs: int, remaining_runs: int):
+        self.cause, self.submitted_runs, self.remaining_runs = cause, submitted_runs, remaining_runs
+        super().__init__(f"{cause} -- submission stopped: {submitted_runs} runs were submitted and are recorded, "
+                         f"{remaining_runs} were not (run submit again once the cause is fixed)")

@@ -7,27 +7,25 @@ Everything a user can get wrong is checked here, with the file, key and line in 
 from __future__ import annotations
 
 import difflib
-import functools
-import hashlib
 import itertools
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm import suites
+from dlperf_slurm import launchers, suites
 from dlperf_slurm.errors import MatrixError, UserError
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, SlurmConfig,
+                                time_to_minutes)
 
 PRECISIONS = ("fp32", "amp", "fp16", "bf16")
-LAUNCHERS = ("srun", "mpirun", "horovodrun", "torchrun", "paddle", "oneflow", "tf_config")
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
-CONTAINERS = ("none", "pyxis", "apptainer")
 CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args")
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options")
-MEASURE_KEYS = {"repeats": 7, "warmup_steps": 20, "measure_steps": 100}
+MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
+                "measure_steps": Measure.measure_steps}
 SLURM_KEYS = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
@@ -40,168 +38,7 @@ CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 _DIRECTIVE_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/@%+\-\[\]]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
-_SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
 _DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One configuration of the matrix (run ``repeats`` times)."""
-
-    suite: str
-    model: str
-    framework: str
-    nodes: int
-    gpus_per_node: int
-    batch_size: int  # per device
-    precision: str
-    xla: bool
-    launcher: str
-    launcher_args: tuple[str, ...] = ()
-    params: tuple[tuple[str, Any], ...] = ()  # suite-declared extra axes, sorted by name
-    env: tuple[tuple[str, str], ...] = ()  # free environment-variable axes ("env.NAME"), sorted
-
-    @property
-    def shape(self) -> str:
-        """DLPerf's device-shape label, e.g. ``2n8g``."""
-        return f"{self.nodes}n{self.gpus_per_node}g"
-
-    @property
-    def devices(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    @property
-    def global_batch(self) -> int:
-        return self.devices * self.batch_size
-
-    def param(self, name: str, default: Any = None) -> Any:
-        return dict(self.params).get(name, default)
-
-    def _variant_parts(self) -> list[str]:
-        parts = [] if self.launcher == suites.get(self.suite).launcher else [f"launcher-{self.launcher}"]
-        parts += [f"{k}-{v}" for k, v in self.params]
-        parts += [f"{k}-{v}" for k, v in self.env]
-        if self.launcher_args:
-            joined = "-".join(self.launcher_args)
-            digest = hashlib.sha1("\0".join(self.launcher_args).encode()).hexdigest()[:6]
-            parts.append(f"la-{joined[:24]}-{digest}")
-        return [_SAFE_ID.sub("-", p).strip("-") for p in parts]
-
-    @functools.cached_property
-    def id(self) -> str:
-        """Stable readable id, e.g. ``bert-base.pytorch-ddp.2x8.b96.amp.xla0``."""
-        base = f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}.xla{int(self.xla)}"
-        parts = self._variant_parts()
-        return ".".join([base, *parts]) if parts else base
-
-    @functools.cached_property
-    def stem(self) -> str:
-        """File stem in DLPerf's convention: ``<model>_b<bsz>_<prec>[_xla][_<variant>...]``."""
-        parts = [self.model, f"b{self.batch_size}", self.precision]
-        if self.xla:
-            parts.append("xla")
-        parts += [p.replace("_", "-") for p in self._variant_parts()]
-        return "_".join(parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "suite": self.suite, "framework": self.framework, "model": self.model,
-            "nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "shape": self.shape,
-            "batch_size": self.batch_size, "global_batch": self.global_batch, "precision": self.precision,
-            "xla": self.xla, "launcher": self.launcher, "launcher_args": list(self.launcher_args),
-            "params": dict(self.params), "env": dict(self.env),
-        }
-
-
-@dataclass(frozen=True)
-class Measure:
-    repeats: int = 7
-    warmup_steps: int = 20
-    measure_steps: int = 100
-
-
-@dataclass(frozen=True)
-class Container:
-    type: str = "none"
-    image: str = ""
-    mounts: tuple[str, ...] = ()  # pyxis --container-mounts / apptainer --bind
-    options: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SlurmConfig:
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    time: str = "00:30:00"
-    exclusive: bool = False
-    constraint: str | None = None
-    gpu_request: str = "gpus-per-node"
-    cpus_per_task: int | None = None
-    mem: str | None = None
-    extra_directives: tuple[str, ...] = ()
-    array_throttle: int | None = None
-
-    @property
-    def minutes(self) -> float:
-        return time_to_minutes(self.time)
-
-
-@dataclass(frozen=True)
-class Environment:
-    modules: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    setup: tuple[str, ...] = ()  # trusted shell lines, written as-is
-    container: Container = Container()
-
-
-@dataclass(frozen=True)
-class Dropped:
-    cell: Cell
-    reason: str
-
-
-@dataclass
-class Matrix:
-    path: Path
-    name: str
-    suite: "suites.Suite"
-    cells: list[Cell]
-    dropped: list[Dropped]
-    measure: Measure
-    slurm: SlurmConfig
-    environment: Environment
-    options: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
-
-    @property
-    def runs(self) -> int:
-        return len(self.cells) * self.measure.repeats
-
-    @property
-    def gpu_hours(self) -> float:
-        """GPU-hours the campaign asks for: every run holds its GPUs for the whole time limit."""
-        return sum(c.devices for c in self.cells) * self.measure.repeats * self.slurm.minutes / 60.0
-
-
-def time_to_minutes(value: str) -> float:
-    """Slurm time syntax (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]``) to minutes."""
-    s = str(value).strip()
-    days = 0
-    if "-" in s:
-        d, s = s.split("-", 1)
-        days = int(d)
-        parts = [int(p) for p in s.split(":")] + [0, 0]
-        h, m, sec = parts[0], parts[1], parts[2]
-        return days * 1440 + h * 60 + m + sec / 60
-    parts = [int(p) for p in s.split(":")]
-    if len(parts) == 1:
-        return float(parts[0])
-    if len(parts) == 2:
-        return parts[0] + parts[1] / 60
-    if len(parts) == 3:
-        return parts[0] * 60 + parts[1] + parts[2] / 60
-    raise ValueError(value)
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -351,18 +188,12 @@ def _build(ctx: _Ctx, data: dict[str, Any], site: dict[str, Any], site_path: Pat
             cells.append(cell)
     kept, dropped = [], []
     for cell in cells:
-        reason = suite.drop_reason(cell) or _container_reason(cell, environment.container)
+        reason = suite.drop_reason(cell) or launchers.container_reason(cell.launcher, environment.container.type)
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     return Matrix(ctx.path, name, suite, kept, dropped, measure, slurm, environment, options,
                   str(data.get("description", "")))
-
-
-def _container_reason(cell: Cell, container: Container) -> str | None:
-    if container.type == "pyxis" and cell.launcher in ("mpirun", "horovodrun"):
-        return f"pyxis containers start through srun; launcher {cell.launcher!r} cannot enter them"
-    return None
 
 
 def _int(ctx: _Ctx, key: str, value: Any, minimum: int = 1) -> int:
@@ -447,8 +278,8 @@ def _environment(ctx: _Ctx, table: dict[str, Any]) -> Environment:
         raise ctx.error("environment.container", "expected a table with type, image, mounts/binds")
     _check_keys(ctx, c, CONTAINER_KEYS, "environment.container")
     ctype = c.get("type", "none" if not c.get("image") else None)
-    if ctype not in CONTAINERS:
-        raise ctx.error("environment.container.type", f"expected one of {', '.join(CONTAINERS)}")
+    if ctype not in launchers.CONTAINER_KINDS:
+        raise ctx.error("environment.container.type", f"expected one of {', '.join(launchers.CONTAINER_KINDS)}")
     image = c.get("image", "")
     if ctype != "none" and (not isinstance(image, str) or not image):
         raise ctx.error("environment.container.image", f"a {ctype} container needs an image")
@@ -469,6 +300,9 @@ def _options(ctx: _Ctx, suite: "suites.Suite", table: Any) -> dict[str, Any]:
             raise ctx.error(f"options.{k}", f"expected {type(default).__name__}, got {v!r}")
         if isinstance(v, str) and ("\n" in v or "\0" in v):
             raise ctx.error(f"options.{k}", "newlines are not allowed")
+        why = suite.option_error(k, v)
+        if why:
+            raise ctx.error(f"options.{k}", why)
         out[k] = v
     return out
 
@@ -531,8 +365,9 @@ def _axis_value(ctx: _Ctx, suite: "suites.Suite", key: str, full: str, v: Any) -
             raise ctx.error(full, f"expected true or false, got {v!r}")
         return v
     if key == "launcher":
-        if v not in LAUNCHERS:
-            raise ctx.error(full, f"expected one of {', '.join(LAUNCHERS)}, got {v!r}{_did_you_mean(str(v), LAUNCHERS)}")
+        known = launchers.names()
+        if v not in known:
+            raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{_did_you_mean(str(v), known)}")
         return v
     if key == "launcher_args":
         if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
@@ -573,8 +408,9 @@ def _product(suite: "suites.Suite", axes: dict[str, list[Any]]) -> Iterable[Cell
         # a suite axis at its default value is left out, so ids stay short and stable
         params = tuple(sorted((k, v[k]) for k in suite.axes if k in v and v[k] != suite.axis_defaults.get(k)))
         env = tuple(sorted((k[4:], v[k]) for k in keys if k.startswith("env.")))
-        yield Cell(suite.name, suite.model, suite.framework, n, g, v["batch_size"], v["precision"], v["xla"],
-                   v["launcher"], tuple(v["launcher_args"]), params, env)
+        yield Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
+                   batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
+                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher)
 
 
 def _matches(suite: "suites.Suite", cell: Cell, rule: dict[str, list[Any]]) -> bool:
@@ -595,37 +431,6 @@ def _matches(suite: "suites.Suite", cell: Cell, rule: dict[str, list[Any]]) -> b
 
 
 # ---------------------------------------------------------------------------------------------- runs
-
-
-@dataclass(frozen=True)
-class Run:
-    """One repeat of one cell, with its files in DLPerf's layout under the campaign folder:
-    ``<campaign>/<N>n<G>g/<model>_b<bsz>_<prec>[_xla][_variant]_<repeat>.{log,sbatch,exit}``."""
-
-    cell: Cell
-    repeat: int
-    campaign_dir: Path
-
-    @property
-    def key(self) -> str:
-        return f"{self.cell.id}.r{self.repeat}"
-
-    @functools.cached_property
-    def base(self) -> Path:
-        return self.campaign_dir / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
-
-    @functools.cached_property
-    def log(self) -> Path:
-        return self.base.with_name(self.base.name + ".log")
-
-    @functools.cached_property
-    def script(self) -> Path:
-        return self.base.with_name(self.base.name + ".sbatch")
-
-    @functools.cached_property
-    def marker(self) -> Path:
-        """Written atomically by the job script at its end: the exit status of the launcher."""
-        return self.base.with_name(self.base.name + ".exit")
 
 
 def runs(matrix: Matrix, campaign_dir: str | os.PathLike) -> list[Run]:

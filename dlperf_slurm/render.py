@@ -8,43 +8,18 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import jinja2
 
+from dlperf_slurm import events, launchers
 from dlperf_slurm.files import atomic_write
-from dlperf_slurm.matrix import Cell, Matrix, Run
+from dlperf_slurm.model import Cell, Matrix, Run
+from dlperf_slurm.schedulers.base import Resources, resources
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
-
-
-@dataclass(frozen=True)
-class Launcher:
-    """How a launcher spreads ranks: ``per_gpu`` launchers get one Slurm task per GPU (srun) or start every
-    rank themselves from the batch shell (mpirun, horovodrun); ``per_node`` launchers run one task per node
-    that forks the GPUs' processes (torchrun, paddle, oneflow, TF multi-worker)."""
-
-    name: str
-    tasks: str  # "per_gpu" or "per_node"
-    needs_srun_across_nodes: bool  # multi-node needs srun to reach the other nodes
-    description: str
-
-
-LAUNCHERS: dict[str, Launcher] = {
-    l.name: l
-    for l in (
-        Launcher("srun", "per_gpu", True, "srun starts one task per GPU; ranks from SLURM_PROCID"),
-        Launcher("mpirun", "per_gpu", False, "OpenMPI mpirun from the batch shell, -H host:G per node"),
-        Launcher("horovodrun", "per_gpu", False, "horovodrun -np W -H host:G per node"),
-        Launcher("torchrun", "per_node", True, "torchrun per node, c10d rendezvous on the first node"),
-        Launcher("paddle", "per_node", True, "python -m paddle.distributed.launch per node"),
-        Launcher("oneflow", "per_node", True, "python -m oneflow.distributed.launch per node"),
-        Launcher("tf_config", "per_node", True, "one TF MultiWorkerMirrored worker per node, TF_CONFIG from the node list"),
-    )
-}
 
 
 def shell_quote(value: Any) -> str:
@@ -90,54 +65,41 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     env.filters["q"] = shell_quote
     env.filters["qjoin"] = shell_join
     env.filters["pyargs"] = python_args
+    env.globals["events"] = events  # the :::DLPERF names, for the job event of provenance.sh.j2
     return env
 
 
-def directives(matrix: Matrix, run: Run) -> dict[str, Any]:
-    """The sbatch options of one run, as ``{option: value}`` (value True for a bare flag).
-
-    The single source for both the ``#SBATCH`` lines of the script and the submitit parameters.
-    """
-    cell, s = run.cell, matrix.slurm
-    launcher = LAUNCHERS[cell.launcher]
-    d: dict[str, Any] = {
-        "job-name": f"dlperf.{cell.id}",
-        "nodes": cell.nodes,
-        "ntasks-per-node": cell.gpus_per_node if launcher.tasks == "per_gpu" else 1,
-        "time": s.time,
-    }
-    if s.gpu_request == "gpus-per-node":
-        d["gpus-per-node"] = cell.gpus_per_node
-    elif s.gpu_request == "gres":
-        d["gres"] = f"gpu:{cell.gpus_per_node}"
-    for key in ("partition", "account", "qos", "constraint", "mem"):
-        if getattr(s, key):
-            d[key] = getattr(s, key)
-    if s.cpus_per_task:
-        d["cpus-per-task"] = s.cpus_per_task
-    if s.exclusive:
-        d["exclusive"] = True
-    return d
 
 
-def directive_lines(d: dict[str, Any], extra: Iterable[str] = ()) -> list[str]:
-    """sbatch options as command-line words: ``--name=value``, or ``--name`` for a bare flag."""
-    lines = [f"--{k}" if v is True else f"--{k}={v}" for k, v in d.items()]
-    return lines + list(extra)
+def run_resources(matrix: Matrix, run: Run, **kw: Any) -> Resources:
+    """The neutral resources of one run (the scheduler turns them into its preamble)."""
+    return resources(matrix, run, launchers.tasks_per_node(run.cell), **kw)
 
 
 def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
-    """Everything a template may use that depends on the cell only (the same for all its repeats)."""
+    """Everything a template may use that depends on the cell only (the same for all its repeats).
+
+    The launcher registry says how the launcher enters the container: ``program`` is what the launcher starts
+    on every rank (``apptainer exec IMAGE ...`` in front when the launcher starts one container per rank);
+    ``container_prefix`` goes in front of the launcher's own command when the whole launcher must run in the
+    image; ``through_srun`` tells a per-node template to start one task per node through srun."""
     suite = matrix.suite
     env = dict(matrix.environment.env)
     env.update(suite.environment(cell, matrix.options))
     env.update(dict(cell.env))
     program = suite.program(cell, matrix.measure, matrix.options)
     container = matrix.environment.container
+    launcher = launchers.get(cell.launcher)
+    entry = launcher.entry(container.type)
+    container_prefix: list[str] = []
     if container.type == "apptainer":
         binds = [a for m in container.mounts for a in ("--bind", m)]
         nv = [] if matrix.slurm.gpu_request == "none" else ["--nv"]
-        program = ["apptainer", "exec", *nv, *binds, *container.options, container.image, *program]
+        apptainer = ["apptainer", "exec", *nv, *binds, *container.options, container.image]
+        if entry is launchers.Entry.WRAP_PROGRAM:
+            program = [*apptainer, *program]
+        else:  # WRAP_LAUNCHER
+            container_prefix = apptainer
     return {
         "cell": cell.as_dict(),
         "campaign": matrix.name,
@@ -155,21 +117,21 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,
         "program": program,
+        "container_prefix": container_prefix,
+        "through_srun": launcher.through_srun(cell.nodes, container.type),
     }
 
 
 def run_context(run: Run) -> dict[str, Any]:
     """What differs between the repeats of a cell: the run's files."""
     base = str(run.base)
-    return {
-        "run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
-                "script": base + ".sbatch"},
-        "slurm_output": base + ".slurm-%j.out",
-    }
+    return {"run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
+                    "script": base + ".sbatch"}}
 
 
 class Renderer:
-    """Renders the runs of one matrix; the launcher command is rendered once per cell."""
+    """Renders the runs of one matrix; the launcher command is rendered once per cell. The script's preamble
+    (its scheduler directives) is the scheduler's: :meth:`render` takes it as lines."""
 
     def __init__(self, matrix: Matrix, template_dir: str | None = None):
         self.matrix = matrix
@@ -182,23 +144,32 @@ class Renderer:
         cell_ctx = self._cells.get(run.cell)
         if cell_ctx is None:
             cell_ctx = cell_context(self.matrix, run.cell)
-            launcher = self._env.get_template(f"launchers/{cell_ctx['launcher']}.sh.j2")
+            launcher = self._env.get_template(launchers.get(run.cell.launcher).template)
             cell_ctx["launch"] = launcher.render(cell_ctx).strip()
-            cell_ctx["directives"] = directive_lines(directives(self.matrix, run), self.matrix.slurm.extra_directives)
             self._cells[run.cell] = cell_ctx
         return {**cell_ctx, **run_context(run)}
 
-    def render(self, run: Run) -> str:
-        """The sbatch script of one run: the launcher's command inside the batch script."""
-        return self._sbatch.render(self.context(run))
+    def render(self, run: Run, preamble: Sequence[str]) -> str:
+        """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body."""
+        return self._sbatch.render({**self.context(run), "preamble": list(preamble)})
+
+
+def standalone_preamble(matrix: Matrix, run: Run) -> list[str]:
+    """The preamble of a script rendered for submitting by hand (``render``): Slurm's, named after the cell,
+    its Slurm output beside the log."""
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler
+
+    res = run_resources(matrix, run, output=str(run.base) + ".slurm-%j.out")
+    return SlurmScheduler(run.campaign_dir).preamble(res)
 
 
 def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str:
-    """The sbatch script of one run."""
-    return Renderer(matrix, template_dir).render(run)
+    """The sbatch script of one run, for submitting by hand."""
+    return Renderer(matrix, template_dir).render(run, standalone_preamble(matrix, run))
 
 
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
     """Render and write every run's script next to its log (atomically, executable); returns the paths."""
     renderer = Renderer(matrix, template_dir)
-    return [atomic_write(run.script, renderer.render(run), executable=True) for run in runs]
+    return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run)), executable=True)
+            for run in runs]

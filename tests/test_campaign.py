@@ -20,79 +20,12 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import fakeslurm  # noqa: E402
 from testlib import REPO, TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import campaign  # noqa: E402
-from dlperf_slurm.scheduler import JobInfo  # noqa: E402
-from dlperf_slurm.suites import Status  # noqa: E402
+from dlperf_slurm import manifest, monitor, schedulers, submit  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
 
 
 def statuses(cdir: Path) -> dict[str, str]:
-    return {r.key: r.status for r in campaign.load_manifest(cdir)}
-
-
-# ------------------------------------------------------------------------------------------ resolve()
-
-
-def _marker(tmp_path, rc, sig="", end=None):
-    return {"rc": rc, "signal": sig, "end": end or time.time(), "job": "1"}
-
-
-@pytest.mark.parametrize("state, marker, expect", [
-    ("PENDING", None, Status.PENDING),
-    ("RUNNING", None, Status.RUNNING),
-    ("REQUEUED", None, Status.REQUEUED),
-    ("COMPLETED", {"rc": 0}, Status.OK),
-    ("COMPLETED", None, Status.OK),
-    ("FAILED", {"rc": 3}, Status.FAILED),
-    ("TIMEOUT", {"rc": 143, "signal": "TERM"}, Status.TIMEOUT),
-    ("CANCELLED by 0", None, Status.CANCELLED),
-    ("OUT_OF_MEMORY", None, Status.OOM),
-    ("NODE_FAIL", None, Status.NODE_FAIL),
-    ("PREEMPTED", {"rc": 143, "signal": "TERM"}, Status.PREEMPTED),
-    ("BOOT_FAIL", None, Status.NODE_FAIL),
-])
-def test_resolve_scheduler_state_wins(tmp_path, state, marker, expect):
-    log = tmp_path / "x.log"
-    log.write_text("hello\n")
-    st, reason = campaign.resolve(JobInfo("1", state.split()[0], "by 0" if "by" in state else ""), True,
-                                  marker, log, False, 600)
-    assert st == expect
-    if expect == Status.FAILED:
-        assert reason == "exit code 3"
-    if expect == Status.PREEMPTED:
-        assert "SIGTERM" in reason
-
-
-def test_resolve_failed_with_oom_message_in_log_is_oom(tmp_path):
-    log = tmp_path / "x.log"
-    log.write_text("step 1\nRuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n")
-    st, reason = campaign.resolve(JobInfo("1", "FAILED"), True, {"rc": 1}, log, False, 600)
-    assert st == Status.OOM and "CUDA out of memory" in reason
-
-
-def test_resolve_failed_without_log_is_launch_failed(tmp_path):
-    st, reason = campaign.resolve(JobInfo("1", "FAILED", exit_code="1:0"), True, None, tmp_path / "none.log", False, 600)
-    assert st == Status.LAUNCH_FAILED and "never started" in reason
-
-
-def test_resolve_without_scheduler_record(tmp_path):
-    log = tmp_path / "x.log"
-    start = time.time() - 700
-    log.write_text(':::DLPERF {"event": "job", "run": "r", "time": %f}\n' % start)
-    # marker decides: 0 -> OK, rc -> FAILED, TERM at the time limit -> TIMEOUT, TERM earlier -> CANCELLED
-    assert campaign.resolve(None, True, {"rc": 0, "signal": ""}, log, False, 600)[0] == Status.OK
-    assert campaign.resolve(None, True, {"rc": 2, "signal": ""}, log, False, 600) == (Status.FAILED, "exit code 2")
-    st, reason = campaign.resolve(None, True, {"rc": 143, "signal": "TERM", "end": start + 601}, log, False, 600)
-    assert st == Status.TIMEOUT and "inferred" in reason
-    st, _ = campaign.resolve(None, True, {"rc": 143, "signal": "TERM", "end": start + 100}, log, False, 600)
-    assert st == Status.CANCELLED
-    # gone from the queue without a marker
-    assert campaign.resolve(None, True, None, log, False, 600)[0] == Status.FAILED
-    assert campaign.resolve(None, True, None, tmp_path / "nolog", False, 600)[0] == Status.LAUNCH_FAILED
-    assert campaign.resolve(None, True, None, log, True, 600)[0] == Status.CANCELLED
-    # the scheduler could not be asked and there is no marker: nothing is concluded
-    assert campaign.resolve(None, False, None, log, False, 600) == (None, "")
-    # a state we do not know is never guessed
-    assert campaign.resolve(JobInfo("1", "SOMETHING_NEW"), True, None, log, False, 600)[0] is None
+    return {r.key: r.status for r in manifest.load_manifest(cdir)}
 
 
 # ------------------------------------------------------------------------------------------ local executor, end to end
@@ -109,7 +42,7 @@ def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
     assert len(st) == 6
     for key, s in st.items():
         assert s == {"ok": Status.OK, "fail": Status.FAILED, "oom": Status.OOM}[key.split("MODE-")[1].split(".")[0]]
-    info = campaign.load_campaign(cdir)
+    info = manifest.load_campaign(cdir)
     assert info.measure == {"repeats": 2, "warmup_steps": 1, "measure_steps": 1}
     assert info.matrix_copy.read_text() == mx.read_text()
     assert len(info.cells) == 3 and info.cells[0]["batch_size"] == 1
@@ -126,7 +59,7 @@ def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
     old_ok = {r.key: r.job_id for r in info.runs if r.status == Status.OK}
     p = cli(*args, "--retry-failed", "--wait")
     assert "submitting 4 as 1" in p.stdout, p.stdout
-    info2 = campaign.load_campaign(cdir)
+    info2 = manifest.load_campaign(cdir)
     for r in info2.runs:
         if r.key in old_ok:
             assert r.job_id == old_ok[r.key] and r.attempt == 1 and not r.previous
@@ -154,7 +87,7 @@ def test_local_skips_srun_cells_with_a_reason(tmp_path):
             "--wait")
     assert p.returncode == 0, p.stderr
     assert "skipped resnet50.pytorch-ddp.2x1" in p.stdout and "needs 2 nodes" in p.stdout
-    runs = {r.cell["nodes"]: r for r in campaign.load_manifest(tmp_path / "logs" / "sk")}
+    runs = {r.cell["nodes"]: r for r in manifest.load_manifest(tmp_path / "logs" / "sk")}
     assert runs[1].status == Status.OK
     assert runs[2].status == Status.UNSUBMITTED and "skipped by the local executor" in runs[2].reason
 
@@ -166,14 +99,14 @@ def test_local_cancel(tmp_path):
     assert p.returncode == 0, p.stderr
     cdir = logs / "cx"
     t0 = time.time()
-    while not any(r.log.exists() for r in campaign.load_manifest(cdir)) and time.time() - t0 < 20:
+    while not any(r.log.exists() for r in manifest.load_manifest(cdir)) and time.time() - t0 < 20:
         time.sleep(0.2)
     p = cli("--logs", str(logs), "cancel", "cx")
     assert "cancel requested for 3 runs" in p.stdout, p.stdout + p.stderr
-    m = campaign.Manifest(cdir)
-    campaign.wait(m, campaign.make_executors(cdir), out=lambda s: None, timeout=30)
+    m = manifest.Manifest(cdir)
+    monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=30)
     m.close()
-    runs = campaign.load_manifest(cdir)
+    runs = manifest.load_manifest(cdir)
     assert [r.status for r in runs] == [Status.CANCELLED] * 3
     assert sum("while running" in r.reason or "SIGTERM" in r.reason for r in runs) == 1
 
@@ -209,7 +142,7 @@ def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
     p = _submit(logs, mx)
     assert p.returncode == 0, p.stderr
     assert "submitted 7 runs with 1 sbatch call;" in p.stdout
-    runs = campaign.load_manifest(logs / "f")
+    runs = manifest.load_manifest(logs / "f")
     assert [r.job_id for r in runs] == [f"100_{i}" for i in range(7)]
     assert all(r.status == Status.PENDING and r.array_job_id == "100" for r in runs)
     # states a small test cluster cannot produce
@@ -223,7 +156,7 @@ def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
     runs[6].marker.write_text(json.dumps({"rc": 0, "signal": "", "end": time.time(), "job": "106"}))
     p = cli("--logs", str(logs), "status", "f")
     assert p.returncode == 0, p.stderr
-    got = [r.status for r in campaign.load_manifest(logs / "f")]
+    got = [r.status for r in manifest.load_manifest(logs / "f")]
     assert got == [Status.NODE_FAIL, Status.PREEMPTED, Status.OOM, Status.REQUEUED, Status.TIMEOUT, Status.RUNNING,
                    Status.OK]
     calls = fakeslurm.load(fake)["calls"]
@@ -240,15 +173,15 @@ def test_slurm_without_sacct_uses_markers(tmp_path, fake):
     mx = write_matrix(tmp_path, name="ns", modes=("ok",), repeats=3)
     logs = tmp_path / "logs"
     _submit(logs, mx, check=True)
-    runs = campaign.load_manifest(logs / "ns")
+    runs = manifest.load_manifest(logs / "ns")
     for i, (rc, sig) in enumerate([(0, ""), (3, ""), (None, None)]):
         fakeslurm.set_state(fake, f"100_{i}", "COMPLETED", in_squeue=False)
         runs[i].log.parent.mkdir(parents=True, exist_ok=True)
-        runs[i].log.write_text("started\n")
+        runs[i].log.write_text(":::DLPERF {\"event\":\"step\",\"step\":0,\"time\":0.5}\n")
         if rc is not None:
             runs[i].marker.write_text(json.dumps({"rc": rc, "signal": sig, "end": time.time(), "job": str(i)}))
     p = cli("--logs", str(logs), "status", "ns", check=True)
-    got = campaign.load_manifest(logs / "ns")
+    got = manifest.load_manifest(logs / "ns")
     assert [r.status for r in got] == [Status.OK, Status.FAILED, Status.FAILED]
     assert "without an exit marker" in got[2].reason
     assert "sacct unavailable" in p.stdout
@@ -261,7 +194,7 @@ def test_refused_half_way_keeps_what_was_submitted(tmp_path, fake):
     p = _submit(logs, mx)
     assert p.returncode == 2
     assert "a cluster submission limit was hit" in p.stderr and "2 runs were submitted and are recorded" in p.stderr
-    runs = campaign.load_manifest(logs / "k")
+    runs = manifest.load_manifest(logs / "k")
     assert sum(r.status == Status.PENDING for r in runs) == 2
     rest = [r for r in runs if r.status != Status.PENDING]
     assert len(rest) == 4 and all(r.status == Status.UNSUBMITTED for r in rest)
@@ -272,14 +205,14 @@ def test_refused_half_way_keeps_what_was_submitted(tmp_path, fake):
     p = _submit(logs, mx, check=True)
     assert "submitting 4 as 2" in p.stdout
     assert len(_fake_tasks(fake)) == 6
-    assert len({r.job_id for r in campaign.load_manifest(logs / "k")}) == 6
+    assert len({r.job_id for r in manifest.load_manifest(logs / "k")}) == 6
 
 
 def test_bad_partition_and_unreachable_controller(tmp_path, fake):
     mx = write_matrix(tmp_path, name="bp", slurm_extra='partition = "nope"')
     p = _submit(tmp_path / "logs", mx)
     assert p.returncode == 2 and "the partition does not exist" in p.stderr and "Invalid partition" in p.stderr
-    assert all(r.status == Status.UNSUBMITTED for r in campaign.load_manifest(tmp_path / "logs" / "bp"))
+    assert all(r.status == Status.UNSUBMITTED for r in manifest.load_manifest(tmp_path / "logs" / "bp"))
     fakeslurm.update(fake, lambda s: s.update(ping="down"))
     p = _submit(tmp_path / "logs", write_matrix(tmp_path, name="down"))
     assert p.returncode == 2 and "controller is unreachable" in p.stderr
@@ -303,7 +236,7 @@ def test_sigkill_mid_submit_then_next_submit_completes_exactly(tmp_path, fake, w
         assert fakeslurm.load(fake)["released"].count(fakeslurm.load(fake)["submitted"][1]["id"]) == 1
     else:
         assert "never reached the scheduler" in p.stdout and "submitting 4 as 2" in p.stdout
-    runs = campaign.load_manifest(logs / "k")
+    runs = manifest.load_manifest(logs / "k")
     assert all(r.status == Status.PENDING for r in runs)
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake)  # every run once, no job twice
     assert fakeslurm.load(fake)["calls"]["sbatch"] == (4 if when == "before" else 3)  # the killed call made no job
@@ -324,7 +257,7 @@ def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
         p.send_signal(signal.SIGKILL)
         p.wait()
     _submit(logs, mx, check=True)
-    runs = campaign.load_manifest(logs / "k")
+    runs = manifest.load_manifest(logs / "k")
     assert len(runs) == 9 and all(r.status == Status.PENDING for r in runs)
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
 
@@ -347,7 +280,7 @@ def test_manifest_is_readable_while_a_writer_holds_a_transaction(tmp_path, fake)
     mx = write_matrix(tmp_path, name="rd")
     logs = tmp_path / "logs"
     _submit(logs, mx, check=True)
-    m = campaign.Manifest(logs / "rd")
+    m = manifest.Manifest(logs / "rd")
     with m.write() as db:
         db.execute("UPDATE runs SET reason='x'")
         # another process reads the committed state meanwhile
@@ -367,7 +300,7 @@ def test_slurm_cancel_is_one_scancel(tmp_path, fake):
     st = fakeslurm.load(fake)
     assert st["calls"]["scancel"] == 1
     cli("--logs", str(logs), "status", "cc", check=True)
-    runs = campaign.load_manifest(logs / "cc")
+    runs = manifest.load_manifest(logs / "cc")
     assert [r.status for r in runs] == [Status.OK] + [Status.CANCELLED] * 3
     assert "dlperf-slurm cancel" in runs[1].reason
 
@@ -376,13 +309,13 @@ def test_cells_with_the_same_id_are_refused(tmp_path, monkeypatch):
     """Two cells whose ids collide would share logs: submit refuses, naming what differs."""
     from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm.errors import UserError
-    from dlperf_slurm.executors import LocalExecutor
+    from dlperf_slurm.schedulers.local import LocalScheduler as LocalExecutor
 
     m = matrix_mod.load(write_matrix(tmp_path, name="dup", modes=("ok", "fail")), site=False)
     monkeypatch.setattr(matrix_mod.Cell, "id", property(lambda self: "same-id"))
     cdir = tmp_path / "logs" / "dup"
     with pytest.raises(UserError, match="two cells share the id same-id .*env"):
-        campaign.submit(m, cdir, LocalExecutor(cdir), out=lambda s: None)
+        submit.submit(m, cdir, LocalExecutor(cdir), out=lambda s: None)
     assert not cdir.exists()
 
 
@@ -390,7 +323,8 @@ def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     """An error once sbatch has succeeded (say, the disk fills while submitit moves its pickles) must not
     make the next submit send the same runs again."""
     from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.executors import SlurmExecutor, SubmitAborted
+    from dlperf_slurm.errors import SubmitAborted
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor
 
     class Flaky(SlurmExecutor):
         def _submit_group(self, group):
@@ -400,9 +334,9 @@ def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     m = matrix_mod.load(_three_groups(tmp_path), site=False)
     cdir = tmp_path / "logs" / "k"
     with pytest.raises(SubmitAborted, match="No space left on device"):
-        campaign.submit(m, cdir, Flaky(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
-    runs = campaign.load_manifest(cdir)
+        submit.submit(m, cdir, Flaky(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+    runs = manifest.load_manifest(cdir)
     assert sum(r.status == Status.PENDING and r.job_id is not None for r in runs) == 2
-    campaign.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
-    runs = campaign.load_manifest(cdir)
+    submit.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+    runs = manifest.load_manifest(cdir)
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake) and len(fakeslurm.load(fake)["submitted"]) == 3

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import cli, collect, files, report, stats
-from dlperf_slurm import logparse as lp
-from dlperf_slurm.suites import Status
+from dlperf_slurm.model import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -129,12 +128,12 @@ def _write_run(run, spec: ls.Spec, rc: int | None = 0) -> dict:
 
 
 def test_campaign_while_running_then_finished(tmp_path, capsys):
-    from dlperf_slurm import campaign, matrix
+    from dlperf_slurm import manifest, matrix
 
     m = matrix.load(_smoke_matrix(tmp_path), site=False)
     cdir = tmp_path / "logs" / "smoke"
     runs = matrix.runs(m, cdir)
-    man = campaign.Manifest(cdir, create=True)
+    man = manifest.Manifest(cdir, create=True)
     man.sync(m, runs)
 
     def set_status(key, status, job):
@@ -287,21 +286,13 @@ def test_atomic_write_replaces_whole_files(tmp_path):
 
 
 def test_cli_start_imports_no_heavy_module():
-    heavy = ('pandas', 'matplotlib', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.campaign',
-             'dlperf_slurm.collect', 'dlperf_slurm.logparse')
+    heavy = ('pandas', 'matplotlib', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.submit',
+             'dlperf_slurm.collect', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking', 'dlperf_slurm.schedulers.slurm')
     code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
     assert out.stdout.strip() == "[]"
-
-
-def test_scheduler_state_words():
-    assert lp.scheduler_status("CANCELLED by 0") == Status.CANCELLED
-    assert lp.scheduler_status("RUNNING+") == Status.RUNNING
-    assert lp.scheduler_status("COMPLETED") is None and lp.scheduler_status("OK") is None
-    assert lp.scheduler_status("OUT_OF_MEMORY") == Status.OOM
-    assert lp.scheduler_status("SUBMITTING") == Status.PENDING
 
 
 def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):

@@ -15,22 +15,11 @@ from testlib import TEMPLATES, wait_until, write_matrix  # noqa: E402
 
 from dlperf_slurm import matrix as matrix_mod  # noqa: E402
 from dlperf_slurm import render  # noqa: E402
-from dlperf_slurm.executors import Group, LocalExecutor, SlurmExecutor, SubmitAborted, submitit_parameters  # noqa: E402
-from dlperf_slurm.scheduler import Slurm  # noqa: E402
-
-
-class RecordingJournal:
-    def __init__(self):
-        self.events = []
-
-    def before_submit(self, ex, g):
-        self.events.append(("before", g.token))
-
-    def after_submit(self, ex, g, ids):
-        self.events.append(("after", g.token, ids))
-
-    def submit_failed(self, ex, g, err):
-        self.events.append(("failed", g.token, str(err)))
+from dlperf_slurm.errors import SchedulerError  # noqa: E402
+from dlperf_slurm.schedulers.local import LocalScheduler as LocalExecutor  # noqa: E402
+from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor, submitit_parameters  # noqa: E402
+from dlperf_slurm.submit import plan  # noqa: E402
+from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
 
 
 def _matrix(tmp_path, **kw):
@@ -55,18 +44,18 @@ partition = "debug"
 def test_plan_groups_by_resources_and_orders_repeat_major(tmp_path):
     m = _matrix(tmp_path, devices=("1x1", "1x2", "2x1", "2x2"), repeats=3)
     runs = matrix_mod.runs(m, tmp_path / "c")
-    groups, skipped = SlurmExecutor(tmp_path / "c", max_array_size=1001).plan(m, runs)
+    groups, skipped = plan(m, runs, SlurmExecutor(tmp_path / "c", max_array_size=1001))
     assert not skipped
     # torchrun: 1 task per node, so 1x1 and 1x2 share resources, and so do 2x1 and 2x2
-    keys = sorted((g.directives["nodes"], g.directives["ntasks-per-node"], g.size) for g in groups)
+    keys = sorted((g.resources.nodes, g.resources.tasks_per_node, g.size) for g in groups)
     assert keys == [(1, 1, 6), (2, 1, 6)]
     g = groups[0]
     assert [r.repeat for r in g.runs] == [0, 0, 1, 1, 2, 2]  # repeat-major: every cell gets r0 first
     assert len({r.cell.id for r in g.runs}) == 2
     m = _matrix(tmp_path, devices=("1x1", "1x2", "2x1"), launchers=("srun",), repeats=2)
-    groups, _ = SlurmExecutor(tmp_path / "c", max_array_size=1001).plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    groups, _ = plan(m, matrix_mod.runs(m, tmp_path / "c"), SlurmExecutor(tmp_path / "c", max_array_size=1001))
     # srun: 1 task per GPU -> three resource sets
-    assert sorted((g.directives["nodes"], g.directives["ntasks-per-node"]) for g in groups) == [(1, 1), (1, 2), (2, 1)]
+    assert sorted((g.resources.nodes, g.resources.tasks_per_node) for g in groups) == [(1, 1), (1, 2), (2, 1)]
     assert len({g.token for g in groups}) == len(groups) and all(g.token in g.name for g in groups)
 
 
@@ -75,11 +64,11 @@ def test_plan_chunks_to_max_array_size(tmp_path):
     m = matrix_mod.load(tmp_path / "big.toml", site=False)
     runs = matrix_mod.runs(m, tmp_path / "c")
     assert len(runs) == 672
-    groups, _ = SlurmExecutor(tmp_path / "c", max_array_size=100).plan(m, runs)
+    groups, _ = plan(m, runs, SlurmExecutor(tmp_path / "c", max_array_size=100))
     assert all(g.size <= 100 for g in groups)
     assert sum(g.size for g in groups) == 672
     assert len(groups) == 8  # 336 one-node runs -> 4 chunks, 336 two-node runs -> 4 chunks
-    assert groups[0].sbatch_options()[-1] == "--array=0-99%4"
+    assert groups[0].resources.array == "0-99%4" and "#SBATCH --array=0-99%4" in SlurmExecutor(tmp_path).preamble(groups[0].resources)
 
 
 def test_submitit_parameters_come_from_render_directives(tmp_path):
@@ -88,10 +77,8 @@ def test_submitit_parameters_come_from_render_directives(tmp_path):
                                       'extra_directives = ["--reservation=bench", "--requeue"]\n'
                                       'array_throttle = 2', time_limit="01:30:30", devices=("2x1",))
     runs = matrix_mod.runs(m, tmp_path / "c")
-    d = render.directives(m, runs[0])
-    d.pop("job-name")
-    g = Group("tok", "dlperf.t.tok", runs, d, tuple(m.slurm.extra_directives), 2, m.slurm.time)
-    p = submitit_parameters(g)
+    p = submitit_parameters(render.run_resources(m, runs[0], job_name="dlperf.t.tok", output="/o/tok_%a.out"),
+                            len(runs), 2)
     assert p["use_srun"] is False and p["wckey"] is None
     assert (p["nodes"], p["ntasks_per_node"], p["partition"], p["account"], p["qos"], p["mem"]) == \
         (2, 1, "gpu", "proj1", "high", "8G")
@@ -99,6 +86,9 @@ def test_submitit_parameters_come_from_render_directives(tmp_path):
     assert p["array_parallelism"] == 2
     assert p["time"] == 91 and p["additional_parameters"]["time"] == "01:30:30"
     assert p["additional_parameters"]["reservation"] == "bench" and p["additional_parameters"]["requeue"] is True
+    # submitit's own --output and --signal=USR2@90 are replaced (same keys), and the group is submitted held
+    extra = p["additional_parameters"]
+    assert extra["output"] == "/o/tok_%a.out" and extra["signal"] == "B:CONT@1" and extra["hold"] is True
 
 
 
@@ -107,25 +97,24 @@ def test_one_sbatch_per_array_not_per_run(tmp_path, fake):
     m = matrix_mod.load(tmp_path / "big.toml", site=False)
     cdir = tmp_path / "c"
     runs = matrix_mod.runs(m, cdir)
-    ex = SlurmExecutor(cdir, Slurm())
-    groups, _ = ex.plan(m, runs)
+    ex = SlurmExecutor(cdir, slurm=Slurm())
+    groups, _ = plan(m, runs, ex)
     render.write_scripts(m, runs)
-    journal = RecordingJournal()
-    ids = ex.submit(groups, journal)
+    ids = [ex.submit(g) for g in groups]
     st = fakeslurm.load(fake)
     assert st["calls"]["sbatch"] == len(groups) == 2 == ex.calls["sbatch"]  # not 672
     assert sum(len(x) for x in ids) == 672 and len({j for x in ids for j in x}) == 672
-    assert [e[0] for e in journal.events] == ["before", "after", "before", "after"]
-    # the sbatch file submitit wrote: our resources, an array with our throttle, no srun wrapper, no --signal
+    # the sbatch file submitit wrote carries exactly our preamble's options: an array with our throttle, our
+    # output file, the inert signal, no srun wrapper
     text = Path(st["submitted"][0]["script"]).read_text()
+    for line in ex.preamble(groups[0].resources):
+        assert line.replace("=", "='", 1) + "'" in text or line in text, line
     assert "#SBATCH --array=0-335%4" in text
     assert "#SBATCH --partition=debug" in text and "#SBATCH --time=00:10:00" in text
-    assert "--signal" not in text and "--wckey" not in text and "srun" not in text
+    assert "USR2" not in text and "--wckey" not in text and "srun" not in text
     assert "submitit.core._submit" in text
     assert ids[0][5] == f"{st['submitted'][0]['id']}_5"
-    # submitted held, released once submitit has put every task's pickle in place
-    assert "#SBATCH --hold" in text
-    assert st["released"] == [s["id"] for s in st["submitted"]]
+    assert "#SBATCH --hold" in text  # submitted held: the journal releases it once the ids are recorded
 
 
 def test_refused_sbatch_stops_and_reports(tmp_path, fake):
@@ -134,23 +123,22 @@ def test_refused_sbatch_stops_and_reports(tmp_path, fake):
     cdir = tmp_path / "c"
     runs = matrix_mod.runs(m, cdir)
     render.write_scripts(m, runs)
-    ex = SlurmExecutor(cdir, Slurm())
-    groups, _ = ex.plan(m, runs)
-    journal = RecordingJournal()
-    with pytest.raises(SubmitAborted) as err:
-        ex.submit(groups, journal)
-    assert "submission limit" in str(err.value) and "2 runs were submitted" in str(err.value)
-    assert [e[0] for e in journal.events] == ["before", "after", "before", "failed"]
+    ex = SlurmExecutor(cdir, slurm=Slurm())
+    groups, _ = plan(m, runs, ex)
+    ex.submit(groups[0])
+    with pytest.raises(SchedulerError) as err:
+        ex.submit(groups[1])
+    assert "submission limit" in str(err.value)
 
 
 def test_local_executor_skips_what_needs_srun(tmp_path):
     m = _matrix(tmp_path, devices=("1x1", "2x1"), repeats=1)
-    groups, skipped = LocalExecutor(tmp_path / "c").plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    groups, skipped = plan(m, matrix_mod.runs(m, tmp_path / "c"), LocalExecutor(tmp_path / "c"))
     assert [(r.cell.nodes, why) for r, why in skipped] == [
         (2, "needs 2 nodes (srun across nodes): the local executor runs on this machine only")]
     assert sum(g.size for g in groups) == 1
     m = _matrix(tmp_path, devices=("1x1",), launchers=("srun",), repeats=2)
-    groups, skipped = LocalExecutor(tmp_path / "c").plan(m, matrix_mod.runs(m, tmp_path / "c"))
+    groups, skipped = plan(m, matrix_mod.runs(m, tmp_path / "c"), LocalExecutor(tmp_path / "c"))
     assert not groups and len(skipped) == 2 and all("srun launcher" in why for _, why in skipped)
 
 
@@ -160,7 +148,7 @@ def _local_group(tmp_path, jobs=2, **kw):
     runs = matrix_mod.runs(m, cdir)
     render.write_scripts(m, runs, str(TEMPLATES))
     ex = LocalExecutor(cdir, jobs)
-    groups, _ = ex.plan(m, runs)
+    groups, _ = plan(m, runs, ex)
     return ex, groups
 
 
@@ -175,7 +163,7 @@ def test_local_runner_runs_n_at_a_time_and_records_exits(tmp_path, monkeypatch):
     monkeypatch.setenv("DLPERF_TEST_SLEEP", "1")
     ex, groups = _local_group(tmp_path, jobs=2, modes=("ok", "fail"), repeats=2)
     t0 = time.time()
-    ids = ex.submit(groups, RecordingJournal())[0]
+    ids = ex.submit(groups[0])
     assert time.time() - t0 < 5  # submit returns while the runs go on
     info = _wait_local(ex, ids)
     q = wait_until(lambda: (d := json.loads(ex.queue_file(groups[0].token).read_text()))["runner"].get("ended") and d,
@@ -198,7 +186,7 @@ def test_local_runner_runs_n_at_a_time_and_records_exits(tmp_path, monkeypatch):
 
 def test_local_runner_time_limit_and_cancel(tmp_path):
     ex, groups = _local_group(tmp_path, jobs=3, modes=("sleep",), repeats=3, time_limit="00:00:03")
-    ids = ex.submit(groups, RecordingJournal())[0]
+    ids = ex.submit(groups[0])
     wait_until(lambda: ex.query(ids)[ids[0]].state == "RUNNING", 20, what="first run to start")
     ex.cancel([ids[0]])
     info = _wait_local(ex, ids, 40)
@@ -209,13 +197,14 @@ def test_local_runner_time_limit_and_cancel(tmp_path):
 
 
 def test_auto_executor_is_local_without_sbatch_and_slurm_with_it(tmp_path, monkeypatch):
-    from dlperf_slurm import campaign, scheduler
+    from dlperf_slurm import schedulers
+    from dlperf_slurm.schedulers import slurmctl as scheduler
 
     monkeypatch.setattr(scheduler.shutil, "which", lambda name: None)
-    assert campaign.choose_executor("auto", tmp_path, 3).name == "local"
+    assert schedulers.choose("auto", tmp_path, jobs=3).name == "local"
     monkeypatch.setattr(scheduler.shutil, "which", lambda name: f"/usr/bin/{name}")
-    assert campaign.choose_executor("auto", tmp_path).name == "slurm"
-    assert campaign.choose_executor("local", tmp_path, 2).jobs == 2
+    assert schedulers.choose("auto", tmp_path).name == "slurm"
+    assert schedulers.choose("local", tmp_path, jobs=2).jobs == 2
     # no Slurm client: a clear message, not a traceback from submitit
     monkeypatch.setattr(scheduler.shutil, "which", lambda name: None)
     with pytest.raises(Exception, match="sbatch is not on PATH"):

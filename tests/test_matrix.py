@@ -167,6 +167,10 @@ def test_extra_and_env_axes(tmp_path):
      "options.tiny", "expected bool", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntinny = true\n',
      "options.tinny", "did you mean 'tiny'", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nnan_at_step = -1\n',
+     "options.nan_at_step", ">= 0", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nnan_at_step = "3"\n',
+     "options.nan_at_step", "expected int", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
      "did you mean 'pytorch-ddp/resnet50'", 1),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", None),
@@ -183,6 +187,21 @@ def test_validation_messages(tmp_path, body, key, needle, line):
     assert needle in msg, msg
     if line is not None:
         assert err.value.line == line, msg
+
+
+@pytest.mark.parametrize("options, expected", [("", None), ("nan_at_step = 0", None), ("nan_at_step = 3", "3")])
+def test_nan_at_step_option_renders_into_the_program_argv(tmp_path, options, expected):
+    m = load(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
+                       f"[options]\ntiny = true\n{options}\n")
+    argv = m.suite.program(m.cells[0], m.measure, m.options)
+    if expected is None:
+        assert "--nan-at-step" not in argv
+    else:
+        assert argv[argv.index("--nan-at-step") + 1] == expected
+    from dlperf_slurm import render
+
+    script = render.render_run(m, matrix.runs(m, tmp_path)[0])
+    assert ("--nan-at-step 3" in script) == (expected == "3")
 
 
 def test_toml_syntax_error_names_the_line(tmp_path):

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlperf_slurm import logparse as lp
+from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
-from dlperf_slurm.suites import ParseContext, RunResult, Status
+from dlperf_slurm.model import ParseContext, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
 sys.path.insert(0, str(FIXTURES))
 import logsynth as ls
 
-ALL_STATUSES = {v for k, v in vars(Status).items() if k.isupper() and isinstance(v, str)}
+ALL_STATUSES = set(Status)
 CASES = [(suite, i) for suite, writers in ls.WRITERS.items() for i in range(len(writers))]
 IDS = [f"{s}-{ls.WRITERS[s][i].__name__}" for s, i in CASES]
 
@@ -365,8 +365,8 @@ def test_split_rank_labels():
 
 _RSS_PROBE = """
 import sys
-from dlperf_slurm import logparse as lp, suites
-from dlperf_slurm.suites import ParseContext
+from dlperf_slurm import parsing as lp, suites
+from dlperf_slurm.model import ParseContext
 n = int(sys.argv[1])
 
 def lines():
@@ -395,59 +395,6 @@ def test_flat_memory_on_a_long_stream():
 
     small, large = peak_kib(15_000), peak_kib(120_000)
     assert large - small < 4 * 1024, (small, large)  # KiB
-
-
-# ------------------------------------------------------------------------------------- status combination
-
-
-@pytest.mark.parametrize("log_status,state,rc,expected", [
-    (Status.OK, None, 0, Status.OK),
-    (Status.OK, "COMPLETED", 0, Status.OK),
-    (Status.OK, "RUNNING", None, Status.RUNNING),  # window done, job not finished
-    (Status.OK, None, 1, Status.FAILED),
-    (Status.OK, "TIMEOUT", None, Status.TIMEOUT),  # never let a failed job into a median
-    (Status.INCOMPLETE, "TIMEOUT", 143, Status.TIMEOUT),
-    (Status.INCOMPLETE, "CANCELLED by 1000", 143, Status.CANCELLED),
-    (Status.INCOMPLETE, "NODE_FAIL", None, Status.NODE_FAIL),
-    (Status.INCOMPLETE, "PREEMPTED", None, Status.PREEMPTED),
-    (Status.INCOMPLETE, "OUT_OF_MEMORY", None, Status.OOM),
-    (Status.INCOMPLETE, "PENDING", None, Status.PENDING),
-    (Status.INCOMPLETE, None, 1, Status.FAILED),
-    (Status.INCOMPLETE, "FAILED", 1, Status.FAILED),
-    (Status.INCOMPLETE, None, None, Status.INCOMPLETE),
-    (Status.LAUNCH_FAILED, "FAILED", 127, Status.LAUNCH_FAILED),
-    (Status.OOM, "FAILED", 1, Status.OOM),
-    (Status.NONFINITE, "COMPLETED", 0, Status.NONFINITE),
-    (Status.NONFINITE, "RUNNING", None, Status.RUNNING),
-])
-def test_combine_log_scheduler_and_marker(log_status, state, rc, expected):
-    res = RunResult(status=log_status, reason="log says so", throughput=100.0 if log_status == Status.OK else None,
-                    steps_seen=57)
-    out = lp.combine(res, state=state, rc=rc)
-    assert out.status == expected, out.reason
-    if expected != Status.OK:
-        assert out.reason and (out.throughput is None or expected in (Status.NONFINITE, Status.OOM))
-    if expected == Status.FAILED and rc:
-        assert f"exit code {rc}" in out.reason
-
-
-@pytest.mark.parametrize("state,reason,expected", [
-    ("UNSUBMITTED", "", Status.UNSUBMITTED), ("PENDING", "Priority", Status.PENDING),
-    ("LAUNCH_FAILED", "the job script never started (no log)", Status.LAUNCH_FAILED),
-    ("CANCELLED", "cancelled by `dlperf-slurm cancel`", Status.CANCELLED), ("FAILED", "exit code 2", Status.LAUNCH_FAILED),
-    ("NODE_FAIL", "", Status.NODE_FAIL),
-])
-def test_combine_without_a_log_keeps_the_manifests_word(state, reason, expected):
-    res = lp.combine(RunResult(status=Status.LAUNCH_FAILED, reason="no log"), state=state, has_log=False,
-                     state_reason=reason)
-    assert res.status == expected and reason in res.reason
-
-
-def test_combine_without_log_or_state_is_unsubmitted():
-    res = lp.combine(RunResult(status=Status.LAUNCH_FAILED, reason="empty log: no training step"), has_log=False)
-    assert res.status == Status.UNSUBMITTED
-    res = lp.combine(RunResult(status=Status.LAUNCH_FAILED), state="PENDING", has_log=False)
-    assert res.status == Status.PENDING
 
 
 # ----------------------------------------------------------------------------------------------- fuzzing

@@ -10,26 +10,33 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix, render
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.schedulers.slurm import options as slurm_options
+from dlperf_slurm import launchers, matrix, render
+from dlperf_slurm.suites import Suite, registered
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-@register
 class _EchoSuite(Suite):
     """A test-only suite that every launcher accepts (paddle and oneflow have no shipped suite yet)."""
 
     framework = "test-echo"
     model = "echo"
     launcher = "srun"
-    launchers = tuple(render.LAUNCHERS)
+    launchers = launchers.names()
     precisions = ("fp32", "amp")
     options = {"word": "hello"}
 
     def program(self, cell, measure, options):
         return ["python3", "train.py", "--batch", str(cell.batch_size), "--word", options["word"]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _echo_suite():
+    """The test-only suite is registered while this module's tests run, and only then."""
+    with registered(_EchoSuite):
+        yield
 
 
 CASES = {
@@ -132,6 +139,64 @@ CASES = {
         batch_size = [32]
         launcher = ["oneflow"]
         """,
+    "torchrun_1x2_apptainer": """
+        suite = "pytorch-ddp/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x2"]
+        batch_size = [4]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/pt.sif"
+        mounts = ["/data"]
+        """,
+    "torchrun_2x8_apptainer": """
+        suite = "ngc-pytorch/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [256]
+        precision = ["amp"]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/ngc pytorch.sif"
+        mounts = ["/data", "/scratch:/scratch"]
+        options = ["--writable-tmpfs"]
+        """,
+    "mpirun_2x2_apptainer": """
+        suite = "tf-cnn/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x2"]
+        batch_size = [64]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/tf1.sif"
+        """,
+    "paddle_1x8_apptainer": """
+        suite = "test-echo/echo"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [32]
+        launcher = ["paddle"]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/paddle.sif"
+        """,
+    "oneflow_2x8_apptainer": """
+        suite = "test-echo/echo"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [32]
+        launcher = ["oneflow"]
+        [slurm]
+        gpu_request = "none"
+        [environment.container]
+        type = "apptainer"
+        image = "/images/oneflow.sif"
+        """,
     "tf_config_2x8_apptainer": """
         suite = "tf2/resnet50"
         name = "golden"
@@ -171,19 +236,19 @@ def test_golden(case, tmp_path, request):
 
 def test_golden_files_cover_every_launcher():
     rendered = {p.read_text().split("# launch (")[1].split(")")[0] for p in GOLDEN.glob("*.sbatch")}
-    assert rendered == set(render.LAUNCHERS)
+    assert rendered == set(launchers.names())
 
 
 def test_directives_follow_the_cell_and_slurm_config(tmp_path):
     m = _matrix(tmp_path, CASES["srun_2x4_gres"])
     run = matrix.runs(m, tmp_path)[0]
-    d = render.directives(m, run)
+    d = slurm_options(render.run_resources(m, run))
     assert d["nodes"] == 2 and d["ntasks-per-node"] == 4 and d["gres"] == "gpu:4"
     assert "gpus-per-node" not in d and d["constraint"] == "a100" and d["cpus-per-task"] == 8
     text = render.render_run(m, run)
     assert "#SBATCH --gres=gpu:4\n" in text and "#SBATCH --reservation=bench\n" in text
     m = _matrix(tmp_path, CASES["torchrun_2x8_pyxis"], "t.toml")
-    d = render.directives(m, matrix.runs(m, tmp_path)[0])
+    d = slurm_options(render.run_resources(m, matrix.runs(m, tmp_path)[0]))
     assert d["ntasks-per-node"] == 1 and d["gpus-per-node"] == 8 and d["exclusive"] is True
 
 

@@ -10,9 +10,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import fakeslurm  # noqa: E402
 
-from dlperf_slurm import scheduler  # noqa: E402
-from dlperf_slurm.scheduler import Backoff, ControllerUnreachable, Slurm, SubmissionRefused  # noqa: E402
-from dlperf_slurm.suites import Status  # noqa: E402
+from dlperf_slurm.schedulers import slurmctl as scheduler  # noqa: E402
+from dlperf_slurm.errors import ControllerUnreachable, SubmissionRefused  # noqa: E402
+from dlperf_slurm.monitor import Backoff  # noqa: E402
+from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -74,7 +76,7 @@ def test_parse_sacct_skips_steps_and_reads_cancel_by():
     assert sorted(info) == ["10", "11", "8_0", "8_1", "8_2", "8_3"]
     assert info["8_0"].status == Status.CANCELLED and info["8_0"].reason == "by 0"
     assert info["8_2"].reason.startswith("by 0") and info["8_2"].nodes == ""
-    assert info["10"].status == Status.OOM and info["10"].exit_code == "0:125"
+    assert info["10"].status == Status.OOM and info["10"].exit_code == 0
     assert info["11"].status == Status.NODE_FAIL
 
 

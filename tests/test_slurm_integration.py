@@ -18,26 +18,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import REPO, TEMPLATES, cli, wait_until, write_matrix  # noqa: E402
+from testlib import REPO, TEMPLATES, cli, cluster_up, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import campaign  # noqa: E402
-from dlperf_slurm.suites import Status  # noqa: E402
-
-
-def _cluster_up() -> str | None:
-    if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
-        return "no Slurm client on PATH (start the test cluster: bash tests/slurm/start.sh)"
-    p = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
-    if p.returncode != 0 or "UP" not in p.stdout:
-        return f"no Slurm test cluster answers `scontrol ping` ({(p.stdout + p.stderr).strip()}); start it with " \
-               "bash tests/slurm/start.sh"
-    nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()
-    if not {"n1", "n2"} <= set(nodes):
-        return f"the Slurm cluster up has nodes {sorted(set(nodes))}, the tests need n1 and n2 (tests/slurm/start.sh 2)"
-    return None
+from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
 
 
-_why = _cluster_up()
+_why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
 
 MULTINODE = """suite = "pytorch-ddp/resnet50"
@@ -87,7 +74,7 @@ def site(tmp_path_factory):
     # scancel one sleeping run of each lifecycle campaign as soon as it runs (the other one will time out)
     for variant in ("sacct", "nosacct"):
         if out[f"life-{variant}"].returncode == 0:
-            victim = next(r for r in campaign.load_manifest(logs / f"life-{variant}") if r.key.endswith("sleep.r0"))
+            victim = next(r for r in manifest.load_manifest(logs / f"life-{variant}") if r.key.endswith("sleep.r0"))
             wait_until(lambda: victim.log.exists(), 120, what="the sleep run to start")
             subprocess.run(["scancel", victim.job_id], check=True)
             out[f"victim-{variant}"] = victim.job_id
@@ -95,12 +82,12 @@ def site(tmp_path_factory):
 
 
 def _wait(cdir: Path, timeout: float = 300) -> dict[str, str]:
-    m = campaign.Manifest(cdir)
+    m = manifest.Manifest(cdir)
     try:
-        campaign.wait(m, campaign.make_executors(cdir), out=lambda s: None, timeout=timeout)
+        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=timeout)
     finally:
         m.close()
-    return {r.key: r.status for r in campaign.load_manifest(cdir)}
+    return {r.key: r.status for r in manifest.load_manifest(cdir)}
 
 
 def test_smoke_matrix_with_the_builtin_workload_all_ok(site):
@@ -110,7 +97,7 @@ def test_smoke_matrix_with_the_builtin_workload_all_ok(site):
     p = cli("--logs", str(site["logs"]), "status", "smoke")
     st = _wait(site["logs"] / "smoke")
     assert list(st.values()) == [Status.OK] * 6, cli("--logs", str(site["logs"]), "status", "smoke").stdout
-    for r in campaign.load_manifest(site["logs"] / "smoke"):
+    for r in manifest.load_manifest(site["logs"] / "smoke"):
         text = r.log.read_text()
         assert '"event":"summary"' in text and json.loads(r.marker.read_text())["rc"] == 0
         assert r.job_id.startswith(r.array_job_id + "_")
@@ -122,7 +109,7 @@ def test_two_node_cell_spans_n1_and_n2(site, launcher, name):
     assert p.returncode == 0, p.stderr
     cdir = site["logs"] / f"mn-{launcher}"
     st = _wait(cdir)
-    (run,) = campaign.load_manifest(cdir)
+    (run,) = manifest.load_manifest(cdir)
     assert list(st.values()) == [Status.OK], run.log.read_text()[-3000:]
     assert run.nodes == "n[1-2]"  # what squeue reported for the allocation
     header = next(json.loads(line.split(" ", 1)[1]) for line in run.log.read_text().splitlines()
@@ -140,14 +127,14 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     p = site[f"life-{variant}"]
     assert p.returncode == 0, p.stderr
     logs, cdir = site["logs"], site["logs"] / f"life-{variant}"
-    runs = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    runs = {r.key.split("MODE-")[1]: r for r in manifest.load_manifest(cdir)}
     assert set(runs) == {"ok.r0", "ok.r1", "fail.r0", "fail.r1", "sleep.r0", "sleep.r1"}
     assert runs["sleep.r0"].job_id == site[f"victim-{variant}"]  # scancel'd by the fixture while it ran
     st = {k.split("MODE-")[1]: v for k, v in _wait(cdir, 240).items()}
     status_out = cli("--logs", str(logs), "status", cdir.name, env=env).stdout
     assert st == {"ok.r0": Status.OK, "ok.r1": Status.OK, "fail.r0": Status.FAILED, "fail.r1": Status.FAILED,
                   "sleep.r0": Status.CANCELLED, "sleep.r1": Status.TIMEOUT}, status_out
-    by = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    by = {r.key.split("MODE-")[1]: r for r in manifest.load_manifest(cdir)}
     assert by["fail.r0"].reason == "exit code 3" and by["fail.r0"].exit_code == 3
     assert json.loads(by["sleep.r1"].marker.read_text())["signal"] == "TERM"
     if variant == "nosacct":
@@ -161,7 +148,7 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates",
             str(TEMPLATES), "--retry-failed", env=env)
     assert "submitting 4 as 1" in p.stdout and "with 1 sbatch call;" in p.stdout, p.stdout + p.stderr
-    after = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    after = {r.key.split("MODE-")[1]: r for r in manifest.load_manifest(cdir)}
     for k in ("ok.r0", "ok.r1"):
         assert after[k].job_id == by[k].job_id and after[k].attempt == 1
     for k in ("fail.r0", "fail.r1", "sleep.r0", "sleep.r1"):
@@ -174,7 +161,7 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     st = {k.split("MODE-")[1]: v for k, v in _wait(cdir, 120).items()}
     assert st["sleep.r0"] == st["sleep.r1"] == Status.CANCELLED
     assert st["fail.r0"] in (Status.FAILED, Status.CANCELLED)  # it may or may not have ended before the cancel
-    final = {r.key.split("MODE-")[1]: r for r in campaign.load_manifest(cdir)}
+    final = {r.key.split("MODE-")[1]: r for r in manifest.load_manifest(cdir)}
     assert "dlperf-slurm cancel" in final["sleep.r1"].reason
 
 
@@ -197,12 +184,12 @@ exit $rc
     args = ["--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--templates", str(TEMPLATES)]
     p = cli(*args, env={**env, "KILL_AT": "2"})
     assert p.returncode == -9
-    assert sorted(r.status for r in campaign.load_manifest(logs / "intr")).count("SUBMITTING") == 2
+    assert sorted(r.status for r in manifest.load_manifest(logs / "intr")).count("SUBMITTING") == 2
     p = cli(*args, env=env)
     assert p.returncode == 0 and "reconciled interrupted submission" in p.stdout, p.stdout + p.stderr
     assert count.read_text().strip() == "3"  # three arrays, three real sbatch calls, none twice
     st = _wait(logs / "intr", 180)
-    runs = campaign.load_manifest(logs / "intr")
+    runs = manifest.load_manifest(logs / "intr")
     assert list(st.values()) == [Status.OK] * 6
     assert len({r.job_id for r in runs}) == 6 and len({r.array_job_id for r in runs}) == 3
     assert all("fake payload" in r.log.read_text() for r in runs)
@@ -213,7 +200,7 @@ def test_refused_sbatch_and_unreachable_controller(tmp_path):
     p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "slurm", "--no-site")
     assert p.returncode == 2 and "the partition does not exist" in p.stderr and "Invalid partition" in p.stderr, \
         p.stderr
-    assert [r.status for r in campaign.load_manifest(tmp_path / "logs" / "bad")] == [Status.UNSUBMITTED] * 2
+    assert [r.status for r in manifest.load_manifest(tmp_path / "logs" / "bad")] == [Status.UNSUBMITTED] * 2
     conf = tmp_path / "slurm.conf"
     conf.write_text(Path("/etc/slurm/slurm.conf").read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6999"))
     t0 = time.time()

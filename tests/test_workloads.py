@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm.workloads import distenv, gpumem, loop
-from dlperf_slurm.workloads.dlperf_log import PREFIX, emit, format_line, parse_line
+from dlperf_slurm.events import PREFIX, emit, format_line, parse_line
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_REASON = "no CUDA device (CPU run): GPU memory not measured"
@@ -528,6 +528,56 @@ def _main_in_process(argv, monkeypatch, capsys):
     except Exception as exc:  # noqa: BLE001
         code = exc
     return code, capsys.readouterr().out
+
+
+def test_nan_at_step_run_exits_0_and_parses_nonfinite_at_that_step():
+    """--nan-at-step 2: a real run whose loss turns NaN at step 2 goes on to the end, exits 0, says so in its
+    header, and the pytorch-ddp parser calls it NONFINITE at step 2 (never a result)."""
+    pytest.importorskip("torch")
+    from dlperf_slurm import parsing as lp
+    from dlperf_slurm import suites
+    from dlperf_slurm.model import ParseContext, Status
+
+    out = _run([sys.executable, *TRAIN, *_args("resnet50", extra=("--nan-at-step", "2"))])  # asserts exit 0
+    events = [e for e in map(parse_line, out.splitlines()) if e]
+    assert [e["event"] for e in events] == ["header", "step", "step", "error", "step", "step", "step", "memory",
+                                            "summary"]
+    header, summary = events[0], events[-1]
+    assert header["nan_at_step"] == 2 and any("--nan-at-step" in n for n in header["notes"])
+    losses = [e["loss"] for e in events if e["event"] == "step"]
+    assert math.isfinite(losses[0]) and all(math.isnan(x) for x in losses[1:])
+    assert events[3]["kind"] == "nonfinite_loss" and events[3]["step"] == 2
+    assert summary["nonfinite_loss"] is True and summary["nonfinite_steps"] == 4
+    res = suites.get("pytorch-ddp/resnet50").parse(lp.iter_text_lines(out), ParseContext(1, 1, 4, 2, 3))
+    assert res.status == Status.NONFINITE and res.loss_finite is False
+    assert "at step 2" in res.reason and "--nan-at-step" in res.reason, res.reason
+    assert res.extra["nan_at_step"] == 2
+
+
+def test_nan_at_step_is_off_by_default_and_rejects_negatives():
+    from dlperf_slurm.workloads import train
+
+    assert train.parse_args(["--model", "resnet50", "--batch-size", "2"]).nan_at_step == 0
+    with pytest.raises(SystemExit):
+        train.parse_args(["--model", "resnet50", "--batch-size", "2", "--nan-at-step", "-1"])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_nan_at_step_poisons_the_real_loss_and_gradients(precision):
+    """In process: steps before K are finite; from K on the loss is NaN. Without loss scaling the NaN gradients
+    reach the weights; fp16's loss scaling skips those steps, so its weights stay finite but the loss stays NaN."""
+    torch = _torch()
+    from dlperf_slurm.workloads.workload import WorkloadConfig, build, make_step
+
+    torch.manual_seed(0)
+    cfg = WorkloadConfig(model="resnet50", tiny=True, batch_size=2, precision=precision, device=torch.device("cpu"),
+                         channels_last=False, data_location="device", workers=0, seed=0, total_steps=4)
+    work = build(cfg)
+    step = make_step(work, work.model, precision, cfg.device, nan_at_step=3)
+    losses = [float(step()) for _ in range(4)]
+    assert all(math.isfinite(x) for x in losses[:2]) and all(math.isnan(x) for x in losses[2:])
+    weights_nan = any(torch.isnan(p).any() for p in work.model.parameters())
+    assert weights_nan == (precision == "fp32")
 
 
 def test_compile_flag_path_single_process(monkeypatch, capsys):

@@ -6,83 +6,16 @@ Modules are imported lazily, on the first lookup, so the CLI starts fast.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
-if TYPE_CHECKING:  # pragma: no cover
-    from dlperf_slurm.matrix import Cell, Measure
+from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
 # Every suite module, imported on first use of the registry.
 _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
-
-
-class Status:
-    """Run statuses of the measurement contract (method.md). Plain strings, so they serialise as-is."""
-
-    OK = "OK"
-    OOM = "OOM"
-    TIMEOUT = "TIMEOUT"
-    NODE_FAIL = "NODE_FAIL"
-    CANCELLED = "CANCELLED"
-    PREEMPTED = "PREEMPTED"
-    REQUEUED = "REQUEUED"
-    LAUNCH_FAILED = "LAUNCH_FAILED"  # no step lines at all
-    INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
-    NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
-    FAILED = "FAILED"  # non-zero exit, cause unknown
-    UNMEASURED = "UNMEASURED"  # the run went past the window, but its log does not cover it (e.g. coarse logging)
-    PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
-    PENDING = "PENDING"
-    RUNNING = "RUNNING"
-    UNSUBMITTED = "UNSUBMITTED"
-
-    FINAL_FAILURES = (OOM, TIMEOUT, NODE_FAIL, CANCELLED, PREEMPTED, LAUNCH_FAILED, INCOMPLETE, NONFINITE, FAILED,
-                      UNMEASURED, PARSE_ERROR)
-    ACTIVE = (PENDING, RUNNING, REQUEUED)
-
-
-@dataclass
-class ParseContext:
-    """What a parser needs to know about the run whose log it reads."""
-
-    nodes: int
-    gpus_per_node: int
-    batch_size: int  # per device, as in the matrix
-    warmup_steps: int = 20
-    measure_steps: int = 100
-    precision: str = "fp32"
-    options: Mapping[str, Any] = field(default_factory=dict)  # the suite's [options] (e.g. batches_per_iter)
-
-    @property
-    def world_size(self) -> int:
-        return self.nodes * self.gpus_per_node
-
-    @property
-    def global_batch(self) -> int:
-        return self.world_size * self.batch_size
-
-
-@dataclass
-class RunResult:
-    """What one run's log says, per method.md. Figures are None when the log does not give them."""
-
-    status: str
-    reason: str = ""
-    throughput: float | None = None  # samples/s, time flavour (primary)
-    throughput_speed: float | None = None  # samples/s, speed flavour (mean of printed per-step figures)
-    latency_ms: float | None = None  # measured wall time / measured steps
-    steps_seen: int = 0
-    mem_peak_mib: float | None = None  # max "used" over every GPU of every node (NVML)
-    mem_gpu0_mib: float | None = None  # GPU 0 of the first node (DLPerf comparability)
-    mem_allocator_mib: float | None = None  # framework allocator peak (torch max_memory_allocated), max over ranks
-    mem_reason: str = ""  # why memory is missing (e.g. CPU run)
-    gpu_util: float | None = None
-    loss_finite: bool | None = None
-    tiny: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Suite:
@@ -111,7 +44,7 @@ class Suite:
     def name(self) -> str:
         return f"{self.framework}/{self.model}"
 
-    def drop_reason(self, cell: "Cell") -> str | None:
+    def drop_reason(self, cell: Cell) -> str | None:
         """Why this suite cannot run ``cell`` (None if it can)."""
         if cell.precision not in self.precisions:
             return f"{self.name} has no precision {cell.precision!r} (has: {', '.join(self.precisions)})"
@@ -121,11 +54,15 @@ class Suite:
             return f"{self.name} cannot run under launcher {cell.launcher!r} (can: {', '.join(self.launchers)})"
         return None
 
-    def program(self, cell: "Cell", measure: "Measure", options: Mapping[str, Any]) -> list[str]:
+    def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError
 
-    def environment(self, cell: "Cell", options: Mapping[str, Any]) -> dict[str, str]:
+    def option_error(self, name: str, value: Any) -> str | None:
+        """Why ``value`` (already of the default's type) is no valid value of option ``name``; None if it is."""
+        return None
+
+    def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
         """Environment variables the suite needs (on top of the matrix's)."""
         return {}
 
@@ -141,6 +78,22 @@ def register(cls: type[Suite]) -> type[Suite]:
         raise RuntimeError(f"suite {inst.name} registered twice")
     _REGISTRY[inst.name] = inst
     return cls
+
+
+def unregister(name: str) -> None:
+    """Remove the suite registered as ``name`` (for test-only suites); KeyError if none."""
+    del _REGISTRY[name]
+
+
+@contextlib.contextmanager
+def registered(cls: type[Suite]) -> Iterator[Suite]:
+    """Register ``cls`` for the duration of a ``with`` block (a test-only suite), then unregister it."""
+    name = cls().name
+    register(cls)
+    try:
+        yield _REGISTRY[name]
+    finally:
+        unregister(name)
 
 
 def _load() -> None:

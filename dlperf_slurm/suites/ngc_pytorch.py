@@ -9,7 +9,9 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Suite, register
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.suites import Suite, register
 
 
 class _NGCPyTorch(Suite):
@@ -125,7 +127,6 @@ def _metric(body: str, key: str, start: int = 0) -> tuple[str, str, bool] | None
 
 
 def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    from dlperf_slurm import logparse as lp
 
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     iso, epoch = lp.IsoClock(), lp.EpochClock()

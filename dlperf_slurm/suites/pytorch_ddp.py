@@ -7,9 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
+from dlperf_slurm import events as ev
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.suites import Suite, register
 
-CPU_REASON = "no CUDA device (CPU run): GPU memory not measured"
+# header keys copied into RunResult.extra
+_HEADER_EXTRA = (ev.WORLD_SIZE, ev.DEVICE, ev.DEVICE_NAME, ev.PRECISION, ev.COMPILE, ev.LAUNCHER, ev.VERSIONS,
+                 ev.FLOPS_PER_SAMPLE, ev.PEAK_TFLOPS_PER_GPU, ev.PARAMS)
 
 
 class _PytorchDDP(Suite):
@@ -21,7 +26,13 @@ class _PytorchDDP(Suite):
     xla_name = "torch.compile"
     axes = {"data_location": ("device", "host")}
     axis_defaults = {"data_location": "device"}
-    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0}
+    # nan_at_step K > 0: the workload makes its loss NaN from step K on (a NONFINITE run on purpose, for tests)
+    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0}
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "nan_at_step" and value < 0:
+            return "must be >= 0 (0: off)"
+        return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         argv = [
@@ -39,78 +50,95 @@ class _PytorchDDP(Suite):
             argv += ["--threads", str(options["threads"])]
         if options["tiny"]:
             argv.append("--tiny")
+        if options["nan_at_step"]:
+            argv += ["--nan-at-step", str(options["nan_at_step"])]
         return argv
 
     # ------------------------------------------------------------------------------------------- parsing
-    # Our own format: ``:::DLPERF {json}`` lines on rank 0 (header, step, memory, summary, error). The header's
-    # window and global batch are what the workload really ran; they win over the context's when present.
+    # Our own format: ``:::DLPERF {json}`` lines on rank 0 (dlperf_slurm.events: header, step, memory, summary,
+    # error). The header's window and global batch are what the workload really ran; they win over the context's
+    # when present.
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-        from dlperf_slurm import logparse as lp
 
-        state: dict[str, Any] = {"header": None, "summary": None, "tiny": False, "window": None}
+        seen = _Seen()
 
         def window() -> lp.Window:
-            if state["window"] is None:
-                h = state["header"] or {}
-                warm = h.get("warmup_steps") if isinstance(h.get("warmup_steps"), int) else ctx.warmup_steps
-                meas = h.get("measure_steps") if isinstance(h.get("measure_steps"), int) else ctx.measure_steps
-                state["window"] = lp.Window(warm, meas)
-            return state["window"]
+            if seen.window is None:
+                h = seen.header or {}
+                warm = h.get(ev.WARMUP_STEPS) if isinstance(h.get(ev.WARMUP_STEPS), int) else ctx.warmup_steps
+                meas = h.get(ev.MEASURE_STEPS) if isinstance(h.get(ev.MEASURE_STEPS), int) else ctx.measure_steps
+                seen.window = lp.Window(warm, meas)
+            return seen.window
 
-        def on_event(ev: dict, rank: int | None) -> None:
-            kind = ev.get("event")
-            if ev.get("tiny") is True:
-                state["tiny"] = True
-            if kind == "header":
-                if state["header"] is None and state["window"] is None:
-                    state["header"] = ev
-            elif kind == "step":
-                step = ev.get("step")
+        def on_event(event: dict, rank: int | None) -> None:
+            kind = event.get(ev.EVENT)
+            if event.get(ev.TINY) is True:
+                seen.tiny = True
+            if kind == ev.EV_HEADER:
+                if seen.header is None and seen.window is None:
+                    seen.header = event
+            elif kind == ev.EV_STEP:
+                step = event.get(ev.STEP)
                 if isinstance(step, bool) or not isinstance(step, int) or step < 0:
                     return
-                t = lp.to_float(ev.get("time"))
-                st = lp.to_float(ev.get("step_time"))
-                window().add(step, t, speed=lp.to_float(ev.get("throughput")), loss=lp.to_float(ev.get("loss")),
+                t = lp.to_float(event.get(ev.TIME))
+                st = lp.to_float(event.get(ev.STEP_TIME))
+                window().add(step, t, speed=lp.to_float(event.get(ev.THROUGHPUT)),
+                             loss=lp.to_float(event.get(ev.LOSS)),
                              span_from=step - 1 if st is not None else None, span_seconds=st)
-            elif kind == "summary":
-                state["summary"] = ev
+            elif kind == ev.EV_SUMMARY:
+                seen.summary = event
 
         facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=on_event).run(lines)
         w = window()
-        h = state["header"] or {}
-        gb = h.get("global_batch") if lp.finite(h.get("global_batch")) and h.get("global_batch") > 0 else None
+        h = seen.header or {}
+        gb = h.get(ev.GLOBAL_BATCH) if lp.finite(h.get(ev.GLOBAL_BATCH)) and h.get(ev.GLOBAL_BATCH) > 0 else None
         extra: dict[str, Any] = {}
         if h:
-            for key in ("world_size", "device", "device_name", "precision", "compile", "launcher", "versions",
-                        "flops_per_sample", "peak_tflops_per_gpu", "params"):
+            for key in _HEADER_EXTRA:
                 if key in h:
                     extra[key] = h[key]
             if gb is not None and gb != ctx.global_batch:
                 extra["global_batch_mismatch"] = f"log {gb}, matrix {ctx.global_batch}"
-            if (h.get("warmup_steps"), h.get("measure_steps")) != (ctx.warmup_steps, ctx.measure_steps):
+            if (h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)) != (ctx.warmup_steps, ctx.measure_steps):
                 extra["window_from_log"] = f"{w.warmup}+{w.measure} (matrix {ctx.warmup_steps}+{ctx.measure_steps})"
-        summ = state["summary"] or {}
-        for key in ("throughput", "tflops", "mfu"):
+        summ = seen.summary or {}
+        reported = lp.to_float(summ.get(ev.THROUGHPUT))
+        if reported is not None:
+            extra["reported_throughput"] = reported
+        for key in (ev.TFLOPS, ev.MFU):
             v = lp.to_float(summ.get(key))
-            if v is not None and (key != "throughput"):
+            if v is not None:
                 extra[key] = v
-            elif key == "throughput" and v is not None:
-                extra["reported_throughput"] = v
-        device = h.get("device")
-        res = lp.finish(w, facts, ctx, global_batch=gb, tiny=state["tiny"],
-                        no_memory_reason=CPU_REASON if device == "cpu" else "no memory event in the log",
-                        extra=extra)
-        rep = extra.get("reported_throughput")
-        if res.throughput is not None and rep and abs(res.throughput / rep - 1) > 1e-3:
+        res = lp.finish(w, facts, ctx, global_batch=gb, tiny=seen.tiny,
+                        no_memory_reason=ev.CPU_MEMORY_REASON if h.get(ev.DEVICE) == ev.DEVICE_CPU
+                        else "no memory event in the log", extra=extra)
+        if res.throughput is not None and reported and abs(res.throughput / reported - 1) > 1e-3:
             # the workload's own summary disagrees with its step lines (lost lines, another window): say so
-            res.extra["reported_mismatch"] = f"the workload's summary says {rep:.2f}, its step lines {res.throughput:.2f}"
+            res.extra["reported_mismatch"] = (f"the workload's summary says {reported:.2f}, "
+                                              f"its step lines {res.throughput:.2f}")
         if res.status == Status.OK:  # the step lines were lost, but the summary or an error event says so
-            flagged = [ev.get("step") for ev in facts.errors if ev.get("kind") == "nonfinite_loss"]
-            if flagged or summ.get("nonfinite_loss") is True:
+            flagged = [e.get(ev.STEP) for e in facts.errors if e.get(ev.KIND) == ev.KIND_NONFINITE_LOSS]
+            if flagged or summ.get(ev.NONFINITE_LOSS) is True:
                 res.status, res.loss_finite = Status.NONFINITE, False
                 res.reason = "the workload reports a non-finite loss" + (f" at step {flagged[0]}" if flagged else "")
+        injected = h.get(ev.NAN_AT_STEP)
+        if isinstance(injected, int) and not isinstance(injected, bool) and injected > 0:
+            res.extra[ev.NAN_AT_STEP] = injected
+            if res.status == Status.NONFINITE:
+                res.reason += f" (made NaN on purpose from step {injected}: --nan-at-step)"
         return res
+
+
+class _Seen:
+    """What the parser keeps of a log's events."""
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None  # the first header event (before any step)
+        self.summary: dict[str, Any] | None = None  # the last summary event
+        self.tiny = False  # an event said tiny: true
+        self.window: Any = None  # the parsing Window, made at the first step (or at the end)
 
 
 @register

@@ -10,7 +10,9 @@ import re
 import statistics
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.suites import Suite, register
 
 
 class _TF2(Suite):
@@ -87,7 +89,7 @@ class BertBase(_TF2):
 # workers are told apart by the glog thread id, each is measured, and the median across workers is the run's
 # figure (method.md, "Which rank").
 
-from dlperf_slurm.logparse import NUM as _NUM  # noqa: E402  (a number, nan or inf)
+_NUM = lp.NUM  # a number, nan or inf
 
 _GLOG = re.compile(r"([IWEF])(\d{4}) (\d\d:\d\d:\d\d\.\d+)\s+(\d+) [^\]]*\] ")
 _GLOG_START = re.compile(r"[IWEF]\d{4}")
@@ -116,7 +118,6 @@ class _Streams:
         self.streams: list[tuple[str, Any, set]] = []
 
     def window(self, key: str, step: int):
-        from dlperf_slurm import logparse as lp
 
         for k, w, seen in self.streams:
             if k == key and step not in seen:
@@ -141,7 +142,6 @@ def _last_glog(text: str, end: int) -> re.Match | None:
 
 
 def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    from dlperf_slurm import logparse as lp
 
     clock = lp.GlogClock()
     th, ts = _Streams(ctx), _Streams(ctx)

@@ -8,7 +8,9 @@ import re
 import statistics
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm.suites import ParseContext, RunResult, Status, Suite, register
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.suites import Suite, register
 
 
 @register
@@ -86,7 +88,7 @@ class HorovodSyntheticResNet50(Suite):
 #   Total img/sec on 16 GPU(s): 4864.6 +-8.6     = size x mean(iterations): the speed flavour, not a measurement
 # Time flavour: size x n / sum(1 / s_i), i.e. the global batch over the summed iteration times.
 
-from dlperf_slurm.logparse import NUM as _NUM  # noqa: E402  (a number, nan or inf)
+_NUM = lp.NUM  # a number, nan or inf
 
 _TFCNN_STEP = re.compile(r"(\d+)\s+images/sec: (" + _NUM + r")(?: \+/- \S+ \(jitter = \S+\))?\s+(\S+)")
 _TFCNN_TOTAL = re.compile(r"total images/sec: (" + _NUM + r")\s*$")
@@ -97,7 +99,6 @@ _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
 
 
 def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    from dlperf_slurm import logparse as lp
 
     st: dict[str, Any] = {"warmup": ctx.warmup_steps, "devices": None, "batches": None, "global": None, "totals": [],
                           "running": {}}
@@ -193,7 +194,6 @@ _HVD_BATCH = re.compile(r"^Batch size: (\d+)\s*$")
 
 
 def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    from dlperf_slurm import logparse as lp
 
     bpi = ctx.options.get("batches_per_iter", 10)
     bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10

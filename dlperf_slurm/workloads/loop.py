@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from dlperf_slurm import events as ev
+
 Log = Callable[..., Any]  # emit(event, **fields)
 
 
@@ -58,12 +60,13 @@ def timed_loop(
             step_time = now - result.times[-1]
             result.times.append(now)
             result.losses.append(value)
-            log("step", step=k, time=now, samples=global_batch, loss=value, step_time=step_time,
-                throughput=global_batch / step_time if step_time > 0 else None, tiny=tiny)
+            log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
+                               ev.STEP_TIME: step_time,
+                               ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})
             if not math.isfinite(value):
                 if not result.nonfinite_steps:
-                    log("error", kind="nonfinite_loss", step=k, loss=value, tiny=tiny,
-                        message="loss is not finite; training continues, the run is NONFINITE")
+                    log(ev.EV_ERROR, **{ev.KIND: ev.KIND_NONFINITE_LOSS, ev.STEP: k, ev.LOSS: value, ev.TINY: tiny,
+                                        ev.MESSAGE: "loss is not finite; training continues, the run is NONFINITE"})
                 result.nonfinite_steps.append(k)
         if k == warmup_steps:
             on_window_start()
@@ -77,18 +80,19 @@ def summarize(result: LoopResult, warmup_steps: int, measure_steps: int, global_
     of the per-step throughputs over the same window (the speed flavour) is given as ``throughput_mean``."""
     t = result.times
     end = warmup_steps + measure_steps
-    fields: dict[str, Any] = {"steps": result.steps, "warmup_steps": warmup_steps, "measure_steps": measure_steps}
+    fields: dict[str, Any] = {ev.STEPS: result.steps, ev.WARMUP_STEPS: warmup_steps, ev.MEASURE_STEPS: measure_steps}
+    throughput = None
     if measure_steps > 0 and len(t) > end and t[end] > t[warmup_steps]:
         elapsed = t[end] - t[warmup_steps]
         throughput = global_batch * measure_steps / elapsed
         speeds = [global_batch / (t[k] - t[k - 1]) for k in range(warmup_steps + 1, end + 1) if t[k] > t[k - 1]]
-        fields.update(throughput=throughput, latency_ms=1000.0 * elapsed / measure_steps,
-                      throughput_mean=statistics.fmean(speeds) if speeds else None, measured_seconds=elapsed)
+        fields.update({ev.THROUGHPUT: throughput, ev.LATENCY_MS: 1000.0 * elapsed / measure_steps,
+                       ev.THROUGHPUT_MEAN: statistics.fmean(speeds) if speeds else None,
+                       ev.MEASURED_SECONDS: elapsed})
     else:
-        fields.update(throughput=None, latency_ms=None, throughput_mean=None, measured_seconds=None)
-    tflops = (fields["throughput"] * flops_per_sample / 1e12
-              if fields["throughput"] is not None and flops_per_sample else None)
-    fields.update(nonfinite_loss=bool(result.nonfinite_steps), nonfinite_steps=len(result.nonfinite_steps),
-                  tflops=tflops, peak_tflops=peak_tflops_total,
-                  mfu=tflops / peak_tflops_total if tflops is not None and peak_tflops_total else None)
+        fields.update({ev.THROUGHPUT: None, ev.LATENCY_MS: None, ev.THROUGHPUT_MEAN: None, ev.MEASURED_SECONDS: None})
+    tflops = throughput * flops_per_sample / 1e12 if throughput is not None and flops_per_sample else None
+    fields.update({ev.NONFINITE_LOSS: bool(result.nonfinite_steps), ev.NONFINITE_STEPS: len(result.nonfinite_steps),
+                   ev.TFLOPS: tflops, ev.PEAK_TFLOPS: peak_tflops_total,
+                   ev.MFU: tflops / peak_tflops_total if tflops is not None and peak_tflops_total else None})
     return fields

@@ -2,9 +2,10 @@
 
     python -m dlperf_slurm.workloads.train --model resnet50|bert-base --batch-size N --precision fp32|amp|fp16|bf16
         --compile 0|1 --warmup-steps 20 --measure-steps 100 [--tiny] [--data-location device|host]
-        [--channels-last 0|1] [--seed S] [--threads N]
+        [--channels-last 0|1] [--seed S] [--threads N] [--nan-at-step K]
 
-Rank 0 prints ``:::DLPERF {json}`` lines (see ``dlperf_log``): header, one step line per step, memory, summary.
+Rank 0 prints ``:::DLPERF {json}`` lines (see ``dlperf_slurm.events``): header, one step line per step, memory,
+summary.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import distenv, dlperf_log
-from .loop import summarize, timed_loop
+from dlperf_slurm import events as ev
 
-CPU_MEMORY_REASON = "no CUDA device (CPU run): GPU memory not measured"
+from . import distenv
+from .loop import summarize, timed_loop
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -48,12 +49,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seq-len", type=int, default=None, help="BERT sequence length (default 128; tiny 32)")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's recipe)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    p.add_argument("--nan-at-step", type=int, default=0, metavar="K",
+                   help="make the loss NaN on purpose from step K on (0: off); the run goes on, exits 0 and is "
+                        "NONFINITE: a test of that path, never a result")
     args = p.parse_args(argv)
     for name in ("batch_size", "measure_steps"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.warmup_steps < 0:
         p.error("--warmup-steps must be >= 0")
+    if args.nan_at_step < 0:
+        p.error("--nan-at-step must be >= 0 (0: off)")
     return args
 
 
@@ -84,17 +90,17 @@ def _versions(torch: Any, cuda: bool) -> dict[str, Any]:
 def _classify(exc: BaseException, compiling: bool) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
-        return "oom"
+        return ev.KIND_OOM
     if compiling and type(exc).__module__.startswith(("torch._dynamo", "torch._inductor")):
-        return "compile_failed"
-    return "exception"
+        return ev.KIND_COMPILE_FAILED
+    return ev.KIND_EXCEPTION
 
 
 def _memory_event(cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -> dict[str, Any]:
     """Merge every rank's allocator peaks and every node's NVML report into the memory event's fields."""
     if not cuda:
-        return {"max_allocated_mib": None, "max_reserved_mib": None, "nvml_peak_used_mib": None,
-                "nvml_gpu0_mib": None, "gpu_util_mean": None, "reason": CPU_MEMORY_REASON}
+        return {ev.MAX_ALLOCATED_MIB: None, ev.MAX_RESERVED_MIB: None, ev.NVML_PEAK_USED_MIB: None,
+                ev.NVML_GPU0_MIB: None, ev.GPU_UTIL_MEAN: None, ev.REASON: ev.CPU_MEMORY_REASON}
     alloc = {str(g["rank"]): g["max_allocated_mib"] for g in gathered}
     reserved = {str(g["rank"]): g["max_reserved_mib"] for g in gathered}
     peaks: dict[str, float] = {}
@@ -114,10 +120,10 @@ def _memory_event(cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -
                 gpu0 = (int(index), round(mib, 1))
         if rep["util_mean"] is not None:
             utils.append(rep["util_mean"])
-    return {"max_allocated_mib": alloc, "max_reserved_mib": reserved, "nvml_peak_used_mib": peaks or None,
-            "nvml_gpu0_mib": gpu0[1] if gpu0 else None,
-            "gpu_util_mean": sum(utils) / len(utils) if utils else None,
-            "reason": "; ".join(reasons) if reasons else None}
+    return {ev.MAX_ALLOCATED_MIB: alloc, ev.MAX_RESERVED_MIB: reserved, ev.NVML_PEAK_USED_MIB: peaks or None,
+            ev.NVML_GPU0_MIB: gpu0[1] if gpu0 else None,
+            ev.GPU_UTIL_MEAN: sum(utils) / len(utils) if utils else None,
+            ev.REASON: "; ".join(reasons) if reasons else None}
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ class Runtime:
 
 
 def run(args: argparse.Namespace, env: distenv.DistEnv, log: Any) -> int:
-    """Pick the device, join the process group, train, report. ``log`` is ``dlperf_log.emit`` on rank 0 and a
+    """Pick the device, join the process group, train, report. ``log`` is ``events.emit`` on rank 0 and a
     no-op elsewhere."""
     import torch  # noqa: PLC0415 (heavy; only the workload process needs it)
     import torch.distributed as dist  # noqa: PLC0415
@@ -169,6 +175,8 @@ def _notes(args: argparse.Namespace, cuda: bool) -> list[str]:
         notes.append("fp16 weights (BatchNorm fp32), no fp32 master weights, dynamic loss scaling")
     if args.tiny:
         notes.append("tiny model/input for smoke runs: NOT a benchmark result")
+    if args.nan_at_step:
+        notes.append(f"loss made NaN on purpose from step {args.nan_at_step} (--nan-at-step): NOT a benchmark result")
     return notes
 
 
@@ -196,27 +204,30 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
     basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
     peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
-    log("header", suite=f"pytorch-ddp/{args.model}", model=args.model, tiny=args.tiny, rank=env.rank,
-        world_size=env.world_size, local_world_size=env.local_world_size, nodes=env.nodes,
-        device="cuda" if cuda else "cpu", device_name=rt.device_name, precision=args.precision,
-        amp_dtype=str(adt).replace("torch.", "") if adt is not None else None, compile=bool(args.compile),
-        compile_backend=args.compile_backend if args.compile else None,
-        channels_last=channels_last, batch_size=args.batch_size, global_batch=global_batch,
-        warmup_steps=args.warmup_steps, measure_steps=args.measure_steps, data_location=args.data_location,
-        backend=rt.backend, launcher=env.launcher, versions=_versions(torch, cuda), hostname=socket.gethostname(),
-        params=work.params, flops_per_sample=work.flops_per_sample,
-        flops_basis="3 x forward; conv/linear/attention matmuls, multiply-add = 2", peak_tflops_per_gpu=peak,
-        peak_basis=basis if cuda else None, tf32=tf32 if cuda else None, threads=torch.get_num_threads(),
-        workers=workers if args.data_location == "host" else None, model_config=work.details,
-        notes=_notes(args, cuda), master_addr=env.master_addr, master_port=env.master_port,
-        slurm_job_id=os.environ.get("SLURM_JOB_ID"), time=time.time())
+    log(ev.EV_HEADER, **{
+        ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
+        ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
+        ev.DEVICE: ev.DEVICE_CUDA if cuda else ev.DEVICE_CPU, ev.DEVICE_NAME: rt.device_name,
+        ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
+        ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
+        ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
+        ev.WARMUP_STEPS: args.warmup_steps, ev.MEASURE_STEPS: args.measure_steps,
+        ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
+        ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
+        ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
+        ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
+        ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
+        ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
+        ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
+        ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
+        ev.NAN_AT_STEP: args.nan_at_step or None, ev.TIME: time.time()})
 
     model = work.model
     if rt.distributed:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
     if args.compile:
         model = torch.compile(model, backend=args.compile_backend)
-    step = make_step(work, model, args.precision, device)
+    step = make_step(work, model, args.precision, device, nan_at_step=args.nan_at_step)
 
     sampler = None
     if cuda:  # each rank samples the GPU it uses; the memory event merges them per host:index
@@ -240,14 +251,15 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
                             on_window_start=sampler.window_start if sampler else (lambda: None),
                             on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny)
     except BaseException as exc:
-        log("error", kind=_classify(exc, bool(args.compile)), step=current["step"],
-            message=f"{type(exc).__name__}: {exc}"[:4000], tiny=args.tiny)
+        log(ev.EV_ERROR, **{ev.KIND: _classify(exc, bool(args.compile)), ev.STEP: current["step"],
+                            ev.MESSAGE: f"{type(exc).__name__}: {exc}"[:4000], ev.TINY: args.tiny})
         exc.dlperf_logged = True  # type: ignore[attr-defined]
         if sampler:
             sampler.stop()
         raise
 
     report = sampler.stop() if sampler else None
+    # what each rank hands to rank 0 (not an event: _memory_event turns them into one)
     mine = {"rank": env.rank,
             "max_allocated_mib": round(torch.cuda.max_memory_allocated(device) / 2**20, 1) if cuda else None,
             "max_reserved_mib": round(torch.cuda.max_memory_reserved(device) / 2**20, 1) if cuda else None,
@@ -257,10 +269,10 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         gathered = [None] * env.world_size
         dist.all_gather_object(gathered, mine)
     if env.is_rank0:
-        log("memory", **_memory_event(cuda, gathered, socket.gethostname()))
+        log(ev.EV_MEMORY, **_memory_event(cuda, gathered, socket.gethostname()))
         fields = summarize(result, args.warmup_steps, args.measure_steps, global_batch, work.flops_per_sample,
                            peak * env.world_size if peak else None)
-        log("summary", **fields, global_batch=global_batch, tiny=args.tiny)
+        log(ev.EV_SUMMARY, **fields, **{ev.GLOBAL_BATCH: global_batch, ev.TINY: args.tiny})
     return 0
 
 
@@ -269,15 +281,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         env = distenv.detect()
     except Exception as exc:  # noqa: BLE001 (report, then fail)
-        dlperf_log.emit("error", kind="launch", message=f"{type(exc).__name__}: {exc}", tiny=args.tiny)
+        ev.emit(ev.EV_ERROR, **{ev.KIND: ev.KIND_LAUNCH, ev.MESSAGE: f"{type(exc).__name__}: {exc}",
+                                ev.TINY: args.tiny})
         return 2
-    log = dlperf_log.emit if env.is_rank0 else (lambda *a, **k: None)
+    log = ev.emit if env.is_rank0 else (lambda *a, **k: None)
     try:
         return run(args, env, log)
     except Exception as exc:
         if not getattr(exc, "dlperf_logged", False):
-            log("error", kind=_classify(exc, bool(args.compile)), step=0, message=f"{type(exc).__name__}: {exc}"[:4000],
-                tiny=args.tiny)
+            log(ev.EV_ERROR, **{ev.KIND: _classify(exc, bool(args.compile)), ev.STEP: 0,
+                                ev.MESSAGE: f"{type(exc).__name__}: {exc}"[:4000], ev.TINY: args.tiny})
         raise
 
 

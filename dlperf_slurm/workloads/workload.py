@@ -248,26 +248,36 @@ class Fp16LossScaler:
         return True
 
 
-def make_step(work: Workload, model: nn.Module, precision: str, device: torch.device) -> Callable[[], torch.Tensor]:
+def make_step(work: Workload, model: nn.Module, precision: str, device: torch.device,
+              nan_at_step: int = 0) -> Callable[[], torch.Tensor]:
     """One training step on ``model`` (possibly DDP/compiled): batch, forward, loss, backward, optimizer step.
 
     amp on GPU = autocast fp16 + GradScaler; amp on CPU = autocast bf16; fp16 = fp16 weights (BatchNorm fp32)
     with dynamic loss scaling; bf16 = bf16 weights, no scaling. Gradient clipping (BERT) is on unscaled gradients.
+
+    ``nan_at_step`` K > 0: from the K-th call on, the loss is multiplied by NaN before the backward pass, so the
+    loss, the gradients and (without loss scaling, which skips such steps) the weights really are NaN: a
+    deliberately non-finite run, to test the NONFINITE path end to end.
     """
     opt, clip = work.optimizer, work.grad_clip
     adt = amp_dtype(precision, device)
     scaler = torch.amp.GradScaler("cuda") if adt is torch.float16 else None
     fp16_scaler = Fp16LossScaler() if precision == "fp16" else None
     params = [p for g in opt.param_groups for p in g["params"]]
+    calls = 0
 
     def autocast() -> contextlib.AbstractContextManager:
         return torch.autocast(device.type, dtype=adt) if adt is not None else contextlib.nullcontext()
 
     def step() -> torch.Tensor:
+        nonlocal calls
+        calls += 1
         batch = work.next_batch()
         opt.zero_grad(set_to_none=True)
         with autocast():
             loss = work.loss_of(model, batch)
+        if nan_at_step and calls >= nan_at_step:
+            loss = loss * float("nan")
         if scaler is not None:
             scaler.scale(loss).backward()
             if clip:

@@ -14,6 +14,8 @@
 #   SLURM_CI_CPUS=N     CPUs advertised per node (default: nproc; may exceed real cores)
 #   SLURM_CI_MEM_MB=N   RealMemory per node (default: 80% of RAM / NODES)
 #   SLURM_CI_MAX_ARRAY=N MaxArraySize (default 1001, Slurm's default)
+#   SLURM_CI_SLURMD_TIMEOUT=S SlurmdTimeout (default 10 s, Slurm's is 300): how soon a dead slurmd's node is
+#                       marked DOWN and its jobs NODE_FAIL (tests/test_slurm_faults.py waits for that)
 #   SLURM_CI_FRESH=1    wipe slurmctld/slurmd state (job ids restart at 1) before starting
 #   SLURM_CI_CGROUP=1   use proctrack/cgroup + task/cgroup,task/affinity (cgroup v1 here): real
 #                       --mem OOM enforcement and CPU binding. Default 0: proctrack/linuxproc, task/none.
@@ -154,6 +156,7 @@ JobCompLoc=$LOG_DIR/jobcomp.log
 MinJobAge=300
 MaxArraySize=${SLURM_CI_MAX_ARRAY:-1001}
 KillWait=5
+SlurmdTimeout=${SLURM_CI_SLURMD_TIMEOUT:-10}
 InactiveLimit=0
 Waittime=0
 EOF
@@ -241,7 +244,33 @@ for n in "${NODE_NAMES[@]}"; do
     unshare --uts /bin/sh -c "hostname $n && exec /usr/sbin/slurmd -N $n"
   fi
 done
-idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" -eq "${#NODE_NAMES[@]}" ]; }
-wait_for 60 "nodes idle" idle || { sinfo -N; tail -20 "$LOG_DIR"/slurmd-*.log; exit 1; }
+# Readiness: every node IDLE, nothing else. (`sinfo -t idle` would also list IDLE+DRAIN nodes.) slurmctld keeps
+# node states across restarts, so a node an earlier run left DRAIN or DOWN (by hand, by a test, by a failure)
+# is resumed once it has registered; a node that still is not idle after that stops the start, named with its
+# state and its `sinfo -R` reason.
+node_state() { sinfo -h -N -n "$1" -o %T 2>/dev/null | head -1 || true; }
+node_reason() { sinfo -h -R -N -n "$1" -o %E 2>/dev/null | head -1 || true; }
+registered() {  # every slurmd has answered: no "unknown" state, no "*" (not responding) suffix
+  local n s; for n in "${NODE_NAMES[@]}"; do s=$(node_state "$n"); case $s in ''|unknown*|*'*') return 1 ;; esac; done
+}
+all_idle() { local n; for n in "${NODE_NAMES[@]}"; do [ "$(node_state "$n")" = idle ] || return 1; done; }
+wait_for 60 "every slurmd to register" registered || true  # judged below, node by node
+for n in "${NODE_NAMES[@]}"; do
+  s=$(node_state "$n")
+  case $s in
+    drain*|down*|fail*|inval*)
+      log "node $n is $s (reason: $(node_reason "$n")): resuming it"
+      scontrol update nodename="$n" state=resume || true ;;
+  esac
+done
+if ! wait_for 30 "nodes idle" all_idle; then
+  for n in "${NODE_NAMES[@]}"; do
+    s=$(node_state "$n")
+    [ "$s" = idle ] || echo "slurm-ci: node $n is not idle: state ${s:-unknown}, reason: $(node_reason "$n")" >&2
+  done
+  sinfo -N; sinfo -R; tail -n 20 "$LOG_DIR"/slurmd-*.log
+  echo "slurm-ci: refusing to report the cluster ready (stop it with tests/slurm/stop.sh)" >&2
+  exit 1
+fi
 if [ "$DBD" = 1 ]; then wait_for 30 "cluster registered in slurmdbd" sh -c 'sacctmgr -n -P show cluster format=cluster,controlport | grep -q "^ci|6817"'; fi
 log "cluster ready: $(sinfo -h -N -o '%N' | sort -u | tr '\n' ' ')(slurmd pids: $(cat /run/slurm/slurmd-*.pid | tr '\n' ' '))"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TEMPLATES = HERE / "templates"  # fake payloads driven by DLPERF_TEST_MODE (ok, fail, oom, sleep)
+TEMPLATES = HERE / "templates"  # fake payloads driven by DLPERF_TEST_MODE (ok, fail, oom, sleep, wait)
 REPO = HERE.parent.parent
 
 
@@ -63,3 +63,19 @@ def wait_until(predicate, timeout: float = 60, interval: float = 0.2, what: str 
         if time.time() > end:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def cluster_up() -> str | None:
+    """Why the Slurm tests cannot run here (None: the test cluster of tests/slurm/start.sh answers, n1 and n2)."""
+    import shutil
+
+    if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
+        return "no Slurm client on PATH (start the test cluster: bash tests/slurm/start.sh)"
+    p = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    if p.returncode != 0 or "UP" not in p.stdout:
+        return f"no Slurm test cluster answers `scontrol ping` ({(p.stdout + p.stderr).strip()}); start it with " \
+               "bash tests/slurm/start.sh"
+    nodes = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True).stdout.split()
+    if not {"n1", "n2"} <= set(nodes):
+        return f"the Slurm cluster up has nodes {sorted(set(nodes))}, the tests need n1 and n2 (tests/slurm/start.sh 2)"
+    return None

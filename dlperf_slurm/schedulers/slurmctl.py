@@ -1,4 +1,4 @@
-"""Talking to Slurm: squeue / sacct / scontrol / scancel, batched, parsed, mapped to run statuses.
+"""The Slurm client (used by the Slurm backend, :mod:`dlperf_slurm.schedulers.slurm`): squeue / sacct / scontrol / scancel, batched, parsed, mapped to run statuses.
 
 Every query is one command for all the jobs asked about (never one per job). ``sacct`` is optional: many
 clusters lack slurmdbd or restrict it, so :meth:`Slurm.query` asks ``squeue -t all`` first (which keeps
@@ -14,30 +14,12 @@ import shutil
 import subprocess
 import time
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from dlperf_slurm.errors import UserError
-from dlperf_slurm.suites import Status
+from dlperf_slurm.errors import ControllerUnreachable, SchedulerError, SubmissionRefused
+from dlperf_slurm.model import JobInfo, Status
 
 # ------------------------------------------------------------------------------------------ errors
-
-
-class SchedulerError(UserError):
-    """A Slurm command failed; the message names the command and Slurm's own words."""
-
-    def __init__(self, message: str, command: Sequence[str] = (), stderr: str = ""):
-        self.command, self.stderr = list(command), stderr
-        super().__init__(message)
-
-
-class ControllerUnreachable(SchedulerError):
-    """slurmctld does not answer (down, wrong SLURM_CONF, network)."""
-
-
-class SubmissionRefused(SchedulerError):
-    """sbatch said no: bad partition/account/QOS, a submit limit, an invalid option."""
-
 
 _UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
@@ -149,23 +131,6 @@ def normalize_state(raw: str) -> str:
 def map_state(raw: str) -> str | None:
     """Run status for a Slurm state, or None for a state we do not know (never guessed)."""
     return _STATE_MAP.get(normalize_state(raw))
-
-
-@dataclass
-class JobInfo:
-    """What the scheduler says about one job (or one array task)."""
-
-    job_id: str  # '123' or '123_4'
-    state: str  # normalized Slurm state, e.g. CANCELLED
-    reason: str = ""  # squeue's %r, sacct's Reason, or "by 0" of 'CANCELLED by 0'
-    exit_code: str = ""  # sacct '3:0'
-    raw_id: str = ""  # the unique job id of an array task
-    nodes: str = ""
-    source: str = ""  # squeue | sacct | local
-
-    @property
-    def status(self) -> str | None:
-        return map_state(self.state)
 
 
 # ------------------------------------------------------------------------------------------ running commands
@@ -354,7 +319,9 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
         except ValueError:
             continue
         for j in ids:
-            out[j] = JobInfo(j, normalize_state(state), reason, "", raw if len(ids) == 1 else "", nodes, "squeue")
+            word = normalize_state(state)
+            out[j] = JobInfo(job_id=j, status=map_state(word), state=word, reason=reason,
+                             raw_id=raw if len(ids) == 1 else "", nodes=nodes, source="squeue")
     return out
 
 
@@ -367,6 +334,7 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
             continue
         jid, raw, state = parts[0].strip(), parts[1].strip(), parts[2].strip()
         exit_code = parts[3].strip() if len(parts) > 3 else ""
+        rc = int(exit_code.split(":")[0]) if exit_code.split(":")[0].isdigit() else None
         reason = parts[4].strip() if len(parts) > 4 else ""
         nodes = parts[5].strip() if len(parts) > 5 else ""
         if reason in ("None", "(null)"):
@@ -379,25 +347,8 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
         except ValueError:
             continue
         for j in ids:
-            out[j] = JobInfo(j, normalize_state(state), reason, exit_code, raw if len(ids) == 1 else "",
-                             "" if nodes in ("None assigned", "(null)") else nodes, "sacct")
+            word = normalize_state(state)
+            out[j] = JobInfo(job_id=j, status=map_state(word), state=word, reason=reason, exit_code=rc,
+                             raw_id=raw if len(ids) == 1 else "",
+                             nodes="" if nodes in ("None assigned", "(null)") else nodes, source="sacct")
     return out
-
-
-# ------------------------------------------------------------------------------------------ polling
-
-
-class Backoff:
-    """Poll intervals: ``initial`` doubling up to ``maximum``; :meth:`reset` after progress."""
-
-    def __init__(self, initial: float = 1.0, maximum: float = 30.0, factor: float = 2.0):
-        self.initial, self.maximum, self.factor = initial, maximum, factor
-        self.current = initial
-
-    def next(self) -> float:
-        value = self.current
-        self.current = min(self.maximum, self.current * self.factor)
-        return value
-
-    def reset(self) -> None:
-        self.current = self.initial

@@ -1,0 +1,228 @@
+"""The ``:::DLPERF {json}`` events: the line format, every event name and every key, in one place.
+
+Like mlperf-logging's ``mllog/constants.py``: the writers (the built-in workloads in ``dlperf_slurm.workloads``, the
+sbatch script's provenance snippet ``templates/provenance.sh.j2``) and the readers (the suites' parsers, the
+collector) take the names from here rather than spelling them, so a misspelt key is a NameError, not a silently
+missing field. ``tests/test_events.py`` checks that everything a real run prints is declared here.
+
+One event per line: :data:`PREFIX`, then one JSON object whose :data:`EVENT` key names the event. Non-finite floats,
+which JSON cannot hold, are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``; :func:`parse_line` turns such
+strings back into floats.
+
+This module imports nothing from the rest of the package and no torch: the workloads import it on every node.
+Values of the dict-valued keys (``versions``, ``tf32``, ``model_config``, the memory event's per-rank and per-GPU
+maps, the job event's ``env``) are free-form and have no constants.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, TextIO
+
+PREFIX = ":::DLPERF "  # what starts every event line (after an optional launcher label)
+EVENT = "event"  # the key that names the event, in every event
+
+# ------------------------------------------------------------------------------------------ event names
+
+EV_JOB = "job"  # provenance: printed by the sbatch script before the launch (templates/provenance.sh.j2)
+EV_HEADER = "header"  # the workload's configuration, once, before the first step
+EV_STEP = "step"  # once per training step, numbered from 1
+EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goes on)
+EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
+EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
+
+EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY)
+
+# ------------------------------------------------------------------------------------------ keys
+# A key used by several events is declared once; the per-event tuples below say which event carries which.
+
+TIME = "time"  # unix wall clock (s)
+TINY = "tiny"  # a smoke run on a tiny model: never a result
+STEP = "step"  # step number (1-based; 0 = before the first step)
+HOSTNAME = "hostname"
+VERSIONS = "versions"  # {package: version}
+
+# header
+SUITE = "suite"
+MODEL = "model"
+RANK = "rank"
+WORLD_SIZE = "world_size"
+LOCAL_WORLD_SIZE = "local_world_size"
+NODES = "nodes"
+DEVICE = "device"  # DEVICE_CUDA or DEVICE_CPU
+DEVICE_NAME = "device_name"
+PRECISION = "precision"
+AMP_DTYPE = "amp_dtype"
+COMPILE = "compile"
+COMPILE_BACKEND = "compile_backend"
+CHANNELS_LAST = "channels_last"
+BATCH_SIZE = "batch_size"  # per rank
+GLOBAL_BATCH = "global_batch"  # also in the summary
+WARMUP_STEPS = "warmup_steps"  # also in the summary
+MEASURE_STEPS = "measure_steps"  # also in the summary
+DATA_LOCATION = "data_location"
+BACKEND = "backend"  # process-group backend: nccl | gloo
+LAUNCHER = "launcher"
+PARAMS = "params"
+FLOPS_PER_SAMPLE = "flops_per_sample"
+FLOPS_BASIS = "flops_basis"
+PEAK_TFLOPS_PER_GPU = "peak_tflops_per_gpu"
+PEAK_BASIS = "peak_basis"
+TF32 = "tf32"
+THREADS = "threads"
+WORKERS = "workers"
+MODEL_CONFIG = "model_config"
+NOTES = "notes"
+MASTER_ADDR = "master_addr"
+MASTER_PORT = "master_port"
+SLURM_JOB_ID = "slurm_job_id"
+NAN_AT_STEP = "nan_at_step"  # --nan-at-step: the loss is made NaN on purpose from this step on (null: off)
+
+# step
+SAMPLES = "samples"  # samples in the step, all ranks
+LOSS = "loss"  # rank 0's loss; also in the nonfinite_loss error
+STEP_TIME = "step_time"  # seconds since the previous step's end
+THROUGHPUT = "throughput"  # samples/s; in the summary, the time flavour over the window
+
+# error
+KIND = "kind"  # one of ERROR_KINDS
+MESSAGE = "message"
+
+# memory
+MAX_ALLOCATED_MIB = "max_allocated_mib"  # {rank: MiB}, the PyTorch allocator's peak
+MAX_RESERVED_MIB = "max_reserved_mib"  # {rank: MiB}
+NVML_PEAK_USED_MIB = "nvml_peak_used_mib"  # {"host:gpu_index": MiB}
+NVML_GPU0_MIB = "nvml_gpu0_mib"  # the first sampled GPU on rank 0's host
+GPU_UTIL_MEAN = "gpu_util_mean"  # % over the measured window
+REASON = "reason"  # why figures are missing
+
+# summary
+STEPS = "steps"
+LATENCY_MS = "latency_ms"
+THROUGHPUT_MEAN = "throughput_mean"  # the speed flavour: mean of the per-step throughputs in the window
+MEASURED_SECONDS = "measured_seconds"
+NONFINITE_LOSS = "nonfinite_loss"  # bool
+NONFINITE_STEPS = "nonfinite_steps"  # how many steps had a non-finite loss
+TFLOPS = "tflops"
+PEAK_TFLOPS = "peak_tflops"  # all GPUs
+MFU = "mfu"
+
+# job (provenance; written by templates/provenance.sh.j2, which gets these names when the script is rendered)
+RUN = "run"  # the run key, DLPERF_RUN
+JOB_ID = "job_id"
+ARRAY_JOB_ID = "array_job_id"
+ARRAY_TASK_ID = "array_task_id"
+NODELIST = "nodelist"
+GPUS = "gpus"  # nvidia-smi lines
+GPU_REASON = "gpu_reason"
+CUDA = "cuda"  # nvcc's version line
+NCCL = "nccl"
+CONTAINER_IMAGE = "container_image"
+COMMAND = "command"
+GIT = "git"
+ENV = "env"  # the environment, secrets redacted (readers leave it out of results)
+ERROR = "error"  # the provenance script could not run: only this key (and EVENT) is set
+
+# ------------------------------------------------------------------------------------------ values
+
+# error kinds
+KIND_NONFINITE_LOSS = "nonfinite_loss"  # the run goes on and exits 0; the run is NONFINITE
+KIND_OOM = "oom"
+KIND_COMPILE_FAILED = "compile_failed"
+KIND_EXCEPTION = "exception"
+KIND_LAUNCH = "launch"  # the launch environment could not be read
+ERROR_KINDS = (KIND_NONFINITE_LOSS, KIND_OOM, KIND_COMPILE_FAILED, KIND_EXCEPTION, KIND_LAUNCH)
+
+# header device
+DEVICE_CUDA = "cuda"
+DEVICE_CPU = "cpu"
+
+# the memory event's reason on a CPU run
+CPU_MEMORY_REASON = "no CUDA device (CPU run): GPU memory not measured"
+
+# ------------------------------------------------------------------------------------------ keys per event
+
+HEADER_KEYS = (SUITE, MODEL, TINY, RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODES, DEVICE, DEVICE_NAME, PRECISION,
+               AMP_DTYPE, COMPILE, COMPILE_BACKEND, CHANNELS_LAST, BATCH_SIZE, GLOBAL_BATCH, WARMUP_STEPS,
+               MEASURE_STEPS, DATA_LOCATION, BACKEND, LAUNCHER, VERSIONS, HOSTNAME, PARAMS, FLOPS_PER_SAMPLE,
+               FLOPS_BASIS, PEAK_TFLOPS_PER_GPU, PEAK_BASIS, TF32, THREADS, WORKERS, MODEL_CONFIG, NOTES,
+               MASTER_ADDR, MASTER_PORT, SLURM_JOB_ID, NAN_AT_STEP, TIME)
+STEP_KEYS = (STEP, TIME, SAMPLES, LOSS, STEP_TIME, THROUGHPUT, TINY)
+ERROR_KEYS = (KIND, STEP, LOSS, MESSAGE, TINY)
+MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU0_MIB, GPU_UTIL_MEAN, REASON)
+SUMMARY_KEYS = (STEPS, WARMUP_STEPS, MEASURE_STEPS, THROUGHPUT, LATENCY_MS, THROUGHPUT_MEAN, MEASURED_SECONDS,
+                NONFINITE_LOSS, NONFINITE_STEPS, TFLOPS, PEAK_TFLOPS, MFU, GLOBAL_BATCH, TINY)
+JOB_KEYS = (RUN, TIME, JOB_ID, ARRAY_JOB_ID, ARRAY_TASK_ID, NODELIST, HOSTNAME, GPUS, GPU_REASON, CUDA, NCCL,
+            CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR)
+
+KEYS: dict[str, tuple[str, ...]] = {EV_JOB: JOB_KEYS, EV_HEADER: HEADER_KEYS, EV_STEP: STEP_KEYS,
+                                    EV_ERROR: ERROR_KEYS, EV_MEMORY: MEMORY_KEYS, EV_SUMMARY: SUMMARY_KEYS}
+"""Every key each event may carry besides :data:`EVENT`."""
+
+# ------------------------------------------------------------------------------------------ the line format
+
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str):
+        return _NONFINITE.get(value, value)
+    if isinstance(value, dict):
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def format_line(event: str, **fields: Any) -> str:
+    """The line for one event, without the trailing newline: compact JSON, the event name first."""
+    return PREFIX + json.dumps(_encode({EVENT: event, **fields}), separators=(",", ":"), allow_nan=False)
+
+
+def emit(event: str, stream: TextIO | None = None, **fields: Any) -> str:
+    """Write one event line to ``stream`` (stdout by default), flushed; return the line."""
+    line = format_line(event, **fields)
+    out = sys.stdout if stream is None else stream
+    out.write(line + "\n")
+    out.flush()
+    return line
+
+
+def job_error_line(message: str) -> str:
+    """The job event the sbatch script prints when its provenance script cannot run. Spaced JSON (``json.dumps``'
+    default separators), like the line the provenance script itself prints."""
+    return PREFIX + json.dumps({EVENT: EV_JOB, ERROR: message})
+
+
+def parse_event(line: str) -> dict[str, Any] | None:
+    """The raw event dict of a ``:::DLPERF`` line, or None for any other line. Text before the prefix (an
+    ``srun -l`` label, a fragment a record was glued to) is ignored: the last prefix on the line wins.
+    Non-finite floats stay the strings "nan"/"inf"/"-inf" (the collector reads numbers leniently)."""
+    at = line.rfind(PREFIX)
+    if at < 0:
+        return None
+    try:
+        obj = json.loads(line[at + len(PREFIX):])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get(EVENT), str):
+        return None
+    return obj
+
+
+def parse_line(line: str) -> dict[str, Any] | None:
+    """:func:`parse_event`, with the strings "nan"/"inf"/"-inf" anywhere in the object turned back into floats."""
+    obj = parse_event(line)
+    return None if obj is None else _decode(obj)

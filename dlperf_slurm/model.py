@@ -1,0 +1,359 @@
+"""The nouns of dlperf_slurm, shared by every stage: run statuses, the matrix and its cells and runs, what a
+parser is told and what it returns, and the typed rows ``collect`` builds.
+
+Nothing here imports another dlperf_slurm module: every stage imports its nouns from this one place, so no
+import ever runs back up the pipeline.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Mapping
+
+DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
+DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
+DEFAULT_REPEATS = 7
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+# ================================================================================================ statuses
+
+
+class Status(StrEnum):
+    """A run's status (method.md, "A run's status"). A ``StrEnum``: members are their own names as strings,
+    so they serialise as-is (JSON, SQLite, CSV) and compare equal to those strings."""
+
+    OK = "OK"
+    OOM = "OOM"
+    NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
+    TIMEOUT = "TIMEOUT"
+    NODE_FAIL = "NODE_FAIL"
+    PREEMPTED = "PREEMPTED"
+    CANCELLED = "CANCELLED"
+    LAUNCH_FAILED = "LAUNCH_FAILED"  # no training step at all (or no log)
+    FAILED = "FAILED"  # non-zero exit, cause unknown
+    INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
+    UNMEASURED = "UNMEASURED"  # past the window, but the log does not time it (e.g. coarse logging)
+    PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
+    REQUEUED = "REQUEUED"
+    RUNNING = "RUNNING"
+    PENDING = "PENDING"
+    SUBMITTING = "SUBMITTING"  # recorded, its sbatch not yet confirmed (the submit journal)
+    UNSUBMITTED = "UNSUBMITTED"
+
+    @property
+    def active(self) -> bool:
+        """The scheduler holds the run (queued or running): it may still change."""
+        return self in ACTIVE
+
+    @property
+    def final(self) -> bool:
+        return self in FINAL
+
+    @property
+    def failure(self) -> bool:
+        return self in FAILURES
+
+
+#: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
+FAILURES: tuple[Status, ...] = (
+    Status.OOM, Status.NONFINITE, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
+    Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+#: With the scheduler: queued, requeued or running.
+ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
+#: Not ended yet, whether or not it reached a scheduler.
+UNFINISHED: frozenset[Status] = ACTIVE | {Status.SUBMITTING, Status.UNSUBMITTED}
+FINAL: frozenset[Status] = frozenset(FAILURES) | {Status.OK}
+#: The order statuses are listed in (counts, progress lines).
+DISPLAY_ORDER: tuple[Status, ...] = (Status.OK, Status.RUNNING, Status.PENDING, Status.REQUEUED, Status.SUBMITTING,
+                                     *FAILURES, Status.UNSUBMITTED)
+
+
+def status_of(word: Any) -> Status | None:
+    """The Status a stored word names, None for anything else (never a dunder or a near miss)."""
+    try:
+        return Status(str(word))
+    except ValueError:
+        return None
+
+
+# ================================================================================================ the matrix
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration of the matrix (run ``repeats`` times)."""
+
+    suite: str
+    model: str
+    framework: str
+    nodes: int
+    gpus_per_node: int
+    batch_size: int  # per device
+    precision: str
+    xla: bool
+    launcher: str
+    launcher_args: tuple[str, ...] = ()
+    params: tuple[tuple[str, Any], ...] = ()  # suite-declared extra axes, sorted by name
+    env: tuple[tuple[str, str], ...] = ()  # free environment-variable axes ("env.NAME"), sorted
+    default_launcher: str = field(default="", compare=False)  # the suite's; any other launcher is in the id
+
+    @property
+    def shape(self) -> str:
+        """DLPerf's device-shape label, e.g. ``2n8g``."""
+        return f"{self.nodes}n{self.gpus_per_node}g"
+
+    @property
+    def devices(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def global_batch(self) -> int:
+        return self.devices * self.batch_size
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    def _variant_parts(self) -> list[str]:
+        parts = [] if self.launcher == (self.default_launcher or self.launcher) else [f"launcher-{self.launcher}"]
+        parts += [f"{k}-{v}" for k, v in self.params]
+        parts += [f"{k}-{v}" for k, v in self.env]
+        if self.launcher_args:
+            joined = "-".join(self.launcher_args)
+            digest = hashlib.sha1("\0".join(self.launcher_args).encode()).hexdigest()[:6]
+            parts.append(f"la-{joined[:24]}-{digest}")
+        return [_SAFE_ID.sub("-", p).strip("-") for p in parts]
+
+    @functools.cached_property
+    def id(self) -> str:
+        """Stable readable id, e.g. ``bert-base.pytorch-ddp.2x8.b96.amp.xla0``."""
+        base = f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}.xla{int(self.xla)}"
+        parts = self._variant_parts()
+        return ".".join([base, *parts]) if parts else base
+
+    @functools.cached_property
+    def stem(self) -> str:
+        """File stem in DLPerf's convention: ``<model>_b<bsz>_<prec>[_xla][_<variant>...]``."""
+        parts = [self.model, f"b{self.batch_size}", self.precision]
+        if self.xla:
+            parts.append("xla")
+        parts += [p.replace("_", "-") for p in self._variant_parts()]
+        return "_".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "suite": self.suite, "framework": self.framework, "model": self.model,
+            "nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "shape": self.shape,
+            "batch_size": self.batch_size, "global_batch": self.global_batch, "precision": self.precision,
+            "xla": self.xla, "launcher": self.launcher, "launcher_args": list(self.launcher_args),
+            "params": dict(self.params), "env": dict(self.env), "default_launcher": self.default_launcher,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Cell":
+        """The cell :meth:`as_dict` wrote (a manifest row, a JSON summary). A dict from before
+        ``default_launcher`` was stored learns it from its id: ``launcher-X`` in the id means another default."""
+        launcher = str(d.get("launcher") or "")
+        default = d.get("default_launcher")
+        if default is None:
+            default = f"not-{launcher}" if f".launcher-{launcher}" in str(d.get("id", "")) else launcher
+        return cls(suite=str(d["suite"]), model=str(d["model"]), framework=str(d["framework"]),
+                   nodes=int(d["nodes"]), gpus_per_node=int(d["gpus_per_node"]), batch_size=int(d["batch_size"]),
+                   precision=str(d["precision"]), xla=bool(d["xla"]), launcher=launcher,
+                   launcher_args=tuple(d.get("launcher_args") or ()),
+                   params=tuple(sorted((d.get("params") or {}).items())),
+                   env=tuple(sorted((d.get("env") or {}).items())), default_launcher=str(default))
+
+
+@dataclass(frozen=True)
+class Measure:
+    repeats: int = DEFAULT_REPEATS
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    measure_steps: int = DEFAULT_MEASURE_STEPS
+
+
+@dataclass(frozen=True)
+class Container:
+    type: str = "none"
+    image: str = ""
+    mounts: tuple[str, ...] = ()  # pyxis --container-mounts / apptainer --bind
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str = "00:30:00"
+    exclusive: bool = False
+    constraint: str | None = None
+    gpu_request: str = "gpus-per-node"
+    cpus_per_task: int | None = None
+    mem: str | None = None
+    extra_directives: tuple[str, ...] = ()
+    array_throttle: int | None = None
+
+    @property
+    def minutes(self) -> float:
+        return time_to_minutes(self.time)
+
+
+@dataclass(frozen=True)
+class Environment:
+    modules: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    setup: tuple[str, ...] = ()  # trusted shell lines, written as-is
+    container: Container = Container()
+
+
+@dataclass(frozen=True)
+class Dropped:
+    cell: Cell
+    reason: str
+
+
+@dataclass
+class Matrix:
+    path: Path
+    name: str
+    suite: Any  # the registered dlperf_slurm.suites.Suite
+    cells: list[Cell]
+    dropped: list[Dropped]
+    measure: Measure
+    slurm: SlurmConfig
+    environment: Environment
+    options: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def runs(self) -> int:
+        return len(self.cells) * self.measure.repeats
+
+    @property
+    def gpu_hours(self) -> float:
+        """GPU-hours the campaign asks for: every run holds its GPUs for the whole time limit."""
+        return sum(c.devices for c in self.cells) * self.measure.repeats * self.slurm.minutes / 60.0
+
+
+def time_to_minutes(value: str) -> float:
+    """Slurm time syntax (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]``) to minutes."""
+    s = str(value).strip()
+    days = 0
+    if "-" in s:
+        d, s = s.split("-", 1)
+        days = int(d)
+        parts = [int(p) for p in s.split(":")] + [0, 0]
+        h, m, sec = parts[0], parts[1], parts[2]
+        return days * 1440 + h * 60 + m + sec / 60
+    parts = [int(p) for p in s.split(":")]
+    if len(parts) == 1:
+        return float(parts[0])
+    if len(parts) == 2:
+        return parts[0] + parts[1] / 60
+    if len(parts) == 3:
+        return parts[0] * 60 + parts[1] + parts[2] / 60
+    raise ValueError(value)
+
+
+
+
+@dataclass(frozen=True)
+class Run:
+    """One repeat of one cell, with its files in DLPerf's layout under the campaign folder:
+    ``<campaign>/<N>n<G>g/<model>_b<bsz>_<prec>[_xla][_variant]_<repeat>.{log,sbatch,exit}``."""
+
+    cell: Cell
+    repeat: int
+    campaign_dir: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.cell.id}.r{self.repeat}"
+
+    @functools.cached_property
+    def base(self) -> Path:
+        return self.campaign_dir / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
+
+    @functools.cached_property
+    def log(self) -> Path:
+        return self.base.with_name(self.base.name + ".log")
+
+    @functools.cached_property
+    def script(self) -> Path:
+        return self.base.with_name(self.base.name + ".sbatch")
+
+    @functools.cached_property
+    def marker(self) -> Path:
+        """Written atomically by the job script at its end: the exit status of the launcher."""
+        return self.base.with_name(self.base.name + ".exit")
+
+
+
+
+# ================================================================================================ scheduling
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobInfo:
+    """What a scheduler says about one job (or one array task). ``status`` is the backend's mapping of its own
+    state word (None: a word the backend does not know, never guessed)."""
+
+    job_id: str  # '123' or '123_4' (Slurm), 'local-<token>_<i>' (local runner)
+    status: Status | None
+    state: str = ""  # the scheduler's own word, normalized (e.g. CANCELLED)
+    reason: str = ""  # squeue's %r, sacct's Reason, "by 0" of 'CANCELLED by 0'
+    exit_code: int | None = None
+    raw_id: str = ""  # the unique job id of an array task
+    nodes: str = ""
+    source: str = ""  # squeue | sacct | local | ...
+
+
+# ================================================================================================ parsing
+
+
+@dataclass
+class ParseContext:
+    """What a parser needs to know about the run whose log it reads."""
+
+    nodes: int
+    gpus_per_node: int
+    batch_size: int  # per device, as in the matrix
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    measure_steps: int = DEFAULT_MEASURE_STEPS
+    precision: str = "fp32"
+    options: Mapping[str, Any] = field(default_factory=dict)  # the suite's [options] (e.g. batches_per_iter)
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def global_batch(self) -> int:
+        return self.world_size * self.batch_size
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    """What one run's log says, per method.md. Figures are None when the log does not give them."""
+
+    status: Status
+    reason: str = ""
+    throughput: float | None = None  # samples/s, time flavour (primary)
+    throughput_speed: float | None = None  # samples/s, speed flavour (mean of printed per-step figures)
+    latency_ms: float | None = None  # measured wall time / measured steps
+    steps_seen: int = 0
+    mem_peak_mib: float | None = None  # max "used" over every GPU of every node (NVML)
+    mem_gpu0_mib: float | None = None  # GPU 0 of the first node (DLPerf comparability)
+    mem_allocator_mib: float | None = None  # framework allocator peak (torch max_memory_allocated), max over ranks
+    mem_reason: str = ""  # why memory is missing (e.g. CPU run)
+    gpu_util: float | None = None
+    loss_finite: bool | None = None
+    tiny: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,303 @@
+"""THE run-status decision: one function turns what is known of a run into its status (method.md, "A run's
+status"). ``status`` (and ``--wait``), ``collect`` and ``submit --retry-failed`` all go through :func:`decide`,
+so they never disagree.
+
+The evidence (:class:`Evidence`):
+
+- the scheduler's answer (:class:`~dlperf_slurm.model.JobInfo`, its state already mapped to a Status by the
+  scheduler backend), or that it has no record, or that it could not be asked;
+- the job script's exit marker (``{"rc", "signal", "end"}``, written atomically by the script whatever ends it);
+- the log's verdict: the suite parser's :class:`~dlperf_slurm.model.RunResult` (OOM text, NaN loss, steps against
+  the window, a Slurm kill banner inside the log);
+- a kill banner or cgroup OOM line from the job's scheduler output file;
+- whether ``dlperf-slurm cancel`` asked for the run to end, and the time limit.
+
+Precedence, first match wins:
+
+====  ==================================================================  ==========================================
+ 1    an unknown scheduler state                                          undecided (never guessed)
+ 2    the scheduler holds the job and there is no exit marker             PENDING / RUNNING / REQUEUED
+ 3    nothing says the run ended (no marker, no record, not asked)        undecided, or the log's verdict (no
+                                                                          scheduler at all: a DLPerf tree)
+ 4    out of memory: the log, the scheduler (OUT_OF_MEMORY), cgroup       OOM
+ 5    the loss went non-finite                                            NONFINITE
+ 6    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
+                                                                          PREEMPTED (a signal with no record: by
+                                                                          the time limit, else CANCELLED)
+ 7    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
+                                                                          was asked)
+ 8    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
+                                                                          no step)
+ 9    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
+                                                                          cancel was asked, LAUNCH_FAILED when the
+                                                                          log has no step
+10    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
+                                                                          UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
+====  ==================================================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status
+
+KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
+#: Statuses whose figures stay on the record: OK's are results; NONFINITE's and a late OOM's are evidence.
+KEEPS_FIGURES = (Status.OK, Status.NONFINITE, Status.OOM)
+TIME_LIMIT_SLACK_S = 60  # a signal this close to the time limit, with no scheduler record, is the time limit
+CANCELLED_BY_US = "cancelled by `dlperf-slurm cancel`"
+
+
+@dataclass(kw_only=True)
+class Evidence:
+    """Everything known about one run. Only what is known is given; the rest stays None/False."""
+
+    job: JobInfo | None = None  # the scheduler's answer; None: no record (asked) or not asked
+    asked: bool = False  # the scheduler was asked and answered (so job=None means it has no record)
+    marker: Mapping[str, Any] | None = None  # the exit marker
+    log: RunResult | None = None  # the log's verdict; None when the log was not read
+    has_log: bool = False
+    banner: tuple[Status, str] | None = None  # from the job's scheduler output file
+    cancel_requested: bool = False
+    time_limit_s: float | None = None
+    started_at: float | None = None  # the job's start (its provenance line), for the time-limit inference
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    reason: str = ""
+    exit_code: int | None = None
+
+
+def read_marker(path: str | Path | None) -> dict[str, Any] | None:
+    """The exit marker the job script wrote at its end, or None (absent, partial, not ours)."""
+    if not path:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "rc" in data else None
+
+
+def exit_code(ev: Evidence) -> int | None:
+    if ev.marker is not None:
+        try:
+            return int(ev.marker.get("rc"))
+        except (TypeError, ValueError):
+            return None
+    return ev.job.exit_code if ev.job is not None else None
+
+
+def decide(ev: Evidence) -> Outcome | None:
+    """The run's status and reason from the evidence (the table in this module's docstring), or None when
+    nothing can be concluded yet (the caller keeps what it had)."""
+    job, marker, log = ev.job, ev.marker, ev.log
+    sched = job.status if job is not None else None
+    rc = exit_code(ev)
+    sig = str((marker or {}).get("signal") or "")
+    exit_note = f"exit code {rc}" + (f" (SIG{sig})" if sig else "") if rc not in (None, 0) else ""
+    where = _where(log)
+
+    def out(status: Status, reason: str) -> Outcome:
+        return Outcome(status, reason, rc)
+
+    # 1. a state word the scheduler backend does not know
+    if job is not None and sched is None:
+        return None
+    # 2. with the scheduler
+    if sched in ACTIVE and marker is None:
+        if log is not None and log.status == Status.OK:
+            return out(sched, f"{sched.lower()} (window complete, job not finished)")
+        return out(sched, job.reason if sched != Status.RUNNING else "")
+    # 3. nothing says it ended
+    if marker is None and job is None and not ev.asked:
+        if log is None:
+            return None
+        if log.status == Status.INCOMPLETE:
+            return out(log.status, log.reason + "; no exit marker and no scheduler state: still running, "
+                                                "or killed without a trace")
+        return out(log.status, log.reason)
+    # 4. out of memory
+    if log is not None and log.status == Status.OOM:
+        return out(Status.OOM, log.reason)
+    if sched == Status.OOM:
+        return out(Status.OOM, f"the scheduler says {job.state} (host memory limit) {where}".rstrip())
+    if ev.banner is not None and ev.banner[0] == Status.OOM:
+        return out(Status.OOM, f"out of memory {where}: {ev.banner[1]}")
+    # 5. non-finite loss
+    if log is not None and log.status == Status.NONFINITE:
+        return out(Status.NONFINITE, log.reason)
+    # 6. killed
+    kill = _killed(ev, sched, sig, where)
+    if kill is not None:
+        return out(*kill)
+    # 7. no log
+    if not ev.has_log:
+        if marker is None and job is None and ev.cancel_requested:
+            return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
+        if marker is None and job is None:
+            return out(Status.LAUNCH_FAILED, "the job left the queue without ever starting (no log, no scheduler "
+                                             "record)")
+        why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
+        return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
+    # 8. a failure exit
+    if rc not in (None, 0) or sched == Status.FAILED:
+        note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
+        if log is not None and log.status == Status.LAUNCH_FAILED:
+            return out(Status.LAUNCH_FAILED, f"{note}; {log.reason}")
+        if log is None or log.status == Status.OK:
+            return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
+        return out(Status.FAILED, f"{note} {where}; {log.reason}")
+    # 9. gone without a trace
+    if marker is None and sched is None:
+        if ev.cancel_requested:
+            return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
+        if log is not None and log.status == Status.LAUNCH_FAILED:
+            return out(Status.LAUNCH_FAILED, f"{log.reason}; the job left the queue without an exit marker")
+        return out(Status.FAILED, "the job left the queue without an exit marker (killed hard: out of memory, "
+                                  "node failure or SIGKILL?) and the scheduler keeps no record"
+                                  + (f"; the log stops {where}" if log is not None and log.status != Status.OK
+                                     else ""))
+    # 10. ended well: the log decides
+    if log is None:
+        return out(Status.OK, "")
+    return out(log.status, log.reason)
+
+
+def _where(log: RunResult | None) -> str:
+    if log is None:
+        return ""
+    return f"at step {log.steps_seen}" if log.steps_seen else "before any step"
+
+
+def _killed(ev: Evidence, sched: Status | None, sig: str, where: str) -> tuple[Status, str] | None:
+    job, log = ev.job, ev.log
+    after = " after the window completed" if log is not None and log.status == Status.OK else (
+        f" {where}" if where else "")
+    if sched in KILLED:
+        reason = f"the scheduler says {job.state}{after}"
+        if job.reason:
+            reason += f" ({job.reason})"
+        if sched == Status.CANCELLED and ev.cancel_requested:
+            reason = CANCELLED_BY_US + f" ({job.state}{after})"
+        if sig:
+            reason += f"; script got SIG{sig}"
+        if log is not None and log.status not in (Status.OK,) and log.reason:
+            reason += f"; {log.reason}"
+        return sched, reason
+    if log is not None and log.status in KILLED:  # a slurmstepd banner inside the log
+        return log.status, log.reason
+    if ev.banner is not None and ev.banner[0] in KILLED:
+        return ev.banner[0], f"{ev.banner[1]}{after}"
+    if sig and sched is None:
+        if ev.cancel_requested:
+            return Status.CANCELLED, f"{CANCELLED_BY_US} (SIG{sig})"
+        end = (ev.marker or {}).get("end")
+        start = ev.started_at
+        try:
+            ran = float(end) - float(start) if end is not None and start is not None else None
+        except (TypeError, ValueError):
+            ran = None
+        if ev.time_limit_s and ran is not None and ran >= ev.time_limit_s - TIME_LIMIT_SLACK_S:
+            return Status.TIMEOUT, (f"killed by SIG{sig} after {ran:.0f} s, at the time limit (inferred from the "
+                                    "exit marker: no scheduler record)")
+        return Status.CANCELLED, f"killed by SIG{sig} (no scheduler record: scancel, preemption or node shutdown)"
+    return None
+
+
+def apply(result: RunResult, outcome: Outcome) -> RunResult:
+    """Put the decision on the parsed result, in place: only an OK run's figures are results (a NONFINITE run's,
+    and an OOM run's that completed its window, stay as evidence)."""
+    if outcome.status not in KEEPS_FIGURES or (outcome.status == Status.OOM and result.status != Status.OOM):
+        result.throughput = result.throughput_speed = result.latency_ms = None
+    result.status, result.reason = outcome.status, outcome.reason
+    if outcome.exit_code is not None:
+        result.extra["exit_code"] = outcome.exit_code
+    return result
+
+
+# ================================================================================================ cells
+
+
+def cell_status(statuses: Counter | Mapping[Any, int]) -> Status:
+    """A cell's status from its runs' statuses: OK when any run is OK; RUNNING/PENDING while any run has not
+    ended; else its most frequent failure, ties broken by :data:`dlperf_slurm.model.FAILURES` (most severe
+    first)."""
+    counts = {Status(k): v for k, v in statuses.items() if v}
+    if counts.get(Status.OK):
+        return Status.OK
+    if counts.get(Status.RUNNING):
+        return Status.RUNNING
+    if any(counts.get(s) for s in (Status.PENDING, Status.REQUEUED, Status.SUBMITTING, Status.UNSUBMITTED)):
+        return Status.PENDING  # its display says how many are pending, running or not submitted
+    fails = [(n, -FAILURES.index(s), s) for s, n in counts.items() if s in FAILURES]
+    return max(fails)[2] if fails else Status.UNSUBMITTED
+
+
+def worst_failure(statuses: Mapping[Any, int]) -> Status | None:
+    """The failure a status table names for a cell: its most frequent failure (ties: most severe), or None."""
+    fails = [(n, -FAILURES.index(Status(s)), Status(s)) for s, n in statuses.items() if n and Status(s) in FAILURES]
+    return max(fails)[2] if fails else None
+
+
+# ================================================================================================ evidence
+
+
+def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: int,
+             options: Mapping[str, Any] | None = None) -> RunResult:
+    """The log's verdict and figures, read by the cell's suite parser. Never raises for a bad log: a parser
+    exception is a PARSE_ERROR result, a missing log a LAUNCH_FAILED one."""
+    from dlperf_slurm import parsing, suites
+
+    try:
+        suite = suites.get(cell.suite)
+        ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
+                           cell.precision, options={**suite.options, **(options or {})})
+        return suite.parse(parsing.read_lines(log), ctx)
+    except FileNotFoundError:
+        return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
+    except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect
+        return RunResult(status=Status.PARSE_ERROR, reason=f"parser failed: {type(err).__name__}: {err}"[:300])
+
+
+def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:
+    """A verdict the scheduler's own output files state: a ``slurmstepd`` kill banner or a cgroup OOM kill."""
+    from dlperf_slurm import parsing
+
+    for p in paths:
+        try:
+            for line in parsing.read_lines(p):
+                st = parsing.slurm_kill(line) if "***" in line else None
+                if st:
+                    return Status(st), line.strip()[:300]
+                if "oom-kill" in line or "oom_kill" in line or "Exceeded job memory limit" in line:
+                    return Status.OOM, line.strip()[:300]
+        except OSError:
+            continue
+    return None
+
+
+def log_start(path: str | Path) -> float | None:
+    """When the job script started, from the provenance (``job``) event near the top of its log."""
+    from dlperf_slurm import events
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536).decode(errors="replace")
+    except OSError:
+        return None
+    for line in head.splitlines():
+        ev = events.parse_event(line) if events.PREFIX in line else None
+        if ev is not None and ev.get("event") == "job":
+            try:
+                return float(ev.get("time"))
+            except (TypeError, ValueError):
+                return None
+    return None

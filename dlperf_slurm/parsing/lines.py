@@ -1,0 +1,325 @@
+"""Reading a log: lines streamed with flat memory, launcher rank labels, the facts any log holds (OOM text,
+Slurm kill banners, errors, ``:::DLPERF`` events) and the :class:`Scanner` that runs a suite's line handler.
+
+- :func:`read_lines`: lines of a file, decoded as UTF-8 with ``errors='replace'``; ``\\r`` also ends a line
+  (progress bars); a physical line longer than :data:`MAX_LINE` comes in pieces (flat memory).
+- :func:`split_rank`: rank labels written by launchers: ``srun -l`` (``0: ``, `` 3: ``), ``torchrun --tee``
+  (``[rank0]:``, ``[default0]:``) and OpenMPI ``--tag-output`` (``[1,0]<stdout>:``).
+- :class:`Scanner`: runs a suite's line handler over a log: rank filtering, re-joining a record that buffering
+  split over two labelled lines, OOM / Slurm-kill / error text on every rank, ``:::DLPERF`` job, memory and error
+  events in every suite's log.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlperf_slurm.model import Status
+from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
+from dlperf_slurm.events import parse_event  # the one reader of our line format
+
+MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
+MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
+MAX_REASON = 300  # characters of a log line quoted in a reason
+
+NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|NaN|Inf)"  # a number as logs print one
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def read_lines(path: Any) -> Iterator[str]:
+    """The lines of the file at ``path``, streamed, without their line ends.
+
+    Bytes that are not UTF-8 become U+FFFD; ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line (universal
+    newlines); a truncated last line (no newline) is yielded as it is; a line longer than :data:`MAX_LINE`
+    characters comes in several pieces, so memory stays flat for any file.
+    """
+    with open(path, encoding="utf-8", errors="replace", newline=None) as f:
+        readline = f.readline
+        while True:
+            line = readline(MAX_LINE)
+            if not line:
+                return
+            if line[-1:] == "\n":
+                line = line[:-1]
+            yield line
+
+
+def iter_text_lines(text: str) -> Iterator[str]:
+    """The lines of an in-memory log (tests, fuzzing): the same splitting rules as :func:`read_lines`."""
+    yield from text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # a trailing "\n" yields one empty last line, which every parser ignores
+
+
+# ------------------------------------------------------------------------------------------------- ranks
+
+_RANK = re.compile(r"(?:\s{0,8}(\d{1,6}): |\[(?:rank|default)(\d{1,6})\]:\s?|\[\d+,(\d{1,6})\]<std(?:out|err)>:\s?)")
+
+
+def split_rank(line: str) -> tuple[int | None, str]:
+    """``(rank, text)`` of a line labelled by a launcher, ``(None, line)`` for an unlabelled one."""
+    c = line[:1]
+    if c == " " or c == "[" or c.isdigit():
+        m = _RANK.match(line)
+        if m:
+            return int(m.group(m.lastindex or 1)), line[m.end():]
+    return None, line
+
+
+# --------------------------------------------------------------------------------------------- text facts
+
+# TensorFlow's BFC allocator warns "ran out of memory trying to allocate ... The caller indicates that this is
+# not a failure": training goes on, so that line is no OOM.
+_NOT_A_FAILURE = "not a failure"
+
+
+_OOM_WORDS = ("out of memory", "cuda_error_out_of_memory", "resource_exhausted", "resourceexhausted",
+              "oom when allocating", "oom-kill", "oom_kill", "outofmemoryerror", "exceeded job memory limit")
+
+
+def oom_text(line: str) -> bool:
+    """Whether the line reports an out-of-memory failure (method.md's list, plus TF's and the kernel's)."""
+    if ("emory" in line or "EMORY" in line or "OOM" in line or "oom" in line or "xhausted" in line
+            or "XHAUSTED" in line):
+        low = line.lower()
+        return any(w in low for w in _OOM_WORDS) and _NOT_A_FAILURE not in low
+    return False
+
+
+_SLURM_KILL = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))?\s*\*\*\*")
+_SLURM_CAUSE = {"TIME LIMIT": Status.TIMEOUT, "NODE FAILURE": Status.NODE_FAIL, "PREEMPTION": Status.PREEMPTED,
+                "JOB REQUEUE": Status.REQUEUED}
+
+
+def slurm_kill(line: str) -> str | None:
+    """The status a ``slurmstepd`` kill banner states (``*** STEP 12.0 ON n1 CANCELLED AT ... DUE TO TIME
+    LIMIT ***``), or None."""
+    if "CANCELLED AT" not in line:
+        return None
+    m = _SLURM_KILL.search(line)
+    if not m:
+        return None
+    return _SLURM_CAUSE.get((m.group(1) or "").strip(), Status.CANCELLED)
+
+
+_EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?")
+
+
+def _clip(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def to_float(value: Any) -> float | None:
+    """A number from JSON or text (``"nan"``, ``"inf"`` included), None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# ------------------------------------------------------------------------------------------------ scanner
+
+# A handler reads one line's text (rank label removed) and answers:
+NOT_MINE, CONSUMED, FRAGMENT = 0, 1, 2
+
+
+@dataclass
+class Facts:
+    """What any log says besides its steps."""
+
+    lines: int = 0
+    garbled: int = 0  # records split by buffering that could not be put back together
+    oom: str | None = None  # the first OOM line
+    oom_rank: int | None = None
+    slurm: str | None = None  # status stated by a slurmstepd kill banner
+    slurm_line: str | None = None
+    last_exception: str | None = None
+    last_error: str | None = None
+    job: dict[str, Any] | None = None  # provenance (the sbatch script's :::DLPERF job line), env left out
+    memory: dict[str, Any] | None = None  # a :::DLPERF memory event
+    errors: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF error events (first few)
+    ranks: set = field(default_factory=set)  # rank labels seen
+
+
+_JOB_KEYS = ("run", "job_id", "array_job_id", "array_task_id", "nodelist", "hostname", "gpus", "gpu_reason", "cuda",
+             "nccl", "container_image", "versions", "command", "git", "error", "time")
+
+
+class Scanner:
+    """Run a suite's line handler over the lines of a log that come from the ranks the suite reads.
+
+    ``handler(text, rank, final)`` gets each line's text (rank label removed) and returns :data:`CONSUMED` for a
+    record it read, :data:`NOT_MINE` for any other line, or :data:`FRAGMENT` for a record whose end may have been
+    cut by buffering (a value at the end of the line may be short of digits). A fragment is held (per rank); when
+    the next line of the same rank does not start a record (``starts(text)``), the two are glued and read with
+    ``final=True``; if that is no record, or the next line starts one, the held line is read alone with
+    ``final=True`` (then the handler reads what it can and must not answer FRAGMENT). The same happens at the
+    end of the log, so a truncated last line is read as far as it goes.
+
+    ``ranks``: ``"rank0"`` keeps unlabelled lines and rank 0's (the default); ``"all"`` keeps every line (the
+    handler gets the rank). OOM, Slurm-kill and error text are looked for on every rank. ``:::DLPERF`` events
+    (job, memory, error; our workloads' own events) reach ``on_event`` as dicts.
+    """
+
+    def __init__(self, handler: Callable[[str, int | None, bool], int], *, ranks: str = "rank0",
+                 starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
+                 wanted: Callable[[str], Any] | None = None,
+                 on_event: Callable[[dict[str, Any], int | None], None] | None = None):
+        self.handler = handler
+        self.starts = starts or (lambda text: False)
+        self.all_ranks = ranks == "all"
+        self.on_event = on_event
+        self.facts = Facts()
+        self._pending: dict[int | None, str] = {}
+        # ``needles``: substrings one of which every line the handler cares about contains (None: call it on
+        # every line), or ``wanted(text)``, a predicate to the same end. Other lines are noise and skip the
+        # handler: the hot loop's fast path.
+        if wanted is not None:
+            self._wanted: Callable[[str], Any] = wanted
+        elif needles is None:
+            self._wanted = lambda text: True
+        elif len(needles) == 0:
+            self._wanted = lambda text: False
+        elif len(needles) == 1:
+            needle = needles[0]
+            self._wanted = lambda text: needle in text
+        else:
+            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search  # type: ignore[assignment]
+
+    def run(self, lines: Iterable[str]) -> Facts:
+        # The hot loop: a log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few
+        # substring tests; the text facts are looked for only in lines no handler took as a record.
+        facts = self.facts
+        handle = self._handle
+        starts = self._starts
+        pending = self._pending
+        all_ranks = self.all_ranks
+        text_facts = self._text_facts
+        wanted = self._wanted
+        handler = self.handler
+        prefix_fragment = self._prefix_fragment
+        ranks = facts.ranks
+        n = 0
+        for line in lines:
+            n += 1
+            if not line:
+                continue
+            c = line[0]
+            if c == " " or c == "[" or c.isdigit():
+                rank, text = split_rank(line)
+                if rank is not None and len(ranks) < 4096:
+                    ranks.add(rank)
+            else:
+                rank, text = None, line
+            if ":::DLPERF" in text:
+                event = True
+            else:
+                event = False
+                if not all_ranks and rank is not None and rank != 0:
+                    if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
+                            or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                        text_facts(text, rank)
+                    continue
+            if pending:
+                head = pending.pop(rank, None)
+                if head is not None:
+                    if not event and not starts(text) and len(head) + len(text) < MAX_FRAGMENT:
+                        if handle(head + text, rank, True) == CONSUMED:  # the record's tail: glue it back
+                            if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text
+                                    or "oom" in text or "***" in text or "EXHAUSTED" in text):
+                                text_facts(text, rank)
+                            continue
+                    if handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
+                        facts.garbled += 1
+            if event:
+                r = handle(text, rank, False)
+            elif wanted(text):
+                r = handler(text, rank, False)  # the rank was filtered above
+                if r == NOT_MINE and ":::" in text:
+                    r = prefix_fragment(text)
+            elif ":::" in text:
+                r = prefix_fragment(text)
+            else:
+                r = NOT_MINE
+            if r == NOT_MINE:
+                if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
+                        or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                    text_facts(text, rank)
+            elif r == FRAGMENT:
+                pending[rank] = text
+        for rank, head in list(pending.items()):
+            if handle(head, rank, True) != CONSUMED:
+                facts.garbled += 1
+        pending.clear()
+        facts.lines = n
+        return facts
+
+    def _starts(self, text: str) -> bool:
+        return DLPERF_PREFIX in text or self.starts(text)
+
+    def _handle(self, text: str, rank: int | None, final: bool) -> int:
+        if DLPERF_PREFIX in text:
+            ev = parse_event(text)
+            if ev is None:
+                return NOT_MINE if final else FRAGMENT
+            self._event(ev, rank)
+            return CONSUMED
+        if not self.all_ranks and rank is not None and rank != 0:
+            return NOT_MINE
+        r = self.handler(text, rank, final)
+        if r == NOT_MINE and not final:
+            return self._prefix_fragment(text)
+        return r
+
+    @staticmethod
+    def _prefix_fragment(text: str) -> int:
+        at = text.rfind(":::", max(0, len(text) - len(DLPERF_PREFIX)))
+        if at >= 0 and DLPERF_PREFIX.startswith(text[at:]):
+            return FRAGMENT  # the line ends inside a ":::DLPERF " prefix: its record follows
+        return NOT_MINE
+
+    def _event(self, ev: dict[str, Any], rank: int | None) -> None:
+        kind = ev.get("event")
+        if kind == "job":
+            if self.facts.job is None:
+                self.facts.job = {k: ev.get(k) for k in _JOB_KEYS if k in ev}
+        elif kind == "memory":
+            self.facts.memory = ev
+        elif kind == "error":
+            if len(self.facts.errors) < 8:
+                self.facts.errors.append(ev)
+            if ev.get("kind") == "oom" and self.facts.oom is None:
+                self.facts.oom = _clip(str(ev.get("message") or "out of memory (error event)"))
+                self.facts.oom_rank = rank
+        if self.on_event is not None and (self.all_ranks or rank in (None, 0)):
+            self.on_event(ev, rank)
+
+    def _text_facts(self, text: str, rank: int | None) -> None:
+        facts = self.facts
+        if facts.oom is None and oom_text(text):
+            facts.oom = _clip(text)
+            facts.oom_rank = rank
+        if "rror" in text or "xception" in text or "Killed" in text:
+            if _EXCEPTION.match(text):
+                facts.last_exception = _clip(text)
+            else:
+                facts.last_error = _clip(text)
+        if facts.slurm is None and "***" in text:
+            state = slurm_kill(text)
+            if state:
+                facts.slurm, facts.slurm_line = state, _clip(text)

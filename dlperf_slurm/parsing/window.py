@@ -1,0 +1,216 @@
+"""The measurement window of method.md (skip ``warmup`` steps, time the next ``measure``) and :func:`finish`: a
+run's :class:`~dlperf_slurm.model.RunResult` and its *log verdict* from the log alone. The run's final status,
+which also weighs the scheduler's state and the exit marker, is decided in one place: :mod:`dlperf_slurm.outcome`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
+
+# ------------------------------------------------------------------------------------------------ window
+
+
+@dataclass
+class WindowFigures:
+    start: int  # the window's first boundary: end of this step (or start of training when 0)
+    end: int
+    seconds: float
+    throughput: float  # time flavour
+    latency_ms: float
+    speed: float | None  # mean of the printed per-step (or per-interval) throughputs in (start, end]
+    speed_points: int
+
+    @property
+    def steps(self) -> int:
+        return self.end - self.start
+
+
+class Window:
+    """Where a run's steps fall relative to the window, kept in O(measure) memory.
+
+    Feed every logged step in log order with :meth:`add`. A step's ``time`` is the wall time at its end; a line
+    that also says how long the steps since ``span_from`` took (``span_seconds``) lets the window's start be
+    recovered when the line for the boundary step itself is missing (warm-up 0, a coarse log, a garbled line).
+    """
+
+    COVERAGE = 0.9  # a window with fewer measured steps than this fraction of ``measure`` is not a measurement
+
+    def __init__(self, warmup: int, measure: int):
+        self.warmup = max(0, int(warmup))
+        self.measure = max(1, int(measure))
+        self.end_step = self.warmup + self.measure
+        self.max_step = 0
+        self.points = 0  # step lines seen
+        self._start: tuple[int, float] | None = None  # first logged step >= warmup, with its time
+        self._derived: tuple[int, float] | None = None  # start recovered from a span, (step, time)
+        self._last: tuple[int, float] | None = None  # last logged step <= end, with its time
+        self._speeds: dict[int, tuple[int, float]] = {}  # step -> (span_from, speed) for steps in (warmup, end]
+        self.nonfinite: tuple[int, float] | None = None  # first (step, loss) not finite
+        self.last_loss: float | None = None
+        self.out_of_order = 0
+
+    def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
+            span_from: int | None = None, span_seconds: float | None = None) -> None:
+        self.points += 1
+        if step < self.max_step:
+            self.out_of_order += 1
+        self.max_step = max(self.max_step, step)
+        if loss is not None:
+            self.last_loss = loss
+            if not math.isfinite(loss) and self.nonfinite is None:
+                self.nonfinite = (step, loss)
+        if time is None or not math.isfinite(time):
+            return
+        if step >= self.warmup and self._start is None:
+            self._start = (step, time)
+        if step <= self.end_step and (self._last is None or step > self._last[0]):
+            self._last = (step, time)
+        if (span_from is not None and span_seconds is not None and finite(span_seconds) and span_seconds >= 0
+                and span_from >= self.warmup and self._derived is None and span_from < step):
+            self._derived = (span_from, time - span_seconds)
+        if speed is not None and self.warmup < step <= self.end_step and step not in self._speeds:
+            self._speeds[step] = (span_from if span_from is not None else step - 1, speed)
+
+    @property
+    def reached(self) -> bool:
+        """The run went at least to the end of the window."""
+        return self.max_step >= self.end_step
+
+    def figures(self, global_batch: float) -> WindowFigures | None:
+        """The window's throughput and latency, or None when the log does not cover it (see COVERAGE)."""
+        start = self._start
+        if self._derived is not None and (start is None or self._derived[0] < start[0]):
+            start = self._derived
+        last = self._last
+        if start is None or last is None or last[0] <= start[0]:
+            return None
+        steps = last[0] - start[0]
+        seconds = last[1] - start[1]
+        if steps < self.COVERAGE * self.measure or not (seconds > 0) or not math.isfinite(seconds):
+            return None
+        speeds = [v for s, (f, v) in self._speeds.items() if f >= start[0] and s <= last[0] and finite(v)]
+        return WindowFigures(start[0], last[0], seconds, global_batch * steps / seconds, 1000.0 * seconds / steps,
+                             sum(speeds) / len(speeds) if speeds else None, len(speeds))
+
+    def describe(self) -> str:
+        """What the log covers, for a reason text."""
+        s = self._start
+        d = self._derived
+        first = min(x[0] for x in (s, d) if x) if (s or d) else None
+        return (f"logged steps reach {self.max_step}; window {self.warmup}->{self.end_step}; first timed step at or "
+                f"after the warm-up: {first if first is not None else 'none'}; last timed step in the window: "
+                f"{self._last[0] if self._last else 'none'}")
+
+
+# ------------------------------------------------------------------------------------------------- finish
+
+
+def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
+    """RunResult memory fields from a ``:::DLPERF`` memory event."""
+    out: dict[str, Any] = {"mem_peak_mib": None, "mem_gpu0_mib": None, "mem_allocator_mib": None, "gpu_util": None,
+                           "mem_reason": ""}
+    if not mem:
+        return out
+
+    def peak(obj: Any) -> float | None:
+        if isinstance(obj, Mapping):
+            vals = [v for v in (to_float(x) for x in obj.values()) if v is not None and math.isfinite(v)]
+            return max(vals) if vals else None
+        v = to_float(obj)
+        return v if v is not None and math.isfinite(v) else None
+
+    out["mem_peak_mib"] = peak(mem.get("nvml_peak_used_mib"))
+    out["mem_gpu0_mib"] = peak(mem.get("nvml_gpu0_mib"))
+    out["mem_allocator_mib"] = peak(mem.get("max_allocated_mib"))
+    out["gpu_util"] = peak(mem.get("gpu_util_mean"))
+    reason = mem.get("reason")
+    out["mem_reason"] = str(reason) if reason else ""
+    reserved = peak(mem.get("max_reserved_mib"))
+    if reserved is not None:
+        out["_reserved"] = reserved
+    return out
+
+
+def _why(facts: Facts) -> str:
+    for ev in reversed(facts.errors):
+        msg = ev.get("message")
+        if msg:
+            return f"{ev.get('kind', 'error')}: {_clip(str(msg))}"
+    return facts.last_exception or facts.last_error or ""
+
+
+def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: float | None = None,
+           speed_scale: float = 1.0, tiny: bool = False, no_memory_reason: str = "",
+           figures: WindowFigures | None = None, complete: bool | None = None,
+           extra: dict[str, Any] | None = None) -> RunResult:
+    """The run's result and status from its log alone (method.md, "A run's status").
+
+    Order: OOM text, then a Slurm kill banner, then no step at all (LAUNCH_FAILED), a non-finite loss (NONFINITE),
+    fewer steps than the window (INCOMPLETE), a window the log does not cover (UNMEASURED), else OK.
+    ``figures``/``complete`` let a suite that measures itself (tf_cnn, Horovod) bypass the window arithmetic.
+    """
+    gb = float(global_batch if global_batch else ctx.global_batch)
+    fig = figures if figures is not None else window.figures(gb)
+    reached = window.reached if complete is None else complete
+    x: dict[str, Any] = dict(extra or {})
+    if facts.garbled:
+        x["garbled_lines"] = facts.garbled
+    if facts.job:
+        x["job"] = facts.job
+    if facts.ranks:
+        x["ranks_seen"] = len(facts.ranks)
+    if window.out_of_order:
+        x["steps_out_of_order"] = window.out_of_order
+    mem = _memory_fields(facts.memory)
+    reserved = mem.pop("_reserved", None)
+    if reserved is not None:
+        x["mem_reserved_mib"] = reserved
+    if not mem["mem_reason"] and mem["mem_peak_mib"] is None:
+        mem["mem_reason"] = no_memory_reason or "the log reports no GPU memory"
+    res = RunResult(status=Status.OK, steps_seen=window.max_step, tiny=tiny,
+                    loss_finite=None if window.last_loss is None and window.nonfinite is None
+                    else window.nonfinite is None, extra=x, **mem)
+    if fig is not None:
+        res.throughput = fig.throughput
+        res.latency_ms = fig.latency_ms
+        res.throughput_speed = fig.speed * speed_scale if fig.speed is not None else None
+        x["window"] = {"start": fig.start, "end": fig.end, "steps": fig.steps, "seconds": fig.seconds,
+                       "speed_points": fig.speed_points}
+    where = f"at step {window.max_step} of {window.end_step}"
+    why = _why(facts)
+    if facts.oom is not None:
+        rank = f" (rank {facts.oom_rank})" if facts.oom_rank is not None else ""
+        res.status, res.reason = Status.OOM, f"out of memory {where}{rank}: {facts.oom}"
+    elif facts.slurm is not None:
+        res.status, res.reason = facts.slurm, f"Slurm ended the step {where}: {facts.slurm_line}"
+    elif window.points == 0 and fig is None:
+        res.status = Status.LAUNCH_FAILED
+        res.reason = "no training step in the log" + (f"; last error: {why}" if why else "")
+        if facts.lines == 0:
+            res.reason = "empty log: no training step"
+    elif window.nonfinite is not None:
+        step, loss = window.nonfinite
+        res.status, res.reason = Status.NONFINITE, (f"loss is {loss} at step {step}: a throughput with a " \
+                                                   "non-finite loss is not a result")
+    elif not reached:
+        res.status = Status.INCOMPLETE
+        res.reason = f"the log stops {where}" + (f"; last error: {why}" if why else "")
+    elif fig is None:
+        res.status = Status.UNMEASURED
+        res.reason = f"the log does not time the window: {window.describe()}"
+    else:
+        res.reason = ""
+        if fig.steps != window.measure:
+            res.reason = f"measured steps {fig.start}->{fig.end} ({fig.steps} of {window.measure}): " \
+                         "the log times no step nearer the window's ends"
+    if res.status not in (Status.OK, Status.NONFINITE):
+        # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
+        if res.status != Status.OOM or not reached:
+            res.throughput = res.throughput_speed = res.latency_ms = None
+    return res

@@ -1,0 +1,133 @@
+"""The detached local runner: ``python -m dlperf_slurm.schedulers.local_runner QUEUE.json`` runs every PENDING
+script of a queue file (see :mod:`.local`), ``jobs`` at a time machine-wide (flock slots), each in its own
+session; a time limit or a cancel sends TERM to the whole run, then KILL after a grace period, as Slurm does.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from dlperf_slurm.schedulers.local import _read_json, _write_json, local_job_id
+
+
+KILL_WAIT_S = 5.0
+
+
+def _acquire_slot(state_dir: Path, jobs: int, held: dict[int, Any]) -> int | None:
+    """One of ``jobs`` machine-wide slots of this campaign (flock), so concurrent runners share the limit."""
+    for i in range(jobs):
+        if i in held:
+            continue
+        f = open(state_dir / f"slot-{i}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        held[i] = f
+        return i
+    return None
+
+
+def run_local_queue(queue_path: str | os.PathLike) -> int:
+    """The detached runner: run every PENDING script of the queue file, ``jobs`` at a time."""
+    q = Path(queue_path)
+    state = _read_json(q)
+    token = state["token"]
+    state["runner"] = {"pid": os.getpid(), "started": time.time()}
+    _write_json(q, state)
+    cancel_file = q.with_name(f"{token}.cancel")
+    stop = {"flag": False}
+
+    def on_signal(signum, frame):  # cancel everything
+        stop["flag"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    slots: dict[int, Any] = {}
+    running: dict[int, dict[str, Any]] = {}  # index -> {proc, slot, deadline, killed_at, why}
+    tasks = state["tasks"]
+    out = open(q.with_name(f"{token}.runner.log"), "ab")
+
+    while True:
+        changed = False
+        cancelled: set[int] = set()
+        if cancel_file.exists():
+            cancelled = {int(x) for x in cancel_file.read_text().split() if x.strip().isdigit()}
+        if stop["flag"]:
+            cancelled |= set(range(len(tasks)))
+        now = time.time()
+        for i, t in enumerate(tasks):
+            if t["state"] == "PENDING" and i in cancelled:
+                t.update(state="CANCELLED", reason="cancelled before it started", end=now)
+                changed = True
+        for i, r in running.items():
+            why = "cancelled" if i in cancelled else ("time limit" if now > r["deadline"] else None)
+            if why and r["killed_at"] is None:
+                r["why"], r["killed_at"] = why, now
+                try:
+                    os.killpg(r["proc"].pid, signal.SIGTERM)  # like Slurm: TERM to every process of the run
+                except OSError:
+                    pass
+            elif r["killed_at"] is not None and now - r["killed_at"] > KILL_WAIT_S:
+                try:
+                    os.killpg(r["proc"].pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for i in list(running):
+            r = running[i]
+            rc = r["proc"].poll()
+            if rc is None:
+                continue
+            t = tasks[i]
+            if r["why"] == "cancelled":
+                st, reason = "CANCELLED", "cancelled while running"
+            elif r["why"] == "time limit":
+                st, reason = "TIMEOUT", f"killed at the time limit ({t['time_limit_s']:.0f} s)"
+            elif rc == 0:
+                st, reason = "COMPLETED", ""
+            else:
+                st, reason = "FAILED", (f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}")
+            t.update(state=st, reason=reason, rc=rc, end=time.time())
+            slots.pop(r["slot"]).close()
+            del running[i]
+            changed = True
+        for i, t in enumerate(tasks):
+            if t["state"] != "PENDING" or i in running:
+                continue
+            slot = _acquire_slot(q.parent, int(state.get("jobs", 1)), slots)
+            if slot is None:
+                break
+            env = dict(os.environ, DLPERF_LOCAL_JOB=local_job_id(token, i))
+            proc = subprocess.Popen(["bash", t["script"]], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=env)
+            t.update(state="RUNNING", pid=proc.pid, start=time.time())
+            running[i] = {"proc": proc, "slot": slot, "deadline": time.time() + float(t["time_limit_s"]),
+                          "killed_at": None, "why": None}
+            changed = True
+        if changed:
+            _write_json(q, state)
+        if not running and not any(t["state"] == "PENDING" for t in tasks):
+            break
+        time.sleep(0.2)
+    state["runner"]["ended"] = time.time()
+    _write_json(q, state)
+    return 0
+
+
+def _main(argv: Sequence[str]) -> int:
+    if len(argv) == 1:
+        return run_local_queue(argv[0])
+    print("usage: python -m dlperf_slurm.schedulers.local_runner QUEUE.json", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

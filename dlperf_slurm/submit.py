@@ -1,0 +1,293 @@
+"""``submit``: what to submit, grouped, through a journal that makes every step recoverable.
+
+Submitting never duplicates a run. For every group the journal (1) records the runs as SUBMITTING under the
+group's token (carried in its job name), (2) moves an earlier attempt's log and marker aside (never deleted),
+(3) writes the scripts, each with its scheduler's preamble, (4) submits, (5) records the job ids. The next
+``submit`` (or ``status``) reconciles whatever an interruption left between those steps
+(:func:`dlperf_slurm.tracking.reconcile`) before it submits anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from dlperf_slurm import matrix as matrix_mod
+from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
+from dlperf_slurm.files import atomic_write
+from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
+from dlperf_slurm.model import FAILURES, Matrix, Run, Status
+from dlperf_slurm.render import Renderer, run_resources
+from dlperf_slurm.schedulers import for_campaign
+from dlperf_slurm.schedulers.base import Group, Scheduler, new_token
+from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_schedulers
+
+#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included
+RETRYABLE = frozenset(FAILURES)
+
+
+@dataclass
+class SubmitReport:
+    submitted: int = 0
+    groups: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    kept: dict[str, int] = field(default_factory=dict)  # why runs were not submitted: status -> count
+    calls: int = 0
+
+
+# ================================================================================================ planning
+
+
+def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler) -> tuple[list[Group], list[tuple[Run, str]]]:
+    """Runs -> groups (same resources, chunked to the backend's largest group) and the runs it must skip.
+
+    Within a group the order is repeat-major (r0 of every cell, then r1, ...) so a throttled array spreads any
+    drift of the machine over all cells instead of running one cell's repeats back to back."""
+    skipped = [(r, why) for r in runs if (why := backend.skip_reason(matrix, r))]
+    skip_keys = {r.key for r, _ in skipped}
+    by_resources: dict[tuple, list[Run]] = {}
+    for r in runs:
+        if r.key not in skip_keys:
+            by_resources.setdefault(run_resources(matrix, r).key(), []).append(r)
+    groups = []
+    limit = max(1, backend.max_group_size())
+    order = {cell: i for i, cell in enumerate(matrix.cells)}
+    for members in by_resources.values():
+        members.sort(key=lambda r: (r.repeat, order[r.cell]))
+        for i in range(0, len(members), limit):
+            chunk = members[i:i + limit]
+            token = new_token()
+            name = backend.group_name(matrix.name, token)
+            n = len(chunk)
+            throttle = matrix.slurm.array_throttle
+            array = f"0-{n - 1}%{min(n, throttle or n)}" if n > 1 else ""
+            res = run_resources(matrix, chunk[0], job_name=name, output=backend.output_pattern(token, n), array=array)
+            groups.append(Group(token=token, name=name, runs=chunk, resources=res, throttle=throttle,
+                                outputs=[backend.output_path(token, j, n) for j in range(n)]))
+    return groups, skipped
+
+
+def to_submit(runs: Sequence[Run], statuses: dict[str, str], retry_failed: bool, force: bool,
+              report: SubmitReport) -> list[Run]:
+    """The runs to submit: never submitted, failed (with ``retry_failed``), or finished (with ``force``); the
+    others are counted in ``report.kept`` by status. Pending, running and SUBMITTING runs are never chosen."""
+    todo = []
+    for r in runs:
+        st = statuses.get(r.key, Status.UNSUBMITTED)
+        if st == Status.UNSUBMITTED or (st in RETRYABLE and (retry_failed or force)) or (st == Status.OK and force):
+            todo.append(r)
+        else:
+            report.kept[st] = report.kept.get(st, 0) + 1
+    return todo
+
+
+# ================================================================================================ the journal
+
+
+class Journal:
+    """Records each submission around the backend's submit (the order in the module docstring)."""
+
+    def __init__(self, m: Manifest, matrix: Matrix, backend: Scheduler, template_dir: str | None, out):
+        self.m, self.matrix, self.backend, self.out = m, matrix, backend, out
+        self.renderer = Renderer(matrix, template_dir)
+        self.submitted: list[tuple[Group, list[str]]] = []
+
+    def before(self, group: Group) -> None:
+        now = time.time()
+        keys = [r.key for r in group.runs]
+        rows = {r["key"]: r for r in self.m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
+        moves: list[tuple[Path, Path]] = []
+        held = int(self.backend.holds(group.resources))
+        with self.m.write() as db:
+            for run, out in zip(group.runs, group.outputs):
+                row = rows[run.key]
+                moved: dict[str, str] = {}
+                for kind, path in (("log", run.log), ("marker", run.marker)):
+                    if path.exists():
+                        target = aside(path, row["attempt"])
+                        moved[kind] = self.m.rel(target)
+                        moves.append((path, target))
+                if row["attempt"] or moved:
+                    db.execute("INSERT INTO attempts(run_key, attempt, job_id, executor, status, reason, submitted_at, "
+                               "ended_at, moved, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                               (run.key, row["attempt"], row["job_id"], row["executor"], row["status"], row["reason"],
+                                row["submitted_at"], row["ended_at"], json.dumps(moved), now))
+                db.execute("UPDATE runs SET status=?, reason='', executor=?, submission=?, job_id=NULL, "
+                           "array_job_id=NULL, array_task=NULL, attempt=attempt+1, exit_code=NULL, sched_state=NULL, "
+                           "nodes=NULL, submitted_at=NULL, ended_at=NULL, cancel_requested_at=NULL, log_status=NULL, "
+                           "slurm_out=?, updated_at=? WHERE key=?",
+                           (Status.SUBMITTING, self.backend.name, group.token, out or None, now, run.key))
+            db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
+                       "VALUES (?,?,?,?,?,?,?,?)",
+                       (group.token, group.name, self.backend.name, Status.SUBMITTING, json.dumps(keys),
+                        json.dumps(self.backend.describe(group)), now, held))
+        # evidence first (moved aside, never deleted), then the scripts: only then may a job start
+        for src, dst in moves:
+            os.replace(src, dst)
+        for run in group.runs:
+            text = self.renderer.render(run, self.backend.preamble(dataclasses.replace(group.resources, array="")))
+            if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too
+                os.replace(run.script, aside(run.script, rows[run.key]["attempt"]))
+            atomic_write(run.script, text, executable=True)
+
+    def after(self, group: Group, job_ids: list[str]) -> None:
+        record_ids(self.m, self.backend, group.token, [r.key for r in group.runs], job_ids)
+        self.submitted.append((group, job_ids))
+        self.out(f"  submitted {group.size} runs as {self.backend.group_label(job_ids)} "
+                 f"({self.backend.describe(group)})")
+        self._release(group, job_ids)
+
+    def _release(self, group: Group, job_ids: list[str]) -> None:
+        """Release the hold the backend submitted the group with, and record that it was released."""
+        row = self.m.db.execute("SELECT held FROM submissions WHERE token=?", (group.token,)).fetchone()
+        if not row or not row["held"]:
+            return
+        try:
+            self.backend.release(job_ids[:1])
+        except SchedulerError as err:  # recorded as not released: the next status/submit releases it
+            print(f"dlperf-slurm: warning: {err}; the group stays held until the next `status` or `submit` "
+                  "releases it", flush=True)
+            return
+        with self.m.write() as db:
+            db.execute("UPDATE submissions SET released_at=? WHERE token=?", (time.time(), group.token))
+
+    def failed(self, group: Group, error: Exception) -> None:
+        now = time.time()
+        keys = [r.key for r in group.runs]
+        # an error after the scheduler accepted the group (e.g. while submitit moved its pickles) loses no job
+        try:  # a job submitted a moment ago is in the queue (pending, held): an empty answer means none
+            found = self.backend.find(group.name, group.token, now - 60) or {}
+        except Exception:  # noqa: BLE001 - the scheduler cannot be asked: the next submit reconciles
+            return
+        if found:
+            found = self.backend.adopt(found, group.token) or {}
+        if found:
+            have = [(keys[i], j) for i, j in sorted(found.items()) if i < len(keys)]
+            record_ids(self.m, self.backend, group.token, [k for k, _ in have], [j for _, j in have])
+            self.submitted.append((group, [j for _, j in have]))
+            return
+        with self.m.write() as db:
+            db.execute("UPDATE submissions SET state='FAILED', error=?, done_at=? WHERE token=?",
+                       (str(error), now, group.token))
+            db.execute(f"UPDATE runs SET status=?, reason=?, submission=NULL, updated_at=? "
+                       f"WHERE key IN ({','.join('?' * len(keys))})",
+                       (Status.UNSUBMITTED, f"submission refused: {error}", now, *keys))
+
+
+def aside(path: Path, attempt: int) -> Path:
+    """``x.log`` -> ``x.log.<attempt>`` (or the next free number): old evidence is kept, never deleted."""
+    n = max(1, attempt)
+    while True:
+        target = path.with_name(f"{path.name}.{n}")
+        if not target.exists():
+            return target
+        n += 1
+
+
+# ================================================================================================ submit
+
+
+def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, *, retry_failed: bool = False,
+           force: bool = False, dry_run: bool = False, template_dir: str | None = None, out=print) -> SubmitReport:
+    """Submit what is missing (and failed runs with ``retry_failed``, everything finished with ``force``).
+
+    Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
+    cdir = Path(campaign_dir).resolve()
+    runs = matrix_mod.runs(matrix, cdir)
+    seen: dict[str, Run] = {}
+    for r in runs:
+        if r.key in seen and seen[r.key].cell != r.cell:
+            raise UserError(f"{matrix.path}: two cells share the id {r.cell.id} (they differ in "
+                            f"{_cell_difference(seen[r.key], r)}), so their runs would share one log; "
+                            "split them into two matrices")
+        seen[r.key] = r
+    if dry_run:
+        return _dry_run(matrix, cdir, runs, backend, retry_failed, force, out)
+    backend.preflight()
+    report = SubmitReport()
+    with campaign_lock(cdir):
+        m = Manifest(cdir, create=True)
+        try:
+            m.sync(matrix, runs)
+            backends = for_campaign(cdir, used_schedulers(m), default=backend)
+            reconcile(m, backends, out)
+            refresh(m, backends, out=out)
+            rows = {r["key"]: r for r in m.runs()}
+            todo = to_submit(runs, {k: r["status"] for k, r in rows.items()}, retry_failed, force, report)
+            groups, skipped = plan(matrix, todo, backend)
+            report.skipped = [(r.key, why) for r, why in skipped]
+            if skipped:
+                now = time.time()
+                with m.write() as db:
+                    for r, why in skipped:
+                        if rows[r.key]["status"] == Status.UNSUBMITTED:
+                            db.execute("UPDATE runs SET reason=?, updated_at=? WHERE key=?",
+                                       (f"skipped by the {backend.name} executor: {why}", now, r.key))
+            _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
+            journal = Journal(m, matrix, backend, template_dir, out)
+            try:
+                for i, group in enumerate(groups):
+                    journal.before(group)
+                    try:
+                        ids = backend.submit(group)
+                    except Exception as err:  # noqa: BLE001 - recorded, then re-raised with context
+                        journal.failed(group, err)
+                        cause = err if isinstance(err, UserError) else SchedulerError(f"{type(err).__name__}: {err}")
+                        raise SubmitAborted(cause, sum(g.size for g in groups[:i]),
+                                            sum(g.size for g in groups[i:])) from err
+                    if len(ids) != group.size:
+                        raise RuntimeError(f"{backend.name} returned {len(ids)} job ids for {group.size} runs")
+                    journal.after(group, ids)
+            finally:
+                report.submitted = sum(g.size for g, _ in journal.submitted)
+                report.groups = len(journal.submitted)
+                report.calls = backend.calls.get(backend.submit_command, 0)
+        finally:
+            m.close()
+    return report
+
+
+def _cell_difference(a: Run, b: Run) -> str:
+    da, db = a.cell.as_dict(), b.cell.as_dict()
+    return ", ".join(k for k in da if da[k] != db[k]) or "?"
+
+
+def plural(n: int, words: tuple[str, str]) -> str:
+    return f"{n} {words[0] if n == 1 else words[1]}"
+
+
+def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int, backend: Scheduler, out) -> None:
+    kept = ", ".join(f"{v} {k}" for k, v in sorted(report.kept.items()))
+    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells x {matrix.measure.repeats} repeats); "
+        f"submitting {n} as {plural(ngroups, backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
+    failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
+    if failed:
+        out(f"  {failed} failed runs are kept as they are: --retry-failed resubmits them")
+    for key, why in report.skipped:
+        out(f"  skipped {key}: {why}")
+
+
+def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed: bool, force: bool,
+             out) -> SubmitReport:
+    report = SubmitReport()
+    statuses: dict[str, str] = {}
+    if (cdir / MANIFEST).exists():
+        m = Manifest(cdir)
+        statuses = {r["key"]: r["status"] for r in m.runs()}
+        m.close()
+    todo = to_submit(runs, statuses, retry_failed, force, report)
+    groups, skipped = plan(matrix, todo, backend)
+    report.skipped = [(r.key, why) for r, why in skipped]
+    _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
+    out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made:")
+    for i, g in enumerate(groups, 1):
+        out(f"[{i}] {backend.describe(g)}")
+        for t, run in enumerate(g.runs):
+            out(f"      task {t}: {run.key} -> {run.script}")
+    report.groups = len(groups)
+    return report

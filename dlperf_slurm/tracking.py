@@ -1,0 +1,253 @@
+"""Keeping the manifest in step with the schedulers: :func:`refresh` (what ``status``, ``--wait``, ``submit``,
+``cancel`` and ``collect`` call first) and :func:`reconcile` (submissions an interrupted ``submit`` left open).
+
+:func:`refresh` asks each scheduler about every run it holds, in one batched query, and
+
+1. settles the controller with the runs: a task the controller still holds whose exit marker shows its run ended
+   (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold this tool placed is
+   released (an interrupted release, or a restarted controller that lost it);
+2. decides each run's status with :func:`dlperf_slurm.outcome.decide`; when the run has ended its log is read once
+   by the suite's parser, so the manifest keeps the measurement verdict (NONFINITE, INCOMPLETE, ...) and
+   ``status``, ``collect`` and ``--retry-failed`` see the same status. Final statuses are never queried again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Iterable
+
+from dlperf_slurm import outcome
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.manifest import Manifest
+from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
+from dlperf_slurm.schedulers.base import Scheduler
+
+HELD_BY_US = "JobHeldUser"
+
+
+def _warn(msg: str) -> None:
+    print(f"dlperf-slurm: warning: {msg}", file=sys.stderr)
+
+
+def used_schedulers(m: Manifest) -> set[str]:
+    """The backends a campaign's runs went to."""
+    return {r["executor"] for r in m.db.execute("SELECT DISTINCT executor FROM runs WHERE executor IS NOT NULL")}
+
+
+class _Context:
+    """What deciding a run needs from the manifest besides its row: the cells, the window and options."""
+
+    def __init__(self, m: Manifest):
+        self.m = m
+        self._cells: dict[str, Cell] | None = None
+        measure = m.meta("measure") or {}
+        self.warmup = int(measure.get("warmup_steps", DEFAULT_WARMUP_STEPS))
+        self.measure = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
+        self.options = m.meta("options") or {}
+        self.held_tokens = {r["token"] for r in m.db.execute("SELECT token FROM submissions WHERE held = 1")}
+
+    def cell(self, cell_id: str) -> Cell:
+        if self._cells is None:
+            self._cells = {r["id"]: Cell.from_dict(json.loads(r["data"]))
+                           for r in self.m.db.execute("SELECT id, data FROM cells")}
+        return self._cells[cell_id]
+
+
+def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
+             read_log: bool) -> outcome.Evidence:
+    m = ctx.m
+    log = m.abspath(row["log"])
+    marker = outcome.read_marker(m.abspath(row["marker"]))
+    ev = outcome.Evidence(job=info, asked=asked, marker=marker, has_log=log.exists(),
+                          cancel_requested=bool(row["cancel_requested_at"]), time_limit_s=row["time_limit_s"])
+    if read_log:
+        if ev.has_log:
+            ev.log = outcome.read_log(ctx.cell(row["cell_id"]), log, warmup_steps=ctx.warmup,
+                                      measure_steps=ctx.measure, options=ctx.options)
+            ev.started_at = outcome.log_start(log)
+        if row["slurm_out"]:
+            ev.banner = outcome.read_banner([row["slurm_out"]])
+    return ev
+
+
+def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool
+               ) -> tuple[outcome.Outcome | None, outcome.Evidence]:
+    """The one decision for a manifest row: first without the log; once the run has ended, with it."""
+    ev = evidence(ctx, row, info, asked, read_log=False)
+    first = outcome.decide(ev)
+    if first is None or first.status in ACTIVE:
+        return first, ev
+    ev = evidence(ctx, row, info, asked, read_log=True)
+    return outcome.decide(ev), ev
+
+
+def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] | None = None, out=None) -> int:
+    """Update every active run's status (see the module docstring). Returns the number of runs changed."""
+    rows = [r for r in m.runs() if r["status"] in ACTIVE]
+    if keys is not None:
+        wanted = set(keys)
+        rows = [r for r in rows if r["key"] in wanted]
+    if not rows:
+        return 0
+    ctx = _Context(m)
+    by_backend: dict[str, list[sqlite3.Row]] = {}
+    for r in rows:
+        by_backend.setdefault(r["executor"] or "slurm", []).append(r)
+    updates = []
+    now = time.time()
+    for name, group in by_backend.items():
+        backend = schedulers.get(name)
+        infos = None
+        if backend is not None:
+            since = min((r["submitted_at"] or now) for r in group)
+            try:
+                infos = backend.query([r["job_id"] for r in group if r["job_id"]], since)
+            except UserError as err:
+                _warn(f"could not ask the scheduler ({err}); using exit markers only")
+        asked = infos is not None
+        infos = infos or {}
+        if backend is not None and asked:
+            _settle(ctx, backend, group, infos, out)
+        for r in group:
+            info = infos.get(r["job_id"]) if r["job_id"] else None
+            decided, ev = decide_row(ctx, r, info, asked and bool(r["job_id"]))
+            if decided is None:
+                continue
+            ended = None
+            if decided.status not in ACTIVE:
+                ended = (ev.marker or {}).get("end") or now
+            log_status = ev.log.status if ev.log is not None else None
+            nodes = info.nodes if info and info.nodes else r["nodes"]
+            if (decided.status, decided.reason, nodes) != (r["status"], r["reason"], r["nodes"]) or log_status:
+                updates.append((decided.status, decided.reason, decided.exit_code, info.state if info else r["sched_state"],
+                                nodes, ended, now, log_status, r["key"]))
+    if updates:
+        with m.write() as db:
+            db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
+                           "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status) "
+                           "WHERE key=?", updates)
+    return len(updates)
+
+
+def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: dict[str, JobInfo], out) -> None:
+    """Cancel ghost tasks (the controller holds them, their exit marker says the run ended) and release holds
+    this tool placed, in one call each."""
+    ended: dict[str, JobInfo] = {}
+    held: dict[str, JobInfo] = {}
+    for r in rows:
+        info = infos.get(r["job_id"]) if r["job_id"] else None
+        if info is None or info.status not in ACTIVE:
+            continue
+        if outcome.read_marker(ctx.m.abspath(r["marker"])) is not None:
+            ended[info.job_id] = info
+        elif info.status == Status.PENDING and HELD_BY_US in info.reason and r["submission"] in ctx.held_tokens:
+            held[info.job_id] = info
+    if not ended and not held:
+        return
+    try:
+        done = backend.settle(ended, held)
+    except UserError as err:
+        _warn(f"could not settle the scheduler's state ({err})")
+        return
+    say = out or (lambda s: print(f"dlperf-slurm: {s}", file=sys.stderr))
+    if done.cancelled_ghosts:
+        say(f"cancelled {len(done.cancelled_ghosts)} ghost task(s) whose runs had already ended (a restarted "
+            f"controller had queued them again): {', '.join(done.cancelled_ghosts[:5])}"
+            + (" ..." if len(done.cancelled_ghosts) > 5 else ""))
+    if done.released:
+        say(f"released {len(done.released)} run(s) held by this tool's submission hold")
+        with ctx.m.write() as db:
+            db.executemany("UPDATE submissions SET released_at=? WHERE token=?",
+                           [(time.time(), t) for t in {r["submission"] for r in rows if r["job_id"] in held}])
+
+
+# ================================================================================================ reconcile
+
+
+def record_ids(m: Manifest, backend: Scheduler, token: str, keys: list[str], job_ids: list[str]) -> None:
+    """Record a submission's job ids (the journal's last step)."""
+    now = time.time()
+    with m.write() as db:
+        for key, jid in zip(keys, job_ids):
+            array_id, task = backend.array_parts(jid)
+            db.execute("UPDATE runs SET job_id=?, array_job_id=?, array_task=?, status=?, reason='', executor=?, "
+                       "submitted_at=?, updated_at=? WHERE key=? AND submission=?",
+                       (jid, array_id, task, Status.PENDING, backend.name, now, now, key, token))
+        first = job_ids[0] if job_ids else None
+        db.execute("UPDATE submissions SET state='SUBMITTED', job_id=?, done_at=? WHERE token=?",
+                   ((backend.array_parts(first)[0] or first) if first else None, now, token))
+
+
+def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
+    """Settle submissions an interrupted ``submit`` left as SUBMITTING: adopt the jobs the scheduler (or the run's
+    own log) shows were submitted, put the rest back for resubmission. Returns the runs put back.
+
+    The journal's order makes this exact: (1) commit SUBMITTING, (2) move old log/marker aside, (3) write scripts,
+    (4) submit, (5) commit job ids. A log at the run's path after step 2 can only come from a job of this
+    submission; a log there before step 2 is the old one, and step 2 is finished here."""
+    released = 0
+    for sub in m.db.execute("SELECT * FROM submissions WHERE state = ?", (Status.SUBMITTING,)).fetchall():
+        keys = json.loads(sub["runs"])
+        backend = schedulers.get(sub["executor"])
+        found = backend.find(sub["name"], sub["token"], sub["created_at"]) if backend is not None else None
+        if found and backend is not None:
+            found = backend.adopt(found, sub["token"]) or {}
+        found = found or {}
+        rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
+        have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
+        if have:
+            record_ids(m, backend, sub["token"], [k for k, _ in have], [j for _, j in have])
+            out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {len(keys)} runs had been "
+                f"submitted ({backend.group_label([j for _, j in have])})")
+        adopted, back = [], []
+        for i, k in enumerate(keys):
+            r = rows.get(k)
+            if i in found or r is None or r["submission"] != sub["token"] or r["status"] != Status.SUBMITTING:
+                continue
+            log, marker = m.abspath(r["log"]), m.abspath(r["marker"])
+            pending_moves = unfinished_moves(m, k, sub["created_at"])
+            if pending_moves:  # interrupted before step 2 ended: these files are the old attempt's
+                for src, dst in pending_moves:
+                    os.replace(src, dst)
+                back.append(k)
+            elif log.exists() or marker.exists():  # the script started: submitted, never submit it twice
+                adopted.append((k, (outcome.read_marker(marker) or {}).get("job")))
+            else:
+                back.append(k)
+        now = time.time()
+        with m.write() as db:
+            for k, jid in adopted:
+                db.execute("UPDATE runs SET status=?, reason=?, job_id=?, submitted_at=?, updated_at=? WHERE key=?",
+                           (Status.RUNNING, "adopted after an interrupted submit (found by its log)", jid,
+                            sub["created_at"], now, k))
+            for k in back:
+                db.execute("UPDATE runs SET status=?, reason='', submission=NULL, attempt=MAX(attempt-1, 0), "
+                           "updated_at=? WHERE key=?", (Status.UNSUBMITTED, now, k))
+            db.execute("UPDATE submissions SET state=?, done_at=? WHERE token=?",
+                       ("SUBMITTED" if have or adopted else "ABANDONED", now, sub["token"]))
+        if adopted:
+            out(f"  interrupted submission {sub['token']}: {len(adopted)} runs found by their logs")
+        if back:
+            out(f"  interrupted submission {sub['token']}: {len(back)} runs never reached the scheduler; "
+                "they will be submitted")
+        released += len(back)
+    return released
+
+
+def unfinished_moves(m: Manifest, key: str, since: float) -> list[tuple[Path, Path]]:
+    row = m.db.execute("SELECT moved FROM attempts WHERE run_key=? AND recorded_at>=? ORDER BY recorded_at DESC "
+                       "LIMIT 1", (key, since)).fetchone()
+    if row is None:
+        return []
+    moves = []
+    for _kind, rel in json.loads(row["moved"]).items():
+        dst = m.abspath(rel)
+        src = dst.with_name(dst.name.rsplit(".", 1)[0])
+        if src.exists() and not dst.exists():
+            moves.append((src, dst))
+    return moves

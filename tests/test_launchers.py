@@ -1,0 +1,251 @@
+"""The launcher registry (dlperf_slurm/launchers.py) is the only list of launchers, and every launcher x container
+kind either is dropped with a reason or renders a script that, run for real with bash, starts the training program
+inside the container.
+
+The scripts run against stand-ins first on PATH (tests/fixtures/launcher_stubs/stub.py): apptainer, srun,
+scontrol, mpirun, horovodrun, torchrun and ``python -m {paddle,oneflow}.distributed.launch`` record what they
+were asked and then start what the real tool would. The training program (train_stub.py) records its rank and
+whether it runs inside a container (the apptainer stub, and the srun stub given --container-image, say so in
+INSIDE_CONTAINER).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import launchers as registry
+from dlperf_slurm import matrix, render
+from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.suites import Suite, registered
+
+HERE = Path(__file__).resolve().parent
+STUBS = HERE / "fixtures" / "launcher_stubs"
+TRAIN = STUBS / "train_stub.py"
+GOLDEN = HERE / "golden"
+SIF = "/images/stub image.sif"  # a space: the image path must reach apptainer as one word
+PYXIS_IMAGE = "nvcr.io/nvidia/pytorch:24.03-py3"
+WORD = "it's \"quoted\" $HOME"
+INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptainer:{SIF}"}
+
+#: The stub that stands for each launcher (None: the launcher is only a way of calling the program, plus srun
+#: across nodes). A newly registered launcher fails here until it has a stub.
+STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
+           "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None}
+#: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
+FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch"}
+#: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
+PROCS_PER_NODE = {"tf_config": 1}
+
+
+class _StubSuite(Suite):
+    """A test-only suite that accepts every registered launcher and runs train_stub.py."""
+
+    framework = "test-stub"
+    model = "train"
+    launcher = "srun"
+    precisions = ("fp32",)
+    options = {"word": WORD}
+
+    @property
+    def launchers(self):  # read at call time: a launcher registered by a test is accepted too
+        return registry.names()
+
+    def program(self, cell, measure, options):
+        return ["python3", str(TRAIN), "--batch", str(cell.batch_size), "--word", options["word"]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stub_suite():
+    with registered(_StubSuite):
+        yield
+
+
+def _container_table(kind: str, image: str | None = None, mounts=None) -> str:
+    if kind == "none":
+        return ""
+    image = image or (SIF if kind == "apptainer" else PYXIS_IMAGE)
+    mounts = mounts or (["/data"] if kind == "apptainer" else ["/data:/data"])
+    return (f"[environment.container]\ntype = {json.dumps(kind)}\nimage = {json.dumps(image)}\n"
+            f"mounts = {json.dumps(mounts)}\n")
+
+
+def _load(tmp_path: Path, launchers, kind: str = "none", devices: str = "1x2", **container) -> matrix.Matrix:
+    text = textwrap.dedent(f"""\
+        suite = "test-stub/train"
+        name = "stub"
+        [axes]
+        devices = ["{devices}"]
+        batch_size = [4]
+        launcher = {json.dumps(list(launchers))}
+        [measure]
+        repeats = 1
+        warmup_steps = 1
+        measure_steps = 1
+        """) + _container_table(kind, **container)
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return matrix.load(p, site=False)
+
+
+@pytest.fixture(scope="module")
+def stub_bin(tmp_path_factory) -> Path:
+    """A folder of wrappers, one per stubbed tool, each exec'ing stub.py with its name."""
+    bindir = tmp_path_factory.mktemp("stubbin")
+    stub = f'"{sys.executable}" "{STUBS / "stub.py"}"'
+    for name in ("apptainer", "srun", "scontrol", "mpirun", "horovodrun", "torchrun", "python", "python3"):
+        body = f'exec {stub} {name} "$@"'
+        if name.startswith("python"):  # the real interpreter, but for the two launcher modules
+            body = (f'case "$1 ${{2:-}}" in "-m paddle.distributed.launch"|"-m oneflow.distributed.launch") '
+                    f'{body};; esac\nexec "{sys.executable}" "$@"')
+        wrapper = bindir / name
+        wrapper.write_text(f"#!/bin/sh\n{body}\n")
+        wrapper.chmod(0o755)
+    return bindir
+
+
+def _run_script(tmp_path: Path, m: matrix.Matrix, stub_bin: Path, slurm: bool):
+    """Render the matrix's one run and run it with bash, under a stub Slurm allocation or on a plain shell;
+    returns (exit status, the stubs' records, the run's log)."""
+    [run] = matrix.runs(m, tmp_path / ("slurm" if slurm else "local"))
+    [script] = render.write_scripts(m, [run])
+    log = tmp_path / f"stubs-{'slurm' if slurm else 'local'}.jsonl"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "MASTER_", "INSIDE_CONTAINER", "TF_CONFIG", "RANK", "STUB_"))}
+    env.update(PATH=f"{stub_bin}{os.pathsep}{env['PATH']}", STUB_LOG=str(log))
+    if slurm:
+        hosts = [f"node{i + 1}" for i in range(run.cell.nodes)]
+        env.update(SLURM_JOB_ID="4242", SLURM_JOB_NODELIST=f"node[1-{run.cell.nodes}]", STUB_HOSTS=" ".join(hosts))
+    r = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return r.returncode, records, run.log.read_text() if run.log.exists() else r.stderr
+
+
+def _assert_program_ran_inside(records, launcher: str, kind: str, cell, log: str) -> None:
+    log = "\n".join(l for l in log.splitlines() if not l.startswith(':::DLPERF {"event": "job"'))  # not the env
+    where = f"{launcher} x {kind} {cell.shape}\n{log}\n{json.dumps(records, indent=1)}"
+    programs = [r for r in records if r["stub"] == "program"]
+    per_node = PROCS_PER_NODE.get(launcher, cell.gpus_per_node)
+    assert sorted(p["rank"] for p in programs) == list(range(cell.nodes * per_node)), where
+    assert all(p["argv"] == ["--batch", "4", "--word", WORD] for p in programs), where
+    assert all(p["inside"] == INSIDE[kind] for p in programs), f"the program ran outside the container: {where}"
+    stub = STUB_OF[launcher]
+    if stub:
+        mine = [r for r in records if r["stub"] == stub]
+        assert mine, f"the {stub} stub was never called: {where}"
+        if stub in FORKING:  # started in the program's own place, and given the program (not apptainer) to run
+            assert all(r["target"] == str(TRAIN) for r in mine), where
+            assert all(r["inside"] == INSIDE[kind] for r in mine), where
+        else:  # per-rank launchers run on the host and start one container (or srun task) per rank
+            assert all(r["inside"] is None for r in mine), where
+    calls = [r for r in records if r["stub"] == "apptainer"]
+    assert bool(calls) == (kind == "apptainer"), where
+    assert all(r["image"] == SIF for r in calls), where
+    pyxis = [r for r in records if r["stub"] == "srun" and r["container_image"]]
+    assert bool(pyxis) == (kind == "pyxis"), where
+    assert all(r["container_image"] == PYXIS_IMAGE and r["container_mounts"] == "/data:/data" for r in pyxis), where
+
+
+# ------------------------------------------------------------------------------------------ the one list
+
+
+def test_matrix_accepts_exactly_the_registry_names(tmp_path, monkeypatch):
+    assert not hasattr(matrix, "LAUNCHERS") and not hasattr(render, "LAUNCHERS")
+    for name in registry.names():
+        m = _load(tmp_path, [name])
+        assert [c.launcher for c in m.cells] == [name]
+    with pytest.raises(MatrixError) as err:
+        _load(tmp_path, ["mpiexec"])
+    listed = re.search(r"expected one of (.*), got 'mpiexec'", str(err.value)).group(1).split(", ")
+    assert listed == list(registry.names())
+    # a launcher registered later is accepted at once: matrix validation reads the registry, not a copy
+    fake = registry.Launcher("fakerun", "per_gpu", srun_across_nodes=False, local=True,
+                             containers={"none": registry.Entry.HOST,
+                                         "pyxis": registry.Drop("fakerun cannot enter pyxis"),
+                                         "apptainer": registry.Entry.WRAP_PROGRAM})
+    monkeypatch.setitem(registry._REGISTRY, "fakerun", fake)
+    assert [c.launcher for c in _load(tmp_path, ["fakerun"]).cells] == ["fakerun"]
+    m = _load(tmp_path, ["fakerun", "srun"], kind="pyxis")
+    assert [(d.cell.launcher, d.reason) for d in m.dropped] == [("fakerun", "fakerun cannot enter pyxis")]
+
+
+def test_every_launcher_has_a_template_and_a_golden_file():
+    templates = render.builtin_template_dir()
+    golden = {p.read_text().split("# launch (")[1].split(")")[0] for p in GOLDEN.glob("*.sbatch")}
+    for name in registry.names():
+        assert (templates / registry.get(name).template).is_file(), name
+        assert name in golden, f"no golden script of launcher {name} in {GOLDEN}"
+
+
+def test_a_launcher_must_say_how_it_enters_every_container_kind():
+    with pytest.raises(ValueError, match="each of"):
+        registry.Launcher("x", "per_gpu", False, True, containers={"none": registry.Entry.HOST})
+    with pytest.raises(ValueError, match="apptainer container is entered by"):
+        registry.Launcher("x", "per_gpu", False, True, containers={
+            "none": registry.Entry.HOST, "pyxis": registry.Entry.SRUN, "apptainer": registry.Entry.SRUN})
+    with pytest.raises(RuntimeError, match="twice"):
+        registry.register(registry.get("srun"))
+
+
+def test_tasks_per_node_come_from_the_registry(tmp_path):
+    for name in registry.names():
+        m = _load(tmp_path, [name], devices="2x4")
+        [run] = matrix.runs(m, tmp_path)
+        want = 4 if registry.get(name).tasks == "per_gpu" else 1
+        assert render.run_resources(m, run).tasks_per_node == want, name
+
+
+# --------------------------------------------------------------- every launcher x container kind, for real
+
+
+@pytest.mark.parametrize("devices", ["1x2", "2x2"])
+@pytest.mark.parametrize("kind", registry.CONTAINER_KINDS)
+@pytest.mark.parametrize("launcher", registry.names())
+def test_launcher_in_container_runs_the_program_inside_or_is_dropped(launcher, kind, devices, tmp_path, stub_bin):
+    reason = registry.container_reason(launcher, kind)
+    if reason:  # with one more launcher that can run, so that the matrix keeps a cell (as `plan` shows it)
+        m = _load(tmp_path, [launcher, "srun"], kind=kind, devices=devices)
+        assert [(d.cell.launcher, d.reason) for d in m.dropped] == [(launcher, reason)]
+        assert kind in reason and [c.launcher for c in m.cells] == ["srun"]
+        return
+    m = _load(tmp_path, [launcher], kind=kind, devices=devices)
+    assert not m.dropped
+    [cell] = m.cells
+
+    rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
+    assert rc == 0, log
+    _assert_program_ran_inside(records, launcher, kind, cell, log)
+
+    # the local executor's verdict, checked both ways on a plain shell (no allocation; the srun stub refuses)
+    local_reason = registry.local_skip_reason(cell, kind)
+    if cell.nodes > 1:
+        assert local_reason and f"needs {cell.nodes} nodes" in local_reason
+        return
+    rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=False)
+    if local_reason is None:
+        assert rc == 0, log
+        _assert_program_ran_inside(records, launcher, kind, cell, log)
+    else:
+        assert rc != 0 and "not inside a Slurm allocation" in log, (local_reason, log)
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "paddle", "mpirun"])
+def test_hostile_container_values_stay_inert(launcher, tmp_path, stub_bin):
+    """The apptainer words (image, binds) reach apptainer as literal words, whether they wrap the launcher or the
+    program: they pass through the one quoting filter."""
+    pwned = tmp_path / "pwned"
+    image = f"/img/$(touch {pwned})'; touch {pwned}; '.sif"
+    mount = f"/data`touch {pwned}`"
+    m = _load(tmp_path, [launcher], kind="apptainer", devices="1x1", image=image, mounts=[mount])
+    rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
+    assert rc == 0, log
+    assert not pwned.exists(), "a hostile container value was executed"
+    [call] = [r for r in records if r["stub"] == "apptainer"]
+    assert call["image"] == image and call["argv"][:4] == ["exec", "--nv", "--bind", mount]
