@@ -154,7 +154,7 @@ def decide(ev: Evidence) -> Outcome | None:
             return out(Status.LAUNCH_FAILED, f"{note}; {log.reason}")
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
-        return out(Status.FAILED, f"{note} {where}; {log.reason}")
+        return out(Status.FAILED, f"{note}; {log.reason}")
     # 9. gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
@@ -174,7 +174,7 @@ def decide(ev: Evidence) -> Outcome | None:
 def _where(log: RunResult | None) -> str:
     if log is None:
         return ""
-    return f"at step {log.steps_seen}" if log.steps_seen else "before any step"
+    return "before any step" if log.status == Status.LAUNCH_FAILED else f"at step {log.steps_seen}"
 
 
 def _killed(ev: Evidence, sched: Status | None, sig: str, where: str) -> tuple[Status, str] | None:

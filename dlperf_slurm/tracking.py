@@ -195,9 +195,14 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
         keys = json.loads(sub["runs"])
         backend = schedulers.get(sub["executor"])
         found = backend.find(sub["name"], sub["token"], sub["created_at"]) if backend is not None else None
+        dropped = 0
         if found and backend is not None:
-            found = backend.adopt(found, sub["token"]) or {}
+            kept = backend.adopt(found, sub["token"]) or {}
+            dropped, found = len(found) - len(kept), kept
         found = found or {}
+        if dropped:
+            out(f"  interrupted submission {sub['token']}: {dropped} held task(s) never got "
+                "their task files (the submit died before); cancelled, never started, to be submitted again")
         rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
         if have:

@@ -45,9 +45,9 @@ def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
     info = manifest.load_campaign(cdir)
     assert info.measure == {"repeats": 2, "warmup_steps": 1, "measure_steps": 1}
     assert info.matrix_copy.read_text() == mx.read_text()
-    assert len(info.cells) == 3 and info.cells[0]["batch_size"] == 1
+    assert len(info.cells) == 3 and info.cells[0].batch_size == 1
     failed = [r for r in info.runs if r.status == Status.FAILED]
-    assert all(r.reason == "exit code 3" and r.exit_code == 3 and r.job_id.startswith("local-") for r in failed)
+    assert all(r.reason.startswith("exit code 3; ") and r.exit_code == 3 and r.job_id.startswith("local-") for r in failed)
     assert all(r.log.is_file() and r.script.is_file() and r.attempt == 1 for r in info.runs)
 
     # again: nothing missing, nothing submitted, failures kept
@@ -87,7 +87,7 @@ def test_local_skips_srun_cells_with_a_reason(tmp_path):
             "--wait")
     assert p.returncode == 0, p.stderr
     assert "skipped resnet50.pytorch-ddp.2x1" in p.stdout and "needs 2 nodes" in p.stdout
-    runs = {r.cell["nodes"]: r for r in manifest.load_manifest(tmp_path / "logs" / "sk")}
+    runs = {r.cell.nodes: r for r in manifest.load_manifest(tmp_path / "logs" / "sk")}
     assert runs[1].status == Status.OK
     assert runs[2].status == Status.UNSUBMITTED and "skipped by the local executor" in runs[2].reason
 
@@ -132,6 +132,12 @@ def _submit(logs, mx, *extra, **kw):
                **kw)
 
 
+def _complete_log(run) -> None:
+    """The log a finished run of the test payload leaves: its whole 1+1 window (tests/slurm/templates)."""
+    run.log.parent.mkdir(parents=True, exist_ok=True)
+    run.log.write_text("".join(f':::DLPERF {{"event":"step","step":{s},"time":{s}.5,"loss":1.0}}\n' for s in range(3)))
+
+
 def _fake_tasks(state) -> list[str]:
     return sorted(fakeslurm.load(state)["jobs"])
 
@@ -153,6 +159,7 @@ def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
     fakeslurm.set_state(fake, "100_4", "TIMEOUT", in_squeue=False)  # purged: sacct knows
     fakeslurm.set_state(fake, "100_5", "RUNNING")
     fakeslurm.set_state(fake, "100_6", "COMPLETED", in_squeue=False)
+    _complete_log(runs[6])
     runs[6].marker.write_text(json.dumps({"rc": 0, "signal": "", "end": time.time(), "job": "106"}))
     p = cli("--logs", str(logs), "status", "f")
     assert p.returncode == 0, p.stderr
@@ -176,8 +183,7 @@ def test_slurm_without_sacct_uses_markers(tmp_path, fake):
     runs = manifest.load_manifest(logs / "ns")
     for i, (rc, sig) in enumerate([(0, ""), (3, ""), (None, None)]):
         fakeslurm.set_state(fake, f"100_{i}", "COMPLETED", in_squeue=False)
-        runs[i].log.parent.mkdir(parents=True, exist_ok=True)
-        runs[i].log.write_text(":::DLPERF {\"event\":\"step\",\"step\":0,\"time\":0.5}\n")
+        _complete_log(runs[i])
         if rc is not None:
             runs[i].marker.write_text(json.dumps({"rc": rc, "signal": sig, "end": time.time(), "job": str(i)}))
     p = cli("--logs", str(logs), "status", "ns", check=True)
@@ -230,17 +236,22 @@ def test_sigkill_mid_submit_then_next_submit_completes_exactly(tmp_path, fake, w
     assert sorted(st.values()).count("SUBMITTING") == 2 and sorted(st.values()).count(Status.PENDING) == 2
     fakeslurm.update(fake, lambda s: s.update(kill_parent=None))
     p = _submit(logs, mx, check=True)
+    state = fakeslurm.load(fake)
     if when == "after":
-        assert "reconciled interrupted submission" in p.stdout and "submitting 2 as 1" in p.stdout
-        # the interrupted array was left held; the reconciling submit released it
-        assert fakeslurm.load(fake)["released"].count(fakeslurm.load(fake)["submitted"][1]["id"]) == 1
+        # the killed submit's array was accepted, held, but submitit never wrote its task files: the next
+        # submit cancels that held array (it never ran, it cannot run) and submits its runs again
+        assert "2 held task(s) never got their task files" in p.stdout and "submitting 4 as 2" in p.stdout
+        held = state["submitted"][1]["id"]
+        assert held not in state.get("released", [])
+        assert all(j["state"] == "CANCELLED" for k, j in state["jobs"].items() if k.split("_")[0] == held)
     else:
         assert "never reached the scheduler" in p.stdout and "submitting 4 as 2" in p.stdout
     runs = manifest.load_manifest(logs / "k")
     assert all(r.status == Status.PENDING for r in runs)
-    assert sorted(r.job_id for r in runs) == _fake_tasks(fake)  # every run once, no job twice
-    assert fakeslurm.load(fake)["calls"]["sbatch"] == (4 if when == "before" else 3)  # the killed call made no job
-    assert len(fakeslurm.load(fake)["submitted"]) == 3
+    live = sorted(k for k, j in state["jobs"].items() if j["state"] != "CANCELLED")
+    assert sorted(r.job_id for r in runs) == live and len(live) == 6  # every run once, no job twice
+    assert state["calls"]["sbatch"] == 4  # before: the killed call made no job; after: one array resubmitted
+    assert len(state["submitted"]) == (3 if when == "before" else 4)
 
 
 def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
@@ -259,7 +270,9 @@ def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
     _submit(logs, mx, check=True)
     runs = manifest.load_manifest(logs / "k")
     assert len(runs) == 9 and all(r.status == Status.PENDING for r in runs)
-    assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
+    # every run in exactly one live task; a task a killed submit left held without its files is cancelled
+    live = sorted(k for k, j in fakeslurm.load(fake)["jobs"].items() if j["state"] != "CANCELLED")
+    assert sorted(r.job_id for r in runs) == live
 
 
 def test_two_submits_at_once_do_not_duplicate(tmp_path, fake):
@@ -295,6 +308,9 @@ def test_slurm_cancel_is_one_scancel(tmp_path, fake):
     logs = tmp_path / "logs"
     _submit(logs, mx, check=True)
     fakeslurm.set_state(fake, "100_0", "COMPLETED")
+    runs = manifest.load_manifest(logs / "cc")
+    _complete_log(runs[0])
+    runs[0].marker.write_text(json.dumps({"rc": 0, "signal": "", "end": time.time(), "job": "100_0"}))
     p = cli("--logs", str(logs), "cancel", "cc", check=True)
     assert "cancel requested for 3 runs" in p.stdout
     st = fakeslurm.load(fake)
@@ -327,9 +343,9 @@ def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor
 
     class Flaky(SlurmExecutor):
-        def _submit_group(self, group):
-            super()._submit_group(group)
-            raise OSError("No space left on device")
+        def submit(self, group):
+            super().submit(group)  # sbatch accepted the array and submitit wrote its task files...
+            raise OSError("No space left on device")  # ...then the disk filled
 
     m = matrix_mod.load(_three_groups(tmp_path), site=False)
     cdir = tmp_path / "logs" / "k"
