@@ -165,7 +165,7 @@ class Journal:
         except Exception:  # noqa: BLE001 - the scheduler cannot be asked: the next submit reconciles
             return
         if found:
-            found = self.backend.adopt(found, group.token) or {}
+            found = self.backend.adopt(found, group.token, {i: r.script for i, r in enumerate(group.runs)}) or {}
         if found:
             have = [(keys[i], j) for i, j in sorted(found.items()) if i < len(keys)]
             record_ids(self.m, self.backend, group.token, [k for k, _ in have], [j for _, j in have])

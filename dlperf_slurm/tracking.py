@@ -135,14 +135,14 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
 
 
 def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: dict[str, JobInfo], out) -> None:
-    """Cancel ghost tasks (the controller holds them, their exit marker says the run ended) and release holds
-    this tool placed, in one call each."""
+    """Cancel ghost tasks (the controller queues them again, their exit marker says the run ended) and release
+    holds this tool placed, in one call each."""
     ended: dict[str, JobInfo] = {}
     held: dict[str, JobInfo] = {}
     for r in rows:
         info = infos.get(r["job_id"]) if r["job_id"] else None
-        if info is None or info.status not in ACTIVE:
-            continue
+        if info is None or info.status not in (Status.PENDING, Status.REQUEUED):
+            continue  # a RUNNING task with a marker is finishing (or a ghost its script's guard ends at once)
         if outcome.read_marker(ctx.m.abspath(r["marker"])) is not None:
             ended[info.job_id] = info
         elif info.status == Status.PENDING and HELD_BY_US in info.reason and r["submission"] in ctx.held_tokens:
@@ -194,16 +194,17 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
     for sub in m.db.execute("SELECT * FROM submissions WHERE state = ?", (Status.SUBMITTING,)).fetchall():
         keys = json.loads(sub["runs"])
         backend = schedulers.get(sub["executor"])
+        rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
         found = backend.find(sub["name"], sub["token"], sub["created_at"]) if backend is not None else None
         dropped = 0
         if found and backend is not None:
-            kept = backend.adopt(found, sub["token"]) or {}
+            scripts = {i: m.abspath(rows[k]["script"]) for i, k in enumerate(keys) if k in rows}
+            kept = backend.adopt(found, sub["token"], scripts) or {}
             dropped, found = len(found) - len(kept), kept
         found = found or {}
         if dropped:
-            out(f"  interrupted submission {sub['token']}: {dropped} held task(s) never got "
-                "their task files (the submit died before); cancelled, never started, to be submitted again")
-        rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
+            out(f"  interrupted submission {sub['token']}: {dropped} task(s) could not be completed; cancelled "
+                "before they started, to be submitted again")
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
         if have:
             record_ids(m, backend, sub["token"], [k for k, _ in have], [j for _, j in have])

@@ -174,9 +174,10 @@ class Scheduler(ABC):
         """Jobs of an interrupted submission: {index in group: job id}, {} if none, None if this cannot tell."""
         return None
 
-    def adopt(self, found: dict[int, str], token: str) -> dict[int, str]:
-        """Finish an interrupted submission whose jobs were found (e.g. release a hold this tool placed);
-        returns the jobs kept (a job that can never start is cancelled here and left out, to be resubmitted)."""
+    def adopt(self, found: dict[int, str], token: str, scripts: dict[int, Path]) -> dict[int, str]:
+        """Finish an interrupted submission whose jobs were found (``{index in group: job id}``; ``scripts``: the
+        run script of each index), e.g. put in place what the job needs and release a hold this tool placed.
+        Returns the jobs kept (a job that can never start is cancelled here and left out, to be resubmitted)."""
         return found
 
     # -- tracking

@@ -8,7 +8,9 @@ its own defaults): the job name, nodes, tasks, time limit (to the second), GPUs,
 directive. Two of submitit's defaults are replaced: ``--output`` (its own folder) by the run's output file
 under ``<campaign>/.slurm/``, where ``status`` and ``collect`` read the kill banners; and ``--signal=USR2@90``
 by an inert ``B:CONT@1``: USR2 would reach every job step 90 s before the limit (our launchers' ``srun``
-steps die of it, a TIMEOUT turned FAILED), and submitit's own handler for it requeues the job.
+steps die of it, a TIMEOUT turned FAILED), and submitit's own handler for it requeues the job. And
+``--no-requeue`` (unless the matrix's ``slurm.extra`` says ``--requeue``): a run on a node that failed is
+recorded NODE_FAIL, for ``submit --retry-failed``, instead of starting again unseen.
 
 **Holds.** Every group is one job array (chunked to MaxArraySize, throttled with ``%N``), submitted held:
 submitit moves each task's pickle into place only after sbatch returns, and a task must not start before.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import Any, Iterable
 
 from dlperf_slurm.errors import SchedulerError, UserError
@@ -55,6 +58,8 @@ def options(res: Resources) -> dict[str, Any]:
         d["output"] = res.output
         d["open-mode"] = "append"
     d["signal"] = INERT_SIGNAL
+    if not any(x.lstrip("-").split("=")[0] in ("requeue", "no-requeue") for x in res.extra):
+        d["no-requeue"] = True  # a node failure is recorded (NODE_FAIL), not silently run again
     if res.array:
         d["array"] = res.array
     for opt in res.extra:
@@ -91,6 +96,13 @@ def submitit_parameters(res: Resources, size: int, throttle: int | None, hold: b
         extra["hold"] = True
     p["additional_parameters"] = extra
     return p
+
+
+def _command(script: Path):
+    """What each task runs: the rendered script, under bash (the same for submit and for adopt)."""
+    import submitit
+
+    return submitit.helpers.CommandFunction(["bash", str(script)], verbose=False)
 
 
 @register
@@ -163,7 +175,7 @@ class SlurmScheduler(Scheduler):
         try:
             with ex.batch():
                 for run in group.runs:
-                    jobs.append(ex.submit(submitit.helpers.CommandFunction(["bash", str(run.script)], verbose=False)))
+                    jobs.append(ex.submit(_command(run.script)))
         except FailedJobError as err:
             raise explain(["sbatch"], str(err)) from None
         except OSError as err:
@@ -195,13 +207,21 @@ class SlurmScheduler(Scheduler):
             found[tasks[0] if tasks else 0] = jid
         return found
 
-    def adopt(self, found: dict[int, str], token: str) -> dict[int, str]:
-        """An interrupted submit's jobs: those whose submitit pickle is in place are kept (and released); the
-        others never started (held) and cannot start: they are cancelled, for the journal to resubmit."""
+    def adopt(self, found: dict[int, str], token: str, scripts: dict[int, Path]) -> dict[int, str]:
+        """An interrupted submit's jobs: sbatch accepted the held array, but the submit may have died before
+        submitit moved each task's pickle into place. The missing ones are written here, through submitit's
+        public ``helpers.DelayedSubmission``, with the same command submit would have given them; then the hold
+        is released. A task whose script is unknown cannot start right: it is cancelled, to be resubmitted."""
         import submitit
 
-        keep = {i: j for i, j in found.items()
-                if submitit.SlurmJob(self.campaign_dir / SUBMITIT_DIR / "%j", j).paths.submitted_pickle.exists()}
+        keep: dict[int, str] = {}
+        for i, jid in found.items():
+            pickle = submitit.SlurmJob(self.campaign_dir / SUBMITIT_DIR / "%j", jid).paths.submitted_pickle
+            if not pickle.exists() and i in scripts:
+                pickle.parent.mkdir(parents=True, exist_ok=True)
+                submitit.helpers.DelayedSubmission(_command(scripts[i])).dump(pickle)
+            if pickle.exists():
+                keep[i] = jid
         lost = [j for i, j in found.items() if i not in keep]
         if lost:
             self.slurm.cancel(lost)
