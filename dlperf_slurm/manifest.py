@@ -237,6 +237,7 @@ class RunRecord:
     ended_at: float | None
     updated_at: float
     log_status: Status | None = None  # the log's verdict, once a log has been read (status or collect)
+    sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
     slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
     previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
 
@@ -275,7 +276,7 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           log=m.abspath(r["log"]), marker=m.abspath(r["marker"]), submitted_at=r["submitted_at"],
                           ended_at=r["ended_at"], updated_at=r["updated_at"],
                           log_status=status_of(r["log_status"]) if r["log_status"] else None,
-                          slurm_out=Path(r["slurm_out"]) if r["slurm_out"] else None,
+                          slurm_out=Path(r["slurm_out"]) if r["slurm_out"] else None, sched_state=r["sched_state"],
                           previous=history.get(r["key"], []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",

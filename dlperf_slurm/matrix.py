@@ -6,16 +6,14 @@ Everything a user can get wrong is checked here, with the file, key and line in 
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import launchers, suites
-from dlperf_slurm.errors import MatrixError, UserError
+from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, SlurmConfig,
                                 time_to_minutes)
 
@@ -44,69 +42,6 @@ _DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 # ---------------------------------------------------------------------------------------------- loading
 
 
-class _Ctx:
-    """Error context for one TOML file: finds the line of a key for messages."""
-
-    def __init__(self, path: Path, text: str):
-        self.path, self.lines = path, text.splitlines()
-
-    def line_of(self, key: str) -> int | None:
-        """Best-effort line of ``table.sub.key`` (tomllib keeps no positions)."""
-        parts = key.replace("]", "").replace("[", ".").split(".")
-        leaf = parts[-1]
-        pat = re.compile(r'^\s*["\']?' + re.escape(leaf) + r'["\']?\s*=')
-        tables = [p for p in parts[:-1] if not p.isdigit()]
-        table_pat = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+")
-        current = ""
-        candidates = []
-        for i, line in enumerate(self.lines, 1):
-            m = table_pat.match(line)
-            if m:
-                current = m.group(1).strip()
-                continue
-            if pat.match(line):
-                candidates.append((i, current))
-        want = ".".join(tables)
-        for i, table in candidates:
-            if table == want or (want and table.endswith(want)):
-                return i
-        for i, line in enumerate(self.lines, 1):  # a table header itself
-            m = table_pat.match(line)
-            if m and m.group(1).strip() == ".".join(p for p in parts if not p.isdigit()):
-                return i
-        return candidates[0][0] if candidates else None
-
-    def error(self, key: str | None, message: str) -> MatrixError:
-        return MatrixError(str(self.path), key, message, self.line_of(key) if key else None)
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _check_keys(ctx: _Ctx, table: Mapping[str, Any], allowed: Iterable[str], prefix: str) -> None:
-    allowed = list(allowed)
-    for key in table:
-        if key not in allowed:
-            full = f"{prefix}.{key}" if prefix else key
-            raise ctx.error(full, f"unknown key{_did_you_mean(key, allowed)}; expected one of: {', '.join(allowed)}")
-
-
-def _read_toml(path: Path) -> tuple[dict[str, Any], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such matrix file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: cannot read: {err}") from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as err:
-        m = re.search(r"line (\d+)", str(err))
-        raise MatrixError(str(path), None, f"not valid TOML: {err}", int(m.group(1)) if m else None) from None
-
-
 def default_site_file() -> Path | None:
     env = os.environ.get("DLPERF_SLURM_SITE")
     if env:
@@ -119,16 +54,16 @@ def load_site(path: Path | None) -> dict[str, Any]:
     """A site file holds the ``[slurm]`` and ``[environment]`` defaults a center shares."""
     if path is None:
         return {}
-    data, text = _read_toml(Path(path))
-    _check_keys(_Ctx(Path(path), text), data, ("slurm", "environment"), "")
+    data, text = read_toml(Path(path))
+    check_keys(Source(Path(path), text), data, ("slurm", "environment"), "")
     return data
 
 
 def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None) -> Matrix:
     """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none."""
     path = Path(path)
-    data, text = _read_toml(path)
-    ctx = _Ctx(path, text)
+    data, text = read_toml(path)
+    ctx = Source(path, text)
     site_path = None if site is False else (Path(site) if site else default_site_file())
     site_data = load_site(site_path) if site_path else {}
     return _build(ctx, data, site_data, site_path)
@@ -144,8 +79,8 @@ def _merge(site: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _build(ctx: _Ctx, data: dict[str, Any], site: dict[str, Any], site_path: Path | None) -> Matrix:
-    _check_keys(ctx, data, TOP_KEYS, "")
+def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None) -> Matrix:
+    check_keys(ctx, data, TOP_KEYS, "")
     if "suite" not in data:
         raise ctx.error("suite", f"missing: name a suite, one of: {', '.join(suites.names())}")
     suite_name = data["suite"]
@@ -154,7 +89,7 @@ def _build(ctx: _Ctx, data: dict[str, Any], site: dict[str, Any], site_path: Pat
     try:
         suite = suites.get(suite_name)
     except KeyError:
-        raise ctx.error("suite", f"unknown suite {suite_name!r}{_did_you_mean(suite_name, suites.names())}; "
+        raise ctx.error("suite", f"unknown suite {suite_name!r}{did_you_mean(suite_name, suites.names())}; "
                                  f"known: {', '.join(suites.names())}") from None
     name = data.get("name", ctx.path.stem)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
@@ -196,7 +131,7 @@ def _build(ctx: _Ctx, data: dict[str, Any], site: dict[str, Any], site_path: Pat
                   str(data.get("description", "")))
 
 
-def _int(ctx: _Ctx, key: str, value: Any, minimum: int = 1) -> int:
+def _int(ctx: Source, key: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.error(key, f"expected an integer, got {value!r}")
     if value < minimum:
@@ -204,16 +139,16 @@ def _int(ctx: _Ctx, key: str, value: Any, minimum: int = 1) -> int:
     return value
 
 
-def _measure(ctx: _Ctx, table: Any) -> Measure:
+def _measure(ctx: Source, table: Any) -> Measure:
     if not isinstance(table, dict):
         raise ctx.error("measure", "expected a table")
-    _check_keys(ctx, table, MEASURE_KEYS, "measure")
+    check_keys(ctx, table, MEASURE_KEYS, "measure")
     vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), 0 if k == "warmup_steps" else 1)
             for k, d in MEASURE_KEYS.items()}
     return Measure(**vals)
 
 
-def _safe(ctx: _Ctx, key: str, value: Any, pattern: re.Pattern = _DIRECTIVE_VALUE, what: str = "") -> str:
+def _safe(ctx: Source, key: str, value: Any, pattern: re.Pattern = _DIRECTIVE_VALUE, what: str = "") -> str:
     if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise ctx.error(key, f"expected a string, got {value!r}")
     s = str(value)
@@ -222,8 +157,8 @@ def _safe(ctx: _Ctx, key: str, value: Any, pattern: re.Pattern = _DIRECTIVE_VALU
     return s
 
 
-def _slurm(ctx: _Ctx, table: dict[str, Any]) -> SlurmConfig:
-    _check_keys(ctx, table, SLURM_KEYS, "slurm")
+def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
+    check_keys(ctx, table, SLURM_KEYS, "slurm")
     v = {**SLURM_KEYS, **table}
     for k in ("partition", "account", "qos", "constraint", "mem"):
         if v[k] is not None:
@@ -237,7 +172,7 @@ def _slurm(ctx: _Ctx, table: dict[str, Any]) -> SlurmConfig:
     if not isinstance(v["exclusive"], bool):
         raise ctx.error("slurm.exclusive", "expected true or false")
     if v["gpu_request"] not in GPU_REQUESTS:
-        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}{_did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
+        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
     for k in ("cpus_per_task", "array_throttle"):
         if v[k] is not None:
             v[k] = _int(ctx, f"slurm.{k}", v[k])
@@ -251,14 +186,14 @@ def _slurm(ctx: _Ctx, table: dict[str, Any]) -> SlurmConfig:
     return SlurmConfig(**v)
 
 
-def _str_list(ctx: _Ctx, key: str, value: Any) -> list[str]:
+def _str_list(ctx: Source, key: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise ctx.error(key, "expected a list of strings")
     return value
 
 
-def _environment(ctx: _Ctx, table: dict[str, Any]) -> Environment:
-    _check_keys(ctx, table, ENV_KEYS, "environment")
+def _environment(ctx: Source, table: dict[str, Any]) -> Environment:
+    check_keys(ctx, table, ENV_KEYS, "environment")
     modules = _str_list(ctx, "environment.modules", table.get("modules", []))
     for m in modules:
         _safe(ctx, "environment.modules", m, _MODULE_NAME)
@@ -276,7 +211,7 @@ def _environment(ctx: _Ctx, table: dict[str, Any]) -> Environment:
     c = table.get("container", {}) or {}
     if not isinstance(c, dict):
         raise ctx.error("environment.container", "expected a table with type, image, mounts/binds")
-    _check_keys(ctx, c, CONTAINER_KEYS, "environment.container")
+    check_keys(ctx, c, CONTAINER_KEYS, "environment.container")
     ctype = c.get("type", "none" if not c.get("image") else None)
     if ctype not in launchers.CONTAINER_KINDS:
         raise ctx.error("environment.container.type", f"expected one of {', '.join(launchers.CONTAINER_KINDS)}")
@@ -289,10 +224,10 @@ def _environment(ctx: _Ctx, table: dict[str, Any]) -> Environment:
     return Environment(tuple(modules), tuple(env_items), tuple(setup), container)
 
 
-def _options(ctx: _Ctx, suite: "suites.Suite", table: Any) -> dict[str, Any]:
+def _options(ctx: Source, suite: "suites.Suite", table: Any) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise ctx.error("options", "expected a table")
-    _check_keys(ctx, table, suite.options, "options")
+    check_keys(ctx, table, suite.options, "options")
     out = dict(suite.options)
     for k, v in table.items():
         default = suite.options[k]
@@ -311,7 +246,7 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _axes(ctx: _Ctx, suite: "suites.Suite", table: dict[str, Any], prefix: str, require_all: bool) -> dict[str, list[Any]]:
+def _axes(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str, require_all: bool) -> dict[str, list[Any]]:
     """Validate an axes table (``[axes]``, an include or an exclude rule) into name -> list of values."""
     allowed = [*CORE_AXES, *suite.axes]
     out: dict[str, list[Any]] = {}
@@ -322,7 +257,7 @@ def _axes(ctx: _Ctx, suite: "suites.Suite", table: dict[str, Any], prefix: str, 
             if not _ENV_NAME.match(name):
                 raise ctx.error(full, f"{name!r} is not a valid environment variable name")
         elif key not in allowed:
-            raise ctx.error(full, f"unknown axis{_did_you_mean(key, allowed)}; axes of {suite.name}: "
+            raise ctx.error(full, f"unknown axis{did_you_mean(key, allowed)}; axes of {suite.name}: "
                                   f"{', '.join(allowed)}, or env.NAME for an environment variable")
         if key == "launcher_args" and isinstance(raw, list) and not (raw and isinstance(raw[0], list)):
             raw = [raw]  # one argument list, given flat
@@ -345,7 +280,7 @@ def _axes(ctx: _Ctx, suite: "suites.Suite", table: dict[str, Any], prefix: str, 
     return out
 
 
-def _axis_value(ctx: _Ctx, suite: "suites.Suite", key: str, full: str, v: Any) -> Any:
+def _axis_value(ctx: Source, suite: "suites.Suite", key: str, full: str, v: Any) -> Any:
     if key == "devices":
         m = _DEVICES.match(v) if isinstance(v, str) else None
         if not m:
@@ -358,7 +293,7 @@ def _axis_value(ctx: _Ctx, suite: "suites.Suite", key: str, full: str, v: Any) -
         return _int(ctx, full, v)
     if key == "precision":
         if v not in PRECISIONS:
-            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}{_did_you_mean(str(v), PRECISIONS)}")
+            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}{did_you_mean(str(v), PRECISIONS)}")
         return v
     if key == "xla":
         if not isinstance(v, bool):
@@ -367,7 +302,7 @@ def _axis_value(ctx: _Ctx, suite: "suites.Suite", key: str, full: str, v: Any) -
     if key == "launcher":
         known = launchers.names()
         if v not in known:
-            raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{_did_you_mean(str(v), known)}")
+            raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{did_you_mean(str(v), known)}")
         return v
     if key == "launcher_args":
         if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
@@ -385,11 +320,11 @@ def _axis_value(ctx: _Ctx, suite: "suites.Suite", key: str, full: str, v: Any) -
     if isinstance(v, (list, dict)):
         raise ctx.error(full, f"expected a scalar value, got {v!r}")
     if allowed and v not in allowed:
-        raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))}, got {v!r}{_did_you_mean(str(v), map(str, allowed))}")
+        raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))}, got {v!r}{did_you_mean(str(v), map(str, allowed))}")
     return v
 
 
-def _rules(ctx: _Ctx, suite: "suites.Suite", rules: Any, kind: str) -> list[dict[str, list[Any]]]:
+def _rules(ctx: Source, suite: "suites.Suite", rules: Any, kind: str) -> list[dict[str, list[Any]]]:
     if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
         raise ctx.error(kind, f"expected [[{kind}]] tables")
     out = []

@@ -192,10 +192,15 @@ def _killed(ev: Evidence, sched: Status | None, sig: str, where: str) -> tuple[S
         if log is not None and log.status not in (Status.OK,) and log.reason:
             reason += f"; {log.reason}"
         return sched, reason
+    seen = None
     if log is not None and log.status in KILLED:  # a slurmstepd banner inside the log
-        return log.status, log.reason
-    if ev.banner is not None and ev.banner[0] in KILLED:
-        return ev.banner[0], f"{ev.banner[1]}{after}"
+        seen = log.status, log.reason
+    elif ev.banner is not None and ev.banner[0] in KILLED:
+        seen = ev.banner[0], f"{ev.banner[1]}{after}"
+    if seen is not None:
+        if seen[0] == Status.CANCELLED and ev.cancel_requested:
+            return Status.CANCELLED, f"{CANCELLED_BY_US} ({seen[1]})"
+        return seen
     if sig and sched is None:
         if ev.cancel_requested:
             return Status.CANCELLED, f"{CANCELLED_BY_US} (SIG{sig})"

@@ -290,7 +290,9 @@ def killed_submits(tmp_path_factory):
         c = Campaign(root, f"k{point}", repeats=6, mode="ok")
         env = wrappers(root / "bin", root / "state")
         first = c.submit(env={**env, "FAULT_AT": point})
-        after_first = {"statuses": c.statuses(), "jobs": c.jobs(), "sbatch": real_sbatch_calls(root / "bin")}
+        # the cluster as the kill left it (before `status`, which settles it: releases a hold this tool placed)
+        after_first = {"jobs": c.jobs(), "sbatch": real_sbatch_calls(root / "bin")}
+        after_first["statuses"] = c.statuses()
         second = c.submit(env=env)
         out[point] = (c, env, first, after_first, second)
     return out

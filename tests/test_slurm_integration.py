@@ -7,6 +7,7 @@ waits for its own. Budget: about three minutes in all.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -68,14 +69,22 @@ def site(tmp_path_factory):
         out[f"mn-{launcher}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
     for variant in ("sacct", "nosacct"):
         mx = write_matrix(root, name=f"life-{variant}", modes=("ok", "fail", "sleep"), repeats=2,
-                          time_limit="00:01:00")
+                          time_limit="00:01:00", slurm_extra='extra_directives = ["--comment=dlperf-rendered"]')
         out[f"life-{variant}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site",
                                      "--templates", str(TEMPLATES))
+    # the built-in workload with its loss made NaN from step 3 on: exits 0, its log says NONFINITE
+    nan = root / "nan.toml"
+    nan.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "nan"')
+                   .replace('devices = ["1x1", "1x2"]', 'devices = ["1x1"]').replace("repeats = 3", "repeats = 2")
+                   .replace("threads = 1", "threads = 1\nnan_at_step = 3"))
+    out["nan"] = cli("--logs", str(logs), "submit", str(nan), "--executor", "slurm", "--no-site")
     # scancel one sleeping run of each lifecycle campaign as soon as it runs (the other one will time out)
     for variant in ("sacct", "nosacct"):
         if out[f"life-{variant}"].returncode == 0:
             victim = next(r for r in manifest.load_manifest(logs / f"life-{variant}") if r.key.endswith("sleep.r0"))
             wait_until(lambda: victim.log.exists(), 120, what="the sleep run to start")
+            out[f"scontrol-{variant}"] = subprocess.run(["scontrol", "show", "job", victim.job_id],
+                                                        capture_output=True, text=True).stdout
             subprocess.run(["scancel", victim.job_id], check=True)
             out[f"victim-{variant}"] = victim.job_id
     return out
@@ -139,6 +148,23 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     assert json.loads(by["sleep.r1"].marker.read_text())["signal"] == "TERM"
     if variant == "nosacct":
         assert "sacct unavailable" in status_out
+        # no scheduler record left: the kill banners are read from each run's own Slurm output file
+        assert "DUE TO TIME LIMIT" in by["sleep.r1"].reason and "CANCELLED AT" in by["sleep.r0"].reason
+    # the batch step's output (Slurm's kill banners) lands in the run's own file under <campaign>/.slurm/
+    assert by["sleep.r1"].slurm_out.parent == cdir / ".slurm"
+    assert "DUE TO TIME LIMIT" in by["sleep.r1"].slurm_out.read_text()
+    assert "CANCELLED AT" in by["sleep.r0"].slurm_out.read_text()
+
+    # what ran is what was rendered: the directives Slurm applied are the script's #SBATCH lines
+    shown = dict(w.split("=", 1) for w in site[f"scontrol-{variant}"].split() if "=" in w)
+    directives = dict(line[len("#SBATCH --"):].split("=", 1) for line in by["sleep.r0"].script.read_text().splitlines()
+                      if line.startswith("#SBATCH --") and "=" in line)
+    assert shown["JobName"] == directives["job-name"] and shown["JobName"].startswith(f"dlperf.{cdir.name}.")
+    assert shown["TimeLimit"] == directives["time"] == "00:01:00"
+    assert shown["NumNodes"] == directives["nodes"] == "1" and shown["NumTasks"] == directives["ntasks-per-node"]
+    assert shown["Comment"] == directives["comment"] == "dlperf-rendered"  # a site directive
+    assert shown["StdOut"] == str(by["sleep.r0"].slurm_out)  # the array's %a pattern, resolved for this task
+    assert shown["Requeue"] == "0"  # --no-requeue: a node failure is NODE_FAIL, not a silent re-run
 
     # resubmission fills only the holes: nothing without --retry-failed, the 4 failures with it
     mx = site["root"] / f"life-{variant}.toml"
@@ -163,6 +189,31 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     assert st["fail.r0"] in (Status.FAILED, Status.CANCELLED)  # it may or may not have ended before the cancel
     final = {r.key.split("MODE-")[1]: r for r in manifest.load_manifest(cdir)}
     assert "dlperf-slurm cancel" in final["sleep.r1"].reason
+
+
+def test_a_nan_run_is_nonfinite_for_status_collect_and_retry_failed(site):
+    """The loss turns NaN at step 3 and the program exits 0: the scheduler says COMPLETED, the log says
+    NONFINITE. status, collect and submit --retry-failed agree it failed (one decision, kept in the manifest)."""
+    assert site["nan"].returncode == 0, site["nan"].stderr
+    logs, cdir = site["logs"], site["logs"] / "nan"
+    st = _wait(cdir)
+    assert list(st.values()) == [Status.NONFINITE] * 2, cli("--logs", str(logs), "status", "nan").stdout
+    runs = manifest.load_manifest(cdir)
+    assert all(json.loads(r.marker.read_text())["rc"] == 0 and "loss is nan at step 3" in r.reason for r in runs)
+    assert all(r.sched_state == "COMPLETED" for r in runs)  # the scheduler's own word, kept beside the verdict
+    p = cli("--logs", str(logs), "status", "nan")
+    assert "NONFINITE 2" in p.stdout and "| OK" not in p.stdout
+    p = cli("--logs", str(logs), "collect", "nan", "--no-plots", "--out", str(site["root"] / "nan-summaries"))
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(open(site["root"] / "nan-summaries" / "nan.runs.csv")))
+    assert [r["status"] for r in rows] == [Status.NONFINITE] * 2 and all(r["throughput"] for r in rows)
+    cells = list(csv.DictReader(open(site["root"] / "nan-summaries" / "nan.csv")))
+    assert [c["status"] for c in cells] == [Status.NONFINITE] and not cells[0]["median"]
+    mx = site["root"] / "nan.toml"
+    args = ("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site", "--dry-run")
+    assert "submitting 0 as 0" in cli(*args).stdout
+    p = cli(*args, "--retry-failed")
+    assert "submitting 2 as 1" in p.stdout, p.stdout + p.stderr
 
 
 def test_interrupted_submit_on_the_cluster_completes_exactly(tmp_path):

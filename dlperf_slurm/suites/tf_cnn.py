@@ -183,7 +183,7 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
                     no_memory_reason="tf_cnn_benchmarks logs report no GPU memory")
     if complete and not totals and res.status == Status.OK:
-        res.status, res.reason = "UNMEASURED", "total images/sec is not a positive number"
+        res.status, res.reason = Status.UNMEASURED, "total images/sec is not a positive number"
     return res
 
 
@@ -254,7 +254,7 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         window.max_step = max(window.max_step, ctx.warmup_steps + iters * bpi)
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
                     no_memory_reason="Horovod synthetic benchmarks report no GPU memory")
-    if complete and fig is None and res.status == "OK":
-        res.status = "UNMEASURED"
+    if complete and fig is None and res.status == Status.OK:
+        res.status = Status.UNMEASURED
         res.reason = "iteration throughputs missing or not positive"
     return res

@@ -1,0 +1,210 @@
+"""outcome.decide, THE run-status decision, over its whole input space.
+
+Every scheduler answer (each status a backend maps to, a word it does not know, no record, not asked) x exit
+marker (none, exit 0, exit 3, SIGTERM, SIGKILL) x the log's verdict (no log, each verdict a parser gives) x a
+kill banner in the scheduler's output file (none, TIMEOUT, cgroup OOM) x a cancel request: 4,290 combinations.
+The precedence table in outcome's docstring is checked as properties over all of them, then row by row on
+named cases."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from dlperf_slurm import outcome
+from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, RunResult, Status
+
+from dlperf_slurm.schedulers import local, slurmctl  # noqa: E402
+
+UNKNOWN = "unknown word"
+NO_RECORD = "no record"
+NOT_ASKED = "not asked"
+#: every status a scheduler backend maps its state words to (read from the backends, so a new mapping is covered)
+BACKEND_STATES = sorted(set(slurmctl._STATE_MAP.values()) | set(local._STATES.values()))
+SCHEDULER = [*BACKEND_STATES, UNKNOWN, NO_RECORD, NOT_ASKED]
+MARKERS = {"none": None, "rc0": {"rc": 0, "signal": "", "end": 100.0}, "rc3": {"rc": 3, "signal": "", "end": 100.0},
+           "term": {"rc": 143, "signal": "TERM", "end": 100.0}, "kill": {"rc": 137, "signal": "KILL", "end": 100.0}}
+LOGS = ["no log", "not read", Status.OK, Status.OOM, Status.NONFINITE, Status.INCOMPLETE, Status.UNMEASURED,
+        Status.LAUNCH_FAILED, Status.PARSE_ERROR, Status.TIMEOUT, Status.CANCELLED]  # the last two: banner in log
+BANNERS = {"none": None, "timeout": (Status.TIMEOUT, "*** JOB 7 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"),
+           "oom": (Status.OOM, "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=7.batch")}
+
+
+def _log(verdict) -> RunResult | None:
+    if verdict in ("no log", "not read"):
+        return None
+    steps = 0 if verdict == Status.LAUNCH_FAILED else (3 if verdict in (Status.OK, Status.UNMEASURED) else 1)
+    res = RunResult(status=verdict, reason=f"log says {verdict}", steps_seen=steps)
+    if verdict in (Status.OK, Status.NONFINITE):
+        res.throughput, res.latency_ms = 100.0, 10.0
+    return res
+
+
+def _evidence(sched, marker, log, banner, cancel) -> outcome.Evidence:
+    job = None
+    if sched == UNKNOWN:
+        job = JobInfo(job_id="7", status=None, state="WEIRD_STATE")
+    elif sched not in (NO_RECORD, NOT_ASKED):
+        job = JobInfo(job_id="7", status=sched, state=str(sched), reason="Resources" if sched == Status.PENDING else "")
+    return outcome.Evidence(job=job, asked=sched != NOT_ASKED, marker=MARKERS[marker], log=_log(log),
+                            has_log=log != "no log", banner=BANNERS[banner], cancel_requested=cancel,
+                            time_limit_s=3600.0, started_at=0.0)
+
+
+SPACE = list(itertools.product(SCHEDULER, MARKERS, LOGS, BANNERS, (False, True)))
+
+
+def test_the_space_is_complete():
+    # the backends map to every scheduler-side status and never to a verdict only a log can give
+    assert set(BACKEND_STATES) == {Status.OK, Status.FAILED, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL,
+                                   Status.PREEMPTED, Status.CANCELLED, Status.PENDING, Status.RUNNING,
+                                   Status.REQUEUED}
+    assert len(SPACE) == len(SCHEDULER) * 5 * 11 * 3 * 2 == 4290
+
+
+@pytest.fixture(scope="module")
+def decided():
+    return {case: outcome.decide(_evidence(*case)) for case in SPACE}
+
+
+def test_every_decision_is_a_status_or_undecided(decided):
+    for case, o in decided.items():
+        assert o is None or (isinstance(o.status, Status) and o.status in FINAL | ACTIVE), case
+
+
+def test_an_unknown_scheduler_word_is_never_guessed(decided):
+    for (sched, *_), o in decided.items():
+        if sched == UNKNOWN:
+            assert o is None
+
+
+def test_a_queued_or_running_job_without_an_exit_marker_stays_with_the_scheduler(decided):
+    for (sched, marker, *_), o in decided.items():
+        if sched in ACTIVE and marker == "none":
+            assert o.status == sched
+
+
+def test_nothing_says_it_ended_means_undecided_or_the_logs_own_verdict(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if sched == NOT_ASKED and marker == "none":
+            assert (o is None) if log in ("no log", "not read") else (o.status == log)
+
+
+def test_out_of_memory_anywhere_wins_once_the_run_ended(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        ended = sched not in (UNKNOWN, NOT_ASKED) and not (sched in ACTIVE and marker == "none")
+        if ended and (log == Status.OOM or sched == Status.OOM or banner == "oom"):
+            assert o.status == Status.OOM, (sched, marker, log, banner, cancel, o)
+
+
+def test_a_nonfinite_loss_is_never_hidden_by_an_exit_code_or_a_kill(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        ended = sched not in (UNKNOWN, NOT_ASKED) and not (sched in ACTIVE and marker == "none")
+        if ended and log == Status.NONFINITE and sched != Status.OOM and banner != "oom":
+            assert o.status == Status.NONFINITE
+
+
+def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom":
+            assert o.status == sched
+
+
+def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if o is not None and o.status == Status.OK and not (sched == NOT_ASKED and marker == "none"):
+            assert marker in ("none", "rc0") and sched in (Status.OK, NO_RECORD, NOT_ASKED, *ACTIVE), (sched, marker)
+            assert log in (Status.OK, "not read") and banner == "none"
+            assert not (marker == "none" and sched == NO_RECORD)  # gone without a trace is never OK
+
+
+def test_each_log_verdict_survives_a_clean_exit(decided):
+    """Row 10: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
+    the manifest (and --retry-failed) instead of an OK the exit code alone would give."""
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
+            assert o.status == log
+
+
+def test_a_failed_exit_is_never_ok(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if marker in ("rc3", "term", "kill") or sched == Status.FAILED:
+            assert o is None or o.status != Status.OK
+
+
+def test_the_cancel_request_only_turns_killed_or_vanished_runs_into_cancelled(decided):
+    for (sched, marker, log, banner, _), o in decided.items():
+        without, with_ = decided[(sched, marker, log, banner, False)], decided[(sched, marker, log, banner, True)]
+        if without is None or with_ is None:
+            assert without is None and with_ is None
+        elif without.status != with_.status:
+            assert with_.status == Status.CANCELLED, (sched, marker, log, banner, without, with_)
+
+
+def test_exit_code_comes_from_the_marker_else_the_scheduler(decided):
+    for (sched, marker, *_), o in decided.items():
+        if o is not None and MARKERS[marker] is not None:
+            assert o.exit_code == MARKERS[marker]["rc"]
+
+
+# ------------------------------------------------------------------------------------------------ row by row
+
+ROWS = [
+    # (scheduler, marker, log, banner, cancel) -> status, words in the reason
+    ((Status.PENDING, "none", "no log", "none", False), Status.PENDING, "Resources"),
+    ((Status.RUNNING, "none", Status.OK, "none", False), Status.RUNNING, "window complete"),
+    ((NOT_ASKED, "none", Status.INCOMPLETE, "none", False), Status.INCOMPLETE, "no exit marker"),
+    ((Status.OK, "rc0", Status.OOM, "none", False), Status.OOM, "log says OOM"),
+    ((NO_RECORD, "kill", "not read", "oom", False), Status.OOM, "oom-kill"),
+    ((Status.OK, "rc0", Status.NONFINITE, "none", False), Status.NONFINITE, "log says NONFINITE"),
+    ((Status.TIMEOUT, "term", Status.INCOMPLETE, "none", False), Status.TIMEOUT, "scheduler says TIMEOUT"),
+    ((Status.CANCELLED, "term", Status.INCOMPLETE, "none", True), Status.CANCELLED, "dlperf-slurm cancel"),
+    ((NO_RECORD, "term", Status.INCOMPLETE, "timeout", False), Status.TIMEOUT, "TIME LIMIT"),
+    ((NO_RECORD, "term", Status.INCOMPLETE, "none", False), Status.CANCELLED, "no scheduler record"),
+    ((NO_RECORD, "term", Status.CANCELLED, "none", True), Status.CANCELLED, "dlperf-slurm cancel"),
+    ((NO_RECORD, "term", "not read", "timeout", True), Status.TIMEOUT, "TIME LIMIT"),
+    ((NO_RECORD, "rc3", "no log", "none", False), Status.LAUNCH_FAILED, "never started"),
+    ((NO_RECORD, "none", "no log", "none", False), Status.LAUNCH_FAILED, "without ever starting"),
+    ((NO_RECORD, "none", "no log", "none", True), Status.CANCELLED, "dlperf-slurm cancel"),
+    ((Status.FAILED, "rc3", Status.INCOMPLETE, "none", False), Status.FAILED, "exit code 3"),
+    ((Status.FAILED, "rc3", Status.LAUNCH_FAILED, "none", False), Status.LAUNCH_FAILED, "exit code 3"),
+    ((Status.OK, "rc3", Status.OK, "none", False), Status.FAILED, "after the window completed"),
+    ((NO_RECORD, "none", Status.INCOMPLETE, "none", False), Status.FAILED, "without an exit marker"),
+    ((Status.OK, "rc0", Status.OK, "none", False), Status.OK, ""),
+    ((Status.OK, "rc0", Status.UNMEASURED, "none", False), Status.UNMEASURED, "log says UNMEASURED"),
+    ((Status.OK, "rc0", Status.PARSE_ERROR, "none", False), Status.PARSE_ERROR, "log says PARSE_ERROR"),
+]
+
+
+@pytest.mark.parametrize("case, status, words", ROWS, ids=[f"{r[0][0]}-{r[0][1]}-{r[0][2]}-{r[0][3]}-{r[0][4]}"
+                                                            for r in ROWS])
+def test_precedence_row(case, status, words):
+    o = outcome.decide(_evidence(*case))
+    assert o is not None and o.status == status and words in o.reason, o
+
+
+def test_time_limit_is_inferred_from_the_marker_when_the_scheduler_forgot_the_job():
+    ev = _evidence(NO_RECORD, "term", Status.INCOMPLETE, "none", False)
+    ev.marker = {"rc": 143, "signal": "TERM", "end": 3590.0}
+    o = outcome.decide(ev)
+    assert o.status == Status.TIMEOUT and "at the time limit" in o.reason
+
+
+def test_apply_keeps_figures_only_for_results_and_evidence():
+    for status in Status:
+        res = _log(Status.OK)
+        outcome.apply(res, outcome.Outcome(status, "x"))
+        kept = res.throughput is not None
+        assert kept == (status in (Status.OK, Status.NONFINITE)), status
+
+
+def test_cell_status_and_worst_failure():
+    assert outcome.cell_status({Status.OK: 1, Status.OOM: 6}) == Status.OK
+    assert outcome.cell_status({Status.RUNNING: 1, Status.OOM: 6}) == Status.RUNNING
+    assert outcome.cell_status({Status.SUBMITTING: 1, Status.OOM: 6}) == Status.PENDING
+    assert outcome.cell_status({Status.OOM: 2, Status.FAILED: 2}) == Status.OOM  # a tie: the more severe
+    assert outcome.cell_status({Status.OOM: 1, Status.FAILED: 2}) == Status.FAILED  # the most frequent
+    assert outcome.cell_status({}) == Status.UNSUBMITTED
+    assert outcome.worst_failure({Status.OK: 3, Status.TIMEOUT: 1, Status.CANCELLED: 1}) == Status.TIMEOUT
+    assert outcome.worst_failure({Status.OK: 3}) is None
