@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, TEMPLATES, cli, cluster_up, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm import manifest, monitor, schedulers, tracking  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 
@@ -148,12 +148,18 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     assert json.loads(by["sleep.r1"].marker.read_text())["signal"] == "TERM"
     if variant == "nosacct":
         assert "sacct unavailable" in status_out
-        # no scheduler record left: the kill banners are read from each run's own Slurm output file
-        assert "DUE TO TIME LIMIT" in by["sleep.r1"].reason and "CANCELLED AT" in by["sleep.r0"].reason
-    # the batch step's output (Slurm's kill banners) lands in the run's own file under <campaign>/.slurm/
-    assert by["sleep.r1"].slurm_out.parent == cdir / ".slurm"
-    assert "DUE TO TIME LIMIT" in by["sleep.r1"].slurm_out.read_text()
-    assert "CANCELLED AT" in by["sleep.r0"].slurm_out.read_text()
+    # the batch step's output (Slurm's kill banners) lands in the run's own file under <campaign>/.slurm/, and
+    # once the scheduler has forgotten the job, the decision reads the kill from there (with the exit marker)
+    m = manifest.Manifest(cdir)
+    try:
+        ctx, rows = tracking._Context(m), {r["key"].split("MODE-")[1]: r for r in m.runs()}
+        for key, status, words in (("sleep.r1", Status.TIMEOUT, "DUE TO TIME LIMIT"),
+                                   ("sleep.r0", Status.CANCELLED, "CANCELLED AT")):
+            assert by[key].slurm_out.parent == cdir / ".slurm" and words in by[key].slurm_out.read_text()
+            forgotten, _ = tracking.decide_row(ctx, rows[key], None, True)  # asked: no record left
+            assert forgotten.status == status and words in forgotten.reason, forgotten
+    finally:
+        m.close()
 
     # what ran is what was rendered: the directives Slurm applied are the script's #SBATCH lines
     shown = dict(w.split("=", 1) for w in site[f"scontrol-{variant}"].split() if "=" in w)

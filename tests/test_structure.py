@@ -127,3 +127,15 @@ def test_every_module_imports_in_a_fresh_interpreter_in_dependency_order():
     p = subprocess.run([sys.executable, "-c", code, *(m for m in MODULES if m not in ENTRY_POINTS)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and not p.stdout.strip(), p.stdout + p.stderr[-3000:]
+
+
+def test_every_subpackage_is_installed():
+    """``pip install .`` ships only the packages setup.cfg lists: a new subpackage left out installs a package
+    that cannot import it (a job then dies at its first line)."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(PKG.parent / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    packages = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
+    assert packages <= listed, f"not in setup.cfg [options] packages: {sorted(packages - listed)}"

@@ -99,10 +99,12 @@ def submitit_parameters(res: Resources, size: int, throttle: int | None, hold: b
 
 
 def _command(script: Path):
-    """What each task runs: the rendered script, under bash (the same for submit and for adopt)."""
+    """What each task runs: the rendered script, under bash (the same for submit and for adopt). ``verbose``:
+    whatever the script prints before it sends its output to the run's log (the ghost guard's line) streams to
+    the task's Slurm output file instead of a buffer submitit drops when the script exits 0."""
     import submitit
 
-    return submitit.helpers.CommandFunction(["bash", str(script)], verbose=False)
+    return submitit.helpers.CommandFunction(["bash", str(script)], verbose=True)
 
 
 @register
