@@ -18,7 +18,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -371,14 +371,43 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
-    """Write every summary of ``result`` under ``out_dir`` (atomically, file by file); the paths written."""
-    out = Path(out_dir)
-    name = _slug(result.name)
+#: A summary writer: ``fn(result, out_dir, stem)`` writes its files (``<stem>.<ext>`` under ``out_dir``, with
+#: :func:`_write`) from ``result.runs`` (RunRow) and ``result.cells`` (CellRow) and returns the paths it wrote.
+Writer = Callable[[Any, Path, str], Iterable[Path]]
+
+#: Every output format by name, in the order :func:`write_all` calls them. Adding a format is one function
+#: under :func:`writer`; ``WRITERS.pop(name)`` removes one.
+WRITERS: dict[str, Writer] = {}
+_PLOTS: set[str] = set()  # the writers ``--no-plots`` leaves out
+
+
+def writer(name: str, *, plot: bool = False) -> Callable[[Writer], Writer]:
+    """Register the decorated function as the writer of format ``name`` (``plot``: a plot, skipped by
+    ``--no-plots``)."""
+
+    def register(fn: Writer) -> Writer:
+        WRITERS[name] = fn
+        (_PLOTS.add if plot else _PLOTS.discard)(name)
+        return fn
+
+    return register
+
+
+@writer("md")
+def write_markdown(result, out: Path, stem: str) -> list[Path]:
+    return [_write(out / f"{stem}.md", markdown(result))]
+
+
+@writer("csv")
+def write_csv(result, out: Path, stem: str) -> list[Path]:
+    """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
     runs_df, cells_df = frames(result)
-    written = [_write(out / f"{name}.md", markdown(result)),
-               _write(out / f"{name}.csv", cells_df.to_csv(index=False)),
-               _write(out / f"{name}.runs.csv", runs_df.to_csv(index=False))]
+    return [_write(out / f"{stem}.csv", cells_df.to_csv(index=False)),
+            _write(out / f"{stem}.runs.csv", runs_df.to_csv(index=False))]
+
+
+@writer("json")
+def write_json(result, out: Path, stem: str) -> list[Path]:
     doc = {"name": result.name, "generated_at": time.time(),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
                         "repeats": c.repeats, "notes": c.notes} for c in result.collections],
@@ -388,10 +417,19 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
                       "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
            "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs]}
-    written.append(_write(out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=False, default=str)))
-    if plots:
-        for suite in sorted({c.suite for c in result.cells}):
-            p = plot_suite(result.cells, suite, out / f"{name}.{_slug(suite.replace('/', '_'))}.png")
-            if p is not None:
-                written.append(p)
-    return written
+    return [_write(out / f"{stem}.json", json.dumps(doc, indent=1, sort_keys=False, default=str))]
+
+
+@writer("png", plot=True)
+def write_plots(result, out: Path, stem: str) -> list[Path]:
+    """One plot per suite with an OK cell."""
+    paths = (plot_suite(result.cells, suite, out / f"{stem}.{_slug(suite.replace('/', '_'))}.png")
+             for suite in sorted({c.suite for c in result.cells}))
+    return [p for p in paths if p is not None]
+
+
+def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
+    """Run every registered writer (but the plots when ``plots`` is false) over ``result`` under ``out_dir``;
+    each file is written atomically. The paths written, in :data:`WRITERS`' order."""
+    out, stem = Path(out_dir), _slug(result.name)
+    return [p for name, fn in list(WRITERS.items()) if plots or name not in _PLOTS for p in fn(result, out, stem)]

@@ -110,6 +110,37 @@ def test_typed_rows_are_the_published_columns(tmp_path):
     assert [list(c) for c in doc["cells"]] == [CELL_COLUMNS.split(",")] * len(res.cells)
 
 
+def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys):
+    """An output format is one function: registered, ``collect`` calls it with the typed rows (the plots are the
+    only writer ``--no-plots`` leaves out)."""
+    from dlperf_slurm.rows import CellRow, RunRow
+
+    root = tmp_path / "t"
+    make_tree(root, "tf-cnn/resnet50", repeats=1)
+    seen = []
+
+    @report.writer("toy")
+    def toy(result, out, stem):
+        seen.append(result)
+        path = out / f"{stem}.toy"
+        path.write_text(f"{len(result.runs)} runs, {len(result.cells)} cells\n")
+        return [path]
+
+    try:
+        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:4] == ["md", "csv", "json", "png"]
+        out = tmp_path / "out"
+        assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
+                       "--measure-steps", "20", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
+    finally:
+        del report.WRITERS["toy"]
+    (result,) = seen
+    assert len(result.runs) == 3 and all(isinstance(r, RunRow) for r in result.runs)
+    assert len(result.cells) == 3 and all(isinstance(c, CellRow) for c in result.cells)
+    assert (out / "t.toy").read_text() == "3 runs, 3 cells\n" and str(out / "t.toy") in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["t.csv", "t.json", "t.md", "t.runs.csv", "t.toy"]
+    assert "toy" not in report.WRITERS
+
+
 def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
     root = tmp_path / "dlperf"
     for sub, batch in (("bz64", 64), ("bz128", 128)):
