@@ -7,9 +7,8 @@
 ``summaries/<name>.json``      both, with the sources and the method.
 ``summaries/<name>.<suite>.png``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
 
-A cell without an OK run never shows a number: it reads its dominant failure (``OOM``, ``TIMEOUT``) or its
-progress (``pending 3/7``). Figures are rounded (2 decimals) only here. pandas, tabulate and matplotlib are
-imported inside the functions that need them.
+The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
+pandas, tabulate and matplotlib are imported inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -22,12 +21,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlperf_slurm import stats
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
+from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, shared_suites,
+                                 xla_name)
 
-PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
-TINY = "tiny — not a real result"
 
 def _write(path: Path, data: bytes | str) -> Path:
     """Summaries are rewritten atomically and durably (a collect may run while someone reads them)."""
@@ -65,163 +63,6 @@ def frames(result) -> tuple[Any, Any]:
 # ============================================================================================ markdown
 
 
-def _xla_name(suite: str) -> str:
-    try:
-        from dlperf_slurm import suites
-
-        return suites.get(suite).xla_name
-    except KeyError:
-        return "XLA"
-
-
-def shared_suites(cells: Sequence[CellRow]) -> set[str]:
-    """Suites that several campaigns of one summary hold: their tables, rows and lines name the campaign."""
-    by_suite: dict[str, set] = {}
-    for c in cells:
-        by_suite.setdefault(c.suite, set()).add(c.campaign or "")
-    return {s for s, camps in by_suite.items() if len(camps) > 1}
-
-
-def _prec_key(p: str) -> tuple:
-    return (PREC_ORDER.index(p) if p in PREC_ORDER else len(PREC_ORDER), p)
-
-
-def groups(cells: Sequence[CellRow]) -> list[tuple[tuple, list[CellRow]]]:
-    """Cells by (suite, precision, xla, batch per device, launcher, variant), shapes sorted by GPUs then nodes."""
-    out: dict[tuple, list[CellRow]] = {}
-    for c in cells:
-        out.setdefault((c.suite, c.precision, bool(c.xla), c.batch_size, c.launcher or "",
-                        c.variant or "", c.campaign or ""), []).append(c)
-    keys = sorted(out, key=lambda k: (k[0], k[6], _prec_key(k[1]), k[2], k[3], k[4], k[5]))
-    return [(k, sorted(out[k], key=lambda c: (c.devices, c.nodes))) for k in keys]
-
-
-def _group_title(key: tuple, cells: Sequence[CellRow], launchers: bool, shared: set[str]) -> str:
-    suite, prec, xla, batch, launcher, variant, campaign = key
-    bits = [suite, prec, f"{_xla_name(suite)} {'on' if xla else 'off'}", f"batch {batch}/GPU"]
-    if suite in shared:
-        bits.append(f"campaign {campaign}")
-    if launchers and launcher:
-        bits.append(f"launcher {launcher}")
-    if variant:
-        bits.append(variant)
-    title = " · ".join(bits)
-    if any(c.tiny for c in cells):
-        title += f" — {TINY}"
-    return title
-
-
-def value_text(c: CellRow, key: str = "median") -> str:
-    """A cell's figure, or its state when it has no OK run (never a number then)."""
-    value = getattr(c, key)
-    if c.n_ok == 0 or value is None:
-        return c.display or c.status
-    return stats.fmt(value)
-
-
-def _mem_text(c: CellRow) -> str:
-    if c.mem_peak_mib is None and c.mem_gpu0_mib is None:
-        return "—"
-    peak = f"{c.mem_peak_mib:.0f}" if c.mem_peak_mib is not None else "—"
-    gpu0 = f"{c.mem_gpu0_mib:.0f}" if c.mem_gpu0_mib is not None else "—"
-    return f"{peak} / {gpu0}"
-
-
-def _spread_text(c: CellRow) -> str:
-    if c.n_ok == 0:
-        return ""
-    if c.n_ok == 1:
-        return "one run"
-    return f"{stats.fmt(c.min)}–{stats.fmt(c.max)}, CV {stats.fmt(c.cv, percent=True, digits=2)}"
-
-
-def _flags_text(c: CellRow) -> str:
-    words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
-    out = [words.get(f, f) for f in c.flags if c.n_ok or f != "few_ok"]  # a failed cell says why already
-    if c.n_ok and c.status == "OK":
-        other = {k: v for k, v in c.statuses.items() if k != "OK"}
-        if other:
-            out.append(", ".join(f"{v} {k}" for k, v in sorted(other.items())))
-    return "; ".join(out)
-
-
-def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
-    unit = next((c.unit for c in cells if c.unit), "samples/s")
-    headers = ["shape", "GPUs", f"throughput ({unit}, median)", "speedup", "efficiency", "latency (ms)",
-               "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "OK/n", "flags"]
-    rate = any(c.tflops_per_gpu is not None for c in cells)
-    if rate:
-        headers[7:7] = ["TFLOP/s per GPU (MFU)"]
-    rows = []
-    for c in cells:
-        ok = c.n_ok > 0
-        row = [c.shape, str(c.devices), value_text(c), stats.fmt(c.speedup) if ok else "",
-               stats.fmt(c.efficiency, percent=True, digits=2) if ok else "",
-               stats.fmt(c.latency_ms) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
-               f"{c.n_ok}/{c.n}", _flags_text(c)]
-        if rate:
-            row[7:7] = [_rate_text(c) if ok else ""]
-        rows.append(row)
-    return headers, rows
-
-
-def _rate_text(c: CellRow) -> str:
-    if c.tflops_per_gpu is None:
-        return ""
-    text = f"{c.tflops_per_gpu:.3g}"
-    return text + (f" ({c.mfu * 100:.1f}%)" if c.mfu is not None else "")
-
-
-def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Per model, DLPerf's README table: rows = frameworks, columns = throughput and speedup per precision (and
-    XLA) at each framework's largest shape, with the batch per GPU that gave the best median there."""
-    import itertools
-
-    shared = shared_suites(cells)
-    out = []
-    by_model: dict[str, list[CellRow]] = {}
-    for c in cells:
-        by_model.setdefault(c.model, []).append(c)
-    for model in sorted(by_model):
-        mc = by_model[model]
-        cols = sorted({(c.precision, bool(c.xla)) for c in mc}, key=lambda k: (_prec_key(k[0]), k[1]))
-        headers = ["framework", "shape"]
-        for prec, xla in cols:
-            label = prec.upper() + (f"+{_xla_name(mc[0].suite).replace('torch.compile', 'compile')}" if xla else "")
-            headers += [f"{label} throughput", "speedup"]
-        rows = []
-        rowkey = (lambda c: (c.suite, c.campaign or ""))
-        for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
-            sc = list(sc)
-            if suite in shared:
-                suite = f"{suite} ({camp})"
-            plain = [c for c in sc if not c.variant] or sc
-            big = max((c.devices, -c.nodes) for c in plain)
-            at = [c for c in plain if (c.devices, -c.nodes) == big]
-            row = [suite, at[0].shape]
-            for prec, xla in cols:
-                cand = [c for c in at if c.precision == prec and bool(c.xla) == xla]
-                if not cand:
-                    row += ["", ""]
-                    continue
-                ok = [c for c in cand if c.n_ok and c.median is not None]
-                best = max(ok, key=lambda c: c.median) if ok else max(cand, key=lambda c: c.batch_size)
-                txt = value_text(best) + f" (b{best.batch_size})"
-                if best.tiny:
-                    txt += " (tiny)"
-                row += [txt, stats.fmt(best.speedup) if ok else ""]
-            rows.append(row)
-        out.append((model, headers, rows))
-    return out
-
-
-def _counts_text(runs: Sequence[RunRow]) -> str:
-    from collections import Counter
-
-    c = Counter(r.status for r in runs)
-    return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 def markdown(result) -> str:
     from tabulate import tabulate
 
@@ -245,7 +86,7 @@ def markdown(result) -> str:
     if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
                   "pipeline works."), ""]
-    lines.append(f"Runs: {_counts_text(runs)}.")
+    lines.append(f"Runs: {counts_text(runs)}.")
     for col in result.collections:
         for note in col.notes:
             lines.append(f"\nNote ({col.name}): {note}")
@@ -261,7 +102,7 @@ def markdown(result) -> str:
             lines.append("")
     shared = shared_suites(cells)
     for key, gc in groups(cells):
-        lines.append(f"## {_group_title(key, gc, launchers, shared)}")
+        lines.append(f"## {group_title(key, gc, launchers, shared)}")
         lines.append("")
         headers, rows = group_table(gc)
         lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
@@ -288,10 +129,10 @@ def terminal(result) -> str:
 
     shared = shared_suites(result.cells)
     launchers = len({c.launcher for c in result.cells}) > 1
-    out = [f"{result.name}: {len(result.runs)} runs ({_counts_text(result.runs)}), {len(result.cells)} cells"]
+    out = [f"{result.name}: {len(result.runs)} runs ({counts_text(result.runs)}), {len(result.cells)} cells"]
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)
-        out += ["", _group_title(key, gc, launchers, shared),
+        out += ["", group_title(key, gc, launchers, shared),
                 tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     xs = cross_suite(result.cells)
     if len({c.suite for c in result.cells}) > 1:
@@ -322,7 +163,7 @@ def plot_suite(cells: Sequence[CellRow], suite: str, path: Path) -> Path | None:
     unit = gs[0][1][0].unit
     for i, (key, g) in enumerate(gs):
         color = f"C{i % 10}"
-        label = f"{key[1]}{' +' + _xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
+        label = f"{key[1]}{' +' + xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
         if shared:
             label += f" [{key[6]}]"
         if any(c.tiny for c in g):

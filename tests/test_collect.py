@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collect, files, report, stats
+from dlperf_slurm import cli, collect, files, report, stats, tables
 from dlperf_slurm.model import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -218,7 +218,7 @@ def test_campaign_while_running_then_finished(tmp_path, capsys):
     assert cells["1n1g"]["n_ok"] == 1 and cells["1n1g"]["statuses"] == {"OK": 1, "PENDING": 1, "RUNNING": 1}
     md = (out / "smoke.md").read_text()
     assert "pending 3/3" in md and "pending 3/3" in printed
-    assert report.TINY in md  # tiny runs are labelled
+    assert tables.TINY in md  # tiny runs are labelled
     assert "speedup" in md and "1n2g    | 2      | pending 3/3" in md
 
     # later: everything ended (one OOM, one failed exit) and collect runs again over the same files
@@ -293,7 +293,7 @@ def test_missing_baseline_leaves_speedup_empty(tmp_path):
     cells = {c.shape: c for c in res.cells}
     assert cells["1n1g"].status == Status.OOM
     assert cells["1n2g"].n_ok == 3 and cells["1n2g"].speedup is None and cells["1n2g"].efficiency is None
-    _headers, rows = report.group_table([cells["1n1g"], cells["1n2g"]])
+    _headers, rows = tables.group_table([cells["1n1g"], cells["1n2g"]])
     assert rows[1][3] == "" and rows[1][4] == ""  # never 1.0 or 0
 
 
@@ -326,7 +326,7 @@ def test_cross_suite_table(tmp_path):
                 (d / f"rn50_b8_{prec}_0.log").write_text(ls.write(suite, spec)[0])
         cols.append(collect.runs_from_tree(root, suite, 5, 20))
     res = collect.collect(cols, jobs=1, name="all")
-    (model, headers, rows), = report.cross_suite(res.cells)
+    (model, headers, rows), = tables.cross_suite(res.cells)
     assert model == "resnet50" and headers[2:] == ["FP32 throughput", "speedup", "AMP throughput", "speedup"]
     assert [r[0] for r in rows] == ["ngc-pytorch/resnet50", "tf2/resnet50"] and rows[0][1] == "2n2g"
     ngc_amp = next(c for c in res.cells if c.suite == "ngc-pytorch/resnet50" and c.shape == "2n2g"
@@ -366,7 +366,7 @@ def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
     for c in res.cells:  # each campaign's own medians and its own 1n1g baseline
         assert c.median == pytest.approx(expected[c.campaign][(c.nodes, c.gpus_per_node)], rel=1e-9)
         assert c.speedup == pytest.approx(c.median / expected[c.campaign][(1, 1)], rel=1e-9)
-    (_, _, rows), = report.cross_suite(res.cells)
+    (_, _, rows), = tables.cross_suite(res.cells)
     assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
     assert "campaign monday" in report.markdown(res)
 
