@@ -165,7 +165,7 @@ def main() -> None:
         t_report = time.perf_counter() - t
         statuses = {}
         for r in res.runs:
-            statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+            statuses[r.status] = statuses.get(r.status, 0) + 1
         rss_self, rss_children = maxrss_mib(resource.RUSAGE_SELF), maxrss_mib(resource.RUSAGE_CHILDREN)
 
         print()

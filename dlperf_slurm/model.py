@@ -1,5 +1,5 @@
 """The nouns of dlperf_slurm, shared by every stage: run statuses, the matrix and its cells and runs, what a
-parser is told and what it returns, and the typed rows ``collect`` builds.
+parser is told and what it returns. The typed rows ``collect`` builds are in :mod:`dlperf_slurm.rows`.
 
 Nothing here imports another dlperf_slurm module: every stage imports its nouns from this one place, so no
 import ever runs back up the pipeline.

@@ -300,9 +300,9 @@ def log_start(path: str | Path) -> float | None:
         return None
     for line in head.splitlines():
         ev = events.parse_event(line) if events.PREFIX in line else None
-        if ev is not None and ev.get("event") == "job":
+        if ev is not None and ev.get(events.EVENT) == events.EV_JOB:
             try:
-                return float(ev.get("time"))
+                return float(ev.get(events.TIME))
             except (TypeError, ValueError):
                 return None
     return None

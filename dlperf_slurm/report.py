@@ -7,9 +7,8 @@
 ``summaries/<name>.json``      both, with the sources and the method.
 ``summaries/<name>.<suite>.png``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
 
-A cell without an OK run never shows a number: it reads its dominant failure (``OOM``, ``TIMEOUT``) or its
-progress (``pending 3/7``). Figures are rounded (2 decimals) only here. pandas, tabulate and matplotlib are
-imported inside the functions that need them.
+The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
+pandas, tabulate and matplotlib are imported inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -18,28 +17,14 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlperf_slurm import stats
 from dlperf_slurm.files import atomic_write
-
-PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
-TINY = "tiny — not a real result"
-
-_RUN_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", "nodes", "gpus_per_node", "devices",
-                "batch_size", "global_batch", "precision", "xla", "launcher", "variant", "repeat", "run", "job_id",
-                "status", "reason", "throughput", "throughput_time", "throughput_speed", "published", "unit",
-                "latency_ms", "steps_seen", "window_start", "window_end", "window_steps", "mem_peak_mib",
-                "mem_gpu0_mib", "mem_allocator_mib", "mem_reason", "gpu_util", "loss_finite", "tiny", "exit_code",
-                "scheduler_state", "garbled_lines", "log", "log_bytes", "parse_seconds", "provenance", "extra"]
-_CELL_COLUMNS = ["campaign", "suite", "framework", "model", "cell_id", "shape", "nodes", "gpus_per_node", "devices",
-                 "batch_size", "global_batch", "precision", "xla", "launcher", "variant", "status", "display", "n",
-                 "n_ok", "median", "min", "max", "mean", "stdev", "cv", "median_time", "median_speed", "published",
-                 "unit", "speedup", "efficiency", "baseline", "latency_ms", "mem_peak_mib", "mem_gpu0_mib",
-                 "mem_allocator_mib", "mem_reason", "gpu_util", "tflops_per_gpu", "mfu", "flags", "tiny", "statuses",
-                 "reason"]
+from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
+from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, shared_suites,
+                                 xla_name)
 
 
 def _write(path: Path, data: bytes | str) -> Path:
@@ -66,178 +51,23 @@ def frames(result) -> tuple[Any, Any]:
     """``(runs, cells)`` as pandas DataFrames (lists and dicts as JSON text, so the CSV stays flat)."""
     import pandas as pd
 
-    def flat(rows: Sequence[dict], cols: list[str]):
-        data = [{c: (json.dumps(_jsonable(r.get(c)), sort_keys=True) if isinstance(r.get(c), (dict, list))
-                     else r.get(c)) for c in cols} for r in rows]
-        return pd.DataFrame(data, columns=cols)
+    def flat(rows: Sequence[RunRow | CellRow], cls: type):
+        cols = columns(cls)
+        data = [{c: (json.dumps(_jsonable(v), sort_keys=True) if isinstance(v, (dict, list)) else v)
+                 for c, v in as_dict(r).items()} for r in rows]
+        return pd.DataFrame(data, columns=list(cols))
 
-    return flat(result.runs, _RUN_COLUMNS), flat(result.cells, _CELL_COLUMNS)
+    return flat(result.runs, RunRow), flat(result.cells, CellRow)
 
 
 # ============================================================================================ markdown
-
-
-def _xla_name(suite: str) -> str:
-    try:
-        from dlperf_slurm import suites
-
-        return suites.get(suite).xla_name
-    except KeyError:
-        return "XLA"
-
-
-def shared_suites(cells: Sequence[dict]) -> set[str]:
-    """Suites that several campaigns of one summary hold: their tables, rows and lines name the campaign."""
-    by_suite: dict[str, set] = {}
-    for c in cells:
-        by_suite.setdefault(c["suite"], set()).add(c.get("campaign") or "")
-    return {s for s, camps in by_suite.items() if len(camps) > 1}
-
-
-def _prec_key(p: str) -> tuple:
-    return (PREC_ORDER.index(p) if p in PREC_ORDER else len(PREC_ORDER), p)
-
-
-def groups(cells: Sequence[dict]) -> list[tuple[tuple, list[dict]]]:
-    """Cells by (suite, precision, xla, batch per device, launcher, variant), shapes sorted by GPUs then nodes."""
-    out: dict[tuple, list[dict]] = {}
-    for c in cells:
-        out.setdefault((c["suite"], c["precision"], bool(c["xla"]), c["batch_size"], c["launcher"] or "",
-                        c["variant"] or "", c.get("campaign") or ""), []).append(c)
-    keys = sorted(out, key=lambda k: (k[0], k[6], _prec_key(k[1]), k[2], k[3], k[4], k[5]))
-    return [(k, sorted(out[k], key=lambda c: (c["devices"], c["nodes"]))) for k in keys]
-
-
-def _group_title(key: tuple, cells: Sequence[dict], launchers: bool, shared: set[str]) -> str:
-    suite, prec, xla, batch, launcher, variant, campaign = key
-    bits = [suite, prec, f"{_xla_name(suite)} {'on' if xla else 'off'}", f"batch {batch}/GPU"]
-    if suite in shared:
-        bits.append(f"campaign {campaign}")
-    if launchers and launcher:
-        bits.append(f"launcher {launcher}")
-    if variant:
-        bits.append(variant)
-    title = " · ".join(bits)
-    if any(c["tiny"] for c in cells):
-        title += f" — {TINY}"
-    return title
-
-
-def value_text(c: dict, key: str = "median") -> str:
-    """A cell's figure, or its state when it has no OK run (never a number then)."""
-    if c["n_ok"] == 0 or c.get(key) is None:
-        return c["display"] or c["status"]
-    return stats.fmt(c[key])
-
-
-def _mem_text(c: dict) -> str:
-    if c["mem_peak_mib"] is None and c["mem_gpu0_mib"] is None:
-        return "—"
-    peak = f"{c['mem_peak_mib']:.0f}" if c["mem_peak_mib"] is not None else "—"
-    gpu0 = f"{c['mem_gpu0_mib']:.0f}" if c["mem_gpu0_mib"] is not None else "—"
-    return f"{peak} / {gpu0}"
-
-
-def _spread_text(c: dict) -> str:
-    if c["n_ok"] == 0:
-        return ""
-    if c["n_ok"] == 1:
-        return "one run"
-    return f"{stats.fmt(c['min'])}–{stats.fmt(c['max'])}, CV {stats.fmt(c['cv'], percent=True, digits=2)}"
-
-
-def _flags_text(c: dict) -> str:
-    words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
-    out = [words.get(f, f) for f in c["flags"] if c["n_ok"] or f != "few_ok"]  # a failed cell says why already
-    if c["n_ok"] and c["status"] == "OK":
-        other = {k: v for k, v in c["statuses"].items() if k != "OK"}
-        if other:
-            out.append(", ".join(f"{v} {k}" for k, v in sorted(other.items())))
-    return "; ".join(out)
-
-
-def group_table(cells: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
-    unit = next((c["unit"] for c in cells if c.get("unit")), "samples/s")
-    headers = ["shape", "GPUs", f"throughput ({unit}, median)", "speedup", "efficiency", "latency (ms)",
-               "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "OK/n", "flags"]
-    rate = any(c.get("tflops_per_gpu") is not None for c in cells)
-    if rate:
-        headers[7:7] = ["TFLOP/s per GPU (MFU)"]
-    rows = []
-    for c in cells:
-        ok = c["n_ok"] > 0
-        row = [c["shape"], str(c["devices"]), value_text(c), stats.fmt(c["speedup"]) if ok else "",
-               stats.fmt(c["efficiency"], percent=True, digits=2) if ok else "",
-               stats.fmt(c["latency_ms"]) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
-               f"{c['n_ok']}/{c['n']}", _flags_text(c)]
-        if rate:
-            row[7:7] = [_rate_text(c) if ok else ""]
-        rows.append(row)
-    return headers, rows
-
-
-def _rate_text(c: dict) -> str:
-    if c.get("tflops_per_gpu") is None:
-        return ""
-    text = f"{c['tflops_per_gpu']:.3g}"
-    return text + (f" ({c['mfu'] * 100:.1f}%)" if c.get("mfu") is not None else "")
-
-
-def cross_suite(cells: Sequence[dict]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Per model, DLPerf's README table: rows = frameworks, columns = throughput and speedup per precision (and
-    XLA) at each framework's largest shape, with the batch per GPU that gave the best median there."""
-    import itertools
-
-    shared = shared_suites(cells)
-    out = []
-    by_model: dict[str, list[dict]] = {}
-    for c in cells:
-        by_model.setdefault(c["model"], []).append(c)
-    for model in sorted(by_model):
-        mc = by_model[model]
-        cols = sorted({(c["precision"], bool(c["xla"])) for c in mc}, key=lambda k: (_prec_key(k[0]), k[1]))
-        headers = ["framework", "shape"]
-        for prec, xla in cols:
-            label = prec.upper() + (f"+{_xla_name(mc[0]['suite']).replace('torch.compile', 'compile')}" if xla else "")
-            headers += [f"{label} throughput", "speedup"]
-        rows = []
-        rowkey = (lambda c: (c["suite"], c.get("campaign") or ""))
-        for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
-            sc = list(sc)
-            if suite in shared:
-                suite = f"{suite} ({camp})"
-            plain = [c for c in sc if not c["variant"]] or sc
-            big = max((c["devices"], -c["nodes"]) for c in plain)
-            at = [c for c in plain if (c["devices"], -c["nodes"]) == big]
-            row = [suite, at[0]["shape"]]
-            for prec, xla in cols:
-                cand = [c for c in at if c["precision"] == prec and bool(c["xla"]) == xla]
-                if not cand:
-                    row += ["", ""]
-                    continue
-                ok = [c for c in cand if c["n_ok"] and c["median"] is not None]
-                best = max(ok, key=lambda c: c["median"]) if ok else max(cand, key=lambda c: c["batch_size"])
-                txt = value_text(best) + f" (b{best['batch_size']})"
-                if best["tiny"]:
-                    txt += " (tiny)"
-                row += [txt, stats.fmt(best["speedup"]) if ok else ""]
-            rows.append(row)
-        out.append((model, headers, rows))
-    return out
-
-
-def _counts_text(runs: Sequence[dict]) -> str:
-    from collections import Counter
-
-    c = Counter(r["status"] for r in runs)
-    return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def markdown(result) -> str:
     from tabulate import tabulate
 
     cells, runs = result.cells, result.runs
-    launchers = len({c["launcher"] for c in cells}) > 1
+    launchers = len({c.launcher for c in cells}) > 1
     windows = sorted({(s.warmup_steps, s.measure_steps) for col in result.collections for s in col.runs})
     win = "; ".join(f"skip {w} steps, time the next {m}" for w, m in windows) or "none"
     lines = [f"# dlperf_slurm summary: {result.name}", ""]
@@ -253,10 +83,10 @@ def markdown(result) -> str:
                  "`few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every GPU / "
                  "GPU 0, MiB.")
     lines.append("")
-    if any(c["tiny"] for c in cells):
+    if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
                   "pipeline works."), ""]
-    lines.append(f"Runs: {_counts_text(runs)}.")
+    lines.append(f"Runs: {counts_text(runs)}.")
     for col in result.collections:
         for note in col.notes:
             lines.append(f"\nNote ({col.name}): {note}")
@@ -272,19 +102,19 @@ def markdown(result) -> str:
             lines.append("")
     shared = shared_suites(cells)
     for key, gc in groups(cells):
-        lines.append(f"## {_group_title(key, gc, launchers, shared)}")
+        lines.append(f"## {group_title(key, gc, launchers, shared)}")
         lines.append("")
         headers, rows = group_table(gc)
         lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
-        mem = sorted({c["mem_reason"] for c in gc if c["mem_reason"] and c["n_ok"]})
+        mem = sorted({c.mem_reason for c in gc if c.mem_reason and c.n_ok})
         if mem:
             lines.append("")
             lines.append("GPU memory: " + "; ".join(mem) + ".")
-        failed = [c for c in gc if c["status"] != "OK" and c["reason"]]
+        failed = [c for c in gc if c.status != "OK" and c.reason]
         if failed:
             lines.append("")
             for c in failed:
-                lines.append(f"- `{c['shape']}` {c['display'] or c['status']}: {_md_escape(c['reason'])}")
+                lines.append(f"- `{c.shape}` {c.display or c.status}: {_md_escape(c.reason)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -298,14 +128,14 @@ def terminal(result) -> str:
     from tabulate import tabulate
 
     shared = shared_suites(result.cells)
-    launchers = len({c["launcher"] for c in result.cells}) > 1
-    out = [f"{result.name}: {len(result.runs)} runs ({_counts_text(result.runs)}), {len(result.cells)} cells"]
+    launchers = len({c.launcher for c in result.cells}) > 1
+    out = [f"{result.name}: {len(result.runs)} runs ({counts_text(result.runs)}), {len(result.cells)} cells"]
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)
-        out += ["", _group_title(key, gc, launchers, shared),
+        out += ["", group_title(key, gc, launchers, shared),
                 tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     xs = cross_suite(result.cells)
-    if len({c["suite"] for c in result.cells}) > 1:
+    if len({c.suite for c in result.cells}) > 1:
         for model, headers, rows in xs:
             out += ["", f"{model} across suites (largest shape)",
                     tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
@@ -315,7 +145,7 @@ def terminal(result) -> str:
 # =============================================================================================== plots
 
 
-def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
+def plot_suite(cells: Sequence[CellRow], suite: str, path: Path) -> Path | None:
     """Throughput and scaling efficiency against GPUs for one suite, a line per precision/XLA/batch/variant,
     ideal linear scaling dashed. None when no cell of the suite has an OK run."""
     import matplotlib
@@ -323,32 +153,32 @@ def plot_suite(cells: Sequence[dict], suite: str, path: Path) -> Path | None:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    gs = [(k, [c for c in g if c["n_ok"] and c["median"] is not None]) for k, g in groups(cells) if k[0] == suite]
+    gs = [(k, [c for c in g if c.n_ok and c.median is not None]) for k, g in groups(cells) if k[0] == suite]
     shared = shared_suites(cells) & {suite}
     gs = [(k, g) for k, g in gs if g]
     if not gs:
         return None
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     xticks: set[int] = set()
-    unit = gs[0][1][0]["unit"]
+    unit = gs[0][1][0].unit
     for i, (key, g) in enumerate(gs):
         color = f"C{i % 10}"
-        label = f"{key[1]}{' +' + _xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
+        label = f"{key[1]}{' +' + xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
         if shared:
             label += f" [{key[6]}]"
-        if any(c["tiny"] for c in g):
+        if any(c.tiny for c in g):
             label += " (tiny)"
-        x = [c["devices"] for c in g]
+        x = [c.devices for c in g]
         xticks.update(x)
-        ax1.plot(x, [c["median"] for c in g], "o-", color=color, label=label)
-        lo = [c["median"] - c["min"] for c in g]
-        hi = [c["max"] - c["median"] for c in g]
-        ax1.errorbar(x, [c["median"] for c in g], yerr=[lo, hi], fmt="none", ecolor=color, alpha=0.5, capsize=3)
-        base = next((c for c in g if c["nodes"] == 1 and c["gpus_per_node"] == 1), None)
+        ax1.plot(x, [c.median for c in g], "o-", color=color, label=label)
+        lo = [c.median - c.min for c in g]
+        hi = [c.max - c.median for c in g]
+        ax1.errorbar(x, [c.median for c in g], yerr=[lo, hi], fmt="none", ecolor=color, alpha=0.5, capsize=3)
+        base = next((c for c in g if c.nodes == 1 and c.gpus_per_node == 1), None)
         if base is not None:
             xs = sorted(set(x) | {1})
-            ax1.plot(xs, [base["median"] * d for d in xs], "--", color=color, alpha=0.5)
-            eff = [(c["devices"], c["efficiency"]) for c in g if c["efficiency"] is not None]
+            ax1.plot(xs, [base.median * d for d in xs], "--", color=color, alpha=0.5)
+            eff = [(c.devices, c.efficiency) for c in g if c.efficiency is not None]
             if eff:
                 ax2.plot([e[0] for e in eff], [100 * e[1] for e in eff], "o-", color=color, label=label)
     for ax in (ax1, ax2):
@@ -382,14 +212,43 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
-def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
-    """Write every summary of ``result`` under ``out_dir`` (atomically, file by file); the paths written."""
-    out = Path(out_dir)
-    name = _slug(result.name)
+#: A summary writer: ``fn(result, out_dir, stem)`` writes its files (``<stem>.<ext>`` under ``out_dir``, with
+#: :func:`_write`) from ``result.runs`` (RunRow) and ``result.cells`` (CellRow) and returns the paths it wrote.
+Writer = Callable[[Any, Path, str], Iterable[Path]]
+
+#: Every output format by name, in the order :func:`write_all` calls them. Adding a format is one function
+#: under :func:`writer`; ``WRITERS.pop(name)`` removes one.
+WRITERS: dict[str, Writer] = {}
+_PLOTS: set[str] = set()  # the writers ``--no-plots`` leaves out
+
+
+def writer(name: str, *, plot: bool = False) -> Callable[[Writer], Writer]:
+    """Register the decorated function as the writer of format ``name`` (``plot``: a plot, skipped by
+    ``--no-plots``)."""
+
+    def register(fn: Writer) -> Writer:
+        WRITERS[name] = fn
+        (_PLOTS.add if plot else _PLOTS.discard)(name)
+        return fn
+
+    return register
+
+
+@writer("md")
+def write_markdown(result, out: Path, stem: str) -> list[Path]:
+    return [_write(out / f"{stem}.md", markdown(result))]
+
+
+@writer("csv")
+def write_csv(result, out: Path, stem: str) -> list[Path]:
+    """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
     runs_df, cells_df = frames(result)
-    written = [_write(out / f"{name}.md", markdown(result)),
-               _write(out / f"{name}.csv", cells_df.to_csv(index=False)),
-               _write(out / f"{name}.runs.csv", runs_df.to_csv(index=False))]
+    return [_write(out / f"{stem}.csv", cells_df.to_csv(index=False)),
+            _write(out / f"{stem}.runs.csv", runs_df.to_csv(index=False))]
+
+
+@writer("json")
+def write_json(result, out: Path, stem: str) -> list[Path]:
     doc = {"name": result.name, "generated_at": time.time(),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
                         "repeats": c.repeats, "notes": c.notes} for c in result.collections],
@@ -398,11 +257,20 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
                       "median": "even count: mean of the two middle values", "only_ok_runs": True,
                       "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
-           "cells": _jsonable(result.cells), "runs": _jsonable(result.runs)}
-    written.append(_write(out / f"{name}.json", json.dumps(doc, indent=1, sort_keys=False, default=str)))
-    if plots:
-        for suite in sorted({c["suite"] for c in result.cells}):
-            p = plot_suite(result.cells, suite, out / f"{name}.{_slug(suite.replace('/', '_'))}.png")
-            if p is not None:
-                written.append(p)
-    return written
+           "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs]}
+    return [_write(out / f"{stem}.json", json.dumps(doc, indent=1, sort_keys=False, default=str))]
+
+
+@writer("png", plot=True)
+def write_plots(result, out: Path, stem: str) -> list[Path]:
+    """One plot per suite with an OK cell."""
+    paths = (plot_suite(result.cells, suite, out / f"{stem}.{_slug(suite.replace('/', '_'))}.png")
+             for suite in sorted({c.suite for c in result.cells}))
+    return [p for p in paths if p is not None]
+
+
+def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
+    """Run every registered writer (but the plots when ``plots`` is false) over ``result`` under ``out_dir``;
+    each file is written atomically. The paths written, in :data:`WRITERS`' order."""
+    out, stem = Path(out_dir), _slug(result.name)
+    return [p for name, fn in list(WRITERS.items()) if plots or name not in _PLOTS for p in fn(result, out, stem)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collect, files, report, stats
+from dlperf_slurm import cli, collect, files, report, stats, tables
 from dlperf_slurm.model import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -82,6 +82,65 @@ def test_import_dlperf_tree_in_every_format(tmp_path, suite, which, capsys):
     assert len(runs_csv) == 1 + 3 * len(SHAPES)
 
 
+RUN_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_node,devices,batch_size,global_batch,"
+               "precision,xla,launcher,variant,repeat,run,job_id,status,reason,throughput,throughput_time,"
+               "throughput_speed,published,unit,latency_ms,steps_seen,window_start,window_end,window_steps,"
+               "mem_peak_mib,mem_gpu0_mib,mem_allocator_mib,mem_reason,gpu_util,loss_finite,tiny,exit_code,"
+               "scheduler_state,garbled_lines,log,log_bytes,parse_seconds,provenance,extra")
+CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_node,devices,batch_size,global_batch,"
+                "precision,xla,launcher,variant,status,display,n,n_ok,median,min,max,mean,stdev,cv,median_time,"
+                "median_speed,published,unit,speedup,efficiency,baseline,latency_ms,mem_peak_mib,mem_gpu0_mib,"
+                "mem_allocator_mib,mem_reason,gpu_util,tflops_per_gpu,mfu,flags,tiny,statuses,reason")
+
+
+def test_typed_rows_are_the_published_columns(tmp_path):
+    """The CSV columns are the rows' fields, in the order users' scripts read them; the JSON holds the same keys."""
+    from dlperf_slurm.rows import CellRow, RunRow, columns
+
+    assert ",".join(columns(RunRow)) == RUN_COLUMNS and ",".join(columns(CellRow)) == CELL_COLUMNS
+    root = tmp_path / "t"
+    make_tree(root, "tf-cnn/resnet50")
+    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    assert all(isinstance(r, RunRow) for r in res.runs) and all(isinstance(c, CellRow) for c in res.cells)
+    report.write_all(res, tmp_path / "out", plots=False)
+    assert (tmp_path / "out" / "t.runs.csv").read_text().splitlines()[0] == RUN_COLUMNS
+    assert (tmp_path / "out" / "t.csv").read_text().splitlines()[0] == CELL_COLUMNS
+    doc = json.loads((tmp_path / "out" / "t.json").read_text())
+    assert [list(r) for r in doc["runs"]] == [RUN_COLUMNS.split(",")] * len(res.runs)
+    assert [list(c) for c in doc["cells"]] == [CELL_COLUMNS.split(",")] * len(res.cells)
+
+
+def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys):
+    """An output format is one function: registered, ``collect`` calls it with the typed rows (the plots are the
+    only writer ``--no-plots`` leaves out)."""
+    from dlperf_slurm.rows import CellRow, RunRow
+
+    root = tmp_path / "t"
+    make_tree(root, "tf-cnn/resnet50", repeats=1)
+    seen = []
+
+    @report.writer("toy")
+    def toy(result, out, stem):
+        seen.append(result)
+        path = out / f"{stem}.toy"
+        path.write_text(f"{len(result.runs)} runs, {len(result.cells)} cells\n")
+        return [path]
+
+    try:
+        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:4] == ["md", "csv", "json", "png"]
+        out = tmp_path / "out"
+        assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
+                       "--measure-steps", "20", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
+    finally:
+        del report.WRITERS["toy"]
+    (result,) = seen
+    assert len(result.runs) == 3 and all(isinstance(r, RunRow) for r in result.runs)
+    assert len(result.cells) == 3 and all(isinstance(c, CellRow) for c in result.cells)
+    assert (out / "t.toy").read_text() == "3 runs, 3 cells\n" and str(out / "t.toy") in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["t.csv", "t.json", "t.md", "t.runs.csv", "t.toy"]
+    assert "toy" not in report.WRITERS
+
+
 def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
     root = tmp_path / "dlperf"
     for sub, batch in (("bz64", 64), ("bz128", 128)):
@@ -92,13 +151,13 @@ def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
                 spec = ls.Spec(nodes=n, gpus=g, batch=batch, warmup=5, measure=20, thr=50.0 * n * g)
                 (d / f"r50_b{batch}_{prec}{xla}_0.log").write_text(ls.dll_rn50(spec)[0])
     res = collect.collect([collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
-    keys = {(c["precision"], c["xla"], c["batch_size"], c["shape"]) for c in res.cells}
+    keys = {(c.precision, c.xla, c.batch_size, c.shape) for c in res.cells}
     assert len(res.cells) == 2 * 3 * 2 and ("amp", True, 128, "1n2g") in keys
     for c in res.cells:  # every 1n2g cell has its own 1n1g baseline: same precision, xla, batch
-        if c["shape"] == "1n2g":
-            base = next(b for b in res.cells if b["cell_id"] == c["baseline"])
-            assert (base["precision"], base["xla"], base["batch_size"], base["shape"]) == \
-                   (c["precision"], c["xla"], c["batch_size"], "1n1g")
+        if c.shape == "1n2g":
+            base = next(b for b in res.cells if b.cell_id == c.baseline)
+            assert (base.precision, base.xla, base.batch_size, base.shape) == \
+                   (c.precision, c.xla, c.batch_size, "1n1g")
 
 
 def test_import_errors(tmp_path):
@@ -159,7 +218,7 @@ def test_campaign_while_running_then_finished(tmp_path, capsys):
     assert cells["1n1g"]["n_ok"] == 1 and cells["1n1g"]["statuses"] == {"OK": 1, "PENDING": 1, "RUNNING": 1}
     md = (out / "smoke.md").read_text()
     assert "pending 3/3" in md and "pending 3/3" in printed
-    assert report.TINY in md  # tiny runs are labelled
+    assert tables.TINY in md  # tiny runs are labelled
     assert "speedup" in md and "1n2g    | 2      | pending 3/3" in md
 
     # later: everything ended (one OOM, one failed exit) and collect runs again over the same files
@@ -214,7 +273,7 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
         "slurmstepd: error: *** JOB 77 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n")
     # runs[5]: never ran
     res = collect.collect([collect.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
-    st = {r["run"]: (r["status"], r["reason"]) for r in res.runs}
+    st = {r.run: (r.status, r.reason) for r in res.runs}
     keys = [r.key for r in runs]
     assert st[keys[0]][0] == Status.OK
     assert st[keys[1]] == (Status.FAILED, "exit code 3 after the window completed")
@@ -222,19 +281,19 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
     assert st[keys[3]][0] == Status.LAUNCH_FAILED and st[keys[3]][1].startswith("exit code 1")
     assert st[keys[4]][0] == Status.TIMEOUT  # from the job's own --output file: slurmstepd's banner
     assert st[keys[5]][0] == Status.UNSUBMITTED
-    cells = {c["shape"]: c for c in res.cells}
-    assert cells["1n1g"]["n_ok"] == 1 and cells["1n1g"]["flags"][:1] == ["few_ok"]
-    assert cells["1n2g"]["status"] == Status.PENDING and cells["1n2g"]["display"] == "not submitted 1/3"
+    cells = {c.shape: c for c in res.cells}
+    assert cells["1n1g"].n_ok == 1 and cells["1n1g"].flags[:1] == ["few_ok"]
+    assert cells["1n2g"].status == Status.PENDING and cells["1n2g"].display == "not submitted 1/3"
 
 
 def test_missing_baseline_leaves_speedup_empty(tmp_path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", oom_shape=(1, 1), incomplete=None)
     res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
-    cells = {c["shape"]: c for c in res.cells}
-    assert cells["1n1g"]["status"] == Status.OOM
-    assert cells["1n2g"]["n_ok"] == 3 and cells["1n2g"]["speedup"] is None and cells["1n2g"]["efficiency"] is None
-    _headers, rows = report.group_table([cells["1n1g"], cells["1n2g"]])
+    cells = {c.shape: c for c in res.cells}
+    assert cells["1n1g"].status == Status.OOM
+    assert cells["1n2g"].n_ok == 3 and cells["1n2g"].speedup is None and cells["1n2g"].efficiency is None
+    _headers, rows = tables.group_table([cells["1n1g"], cells["1n2g"]])
     assert rows[1][3] == "" and rows[1][4] == ""  # never 1.0 or 0
 
 
@@ -250,9 +309,9 @@ def test_a_parser_crash_is_a_parse_error_run(tmp_path, monkeypatch):
     monkeypatch.setattr(type(suites.get("horovod-synthetic/resnet50")), "parse", boom)
     res = collect.collect([collect.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
                                                   {"batches_per_iter": 5})], jobs=1)
-    assert {r["status"] for r in res.runs} == {Status.PARSE_ERROR}
-    assert "ZeroDivisionError: bug" in res.runs[0]["reason"]
-    assert {c["display"] for c in res.cells} == {Status.PARSE_ERROR}
+    assert {r.status for r in res.runs} == {Status.PARSE_ERROR}
+    assert "ZeroDivisionError: bug" in res.runs[0].reason
+    assert {c.display for c in res.cells} == {Status.PARSE_ERROR}
 
 
 def test_cross_suite_table(tmp_path):
@@ -267,12 +326,12 @@ def test_cross_suite_table(tmp_path):
                 (d / f"rn50_b8_{prec}_0.log").write_text(ls.write(suite, spec)[0])
         cols.append(collect.runs_from_tree(root, suite, 5, 20))
     res = collect.collect(cols, jobs=1, name="all")
-    (model, headers, rows), = report.cross_suite(res.cells)
+    (model, headers, rows), = tables.cross_suite(res.cells)
     assert model == "resnet50" and headers[2:] == ["FP32 throughput", "speedup", "AMP throughput", "speedup"]
     assert [r[0] for r in rows] == ["ngc-pytorch/resnet50", "tf2/resnet50"] and rows[0][1] == "2n2g"
-    ngc_amp = next(c for c in res.cells if c["suite"] == "ngc-pytorch/resnet50" and c["shape"] == "2n2g"
-                   and c["precision"] == "amp")
-    assert rows[0][4] == f"{stats.fmt(ngc_amp['median'])} (b8)" and rows[0][5] == stats.fmt(ngc_amp["speedup"])
+    ngc_amp = next(c for c in res.cells if c.suite == "ngc-pytorch/resnet50" and c.shape == "2n2g"
+                   and c.precision == "amp")
+    assert rows[0][4] == f"{stats.fmt(ngc_amp.median)} (b8)" and rows[0][5] == stats.fmt(ngc_amp.speedup)
     text = report.terminal(res)
     assert "resnet50 across suites" in text
 
@@ -303,19 +362,21 @@ def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
         expected[name] = {k: stats.median(v) for k, v in exp.items()}
         cols.append(collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
     res = collect.collect(cols, jobs=1)
-    assert len(res.cells) == 2 * len(SHAPES) and all(c["n"] == 3 for c in res.cells)
+    assert len(res.cells) == 2 * len(SHAPES) and all(c.n == 3 for c in res.cells)
     for c in res.cells:  # each campaign's own medians and its own 1n1g baseline
-        assert c["median"] == pytest.approx(expected[c["campaign"]][(c["nodes"], c["gpus_per_node"])], rel=1e-9)
-        assert c["speedup"] == pytest.approx(c["median"] / expected[c["campaign"]][(1, 1)], rel=1e-9)
-    (_, _, rows), = report.cross_suite(res.cells)
+        assert c.median == pytest.approx(expected[c.campaign][(c.nodes, c.gpus_per_node)], rel=1e-9)
+        assert c.speedup == pytest.approx(c.median / expected[c.campaign][(1, 1)], rel=1e-9)
+    (_, _, rows), = tables.cross_suite(res.cells)
     assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
     assert "campaign monday" in report.markdown(res)
 
 
 def test_cell_tflops_and_mfu_from_the_logged_flops_per_sample():
-    ok = [{"extra": {}}, {"extra": {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 312.0}}]
-    rate = collect._compute_rate(2400.0, 8, ok)  # 2400 img/s on 8 GPUs = 300 img/s per GPU
+    from dlperf_slurm.cells import _compute_rate
+
+    ok = [{}, {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 312.0}]  # the OK runs' extra
+    rate = _compute_rate(2400.0, 8, ok)  # 2400 img/s on 8 GPUs = 300 img/s per GPU
     assert rate["tflops_per_gpu"] == pytest.approx(300 * 24.54e9 / 1e12)
     assert rate["mfu"] == pytest.approx(300 * 24.54e9 / 1e12 / 312.0)
-    assert collect._compute_rate(2400.0, 8, [{"extra": {"flops_per_sample": 1e9}}])["mfu"] is None  # no peak (CPU)
-    assert collect._compute_rate(None, 8, ok) == {"tflops_per_gpu": None, "mfu": None}  # no OK run
+    assert _compute_rate(2400.0, 8, [{"flops_per_sample": 1e9}])["mfu"] is None  # no peak (CPU)
+    assert _compute_rate(None, 8, ok) == {"tflops_per_gpu": None, "mfu": None}  # no OK run

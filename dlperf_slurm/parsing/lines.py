@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dlperf_slurm.model import Status
+from dlperf_slurm import events as ev
 from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
 from dlperf_slurm.events import parse_event  # the one reader of our line format
+from dlperf_slurm.model import Status
 
 MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
 MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
@@ -156,8 +157,7 @@ class Facts:
     ranks: set = field(default_factory=set)  # rank labels seen
 
 
-_JOB_KEYS = ("run", "job_id", "array_job_id", "array_task_id", "nodelist", "hostname", "gpus", "gpu_reason", "cuda",
-             "nccl", "container_image", "versions", "command", "git", "error", "time")
+_JOB_KEYS = tuple(k for k in ev.JOB_KEYS if k != ev.ENV)  # the job event's keys a run keeps (not the environment)
 
 
 class Scanner:
@@ -293,21 +293,21 @@ class Scanner:
             return FRAGMENT  # the line ends inside a ":::DLPERF " prefix: its record follows
         return NOT_MINE
 
-    def _event(self, ev: dict[str, Any], rank: int | None) -> None:
-        kind = ev.get("event")
-        if kind == "job":
+    def _event(self, event: dict[str, Any], rank: int | None) -> None:
+        kind = event.get(ev.EVENT)
+        if kind == ev.EV_JOB:
             if self.facts.job is None:
-                self.facts.job = {k: ev.get(k) for k in _JOB_KEYS if k in ev}
-        elif kind == "memory":
-            self.facts.memory = ev
-        elif kind == "error":
+                self.facts.job = {k: event.get(k) for k in _JOB_KEYS if k in event}
+        elif kind == ev.EV_MEMORY:
+            self.facts.memory = event
+        elif kind == ev.EV_ERROR:
             if len(self.facts.errors) < 8:
-                self.facts.errors.append(ev)
-            if ev.get("kind") == "oom" and self.facts.oom is None:
-                self.facts.oom = _clip(str(ev.get("message") or "out of memory (error event)"))
+                self.facts.errors.append(event)
+            if event.get(ev.KIND) == ev.KIND_OOM and self.facts.oom is None:
+                self.facts.oom = _clip(str(event.get(ev.MESSAGE) or "out of memory (error event)"))
                 self.facts.oom_rank = rank
         if self.on_event is not None and (self.all_ranks or rank in (None, 0)):
-            self.on_event(ev, rank)
+            self.on_event(event, rank)
 
     def _text_facts(self, text: str, rank: int | None) -> None:
         facts = self.facts

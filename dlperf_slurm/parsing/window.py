@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dlperf_slurm import events as ev
 from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 
@@ -125,23 +126,23 @@ def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
         v = to_float(obj)
         return v if v is not None and math.isfinite(v) else None
 
-    out["mem_peak_mib"] = peak(mem.get("nvml_peak_used_mib"))
-    out["mem_gpu0_mib"] = peak(mem.get("nvml_gpu0_mib"))
-    out["mem_allocator_mib"] = peak(mem.get("max_allocated_mib"))
-    out["gpu_util"] = peak(mem.get("gpu_util_mean"))
-    reason = mem.get("reason")
+    out["mem_peak_mib"] = peak(mem.get(ev.NVML_PEAK_USED_MIB))
+    out["mem_gpu0_mib"] = peak(mem.get(ev.NVML_GPU0_MIB))
+    out["mem_allocator_mib"] = peak(mem.get(ev.MAX_ALLOCATED_MIB))
+    out["gpu_util"] = peak(mem.get(ev.GPU_UTIL_MEAN))
+    reason = mem.get(ev.REASON)
     out["mem_reason"] = str(reason) if reason else ""
-    reserved = peak(mem.get("max_reserved_mib"))
+    reserved = peak(mem.get(ev.MAX_RESERVED_MIB))
     if reserved is not None:
         out["_reserved"] = reserved
     return out
 
 
 def _why(facts: Facts) -> str:
-    for ev in reversed(facts.errors):
-        msg = ev.get("message")
+    for error in reversed(facts.errors):
+        msg = error.get(ev.MESSAGE)
         if msg:
-            return f"{ev.get('kind', 'error')}: {_clip(str(msg))}"
+            return f"{error.get(ev.KIND, 'error')}: {_clip(str(msg))}"
     return facts.last_exception or facts.last_error or ""
 
 

@@ -1,0 +1,97 @@
+"""Runs -> cells (method.md): a cell's runs grouped, statistics over its OK runs only, its status (its dominant
+failure or its progress when no run is OK), flags, speedup and efficiency against the 1x1 cell of the same
+suite, precision, XLA, batch per device and variant, and TFLOP/s per GPU and MFU where the log states the
+model's FLOPs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from dlperf_slurm import outcome, stats
+from dlperf_slurm.model import UNFINISHED, Status
+from dlperf_slurm.rows import CellKey, CellRow, RunRow, columns
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _baseline_key(c: CellRow) -> tuple:
+    return (c.campaign or "", c.suite, c.precision, bool(c.xla), int(c.batch_size), c.launcher or "",
+            c.variant or "")
+
+
+def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Achieved model TFLOP/s per GPU and MFU, where an OK run's ``extra`` states the model's FLOPs per sample
+    (and the GPU's peak): median samples/s x FLOPs per sample / GPUs; MFU = that / peak."""
+    extra = next((x for x in extras if _num((x or {}).get("flops_per_sample"))), None)
+    if median is None or extra is None or devices <= 0:
+        return {"tflops_per_gpu": None, "mfu": None}
+    tflops = median * extra["flops_per_sample"] / devices / 1e12
+    peak = extra.get("peak_tflops_per_gpu")
+    return {"tflops_per_gpu": tflops, "mfu": tflops / peak if _num(peak) and peak > 0 else None}
+
+
+def _display(counts: Counter, n: int, status: Status) -> str | None:
+    """What a cell without an OK run reads: its progress while runs are unfinished, else its status."""
+    if not any(counts.get(s, 0) for s in UNFINISHED):
+        return status
+    waiting = counts.get(Status.PENDING, 0) + counts.get(Status.REQUEUED, 0)
+    parts = [(counts.get(Status.RUNNING, 0), "running"), (waiting, "pending"),
+             (counts.get(Status.UNSUBMITTED, 0), "not submitted")]
+    return ", ".join(f"{word} {k}/{n}" for k, word in parts if k)
+
+
+def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
+    first = rs[0]
+    ok = [r for r in rs if r.status == Status.OK and _num(r.throughput)]
+    st = stats.summarize([r.throughput for r in ok], n)
+    counts = Counter(r.status for r in rs)
+    status = Status.OK if ok else outcome.cell_status(counts)
+
+    def peak(key: str) -> float | None:
+        vals = [v for v in (getattr(r, key) for r in ok) if _num(v)]
+        return max(vals) if vals else None
+
+    def median(key: str) -> float | None:
+        return stats.median([v for v in (getattr(r, key) for r in ok) if _num(v)])
+
+    reasons = Counter(r.reason for r in rs if r.status != Status.OK and r.reason)
+    mem_reasons = Counter(r.mem_reason for r in ok if r.mem_reason and not _num(r.mem_peak_mib))
+    tiny = any(r.tiny for r in rs)
+    return CellRow(
+        **{k: getattr(first, k) for k in columns(CellKey)},
+        status=status, display=None if ok else _display(counts, n, status), n=n, n_ok=st.n_ok,
+        median=st.median, min=st.min, max=st.max, mean=st.mean, stdev=st.stdev, cv=st.cv,
+        median_time=median("throughput_time"), median_speed=median("throughput_speed"),
+        published=first.published, unit=first.unit, speedup=None, efficiency=None, baseline=None,
+        latency_ms=median("latency_ms"), mem_peak_mib=peak("mem_peak_mib"), mem_gpu0_mib=peak("mem_gpu0_mib"),
+        mem_allocator_mib=peak("mem_allocator_mib"),
+        mem_reason=mem_reasons.most_common(1)[0][0] if mem_reasons else "",
+        gpu_util=median("gpu_util") if any(_num(r.gpu_util) for r in ok) else None,
+        **_compute_rate(st.median, first.devices, (r.extra for r in ok)),
+        flags=list(st.flags) + (["tiny"] if tiny else []), tiny=tiny,
+        statuses=dict(sorted(counts.items())), reason=reasons.most_common(1)[0][0] if reasons else "")
+
+
+def cells_of(runs: Sequence[RunRow], repeats: Mapping[Any, int] | None = None) -> list[CellRow]:
+    """One row per cell, in the order of the cells' first runs; ``repeats``: ``(campaign, cell id)`` or cell id
+    -> the repeats the campaign planned (else the runs found)."""
+    by_cell: dict[tuple, list[RunRow]] = {}
+    for r in runs:  # a cell is one configuration of one campaign: two campaigns never pool their runs
+        by_cell.setdefault((r.campaign, r.cell_id), []).append(r)
+    repeats = repeats or {}
+    out = [_cell(rs, max(len(rs), repeats.get(cid, repeats.get(cid[1], 0)))) for cid, rs in by_cell.items()]
+    # speedup and efficiency against the 1x1 cell of the same suite, precision, xla, batch per device, variant
+    base = {_baseline_key(c): c for c in out if c.nodes == 1 and c.gpus_per_node == 1}
+    for c in out:
+        b = base.get(_baseline_key(c))
+        if b is not None:
+            c.baseline = b.cell_id
+            c.speedup = stats.speedup(c.median, b.median)
+            c.efficiency = stats.efficiency(c.speedup, c.devices)
+    return out

@@ -1,0 +1,158 @@
+"""One run's files -> its :class:`~dlperf_slurm.rows.RunRow`: the log read once, streaming, by its suite's parser;
+the status decided with the exit marker, the scheduler's output file and what the manifest recorded
+(:func:`dlperf_slurm.outcome.decide`). A parser failure is a PARSE_ERROR run, never a crash. :func:`parse_all`
+reads many runs in parallel processes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlperf_slurm import events as ev
+from dlperf_slurm import outcome
+from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
+from dlperf_slurm.rows import RunRow
+
+# final statuses a manifest may have recorded from the scheduler alone, before any log was read
+SCHEDULER_WORDS = (Status.OK, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
+                   Status.FAILED)
+
+
+@dataclass
+class RunSpec:
+    """One run to collect: where its files are and what the campaign knows of it."""
+
+    key: str
+    cell: dict[str, Any]  # Cell.as_dict()
+    repeat: int
+    log: str
+    marker: str | None = None
+    state: str | None = None  # the status the manifest recorded (None: no manifest)
+    state_reason: str = ""
+    job_id: str | None = None
+    exit_code: int | None = None
+    warmup_steps: int = 20
+    measure_steps: int = 100
+    options: dict[str, Any] = field(default_factory=dict)
+    campaign: str = ""
+    slurm_out: list[str] = field(default_factory=list)  # the job's own --output files (slurmstepd banners)
+    log_status: str | None = None  # the log's verdict the manifest keeps (None: not read yet)
+
+
+def parse_run(spec: RunSpec) -> RunRow:
+    """One run's row: its log read by its suite's parser, its status by :func:`dlperf_slurm.outcome.decide`
+    (a status the manifest decided with the log stands: ``status`` and ``collect`` never disagree). Never raises
+    for a bad log: a parser exception becomes a PARSE_ERROR run."""
+    from dlperf_slurm import suites
+
+    cell = spec.cell
+    t0 = time.perf_counter()
+    try:
+        size: int | None = os.path.getsize(spec.log)
+    except OSError:
+        size = None
+    has_log = size is not None
+    try:
+        suite = suites.get(cell.get("suite", ""))
+        published, unit = suite.published, suite.sample_unit
+    except KeyError:
+        published, unit = "time", "samples/s"
+    if has_log:
+        res = outcome.read_log(Cell.from_dict(cell), spec.log, warmup_steps=spec.warmup_steps,
+                               measure_steps=spec.measure_steps, options=spec.options)
+    else:
+        res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
+    log_verdict = res.status
+    decided = _decide(spec, res, has_log)
+    outcome.apply(res, decided)
+    res.extra["log_status"] = log_verdict
+    if spec.state:
+        res.extra["scheduler_state"] = str(spec.state)
+    if spec.state_reason and res.status != Status.OK and spec.state_reason not in res.reason:
+        res.extra["manifest_reason"] = spec.state_reason
+    return _row(spec, res, published, unit, size, time.perf_counter() - t0)
+
+
+def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
+    """The run's status: the manifest's when it decided with the log; else :func:`outcome.decide` over the
+    log, the exit marker, the scheduler output file and what the manifest learnt from the scheduler."""
+    recorded = status_of(spec.state) if spec.state else None
+    if recorded == Status.UNSUBMITTED:
+        return outcome.Outcome(Status.UNSUBMITTED, spec.state_reason or "not submitted")
+    if recorded == Status.SUBMITTING:
+        return outcome.Outcome(Status.PENDING, "being submitted")
+    if recorded in FINAL and (spec.log_status or recorded not in SCHEDULER_WORDS):
+        return outcome.Outcome(recorded, spec.state_reason, spec.exit_code)  # decided once, with the log
+    ev = outcome.Evidence(marker=outcome.read_marker(spec.marker), log=res if has_log else None, has_log=has_log,
+                          banner=outcome.read_banner(spec.slurm_out) if spec.slurm_out else None)
+    if recorded is None and not has_log and ev.marker is None:
+        return outcome.Outcome(Status.UNSUBMITTED, "no log yet")
+    if recorded is not None:  # the scheduler's last word, as the manifest recorded it
+        ev.asked = True
+        ev.job = JobInfo(job_id=spec.job_id or "", status=recorded, state=str(recorded), reason=spec.state_reason,
+                         exit_code=spec.exit_code)
+    decided = outcome.decide(ev) or outcome.Outcome(res.status, res.reason)
+    if recorded is not None and decided.status == recorded and spec.state_reason:
+        return outcome.Outcome(recorded, spec.state_reason, decided.exit_code)  # the same verdict: its own words
+    return decided
+
+
+def _variant(cell: dict[str, Any]) -> str:
+    parts = [f"{k}={v}" for k, v in sorted((cell.get("params") or {}).items())]
+    parts += [f"{k}={v}" for k, v in sorted((cell.get("env") or {}).items())]
+    if cell.get("launcher_args"):
+        parts.append("launcher_args=" + " ".join(map(str, cell["launcher_args"])))
+    return ", ".join(parts)
+
+
+# the job event's keys a run row keeps as its provenance, in this order
+_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT)
+
+
+def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:
+    cell = spec.cell
+    x = res.extra or {}
+    window = x.get("window") or {}
+    job = x.get("job") or {}
+    thr_time, thr_speed = res.throughput, res.throughput_speed
+    nodes, gpus = int(cell.get("nodes", 0)), int(cell.get("gpus_per_node", 0))
+    return RunRow(
+        campaign=spec.campaign, suite=cell.get("suite"), framework=cell.get("framework"), model=cell.get("model"),
+        cell_id=cell.get("id"), shape=cell.get("shape"), nodes=nodes, gpus_per_node=gpus, devices=nodes * gpus,
+        batch_size=int(cell.get("batch_size", 0)), global_batch=int(cell.get("global_batch", 0)),
+        precision=cell.get("precision"), xla=bool(cell.get("xla")), launcher=cell.get("launcher") or "",
+        variant=_variant(cell), repeat=spec.repeat, run=spec.key, job_id=spec.job_id or job.get(ev.JOB_ID),
+        status=res.status, reason=res.reason, throughput=thr_speed if published == "speed" else thr_time,
+        throughput_time=thr_time, throughput_speed=thr_speed, published=published, unit=unit,
+        latency_ms=res.latency_ms, steps_seen=res.steps_seen, window_start=window.get("start"),
+        window_end=window.get("end"), window_steps=window.get("steps"), mem_peak_mib=res.mem_peak_mib,
+        mem_gpu0_mib=res.mem_gpu0_mib, mem_allocator_mib=res.mem_allocator_mib, mem_reason=res.mem_reason,
+        gpu_util=res.gpu_util, loss_finite=res.loss_finite, tiny=bool(res.tiny), exit_code=x.get("exit_code"),
+        scheduler_state=x.get("scheduler_state") or spec.state, garbled_lines=x.get("garbled_lines", 0),
+        log=spec.log, log_bytes=size, parse_seconds=seconds,
+        provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
+        extra={k: v for k, v in x.items() if k not in ("job", "window")})
+
+
+def parse_all(specs: Sequence[RunSpec], jobs: int | None = None) -> list[RunRow]:
+    """Parse every run, in ``jobs`` processes (default: the CPUs this process may use); rows in input order."""
+    if jobs is None:
+        try:
+            jobs = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            jobs = os.cpu_count() or 1
+    jobs = max(1, min(jobs, len(specs)))
+    if jobs == 1 or len(specs) < 32:
+        return [parse_run(s) for s in specs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunk = max(1, min(64, len(specs) // (jobs * 8)))
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        return list(pool.map(parse_run, specs, chunksize=chunk))
