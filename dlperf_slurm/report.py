@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm.files import atomic_write
+from dlperf_slurm.model import Status
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
 from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, shared_suites,
                                  xla_name)
@@ -110,7 +111,7 @@ def markdown(result) -> str:
         if mem:
             lines.append("")
             lines.append("GPU memory: " + "; ".join(mem) + ".")
-        failed = [c for c in gc if c.status != "OK" and c.reason]
+        failed = [c for c in gc if c.status != Status.OK and c.reason]
         if failed:
             lines.append("")
             for c in failed:

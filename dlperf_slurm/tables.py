@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from dlperf_slurm import stats
+from dlperf_slurm.model import Status
 from dlperf_slurm.rows import CellRow, RunRow
 
 PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
@@ -91,8 +92,8 @@ def _spread_text(c: CellRow) -> str:
 def _flags_text(c: CellRow) -> str:
     words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
     out = [words.get(f, f) for f in c.flags if c.n_ok or f != "few_ok"]  # a failed cell says why already
-    if c.n_ok and c.status == "OK":
-        other = {k: v for k, v in c.statuses.items() if k != "OK"}
+    if c.n_ok and c.status == Status.OK:
+        other = {k: v for k, v in c.statuses.items() if k != Status.OK}
         if other:
             out.append(", ".join(f"{v} {k}" for k, v in sorted(other.items())))
     return "; ".join(out)
