@@ -117,9 +117,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UserError("--jobs must be at least 1")
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
-    if args.executor == "auto" and backend.name == "local" and not args.dry_run:
-        print(f"dlperf-slurm: no sbatch on PATH: running locally (--executor local); {args.jobs} at a time",
-              file=sys.stderr)
+    if args.executor == "auto" and backend.auto_note() and not args.dry_run:
+        print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
                     template_dir=args.templates)
     if args.dry_run:

@@ -198,3 +198,7 @@ class Scheduler(ABC):
     def notes(self) -> list[str]:
         """What the status display should say about the sources it used."""
         return []
+
+    def auto_note(self) -> str:
+        """What ``submit --executor auto`` tells the user when it picked this backend ('' for nothing)."""
+        return ""

@@ -94,6 +94,9 @@ class LocalScheduler(Scheduler):
         self.jobs = max(1, int(jobs))
         self.state_dir = self.campaign_dir / LOCAL_DIR
 
+    def auto_note(self) -> str:
+        return f"no sbatch on PATH: running locally (--executor local); {self.jobs} at a time"
+
     def skip_reason(self, matrix: Matrix, run: Run) -> str | None:
         return launchers.local_skip_reason(run.cell, matrix.environment.container.type)
 

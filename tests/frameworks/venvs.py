@@ -1,0 +1,123 @@
+"""Separate, cached virtual environments for the real-framework tests (their numpy pins conflict: MXNet wants
+numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
+
+Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
+lines installed after the rest). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
+``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>``, so a changed file builds a new one and an
+unchanged one is reused between CI runs on the same machine. The dlperf_slurm package itself is put on the
+venv's path (a ``.pth`` file naming this checkout), never installed into it.
+
+    python tests/frameworks/venvs.py [NAME ...|--all]    # build what is missing, print each venv's python
+    python tests/frameworks/venvs.py --list
+
+Tests use :func:`python_for` (the venv's interpreter, or None with the reason: the test then skips and says how
+to build it). A failed build leaves ``<venv>.failed`` with pip's output, and is not retried until the file
+changes or that marker is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("DLPERF_VENV_CACHE", Path.home() / ".cache" / "dlperf_slurm" / "venvs"))
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in HERE.glob("*.txt"))
+
+
+def requirements(name: str) -> tuple[list[str], list[str]]:
+    """(pip requirement lines, --no-deps lines) of a framework's file."""
+    deps, nodeps = [], []
+    for line in (HERE / f"{name}.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("--no-deps "):
+            nodeps.append(line[len("--no-deps "):].strip())
+        else:
+            deps.append(line)
+    return deps, nodeps
+
+
+def venv_dir(name: str) -> Path:
+    digest = hashlib.sha256((HERE / f"{name}.txt").read_bytes() + sys.version.encode()).hexdigest()[:12]
+    return cache_dir() / f"{name}-{digest}"
+
+
+def python_for(name: str) -> tuple[Path | None, str]:
+    """The venv's interpreter if it is built, else (None, why)."""
+    v = venv_dir(name)
+    py = v / "bin" / "python"
+    if (v / ".complete").exists() and py.exists():
+        return py, ""
+    failed = Path(f"{v}.failed")
+    if failed.exists():
+        tail = failed.read_text().strip().splitlines()[-3:]
+        return None, f"the {name} venv failed to build ({failed}): {' | '.join(tail)}"
+    return None, f"no {name} venv: build it with `python tests/frameworks/venvs.py {name}` (cached in {cache_dir()})"
+
+
+def build(name: str, out=print) -> Path | None:
+    v = venv_dir(name)
+    if (v / ".complete").exists():
+        return v / "bin" / "python"
+    failed = Path(f"{v}.failed")
+    if failed.exists():
+        out(f"{name}: skipped, an earlier build failed: {failed}")
+        return None
+    shutil.rmtree(v, ignore_errors=True)
+    v.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    deps, nodeps = requirements(name)
+    log = []
+    steps = [[sys.executable, "-m", "venv", str(v)]]
+    pip = [str(v / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if deps:
+        steps.append(pip + deps)
+    if nodeps:
+        steps.append(pip + ["--no-deps"] + nodeps)
+    for cmd in steps:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        log.append(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+        if p.returncode != 0:
+            failed.write_text("\n".join(log))
+            shutil.rmtree(v, ignore_errors=True)
+            out(f"{name}: FAILED after {time.time() - t0:.0f} s (see {failed})")
+            return None
+    site = next((v / "lib").glob("python*/site-packages"))
+    (site / "dlperf_slurm_checkout.pth").write_text(str(REPO) + "\n")
+    (v / ".complete").write_text(f"{time.time() - t0:.1f}\n")
+    out(f"{name}: built in {time.time() - t0:.0f} s: {v}")
+    return v / "bin" / "python"
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--list"]:
+        for n in names():
+            py, why = python_for(n)
+            print(f"{n}: {py or why}")
+        return 0
+    wanted = names() if (not argv or argv[:1] == ["--all"]) else argv
+    unknown = [n for n in wanted if n not in names()]
+    if unknown:
+        print(f"unknown framework venv(s): {', '.join(unknown)}; known: {', '.join(names())}", file=sys.stderr)
+        return 2
+    for n in wanted:
+        build(n)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
