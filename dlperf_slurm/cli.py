@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _lifecycle_commands(sub)
     _collect_commands(sub)
+    _compare_command(sub)
     return parser
 
 
@@ -224,6 +225,17 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
     p.set_defaults(func=_lazy("dlperf_slurm.collect", "cmd_collect"))
 
+
+
+def _compare_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
+                       "interval, noise-aware verdict); exits 1 when a cell regressed")
+    p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, or summaries/<name>.json")
+    p.add_argument("new", help="the campaign to judge (same forms)")
+    p.add_argument("--threshold", type=float, default=0.05, metavar="F",
+                   help="a slower cell regressed when new/base < 1 - F (default 0.05)")
+    p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
+    p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,199 @@
+"""Compare two campaigns cell by cell: the ratio of median throughputs with a bootstrap confidence interval over
+the repeats, and a noise-aware verdict, so a site can gate an upgrade (driver, NCCL, Slurm, container) on it.
+
+    python -m dlperf_slurm compare BASE NEW [--threshold 0.05] [--out summaries]
+
+BASE and NEW are campaigns (a name under ``--logs``, or a folder) or summaries written by ``collect``
+(``summaries/<name>.json``). Cells match by id (suite, model, shape, batch per device, precision, XLA,
+launcher, variant), whatever their campaign.
+
+A cell's verdict:
+
+- ``faster`` / ``slower``: the 95 % interval of new/base excludes 1 (a difference beyond the runs' own
+  spread); ``no change`` when it includes 1;
+- ``too few runs``: fewer than 2 OK runs on a side (no interval can be told from one value);
+- ``now <STATUS>``: OK before, no OK run now (OOM, TIMEOUT, ...); ``fixed``: the reverse;
+- ``only in base`` / ``only in new``.
+
+A cell **regressed** when it is ``slower`` by more than the threshold (new/base below 1 - threshold) or
+``now`` fails; ``compare`` exits 1 when any cell regressed (0 otherwise), so it can gate a CI job.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.files import atomic_write
+from dlperf_slurm.model import Status
+
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0  # the interval is reproducible: the same inputs give the same report
+
+
+@dataclass(frozen=True)
+class Side:
+    """One campaign's view of one cell: its OK throughputs and the statuses of all its runs."""
+
+    values: tuple[float, ...]
+    statuses: tuple[str, ...]
+    unit: str = "samples/s"
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    @property
+    def status(self) -> str:
+        if self.values:
+            return Status.OK
+        failed = [s for s in self.statuses if s != Status.OK]
+        return max(set(failed), key=failed.count) if failed else Status.UNSUBMITTED
+
+
+@dataclass(kw_only=True)
+class CellComparison:
+    cell_id: str
+    base_median: float | None
+    new_median: float | None
+    ratio: float | None
+    low: float | None  # the interval of the ratio
+    high: float | None
+    base_n: int
+    new_n: int
+    verdict: str
+    regressed: bool
+    unit: str
+
+
+def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
+                   confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(new) / median(base), each side resampled with replacement."""
+    rng = random.Random(seed)
+    ratios = sorted(statistics.median(rng.choices(new, k=len(new))) / statistics.median(rng.choices(base, k=len(base)))
+                    for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return ratios[int(tail * (resamples - 1))], ratios[int(round((1 - tail) * (resamples - 1)))]
+
+
+def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: float) -> CellComparison:
+    unit = (new or base).unit  # type: ignore[union-attr]
+    out = CellComparison(cell_id=cell_id, base_median=base.median if base else None,
+                         new_median=new.median if new else None, ratio=None, low=None, high=None,
+                         base_n=len(base.values) if base else 0, new_n=len(new.values) if new else 0,
+                         verdict="", regressed=False, unit=unit)
+    if base is None or new is None:
+        out.verdict = "only in new" if base is None else "only in base"
+        return out
+    if base.values and not new.values:
+        out.verdict, out.regressed = f"now {new.status}", True
+        return out
+    if new.values and not base.values:
+        out.verdict = f"fixed (was {base.status})"
+        return out
+    if not base.values:
+        out.verdict = f"no OK run on either side ({base.status} / {new.status})"
+        return out
+    out.ratio = new.median / base.median
+    if len(base.values) < 2 or len(new.values) < 2:
+        out.verdict = "too few runs"
+        return out
+    out.low, out.high = ratio_interval(base.values, new.values)
+    if out.low > 1:
+        out.verdict = "faster"
+    elif out.high < 1:
+        out.verdict = "slower"
+        out.regressed = out.ratio < 1 - threshold
+    else:
+        out.verdict = "no change"
+    return out
+
+
+def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05) -> list[CellComparison]:
+    ids = list(base) + [c for c in new if c not in base]
+    return [compare_cell(c, base.get(c), new.get(c), threshold) for c in ids]
+
+
+# ============================================================================================== inputs
+
+
+def sides_from_runs(runs: Iterable[Mapping[str, Any]]) -> dict[str, Side]:
+    """Cells from run rows (``RunRow`` as dicts: ``cell_id``, ``status``, ``throughput``, ``unit``)."""
+    values: dict[str, list[float]] = {}
+    statuses: dict[str, list[str]] = {}
+    units: dict[str, str] = {}
+    for r in runs:
+        cid = r["cell_id"]
+        statuses.setdefault(cid, []).append(str(r["status"]))
+        values.setdefault(cid, [])
+        units.setdefault(cid, r.get("unit") or "samples/s")
+        if r["status"] == Status.OK and isinstance(r.get("throughput"), (int, float)):
+            values[cid].append(float(r["throughput"]))
+    return {c: Side(tuple(values[c]), tuple(statuses[c]), units[c]) for c in statuses}
+
+
+def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
+    """A campaign (name under ``logs`` or folder: its logs are collected now) or a collect JSON summary."""
+    p = Path(what)
+    if p.is_file():
+        try:
+            doc = json.loads(p.read_text())
+            return doc.get("name") or p.stem, sides_from_runs(doc["runs"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise UserError(f"{p}: not a collect summary (summaries/<name>.json): {err}") from None
+    from dlperf_slurm import collect
+    from dlperf_slurm.rows import as_dict
+
+    cdir = collect._campaign_dir(logs, what)
+    result = collect.collect([collect.runs_from_campaign(cdir)])
+    return cdir.name, sides_from_runs(as_dict(r) for r in result.runs)
+
+
+# ============================================================================================== output
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float) -> str:
+    lines = [f"# {new_name} against {base_name}", "",
+             f"new/base of median throughput, {int(CONFIDENCE * 100)} % bootstrap interval over the repeats "
+             f"({RESAMPLES} resamples); regressed: slower by more than {threshold:.0%}, or no OK run any more.", "",
+             "| cell | base median | new median | new/base | interval | runs (base/new) | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        interval = f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—"
+        verdict = f"**{r.verdict}, regressed**" if r.regressed else r.verdict
+        lines.append(f"| {r.cell_id} | {_f(r.base_median)} | {_f(r.new_median)} | {_f(r.ratio, 3)} | {interval} | "
+                     f"{r.base_n}/{r.new_n} | {verdict} |")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
+    lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
+              + f". Regressed: {sum(r.regressed for r in rows)} of {len(rows)} cells."]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare(args) -> int:
+    if not 0 <= args.threshold < 1:
+        raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
+    base_name, base = load_side(args.base, args.logs)
+    new_name, new = load_side(args.new, args.logs)
+    rows = compare(base, new, args.threshold)
+    text = markdown(base_name, new_name, rows, args.threshold)
+    print(text, end="")
+    out = Path(args.out)
+    stem = f"compare.{base_name}.{new_name}"
+    atomic_write(out / f"{stem}.md", text)
+    atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
+                                                   "confidence": CONFIDENCE, "resamples": RESAMPLES,
+                                                   "cells": [asdict(r) for r in rows]}, indent=1))
+    print(f"written: {out / stem}.md, .json")
+    return 1 if any(r.regressed for r in rows) else 0
