@@ -208,18 +208,24 @@ def job_error_line(message: str) -> str:
 
 def parse_event(line: str) -> dict[str, Any] | None:
     """The raw event dict of a ``:::DLPERF`` line, or None for any other line. Text before the prefix (an
-    ``srun -l`` label, a fragment a record was glued to) is ignored: the last prefix on the line wins.
+    ``srun -l`` label, a fragment a record was glued to) is ignored: the last prefix on the line wins, unless
+    only the first one starts a record (the job event's command may quote the prefix).
     Non-finite floats stay the strings "nan"/"inf"/"-inf" (the collector reads numbers leniently)."""
     at = line.rfind(PREFIX)
     if at < 0:
         return None
+    obj = _load(line[at + len(PREFIX):])
+    if obj is None and line.find(PREFIX) < at:  # the last prefix is inside a string (a job line's command)
+        obj = _load(line[line.find(PREFIX) + len(PREFIX):])
+    return obj
+
+
+def _load(text: str) -> dict[str, Any] | None:
     try:
-        obj = json.loads(line[at + len(PREFIX):])
+        obj = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(obj, dict) or not isinstance(obj.get(EVENT), str):
-        return None
-    return obj
+    return obj if isinstance(obj, dict) and isinstance(obj.get(EVENT), str) else None
 
 
 def parse_line(line: str) -> dict[str, Any] | None:

@@ -23,7 +23,9 @@ CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options")
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
-                "measure_steps": Measure.measure_steps}
+                "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
+                "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
+_MEASURE_MIN = {"warmup_steps": 0, "hang_timeout": 0}  # the others are at least 1
 SLURM_KEYS = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
@@ -143,8 +145,7 @@ def _measure(ctx: Source, table: Any) -> Measure:
     if not isinstance(table, dict):
         raise ctx.error("measure", "expected a table")
     check_keys(ctx, table, MEASURE_KEYS, "measure")
-    vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), 0 if k == "warmup_steps" else 1)
-            for k, d in MEASURE_KEYS.items()}
+    vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1)) for k, d in MEASURE_KEYS.items()}
     return Measure(**vals)
 
 

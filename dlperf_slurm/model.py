@@ -32,6 +32,7 @@ class Status(StrEnum):
     OK = "OK"
     OOM = "OOM"
     NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
+    HANG = "HANG"  # no progress for longer than the hang bound: the job script stopped it (well before its limit)
     TIMEOUT = "TIMEOUT"
     NODE_FAIL = "NODE_FAIL"
     PREEMPTED = "PREEMPTED"
@@ -63,7 +64,7 @@ class Status(StrEnum):
 
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
-    Status.OOM, Status.NONFINITE, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
+    Status.OOM, Status.NONFINITE, Status.HANG, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
     Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
@@ -176,6 +177,12 @@ class Measure:
     repeats: int = DEFAULT_REPEATS
     warmup_steps: int = DEFAULT_WARMUP_STEPS
     measure_steps: int = DEFAULT_MEASURE_STEPS
+    # A run whose log (and heartbeat) stops changing for longer than its hang bound is stopped by its own job
+    # script and reads HANG. The bound: hang_timeout seconds (0: never stopped); once a built-in workload reports
+    # its median step time, max(hang_min, hang_factor x that median).
+    hang_timeout: int = 900
+    hang_factor: int = 10
+    hang_min: int = 60
 
 
 @dataclass(frozen=True)

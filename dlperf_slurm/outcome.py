@@ -21,17 +21,18 @@ Precedence, first match wins:
                                                                           scheduler at all: a DLPerf tree)
  4    out of memory: the log, the scheduler (OUT_OF_MEMORY), cgroup       OOM
  5    the loss went non-finite                                            NONFINITE
- 6    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
+ 6    the job script's watchdog stopped it (the marker's ``hang``)        HANG (with the seconds it saved)
+ 7    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
- 7    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
+ 8    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
- 8    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
+ 9    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
                                                                           no step)
- 9    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
+10    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
-10    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
+11    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
 ====  ==================================================================  ==========================================
 """
@@ -134,11 +135,15 @@ def decide(ev: Evidence) -> Outcome | None:
     # 5. non-finite loss
     if log is not None and log.status == Status.NONFINITE:
         return out(Status.NONFINITE, log.reason)
-    # 6. killed
+    # 6. stopped by the job script's hang watchdog
+    hang = (marker or {}).get("hang")
+    if isinstance(hang, Mapping):
+        return out(Status.HANG, _hang_reason(ev, hang, where))
+    # 7. killed
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    # 7. no log
+    # 8. no log
     if not ev.has_log:
         if marker is None and job is None and ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -147,7 +152,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                              "record)")
         why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
-    # 8. a failure exit
+    # 9. a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
         note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
@@ -155,7 +160,7 @@ def decide(ev: Evidence) -> Outcome | None:
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
         return out(Status.FAILED, f"{note}; {log.reason}")
-    # 9. gone without a trace
+    # 10. gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -165,10 +170,24 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    # 10. ended well: the log decides
+    # 11. ended well: the log decides
     if log is None:
         return out(Status.OK, "")
     return out(log.status, log.reason)
+
+
+def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:
+    reason = f"no progress for {hang.get('silent_s')} s {where} (hang bound {hang.get('bound_s')} s): stopped by " \
+             "the job script".replace("  ", " ")
+    try:
+        ran = float(hang["at"]) - float(ev.started_at) if ev.started_at is not None else None
+    except (KeyError, TypeError, ValueError):
+        ran = None
+    if ran is not None:
+        reason += f" after {ran:.0f} s"
+        if ev.time_limit_s:
+            reason += f", {max(0.0, ev.time_limit_s - ran):.0f} s before its time limit"
+    return reason
 
 
 def _where(log: RunResult | None) -> str:

@@ -6,6 +6,8 @@ environment is ``StrictUndefined`` so a missing variable is an error, never an e
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import shlex
 from functools import lru_cache
@@ -104,8 +106,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "cell": cell.as_dict(),
         "campaign": matrix.name,
         "suite": suite.name,
-        "measure": {"repeats": matrix.measure.repeats, "warmup_steps": matrix.measure.warmup_steps,
-                    "measure_steps": matrix.measure.measure_steps},
+        "measure": dataclasses.asdict(matrix.measure),
         "modules": list(matrix.environment.modules),
         "setup": list(matrix.environment.setup),
         "env": sorted(env.items()),

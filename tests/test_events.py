@@ -218,3 +218,13 @@ def test_the_pytorch_ddp_parser_spells_no_event_name_or_key():
 def test_line_helpers():
     assert json.loads(ev.job_error_line("x")[len(ev.PREFIX):]) == {ev.EVENT: ev.EV_JOB, ev.ERROR: "x"}
     assert ev.format_line(ev.EV_STEP, **{ev.STEP: 1}).startswith(ev.PREFIX + '{"' + ev.EVENT + '":"step"')
+
+
+def test_a_prefix_quoted_inside_a_record_does_not_hide_it():
+    """The job event records the launch command; a command that prints ``:::DLPERF`` lines puts the prefix
+    inside the record's JSON strings (seen with the test payload: the run's start time was lost)."""
+    line = ':::DLPERF {"event": "job", "time": 12.5, "command": "echo \\":::DLPERF {\\\\\\"event\\\\\\":1}\\""}'
+    assert ev.parse_event(line) == {"event": "job", "time": 12.5,
+                                        "command": 'echo ":::DLPERF {\\"event\\":1}"'}
+    glued = ':::DLPERF {"event":"st' + ':::DLPERF {"event": "step", "step": 3}'
+    assert ev.parse_event(glued) == {"event": "step", "step": 3}  # a glued fragment: the last one wins

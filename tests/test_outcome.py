@@ -1,8 +1,8 @@
 """outcome.decide, THE run-status decision, over its whole input space.
 
 Every scheduler answer (each status a backend maps to, a word it does not know, no record, not asked) x exit
-marker (none, exit 0, exit 3, SIGTERM, SIGKILL) x the log's verdict (no log, each verdict a parser gives) x a
-kill banner in the scheduler's output file (none, TIMEOUT, cgroup OOM) x a cancel request: 4,290 combinations.
+marker (none, exit 0, exit 3, SIGTERM, SIGKILL, stopped by the hang watchdog) x the log's verdict (no log, each verdict a parser gives) x a
+kill banner in the scheduler's output file (none, TIMEOUT, cgroup OOM) x a cancel request: 5,148 combinations.
 The precedence table in outcome's docstring is checked as properties over all of them, then row by row on
 named cases."""
 
@@ -24,7 +24,8 @@ NOT_ASKED = "not asked"
 BACKEND_STATES = sorted(set(slurmctl._STATE_MAP.values()) | set(local._STATES.values()))
 SCHEDULER = [*BACKEND_STATES, UNKNOWN, NO_RECORD, NOT_ASKED]
 MARKERS = {"none": None, "rc0": {"rc": 0, "signal": "", "end": 100.0}, "rc3": {"rc": 3, "signal": "", "end": 100.0},
-           "term": {"rc": 143, "signal": "TERM", "end": 100.0}, "kill": {"rc": 137, "signal": "KILL", "end": 100.0}}
+           "term": {"rc": 143, "signal": "TERM", "end": 100.0}, "kill": {"rc": 137, "signal": "KILL", "end": 100.0},
+           "hang": {"rc": 143, "signal": "", "end": 100.0, "hang": {"silent_s": 61, "bound_s": 60, "at": 90.0}}}
 LOGS = ["no log", "not read", Status.OK, Status.OOM, Status.NONFINITE, Status.INCOMPLETE, Status.UNMEASURED,
         Status.LAUNCH_FAILED, Status.PARSE_ERROR, Status.TIMEOUT, Status.CANCELLED]  # the last two: banner in log
 BANNERS = {"none": None, "timeout": (Status.TIMEOUT, "*** JOB 7 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"),
@@ -60,7 +61,7 @@ def test_the_space_is_complete():
     assert set(BACKEND_STATES) == {Status.OK, Status.FAILED, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL,
                                    Status.PREEMPTED, Status.CANCELLED, Status.PENDING, Status.RUNNING,
                                    Status.REQUEUED}
-    assert len(SPACE) == len(SCHEDULER) * 5 * 11 * 3 * 2 == 4290
+    assert len(SPACE) == len(SCHEDULER) * 6 * 11 * 3 * 2 == 5148
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +106,17 @@ def test_a_nonfinite_loss_is_never_hidden_by_an_exit_code_or_a_kill(decided):
             assert o.status == Status.NONFINITE
 
 
+def test_a_run_the_watchdog_stopped_is_a_hang_unless_memory_or_the_loss_explain_more(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if marker == "hang" and sched not in (UNKNOWN, Status.OOM) and log not in (Status.OOM, Status.NONFINITE) \
+                and banner != "oom":
+            assert o.status == Status.HANG and "stopped by the job script" in o.reason, (sched, log, banner, o)
+
+
 def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
-        if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom":
+        if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom" \
+                and marker != "hang":
             assert o.status == sched
 
 
@@ -129,7 +138,7 @@ def test_each_log_verdict_survives_a_clean_exit(decided):
 
 def test_a_failed_exit_is_never_ok(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
-        if marker in ("rc3", "term", "kill") or sched == Status.FAILED:
+        if marker in ("rc3", "term", "kill", "hang") or sched == Status.FAILED:
             assert o is None or o.status != Status.OK
 
 
@@ -172,6 +181,8 @@ ROWS = [
     ((Status.OK, "rc3", Status.OK, "none", False), Status.FAILED, "after the window completed"),
     ((NO_RECORD, "none", Status.INCOMPLETE, "none", False), Status.FAILED, "without an exit marker"),
     ((Status.OK, "rc0", Status.OK, "none", False), Status.OK, ""),
+    ((Status.FAILED, "hang", Status.INCOMPLETE, "none", False), Status.HANG, "90 s, 3510 s before its time limit"),
+    ((Status.TIMEOUT, "hang", Status.INCOMPLETE, "timeout", False), Status.HANG, "no progress for 61 s"),
     ((Status.OK, "rc0", Status.UNMEASURED, "none", False), Status.UNMEASURED, "log says UNMEASURED"),
     ((Status.OK, "rc0", Status.PARSE_ERROR, "none", False), Status.PARSE_ERROR, "log says PARSE_ERROR"),
 ]

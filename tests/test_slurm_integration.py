@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, TEMPLATES, cli, cluster_up, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers, tracking  # noqa: E402
+from dlperf_slurm import manifest, monitor, outcome, schedulers, tracking  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 
@@ -78,6 +78,13 @@ def site(tmp_path_factory):
                    .replace('devices = ["1x1", "1x2"]', 'devices = ["1x1"]').replace("repeats = 3", "repeats = 2")
                    .replace("threads = 1", "threads = 1\nnan_at_step = 3"))
     out["nan"] = cli("--logs", str(logs), "submit", str(nan), "--executor", "slurm", "--no-site")
+    # the built-in workload, 2 ranks, stuck at step 4: the job's watchdog must end it long before its limit
+    hang = root / "hang.toml"
+    hang.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "hang"')
+                    .replace('devices = ["1x1", "1x2"]', 'devices = ["1x2"]')
+                    .replace("repeats = 3", "repeats = 1\nhang_timeout = 600\nhang_min = 5")
+                    .replace("threads = 1", "threads = 1\nhang_at_step = 4"))
+    out["hang"] = cli("--logs", str(logs), "submit", str(hang), "--executor", "slurm", "--no-site")
     # scancel one sleeping run of each lifecycle campaign as soon as it runs (the other one will time out)
     for variant in ("sacct", "nosacct"):
         if out[f"life-{variant}"].returncode == 0:
@@ -220,6 +227,24 @@ def test_a_nan_run_is_nonfinite_for_status_collect_and_retry_failed(site):
     assert "submitting 0 as 0" in cli(*args).stdout
     p = cli(*args, "--retry-failed")
     assert "submitting 2 as 1" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_hung_run_ends_early_as_hang(site):
+    """Both ranks of the built-in workload stop at step 4 (--hang-at-step). Its 10-minute time limit and fixed
+    hang bound (600 s) would hold the node that long; the heartbeat's median step time brings the bound to
+    hang_min = 5 s, so the job script stops the run seconds later, and status says HANG with the time saved."""
+    assert site["hang"].returncode == 0, site["hang"].stderr
+    cdir = site["logs"] / "hang"
+    st = _wait(cdir, 240)
+    (run,) = manifest.load_manifest(cdir)
+    assert list(st.values()) == [Status.HANG], (run.reason, run.log.read_text()[-3000:])
+    marker = json.loads(run.marker.read_text())
+    assert marker["hang"]["bound_s"] == 5 and marker["rc"] != 0
+    ran = marker["end"] - outcome.log_start(run.log)
+    assert ran < 120, ran  # against a 600 s limit
+    assert "at step 3" in run.reason and "s before its time limit" in run.reason
+    assert run.sched_state == "FAILED"  # what Slurm saw: the script's non-zero exit, not a kill by Slurm
+    assert "the job script stops the run (HANG)" in run.log.read_text()
 
 
 def test_interrupted_submit_on_the_cluster_completes_exactly(tmp_path):

@@ -26,11 +26,12 @@ class _PytorchDDP(Suite):
     xla_name = "torch.compile"
     axes = {"data_location": ("device", "host")}
     axis_defaults = {"data_location": "device"}
-    # nan_at_step K > 0: the workload makes its loss NaN from step K on (a NONFINITE run on purpose, for tests)
-    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0}
+    # nan_at_step K > 0: the workload makes its loss NaN from step K on (a NONFINITE run on purpose, for tests);
+    # hang_at_step K > 0: every rank stops at step K (a HANG on purpose: a test of the job script's watchdog)
+    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0}
 
     def option_error(self, name: str, value: Any) -> str | None:
-        if name == "nan_at_step" and value < 0:
+        if name in ("nan_at_step", "hang_at_step") and value < 0:
             return "must be >= 0 (0: off)"
         return None
 
@@ -52,6 +53,8 @@ class _PytorchDDP(Suite):
             argv.append("--tiny")
         if options["nan_at_step"]:
             argv += ["--nan-at-step", str(options["nan_at_step"])]
+        if options["hang_at_step"]:
+            argv += ["--hang-at-step", str(options["hang_at_step"])]
         return argv
 
     # ------------------------------------------------------------------------------------------- parsing

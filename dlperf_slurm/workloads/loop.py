@@ -41,11 +41,17 @@ def timed_loop(
     on_window_start: Callable[[], None] = _noop,
     on_window_end: Callable[[], None] = _noop,
     tiny: bool = False,
+    heartbeat: Callable[[float], None] | None = None,
 ) -> LoopResult:
     """Run ``step()`` ``total_steps`` times. On rank 0, after each step: ``sync()``, take ``time.time()``, read the
     loss and log a step event. A non-finite loss is logged once as an error event and training goes on, so the
-    window is still timed; the summary then says ``nonfinite_loss: true``."""
+    window is still timed; the summary then says ``nonfinite_loss: true``.
+
+    ``heartbeat(median_step_s)``: called on rank 0 at most once a second from the second step on, with the median
+    step time so far (the first step, with its compilation and autotuning, left out): the job script's hang
+    watchdog takes its bound from it."""
     result = LoopResult()
+    beat_at = 0.0
     if warmup_steps == 0:
         on_window_start()
     if rank0:
@@ -60,6 +66,9 @@ def timed_loop(
             step_time = now - result.times[-1]
             result.times.append(now)
             result.losses.append(value)
+            if heartbeat is not None and k >= 2 and now - beat_at >= 1.0:
+                beat_at = now
+                heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
             log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
                                ev.STEP_TIME: step_time,
                                ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})

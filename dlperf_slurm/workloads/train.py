@@ -52,6 +52,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nan-at-step", type=int, default=0, metavar="K",
                    help="make the loss NaN on purpose from step K on (0: off); the run goes on, exits 0 and is "
                         "NONFINITE: a test of that path, never a result")
+    p.add_argument("--hang-at-step", type=int, default=0, metavar="K",
+                   help="every rank stops making progress at step K (0: off), as a stuck collective would: a test "
+                        "of the hang watchdog, never a result")
     args = p.parse_args(argv)
     for name in ("batch_size", "measure_steps"):
         if getattr(args, name) < 1:
@@ -60,7 +63,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error("--warmup-steps must be >= 0")
     if args.nan_at_step < 0:
         p.error("--nan-at-step must be >= 0 (0: off)")
+    if args.hang_at_step < 0:
+        p.error("--hang-at-step must be >= 0 (0: off)")
     return args
+
+
+def _heartbeat_writer(path: str | None):
+    """Rank 0 tells the job script's hang watchdog its median step time (seconds), atomically; None without a
+    watchdog."""
+    if not path:
+        return None
+
+    def beat(median_s: float) -> None:
+        try:
+            with open(f"{path}.tmp", "w") as f:
+                f.write(f"{median_s:.6f}\n")
+            os.replace(f"{path}.tmp", path)
+        except OSError:
+            pass  # a full disk must not stop training; the watchdog then keeps its fixed bound
+
+    return beat
 
 
 def _cpu_name() -> str:
@@ -177,6 +199,8 @@ def _notes(args: argparse.Namespace, cuda: bool) -> list[str]:
         notes.append("tiny model/input for smoke runs: NOT a benchmark result")
     if args.nan_at_step:
         notes.append(f"loss made NaN on purpose from step {args.nan_at_step} (--nan-at-step): NOT a benchmark result")
+    if args.hang_at_step:
+        notes.append(f"every rank stops at step {args.hang_at_step} on purpose (--hang-at-step): NOT a benchmark result")
     return notes
 
 
@@ -240,6 +264,9 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
 
     def counted_step() -> Any:
         current["step"] += 1
+        if args.hang_at_step and current["step"] == args.hang_at_step:
+            while True:  # stuck, as in a collective that never completes (--hang-at-step)
+                time.sleep(3600)
         return step()
 
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
@@ -249,7 +276,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         result = timed_loop(counted_step, total, args.warmup_steps, global_batch, rank0=env.is_rank0, log=log,
                             sync=sync, loss_value=lambda t: float(t.item()),
                             on_window_start=sampler.window_start if sampler else (lambda: None),
-                            on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny)
+                            on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny,
+                            heartbeat=_heartbeat_writer(os.environ.get("DLPERF_HEARTBEAT")))
     except BaseException as exc:
         log(ev.EV_ERROR, **{ev.KIND: _classify(exc, bool(args.compile)), ev.STEP: current["step"],
                             ev.MESSAGE: f"{type(exc).__name__}: {exc}"[:4000], ev.TINY: args.tiny})
