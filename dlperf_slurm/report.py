@@ -13,6 +13,7 @@ pandas, tabulate and matplotlib are imported inside the functions that need them
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from dlperf_slurm import stragglers
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
@@ -117,6 +119,7 @@ def markdown(result) -> str:
             for c in failed:
                 lines.append(f"- `{c.shape}` {c.display or c.status}: {_md_escape(c.reason)}")
         lines.append("")
+    lines += stragglers.markdown(stragglers.analyse(runs))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -258,7 +261,8 @@ def write_json(result, out: Path, stem: str) -> list[Path]:
                       "median": "even count: mean of the two middle values", "only_ok_runs": True,
                       "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
-           "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs]}
+           "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs],
+           "nodes": [_jsonable(dataclasses.asdict(n)) for n in stragglers.analyse(result.runs)]}
     return [_write(out / f"{stem}.json", json.dumps(doc, indent=1, sort_keys=False, default=str))]
 
 

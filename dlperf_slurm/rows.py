@@ -44,6 +44,7 @@ class RunRow(CellKey):
     repeat: int
     run: str  # the run key
     job_id: str | None
+    hosts: str  # the nodes it ran on, as the job saw them (a Slurm host list, or this machine's name)
     status: Status
     reason: str
     throughput: float | None  # the suite's published flavour: throughput_time or throughput_speed

@@ -127,6 +127,7 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         batch_size=int(cell.get("batch_size", 0)), global_batch=int(cell.get("global_batch", 0)),
         precision=cell.get("precision"), xla=bool(cell.get("xla")), launcher=cell.get("launcher") or "",
         variant=_variant(cell), repeat=spec.repeat, run=spec.key, job_id=spec.job_id or job.get(ev.JOB_ID),
+        hosts=job.get(ev.NODELIST) or job.get(ev.HOSTNAME) or "",
         status=res.status, reason=res.reason, throughput=thr_speed if published == "speed" else thr_time,
         throughput_time=thr_time, throughput_speed=thr_speed, published=published, unit=unit,
         latency_ms=res.latency_ms, steps_seen=res.steps_seen, window_start=window.get("start"),

@@ -83,7 +83,7 @@ def test_import_dlperf_tree_in_every_format(tmp_path, suite, which, capsys):
 
 
 RUN_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_node,devices,batch_size,global_batch,"
-               "precision,xla,launcher,variant,repeat,run,job_id,status,reason,throughput,throughput_time,"
+               "precision,xla,launcher,variant,repeat,run,job_id,hosts,status,reason,throughput,throughput_time,"
                "throughput_speed,published,unit,latency_ms,steps_seen,window_start,window_end,window_steps,"
                "mem_peak_mib,mem_gpu0_mib,mem_allocator_mib,mem_reason,gpu_util,loss_finite,tiny,exit_code,"
                "scheduler_state,garbled_lines,log,log_bytes,parse_seconds,provenance,extra")

@@ -247,6 +247,32 @@ def test_a_hung_run_ends_early_as_hang(site):
     assert "the job script stops the run (HANG)" in run.log.read_text()
 
 
+def test_which_nodes_made_which_number_and_the_straggler(site):
+    """Every run records the nodes it ran on (runs table); the summary names n1, where every step took 1.5x as
+    long, as a straggler, and not n2. Three cells x 6 repeats, each run on a whole node, two at a time: once the
+    queue is otherwise empty, the two running tasks are always on n1 and n2."""
+    logs, cdir, out = site["logs"], site["logs"] / "nodes", site["root"] / "nodes-summaries"
+    wait_until(lambda: not subprocess.run(["squeue", "-h", "-t", "PD,R,CG"], capture_output=True,
+                                          text=True).stdout.strip(), 300, what="the other tests' jobs to end")
+    nodes = write_matrix(site["root"], name="nodes", repeats=6, slurm_extra="exclusive = true\narray_throttle = 2",
+                         extra='[environment]\nenv = { DLPERF_TEST_SLOW_NODE = "n1", DLPERF_TEST_SLEEP = "1" }\n')
+    nodes.write_text(nodes.read_text().replace("batch_size = [1]", "batch_size = [1, 2, 4]"))
+    p = cli("--logs", str(logs), "submit", str(nodes), "--executor", "slurm", "--no-site", "--templates",
+            str(TEMPLATES))
+    assert p.returncode == 0, p.stderr
+    st = _wait(cdir, 240)
+    assert list(st.values()) == [Status.OK] * 18
+    p = cli("--logs", str(logs), "collect", "nodes", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    runs = list(csv.DictReader(open(out / "nodes.runs.csv")))
+    assert {r["hosts"] for r in runs} == {"n1", "n2"}, [r["hosts"] for r in runs]
+    text = (out / "nodes.md").read_text()
+    assert "Stragglers: n1 " in text, text[-2500:]
+    nodes = {n["node"]: n for n in json.loads((out / "nodes.json").read_text())["nodes"]}
+    assert nodes["n1"]["straggler"] and not nodes["n2"]["straggler"]
+    assert nodes["n1"]["worst_gap"] == pytest.approx(1 / 3, abs=0.01)  # 1.5x the time: a third fewer samples/s
+
+
 def test_interrupted_submit_on_the_cluster_completes_exactly(tmp_path):
     """sbatch wrapper: SIGKILL the submit right after its 2nd real sbatch, before the ids are recorded."""
     real = shutil.which("sbatch")
