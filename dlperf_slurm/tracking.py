@@ -3,8 +3,8 @@
 
 :func:`refresh` asks each scheduler about every run it holds, in one batched query, and
 
-1. settles the controller with the runs: a task the controller still holds whose exit marker shows its run ended
-   (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold this tool placed is
+1. settles the controller with the runs: a task the controller has queued again (pending) though its exit marker
+   shows its run ended (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold this tool placed is
    released (an interrupted release, or a restarted controller that lost it);
 2. decides each run's status with :func:`dlperf_slurm.outcome.decide`; when the run has ended its log is read once
    by the suite's parser, so the manifest keeps the measurement verdict (NONFINITE, INCOMPLETE, ...) and
