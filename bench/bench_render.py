@@ -56,7 +56,7 @@ def main() -> None:
 
         t0 = time.perf_counter()
         renderer = render.Renderer(m)
-        texts = [renderer.render(r) for r in runs]
+        texts = [renderer.render(r, render.standalone_preamble(m, r)) for r in runs]
         t_render = time.perf_counter() - t0
 
         t0 = time.perf_counter()
