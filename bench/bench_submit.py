@@ -76,7 +76,7 @@ def main() -> int:
         # one status refresh over every run: one squeue for all
         mf = manifest.Manifest(cdir)
         slurm = Slurm()
-        exs = {"slurm": SlurmExecutor(cdir, slurm)}
+        exs = {"slurm": SlurmExecutor(cdir, slurm=slurm)}
         t = time.perf_counter()
         tracking.refresh(mf, exs)
         results["status refresh of 672 runs"] = {"squeue_calls": slurm.calls["squeue"],
