@@ -42,6 +42,14 @@ def python_args(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
+def python_exe(argv: Sequence[str]) -> str:
+    """The interpreter of a ``python ...`` argv (what a launcher run as ``python -m launcher`` must be started
+    with, so that it forks the program's own interpreter); ``python3`` when the argv names none."""
+    if argv and os.path.basename(argv[0]).startswith("python"):
+        return argv[0]
+    return "python3"
+
+
 def builtin_template_dir() -> Path:
     """The templates shipped with the package (``pip install .``) or, in a source checkout, ``./templates``."""
     here = Path(__file__).resolve().parent
@@ -67,6 +75,7 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     env.filters["q"] = shell_quote
     env.filters["qjoin"] = shell_join
     env.filters["pyargs"] = python_args
+    env.filters["pyexe"] = python_exe
     env.globals["events"] = events  # the :::DLPERF names, for the job event of provenance.sh.j2
     return env
 

@@ -100,7 +100,7 @@ def stub_bin(tmp_path_factory) -> Path:
     """A folder of wrappers, one per stubbed tool, each exec'ing stub.py with its name."""
     bindir = tmp_path_factory.mktemp("stubbin")
     stub = f'"{sys.executable}" "{STUBS / "stub.py"}"'
-    for name in ("apptainer", "srun", "scontrol", "mpirun", "horovodrun", "torchrun", "python", "python3"):
+    for name in ("apptainer", "srun", "scontrol", "getent", "mpirun", "horovodrun", "torchrun", "python", "python3"):
         body = f'exec {stub} {name} "$@"'
         if name.startswith("python"):  # the real interpreter, but for the two launcher modules
             body = (f'case "$1 ${{2:-}}" in "-m paddle.distributed.launch"|"-m oneflow.distributed.launch") '

@@ -123,6 +123,30 @@ CASES = {
         batch_size = [32]
         launcher = ["paddle"]
         """,
+    "paddle_resnet50_1x1": """
+        suite = "paddle/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [128]
+        """,
+    "paddle_resnet50_4x8_amp": """
+        suite = "paddle/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [224]
+        precision = ["amp"]
+        dynamic_loss_scaling = [false]
+        """,
+    "paddle_bert_2x8_amp": """
+        suite = "paddle/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [64]
+        precision = ["amp"]
+        """,
     "oneflow_1x8": """
         suite = "test-echo/echo"
         name = "golden"

@@ -1,0 +1,203 @@
+"""``paddle``: PaddlePaddle ResNet-50 v1.5 (PaddleCV ``image_classification/train.py``) and BERT-base (PaddleNLP
+``model_zoo/bert/run_pretrain.py``) with DLPerf's flags, batch sizes and window, under ``python -m
+paddle.distributed.launch`` (one process per GPU; the launcher template builds the node list from the allocation).
+
+Which output is read: the launcher writes every rank's output to ``<log_dir>/workerlog.N`` and echoes its first
+local rank's file to its own stdout (Paddle >= 2.0); across nodes srun labels each node's echo with the node's
+number (``0: ``), so the run's log holds global rank 0's lines under label 0 and the Scanner keeps rank 0 (the
+programs print their step lines on rank 0 only anyway). The other ranks' files stay in ``<run log>.workerlogs/``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.suites import Suite, register
+
+
+class _Paddle(Suite):
+    framework = "paddle"
+    launcher = "paddle"
+    launchers = ("paddle",)
+    precisions = ("fp32", "amp")
+    published = "speed"  # DLPerf's README tables are extract_paddle_logs.py's: the mean of per-step speeds
+    ips_scale: str = "nodes"  # what a bare ``ips`` figure (a line with no batch time) must be multiplied by
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse(self, lines, ctx)
+
+
+@register
+class ResNet50(_Paddle):
+    model = "resnet50"
+    description = "PaddlePaddle/models PaddleCV/image_classification train.py --model=ResNet50 (DLPerf's flags)"
+    sample_unit = "img/s"
+    # dynamic_loss_scaling: DLPerf published AMP with and without it; dali: its third AMP table (DALI reader)
+    axes = {"dynamic_loss_scaling": (True, False), "dali": (False, True)}
+    axis_defaults = {"dynamic_loss_scaling": True, "dali": False}
+    options = {"workdir": "/workspace/models/PaddleCV/image_classification", "script": "train.py",
+               "python": "python3", "data_dir": "/data/imagenet/paddle", "total_images": 1302936}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        amp = cell.precision == "amp"
+        dali = bool(cell.param("dali", False))
+        g = cell.gpus_per_node
+        # DLPerf's scripts: 8 reader threads, 12 on one node with 3-4 GPUs, 10 with DALI
+        threads = 10 if dali else (12 if cell.nodes == 1 and 2 < g <= 4 else 8)
+        argv = [options["python"], f"{options['workdir']}/{options['script']}"]
+        if amp:
+            argv += ["--use_fp16=True",
+                     "--use_dynamic_loss_scaling=" + ("true" if cell.param("dynamic_loss_scaling", True) else "false"),
+                     "--scale_loss=128.0", "--fuse_elewise_add_act_ops=true", "--fuse_bn_act_ops=true"]
+        return argv + [
+            "--data_format=" + ("NHWC" if amp else "NCHW"), f"--data_dir={options['data_dir']}",
+            f"--total_images={options['total_images']}", "--class_dim=1000", "--validate=False", "--model=ResNet50",
+            f"--batch_size={cell.batch_size * g}",  # train.py's batch is per node (it splits it over the GPUs)
+            "--print_step=1", "--save_step=10000", f"--reader_thread={threads}",
+            # DLPerf's single-node script decays the lr by cosine, its multi-node one piecewise (as they ran)
+            "--lr_strategy=" + ("cosine_decay" if cell.nodes == 1 else "piecewise_decay"), "--lr=0.001",
+            "--momentum_rate=0.875", "--image_shape", "3", "224", "224",
+            f"--max_iter={measure.warmup_steps + measure.measure_steps}", "--model_save_dir=output/",
+            "--l2_decay=0.000030518", "--warm_up_epochs=1", "--use_mixup=False", "--use_label_smoothing=True",
+            "--use_dali=" + ("true" if dali else "false"), "--label_smoothing_epsilon=0.1"]
+
+    def environment(self, cell, options: Mapping[str, Any]) -> dict[str, str]:
+        env = {"FLAGS_fraction_of_gpu_memory_to_use": "0.8" if cell.param("dali", False) else "0.98"}
+        if cell.precision == "amp":
+            env.update(FLAGS_conv_workspace_size_limit="4000", FLAGS_cudnn_exhaustive_search="1",
+                       FLAGS_cudnn_batchnorm_spatial_persistent="1")
+        return env
+
+
+@register
+class BertBase(_Paddle):
+    model = "bert-base"
+    description = "PaddleNLP model_zoo/bert/run_pretrain.py, seq 128, 20 masked tokens (DLPerf's batch and lr)"
+    sample_unit = "seq/s"
+    ips_scale = "world"  # run_pretrain.py's ips is per card
+    options = {"workdir": "/workspace/PaddleNLP/model_zoo/bert", "script": "run_pretrain.py", "python": "python3",
+               "input_dir": "/data/bert/paddle/seq128", "model_name_or_path": "bert-base-uncased"}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        # DLPerf ran PaddleNLP's Paddle-1.8 BERT train.py with --batch_size=BSZ*128 *tokens* per card
+        # (--in_tokens, seq 128): that is BSZ sequences per card, run_pretrain.py's --batch_size.
+        steps = measure.warmup_steps + measure.measure_steps
+        argv = [options["python"], f"{options['workdir']}/{options['script']}", "--model_type=bert",
+                f"--model_name_or_path={options['model_name_or_path']}", f"--input_dir={options['input_dir']}",
+                "--output_dir=/tmp/paddle_bert_out", "--max_predictions_per_seq=20",
+                f"--batch_size={cell.batch_size}", "--learning_rate=1e-4", "--weight_decay=0.01",
+                "--warmup_steps=120", f"--max_steps={steps}", "--logging_steps=1", "--save_steps=10000",
+                "--device=gpu"]
+        if cell.precision == "amp":  # DLPerf: --use_fp16 true --use_dynamic_loss_scaling true --init_loss_scaling 128
+            argv += ["--use_amp=True", "--scale_loss=128.0"]
+        return argv
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# Rank 0's step lines, one per step (print_step / skip_steps / logging_steps 1), in the forms these programs print:
+#   PaddleCV train.py (models release/1.8, DLPerf's)  [Pass 0, train batch 19] \tloss 6.91, acc1 0.0, acc5 0.0, lr 0.00100, elapse 0.3626 sec
+#   PaddleCV train.py (release/2.0-beta on)           [Pass 0, train batch 20]   loss ..., batch_cost 0.12865 sec, reader_cost 0.00103 sec, ips 994.94165 images/sec
+#   PaddleClas tools/static                           epoch:0   train step:10   ... loss: 11.5920 lr: 0.100000, batch_cost: 0.08779 s, reader_cost: 0.00010 s, ips: 121.41242 images/sec.
+#   PaddleNLP BERT train.py (1.8, DLPerf's)           epoch: 4, progress: 1/1, step: 8720, loss: 8.089045, ppl: ..., speed: 5.793753 steps/s, file: ...
+#   PaddleNLP run_pretrain.py                         global step: 20, epoch: 0, batch: 19, loss: ..., avg_batch_cost: 0.27 sec, ..., ips: 118.5 sequences/sec
+# each maybe after a logging prefix: ``2020-09-25 10:47:02,989-INFO: `` (millisecond stamps), ``INFO:utils.utility:``.
+# Speed flavour (DLPerf's): global batch / the line's batch time, or for BERT 1.8 ``steps/s x devices per node x
+# batch`` (its printed speed already counts the nodes: skip_steps x trainers / time); a line with only ``ips`` is
+# scaled by the suite's ``ips_scale``. Time flavour: the stamps at the window's ends when the lines carry
+# millisecond stamps, else the batch times summed (DLPerf's logs of these programs have no usable stamps).
+
+_NUM = lp.NUM
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d{3,6})")
+_CV = re.compile(r"\[Pass (\d+), train batch (\d+)\]")
+_CLAS = re.compile(r"epoch:\s*(\d+)\s+train step:\s*(\d+)")
+_BERT18 = re.compile(r"epoch: (\d+), progress: \d+/\d+, step: (\d+), ")
+_NLP = re.compile(r"global step:? (\d+)")
+_LOSS = re.compile(r"\bloss:? (" + _NUM + r")(?:,|\s|$)")
+_BATCH_TIME = re.compile(r"\b(?:elapse|batch_cost|avg_batch_cost):? (" + _NUM + r") ?(?:sec|s)\b")
+_IPS = re.compile(r"\bips:? (" + _NUM + r")(?: ?(?:images|samples|sequences|tokens|words)/s(?:ec)?)?\.?(?:,|\s|$)")
+_STEPS_PER_S = re.compile(r"\bspeed: (" + _NUM + r") steps/s\b")
+
+
+def _wanted(text: str) -> bool:
+    """A step record is on the line (a line that holds one also starts one: it is never the tail of another)."""
+    return "train batch" in text or "train step" in text or "progress:" in text or "global step" in text
+
+
+def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    iso = lp.IsoClock()
+    gb = float(ctx.global_batch)
+    per_node = float(ctx.gpus_per_node * ctx.batch_size)
+    ips_scale = ctx.nodes if suite.ips_scale == "nodes" else ctx.world_size
+    st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0,
+                          "timed": 0, "forms": set(), "ips": []}
+
+    def step_of(epoch: int, index: int) -> int:
+        """PaddleCV counts batches from 0 in each pass: steps are counted across passes, from 1."""
+        if st["epoch"] is None:
+            st["epoch"] = epoch
+        elif epoch > st["epoch"]:
+            st["offset"] += st["last"]
+            st["epoch"], st["last"] = epoch, 0
+        st["last"] = max(st["last"], index + 1)
+        return st["offset"] + index + 1
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        m = _CV.search(text)
+        if m:
+            form, step = "paddlecv", step_of(int(m.group(1)), int(m.group(2)))
+        elif (m := _NLP.search(text)) is not None:
+            form, step = "paddlenlp", int(m.group(1))
+        elif (m := _BERT18.search(text)) is not None:
+            form, step = "bert-1.8", int(m.group(2))
+        elif (m := _CLAS.search(text)) is not None:
+            form, step = "paddleclas", int(m.group(2))
+        else:
+            return lp.NOT_MINE
+        body = text[m.end():]
+        bt, ips, sps = _BATCH_TIME.search(body), _IPS.search(body), _STEPS_PER_S.search(body)
+        if not final and (not (bt or ips or sps) or text.endswith(tuple("0123456789"))):
+            return lp.FRAGMENT  # the figure that ends the line may be cut short: read it with what follows
+        loss = _LOSS.search(body)
+        span = step - st["prev"] if step > st["prev"] else 1
+        seconds = speed = None
+        if sps:  # BERT 1.8: steps/s already multiplied by the trainer (node) count
+            v = lp.to_float(sps.group(1))
+            if v and v > 0:
+                speed, seconds = v * per_node, span * ctx.nodes / v
+        elif bt:
+            v = lp.to_float(bt.group(1))
+            if v and v > 0:
+                speed, seconds = gb / v, span * v
+        if ips:
+            v = lp.to_float(ips.group(1))
+            if v is not None:
+                st["ips"].append(v)
+                if speed is None and v > 0:
+                    speed, seconds = v * ips_scale, span * gb / (v * ips_scale)
+        stamp = _STAMP.search(text, 0, m.start() + 1)
+        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        if t is not None:
+            st["stamps"] += 1
+        elif seconds is not None:
+            st["clock"] += seconds
+            st["timed"] += 1
+            t = st["clock"]
+        st["prev"] = max(st["prev"], step)
+        st["forms"].add(form)
+        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
+                   span_from=step - span if seconds is not None else None, span_seconds=seconds)
+        return lp.CONSUMED
+
+    facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted).run(lines)
+    extra: dict[str, Any] = {"formats": sorted(st["forms"])}
+    if st["stamps"] and st["timed"]:
+        extra["clock_mixed"] = f"{st['stamps']} lines with stamps, {st['timed']} timed by their batch time"
+    extra["clock"] = "log stamps" if st["stamps"] else "sum of the printed batch times"
+    if st["ips"]:
+        extra["reported_ips_mean"] = sum(st["ips"]) / len(st["ips"])
+    return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+                     no_memory_reason="the Paddle programs' logs report no GPU memory")
