@@ -99,8 +99,9 @@ class BertBase(_MindSpore):
 #   BERT LossCallBack  epoch: 0.0, current epoch percent: 0.001, step: 100, outputs are (Tensor(shape=[1],
 #                   dtype=Float32, [ 1.08209e+01]), ...                           -- global step
 #   model zoo ResNet (today)  ...:INFO:epoch: [1/90] loss: 1.082604, epoch time: 40.559 s, per step time: 207.995 ms
-# A record's steps: epoch time / per step time (MindSpore divides by the sink size); it ends at the step the loss
-# line before it names, else right after the worker's previous record. Rank labels (msrun launch: "[rankN]: ",
+# A record's steps: the last LossMonitor step before it (the step within the epoch, which ends at the sink size),
+# else epoch time / per step time (MindSpore divides by the sink size); it ends at the step the loss line before it
+# names, else right after the worker's previous record. Rank labels (msrun launch: "[rankN]: ",
 # srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log (DLPerf's mpirun
 # --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not yet seen its
 # epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
@@ -186,7 +187,10 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if unit == "s":
             epoch_ms *= 1000.0
         hint = st["hint"]
-        n = _steps(epoch_ms, step_ms, hint[2] if hint and hint[0] == "epoch" and hint[2] else fallback)
+        if hint and hint[0] == "epoch" and hint[2]:
+            n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
+        else:
+            n = _steps(epoch_ms, step_ms, fallback)
         key = hint[:2] if hint else None
         w = workers[0]
         if key is not None:
