@@ -18,11 +18,12 @@ horovodrun    per_gpu   dropped (no srun)    horovodrun starts ``apptainer exec 
 torchrun      per_node  srun task in image   ``apptainer exec IMG torchrun ... program``: torchrun in the image
 paddle        per_node  srun task in image   ``apptainer exec IMG python -m paddle.distributed.launch ...``
 oneflow       per_node  srun task in image   ``apptainer exec IMG python -m oneflow.distributed.launch ...``
+msrun         per_node  srun task in image   ``apptainer exec IMG bash -c 'msrun ...; tail ...'``: msrun in the image
 tf_config     per_node  srun task in image   ``apptainer exec IMG program`` per node (TF_CONFIG set outside,
                                              apptainer passes the environment in)
 ============  ========  ===================  ====================================================================
 
-torchrun, paddle and oneflow fork Python processes from their own interpreter: the program they are given must
+torchrun, paddle, oneflow and msrun fork Python processes from their own interpreter: the program they are given must
 be a Python script or ``-m module``, never ``apptainer``, so the whole launcher command runs inside the image.
 mpirun and horovodrun cannot enter a pyxis image: pyxis hooks srun only. Every apptainer entry relies on apptainer
 passing the host environment into the image (its default): the rank variables (SLURM_*, OMPI_*, TF_CONFIG) and
@@ -205,3 +206,9 @@ register(Launcher(
 register(Launcher(
     "tf_config", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))
+# MindSpore msrun per node (node rank from SLURM_NODEID, scheduler on the first host): it forks `python <script>`
+# with the `python` first on PATH, so under apptainer the whole msrun (and the tails that stream its per-rank
+# worker logs into the run's log) runs in the image. Its --log_dir is beside the run's log: the image must see it.
+register(Launcher(
+    "msrun", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))

@@ -3,7 +3,7 @@ kind either is dropped with a reason or renders a script that, run for real with
 inside the container.
 
 The scripts run against stand-ins first on PATH (tests/fixtures/launcher_stubs/stub.py): apptainer, srun,
-scontrol, mpirun, horovodrun, torchrun and ``python -m {paddle,oneflow}.distributed.launch`` record what they
+scontrol, mpirun, horovodrun, torchrun, msrun and ``python -m {paddle,oneflow}.distributed.launch`` record what they
 were asked and then start what the real tool would. The training program (train_stub.py) records its rank and
 whether it runs inside a container (the apptainer stub, and the srun stub given --container-image, say so in
 INSIDE_CONTAINER).
@@ -38,9 +38,10 @@ INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptaine
 #: The stub that stands for each launcher (None: the launcher is only a way of calling the program, plus srun
 #: across nodes). A newly registered launcher fails here until it has a stub.
 STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
-           "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None}
+           "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None,
+           "msrun": "msrun"}
 #: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
-FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch"}
+FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun"}
 #: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
 PROCS_PER_NODE = {"tf_config": 1}
 
@@ -100,7 +101,8 @@ def stub_bin(tmp_path_factory) -> Path:
     """A folder of wrappers, one per stubbed tool, each exec'ing stub.py with its name."""
     bindir = tmp_path_factory.mktemp("stubbin")
     stub = f'"{sys.executable}" "{STUBS / "stub.py"}"'
-    for name in ("apptainer", "srun", "scontrol", "getent", "mpirun", "horovodrun", "torchrun", "python", "python3"):
+    for name in ("apptainer", "srun", "scontrol", "getent", "mpirun", "horovodrun", "torchrun", "msrun", "python",
+                 "python3"):
         body = f'exec {stub} {name} "$@"'
         if name.startswith("python"):  # the real interpreter, but for the two launcher modules
             body = (f'case "$1 ${{2:-}}" in "-m paddle.distributed.launch"|"-m oneflow.distributed.launch") '

@@ -234,6 +234,69 @@ CASES = {
         image = "/images/tf2.sif"
         mounts = ["/data"]
         """,
+    "msrun_1x1_mindspore_rn50": """
+        suite = "mindspore/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [128]
+        [measure]
+        warmup_steps = 100
+        measure_steps = 100
+        """,
+    "msrun_1x8_mindspore_bert_gkf": """
+        suite = "mindspore/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [32]
+        xla = [true]
+        """,
+    "msrun_2x8_mindspore_rn50_amp": """
+        suite = "mindspore/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [256]
+        precision = ["amp"]
+        [measure]
+        warmup_steps = 100
+        measure_steps = 100
+        """,
+    "msrun_4x8_mindspore_bert_amp_pyxis": """
+        suite = "mindspore/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [64]
+        precision = ["amp"]
+        [environment.container]
+        type = "pyxis"
+        image = "mindspore/mindspore-gpu:1.1.0"
+        mounts = ["/data:/data", "/logs:/logs"]
+        """,
+    "msrun_2x8_apptainer": """
+        suite = "mindspore/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [128]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/mindspore.sif"
+        mounts = ["/data"]
+        """,
+    "mpirun_4x8_mindspore_rn50": """
+        suite = "mindspore/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [128]
+        launcher = ["mpirun"]
+        [measure]
+        warmup_steps = 100
+        measure_steps = 100
+        """,
 }
 
 

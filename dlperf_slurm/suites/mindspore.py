@@ -1,0 +1,267 @@
+"""``mindspore``: the MindSpore model zoo's ResNet-50 ``train.py`` and BERT-base ``run_pretrain.py``, as DLPerf ran
+them (DLPerf ``MindSpore/``: MindSpore 1.1 model_zoo with DLPerf's edits adding ``--batch_size --train_steps
+--data_sink_steps --dtype``). Data-sink mode: one "epoch" is one sink of ``data_sink_steps`` steps, and MindSpore's
+``TimeMonitor`` prints one record per sink::
+
+    epoch time: 3459.112 ms, per step time: 345.911 ms          (MindSpore 1.x)
+    Train epoch time: 5.980 ms, per step time: 0.598 ms          (MindSpore 2.x: the mode in front)
+
+**Window.** Sinks are the log's finest grain: the window is measured over the sinks wholly inside
+``(warmup, warmup + measure]`` (method.md, "Coarse logs"); the program trains ``warmup + measure`` steps in sinks of
+``data_sink_steps`` (DLPerf: 10; 0 here picks the gcd of the two, so the window's ends are sink boundaries).
+**Published flavour: time** -- DLPerf's extractor summed the ``epoch time`` of the sinks after the warm-up and took
+global batch x steps / that sum (per rank, then averaged over the ranks it found in the log); we take the same sum
+from rank 0 (or the median over workers of an unlabelled multi-rank log). The speed flavour is the mean over the
+same sinks of global batch / ``per step time``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.suites import Suite, register
+
+
+def sink_steps(measure, options: Mapping[str, Any]) -> int:
+    """Steps per sink: the option, or (0) the gcd of the warm-up and the measured steps."""
+    return int(options.get("data_sink_steps") or math.gcd(measure.warmup_steps, measure.measure_steps) or 1)
+
+
+class _MindSpore(Suite):
+    framework = "mindspore"
+    launcher = "msrun"
+    launchers = ("msrun", "mpirun")  # mpirun: DLPerf's way, MindSpore GPU builds (OpenMPI + NCCL); not on CPU
+    precisions = ("fp32", "amp")
+    published = "time"
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "data_sink_steps" and value < 0:
+            return "data_sink_steps must be >= 0 (0: the gcd of warmup_steps and measure_steps)"
+        return None
+
+    def environment(self, cell, options: Mapping[str, Any]) -> dict[str, str]:
+        return {"GLOG_v": "2", "GLOG_logtostderr": "1"}  # DLPerf's scripts: warnings and up, on stderr
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return parse_mindspore(lines, ctx)
+
+
+@register
+class ResNet50(_MindSpore):
+    model = "resnet50"
+    description = "MindSpore model_zoo official/cv/resnet train.py --net=resnet50 (DLPerf's edit), data sink"
+    sample_unit = "img/s"
+    options = {"workdir": "/workspace/resnet", "dataset_path": "/data/imagenet/train", "python": "python",
+               "device_target": "GPU", "data_sink_steps": 10}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        argv = [options["python"], f"{options['workdir']}/train.py", "--net=resnet50", "--dataset=imagenet2012",
+                f"--device_target={options['device_target']}", f"--data_sink_steps={sink_steps(measure, options)}",
+                f"--train_steps={measure.warmup_steps + measure.measure_steps}",
+                f"--dataset_path={options['dataset_path']}", f"--batch_size={cell.batch_size}",
+                "--dtype=" + ("fp16" if cell.precision == "amp" else "fp32")]
+        if cell.devices > 1:
+            argv += ["--run_distribute=True", f"--device_num={cell.gpus_per_node}"]
+        return argv
+
+
+@register
+class BertBase(_MindSpore):
+    model = "bert-base"
+    description = "MindSpore model_zoo official/nlp/bert run_pretrain.py (DLPerf's edit), seq 128, data sink"
+    sample_unit = "seq/s"
+    supports_xla = True
+    xla_name = "graph kernel fusion (--enable_graph_kernel)"
+    options = {"workdir": "/workspace/bert", "data_dir": "/data/bert/wiki", "schema_dir": "", "python": "python",
+               "device_target": "GPU", "data_sink_steps": 10}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        amp = cell.precision == "amp"
+        return [options["python"], f"{options['workdir']}/run_pretrain.py",
+                f"--device_target={options['device_target']}",
+                "--distribute=" + ("true" if cell.devices > 1 else "false"), "--epoch_size=1",
+                "--enable_save_ckpt=false", "--enable_lossscale=" + ("true" if amp else "false"),
+                "--enable_data_sink=true", f"--data_sink_steps={sink_steps(measure, options)}",
+                f"--train_steps={measure.warmup_steps + measure.measure_steps}", f"--data_dir={options['data_dir']}",
+                "--enable_graph_kernel=" + ("true" if cell.xla else "false"), f"--batch_size={cell.batch_size}",
+                "--dtype=" + ("fp16" if amp else "fp32"), f"--schema_dir={options['schema_dir']}"]
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# Records (real lines: tests/test_mindspore.py names each one's source):
+#   TimeMonitor     [Train ]epoch time: 4733.000 ms, per step time: 24.143 ms   -- one per sink (or epoch)
+#   LossMonitor     epoch: 41 step: 195, loss is 0.17125674                      -- step within the epoch
+#   BERT LossCallBack  epoch: 0.0, current epoch percent: 0.001, step: 100, outputs are (Tensor(shape=[1],
+#                   dtype=Float32, [ 1.08209e+01]), ...                           -- global step
+#   model zoo ResNet (today)  ...:INFO:epoch: [1/90] loss: 1.082604, epoch time: 40.559 s, per step time: 207.995 ms
+# A record's steps: the last LossMonitor step before it (the step within the epoch, which ends at the sink size),
+# else epoch time / per step time (MindSpore divides by the sink size); it ends at the step the loss line before it
+# names, else right after the worker's previous record. Rank labels (msrun launch: "[rankN]: ",
+# srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log (DLPerf's mpirun
+# --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not yet seen its
+# epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
+
+_NUM = lp.NUM
+_TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NUM + r") ms")
+_LOSSMON = re.compile(r"epoch: (\d+) step: (\d+), loss is (" + _NUM + ")")
+_LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, current epoch percent: [^,]*, step: (\d+), outputs are "
+                     r"\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?\[?\s*(" + _NUM + ")")
+_ZOO = re.compile(r"epoch: \[(\d+)/\d+\] loss: (" + _NUM + "),")
+_MAX_STREAMS = 1024
+
+
+_CUT_FORMS = ("epoch time: 1.0 ms, per step time: 1.0 ms", "epoch time: 1.0 s, per step time: 1.0 ms")
+
+
+def _cut_record(text: str) -> bool:
+    """Whether the line ends inside a TimeMonitor record (a buffering cut), e.g. ``... per step time: 24.1``."""
+    at = text.rfind("epoch time:")
+    if at < 0:
+        return False
+    tail = re.sub(r"[\d.]+", "1.0", text[at:])
+    return any(form.startswith(tail) and form != tail for form in _CUT_FORMS)
+
+
+def _starts(text: str) -> bool:
+    return text.startswith(("epoch", "Train epoch", "Eval epoch")) or ":INFO:epoch: [" in text
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.end = 0  # the step its last record ended at
+        self.seen: set = set()
+        self.records: list[tuple[int, int, float, float]] = []  # (start, end, seconds, per-step ms)
+
+
+def _steps(epoch_ms: float, step_ms: float, fallback: int) -> int:
+    """Steps a record covers: epoch time / per step time when that ratio is a whole number (3-decimal prints)."""
+    if step_ms > 0 and math.isfinite(epoch_ms) and math.isfinite(step_ms):
+        ratio = epoch_ms / step_ms
+        k = round(ratio)
+        if k >= 1 and abs(ratio - k) <= 0.01 * k + 0.05:
+            return k
+    return max(1, fallback)
+
+
+def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigures | None:
+    """Sum the sinks wholly inside (warmup, warmup + measure], contiguous, covering Window.COVERAGE of it."""
+    inside = [r for r in w.records if r[0] >= warmup and r[1] <= warmup + measure]
+    if not inside or any(b[0] != a[1] for a, b in zip(inside, inside[1:])):
+        return None
+    steps = inside[-1][1] - inside[0][0]
+    seconds = sum(r[2] for r in inside)
+    if steps < lp.Window.COVERAGE * measure or not (seconds > 0) or not math.isfinite(seconds):
+        return None
+    speeds = [gb * 1000.0 / r[3] for r in inside if r[3] > 0 and math.isfinite(r[3])]
+    return lp.WindowFigures(inside[0][0], inside[-1][1], seconds, gb * steps / seconds, 1000.0 * seconds / steps,
+                            sum(speeds) / len(speeds) if speeds else None, len(speeds))
+
+
+def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # the primary worker's steps, and every loss
+    workers: list[_Worker] = [_Worker()]
+    fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
+    gb = float(ctx.global_batch)
+    st: dict[str, Any] = {"hint": None, "losses": 0}  # hint: ("epoch", E, S) | ("step", N) of the last loss line
+
+    def loss(value: str, step_guess: int) -> None:
+        x = lp.to_float(value)
+        st["losses"] += 1
+        if x is not None:
+            if step_guess >= window.max_step:
+                window.add(step_guess, loss=x)
+            else:
+                window.last_loss = x
+                if not math.isfinite(x) and window.nonfinite is None:
+                    window.nonfinite = (step_guess, x)
+
+    def record(epoch_v: str, unit: str, step_v: str) -> None:
+        epoch_ms, step_ms = lp.to_float(epoch_v), lp.to_float(step_v)
+        if epoch_ms is None or step_ms is None:
+            return
+        if unit == "s":
+            epoch_ms *= 1000.0
+        hint = st["hint"]
+        if hint and hint[0] == "epoch" and hint[2]:
+            n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
+        else:
+            n = _steps(epoch_ms, step_ms, fallback)
+        key = hint[:2] if hint else None
+        w = workers[0]
+        if key is not None:
+            w = next((x for x in workers if key not in x.seen), None)
+            if w is None:
+                if len(workers) >= _MAX_STREAMS:
+                    return
+                w = _Worker()
+                workers.append(w)
+            w.seen.add(key)
+        end = w.end + n
+        if hint and hint[0] == "step" and hint[1] > w.end:
+            end = hint[1]  # a global step (BERT): trust it
+        elif hint and hint[0] == "epoch" and (hint[1] - 1) * n + (hint[2] or n) > w.end:
+            end = (hint[1] - 1) * n + (hint[2] or n)  # sink mode: every epoch is n steps
+        w.records.append((end - n, end, epoch_ms / 1000.0, step_ms))
+        w.end = end
+        if w is workers[0]:
+            window.add(end)
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        m = _TIME.search(text)
+        if m is None and not final and _cut_record(text):
+            return lp.FRAGMENT  # cut by buffering: read it with what follows
+        z = _ZOO.search(text)
+        if z is not None:
+            st["hint"] = ("epoch", int(z.group(1)), None)
+            loss(z.group(2), workers[0].end)
+        elif "outputs are" in text:
+            b = _LOSSCB.search(text)
+            if b is None:
+                return lp.FRAGMENT if not final and ")" not in text[text.find("outputs are"):] else lp.NOT_MINE
+            st["hint"] = ("step", int(b.group(2)))
+            loss(b.group(3), int(b.group(2)))
+            return lp.CONSUMED
+        elif "loss is" in text:
+            lm = _LOSSMON.search(text)
+            if lm is None:
+                return lp.FRAGMENT if not final and text.rstrip().endswith("loss is") else lp.NOT_MINE
+            if not final and lm.end() == len(text):
+                return lp.FRAGMENT  # the loss ends the line: it may be cut short
+            e, s = int(lm.group(1)), int(lm.group(2))
+            st["hint"] = ("epoch", e, s)
+            loss(lm.group(3), workers[0].end + s)
+            return lp.CONSUMED
+        if m is None:
+            return lp.NOT_MINE
+        record(m.group(1), m.group(2), m.group(3))
+        return lp.CONSUMED
+
+    facts = lp.Scanner(handler, starts=_starts, needles=("epoch",)).run(lines)
+    measured = [w for w in workers if w.records]
+    figs = [f for f in (_figures(w, ctx.warmup_steps, ctx.measure_steps, gb) for w in measured) if f is not None]
+    extra: dict[str, Any] = {"workers_seen": len(measured), "sinks": len(workers[0].records),
+                             "loss_lines": st["losses"]}
+    fig = figs[0] if figs else None
+    if len(figs) > 1:
+        speeds = [f.speed for f in figs if f.speed is not None]
+        extra["workers_measured"] = len(figs)
+        extra["per_worker_throughput"] = [f.throughput for f in figs]
+        fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
+                               statistics.median(f.throughput for f in figs),
+                               statistics.median(f.latency_ms for f in figs),
+                               statistics.median(speeds) if speeds else None, fig.speed_points)
+    reached = max((w.end for w in measured), default=0) >= ctx.warmup_steps + ctx.measure_steps
+    res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
+                    extra=extra, no_memory_reason="MindSpore model_zoo logs report no GPU memory")
+    res.steps_seen = max([window.max_step] + [w.end for w in measured])
+    if res.status == Status.UNMEASURED:
+        ends = [r[1] for r in workers[0].records]
+        res.reason = (f"the sinks in the log do not tile the window {ctx.warmup_steps}->"
+                      f"{ctx.warmup_steps + ctx.measure_steps} (sinks end at steps {ends[:8]}"
+                      f"{' ...' if len(ends) > 8 else ''}): make data_sink_steps divide warmup_steps and measure_steps")
+    return res
