@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     _lifecycle_commands(sub)
     _collect_commands(sub)
     _compare_command(sub)
+    p = sub.add_parser("suites", help="list every suite: program, launchers, precisions, XLA, axes, options, "
+                       "throughput flavour, example matrix")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=_lazy("dlperf_slurm.catalog", "cmd_suites"))
     return parser
 
 

@@ -1,0 +1,38 @@
+"""``suites`` lists every registered suite with its example matrix; every example matrix in matrices/ loads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+from testlib import REPO, cli  # noqa: E402
+
+from dlperf_slurm import catalog, matrix, suites  # noqa: E402
+
+MATRICES = sorted((REPO / "matrices").glob("*.toml"))
+
+
+def test_suites_lists_every_registered_suite():
+    p = cli("suites", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = {r["suite"]: r for r in json.loads(p.stdout)}
+    assert set(rows) == set(suites.names())
+    for r in rows.values():
+        assert r["launchers"] and r["default_launcher"] in r["launchers"] and r["precisions"]
+        assert r["published"] in ("time", "speed") and r["program"]
+    examples = catalog.examples()
+    assert all(rows[s]["examples"] == examples.get(s, []) for s in rows)
+    assert any(rows[s]["examples"] for s in rows)
+    text = cli("suites").stdout
+    assert all(f"{s}  [" in text for s in rows)
+
+
+@pytest.mark.parametrize("path", MATRICES, ids=[p.name for p in MATRICES])
+def test_every_example_matrix_loads_and_expands(path):
+    m = matrix.load(path, site=False)
+    assert m.cells and m.suite.name in suites.names()
+    assert matrix.runs(m, REPO / "logs" / "_never_written")  # expansion only: nothing is written
