@@ -87,13 +87,15 @@ def test_the_job_script_gives_the_program_an_empty_model_dir(tmp_path):
         """))
     fake.chmod(0o755)
     m = _load(tmp_path, "tf2/resnet50", python=str(fake))
-    run = next(r for r in matrix.runs(m, tmp_path / "camp") if r.cell.nodes == 1 and r.repeat == 1)
+    camp = tmp_path / "camp $(touch pwned) 'x'"  # the run's folder reaches the program as text, never as shell
+    run = next(r for r in matrix.runs(m, camp) if r.cell.nodes == 1 and r.repeat == 1)
     (run.work_dir / "model").mkdir(parents=True)
     (run.work_dir / "model" / "checkpoint").write_text('model_checkpoint_path: "ctl_step_6.ckpt-1"\n')
     [script] = render.write_scripts(m, [run])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, run.log.read_text()
+    assert not (tmp_path / "pwned").exists()
     got = json.loads(seen.read_text())
     assert got["run_dir"] == str(run.work_dir) and got["model_dir"] == f"{run.work_dir}/model"
     assert got["left"] == []  # the stale checkpoint is gone before the program starts
