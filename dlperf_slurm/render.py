@@ -144,17 +144,19 @@ class Renderer:
 
     def context(self, run: Run) -> dict[str, Any]:
         cell_ctx = self._cells.get(run.cell)
-        launcher = self._env.get_template(launchers.get(run.cell.launcher).template)
         if cell_ctx is None:
             cell_ctx = cell_context(self.matrix, run.cell)
             if not cell_ctx["uses_run_dir"]:
-                cell_ctx["launch"] = launcher.render(cell_ctx).strip()
+                cell_ctx["launch"] = self._launch(run.cell, cell_ctx)
             self._cells[run.cell] = cell_ctx
         ctx = {**cell_ctx, **run_context(run)}
         if cell_ctx["uses_run_dir"]:  # the run's own folder in place of suites.RUN_DIR, then its own command
             ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]) for a in cell_ctx["program"]]
-            ctx["launch"] = launcher.render(ctx).strip()
+            ctx["launch"] = self._launch(run.cell, ctx)
         return ctx
+
+    def _launch(self, cell: Cell, ctx: dict[str, Any]) -> str:
+        return self._env.get_template(launchers.get(cell.launcher).template).render(ctx).strip()
 
     def render(self, run: Run, preamble: Sequence[str]) -> str:
         """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body."""
