@@ -216,9 +216,11 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="import logs laid out as DLPerf did: "
                    "DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log, no manifest needed")
     p.add_argument("--suite", metavar="NAME", help="with --from: the suite whose log format the files are in")
-    p.add_argument("--warmup-steps", type=int, default=20, metavar="N",
-                   help="with --from: steps to skip (default 20; DLPerf's NGC PyTorch extractor: 25)")
-    p.add_argument("--measure-steps", type=int, default=100, metavar="N", help="with --from: steps to time (default 100)")
+    p.add_argument("--warmup-steps", type=int, metavar="N",
+                   help="with --from: steps to skip (default: the window DLPerf's extractor used for the suite's "
+                   "logs where the suite knows it, e.g. 100 for tf2/resnet50; else 20. DLPerf's NGC PyTorch: 25)")
+    p.add_argument("--measure-steps", type=int, metavar="N",
+                   help="with --from: steps to time (default: as --warmup-steps, e.g. 500 for tf2/resnet50; else 100)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="with --from: a suite option the logs "
                    "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")

@@ -113,17 +113,27 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
     return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)
 
 
-def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int = 20, measure_steps: int = 100,
-                   options: dict[str, Any] | None = None, name: str | None = None) -> Collection:
+def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int | None = None,
+                   measure_steps: int | None = None, options: dict[str, Any] | None = None,
+                   name: str | None = None) -> Collection:
     """Runs of a tree laid out as DLPerf did, with no manifest: ``<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log``
     (any depth below ``root``; multi-digit node counts allowed). The suite says how to read the logs; the cell
-    comes from the path (precision from the file name, ``_xla`` and other ``_tokens`` as variant)."""
+    comes from the path (precision from the file name, ``_xla`` and other ``_tokens`` as variant). The window
+    not given is the one DLPerf's extractor used on the suite's logs (``Suite.dlperf_window``), else 20 then 100."""
     from dlperf_slurm import suites
 
     try:
         suite = suites.get(suite_name)
     except KeyError:
         raise UserError(f"unknown suite {suite_name!r}; known: {', '.join(suites.names())}") from None
+    window_notes = []
+    if warmup_steps is None or measure_steps is None:
+        dw, dm = suite.dlperf_window or (DEFAULT_WARMUP_STEPS, DEFAULT_MEASURE_STEPS)
+        if suite.dlperf_window:
+            window_notes.append(f"window: {suite.name}'s DLPerf extraction window, skip {dw} steps, time {dm} "
+                                "(--warmup-steps/--measure-steps change it)")
+        warmup_steps = dw if warmup_steps is None else warmup_steps
+        measure_steps = dm if measure_steps is None else measure_steps
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"--from {root}: not a folder")
@@ -160,7 +170,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
     notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
-    return Collection(name or root.name, "tree", str(root), runs, None, [], notes)
+    return Collection(name or root.name, "tree", str(root), runs, None, [], window_notes + notes)
 
 
 # ============================================================================================== driver

@@ -274,7 +274,7 @@ def time_to_minutes(value: str) -> float:
 @dataclass(frozen=True)
 class Run:
     """One repeat of one cell, with its files in DLPerf's layout under the campaign folder:
-    ``<campaign>/<N>n<G>g/<model>_b<bsz>_<prec>[_xla][_variant]_<repeat>.{log,sbatch,exit}``."""
+    ``<campaign>/<N>n<G>g/<model>_b<bsz>_<prec>[_xla][_variant]_<repeat>.{log,sbatch,exit,work/}``."""
 
     cell: Cell
     repeat: int
@@ -300,6 +300,12 @@ class Run:
     def marker(self) -> Path:
         """Written atomically by the job script at its end: the exit status of the launcher."""
         return self.base.with_name(self.base.name + ".exit")
+
+    @functools.cached_property
+    def work_dir(self) -> Path:
+        """The run's own folder for what its program writes (model, checkpoints, outputs), for suites whose
+        program names it (``suites.RUN_DIR``): the job script empties it at every start."""
+        return self.base.with_name(self.base.name + ".work")
 
 
 

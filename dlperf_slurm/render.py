@@ -20,6 +20,7 @@ from dlperf_slurm import events, launchers
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Cell, Matrix, Run
 from dlperf_slurm.schedulers.base import Resources, resources
+from dlperf_slurm.suites import RUN_DIR
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
 
@@ -127,6 +128,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,
         "program": program,
+        "uses_run_dir": any(RUN_DIR in str(a) for a in program),  # then the program is rendered per run
         "container_prefix": container_prefix,
         "through_srun": launcher.through_srun(cell.nodes, container.type),
     }
@@ -136,7 +138,7 @@ def run_context(run: Run) -> dict[str, Any]:
     """What differs between the repeats of a cell: the run's files."""
     base = str(run.base)
     return {"run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
-                    "script": base + ".sbatch"}}
+                    "script": base + ".sbatch", "dir": str(run.work_dir)}}
 
 
 class Renderer:
@@ -154,10 +156,17 @@ class Renderer:
         cell_ctx = self._cells.get(run.cell)
         if cell_ctx is None:
             cell_ctx = cell_context(self.matrix, run.cell)
-            launcher = self._env.get_template(launchers.get(run.cell.launcher).template)
-            cell_ctx["launch"] = launcher.render(cell_ctx).strip()
+            if not cell_ctx["uses_run_dir"]:
+                cell_ctx["launch"] = self._launch(run.cell, cell_ctx)
             self._cells[run.cell] = cell_ctx
-        return {**cell_ctx, **run_context(run)}
+        ctx = {**cell_ctx, **run_context(run)}
+        if cell_ctx["uses_run_dir"]:  # the run's own folder in place of suites.RUN_DIR, then its own command
+            ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]) for a in cell_ctx["program"]]
+            ctx["launch"] = self._launch(run.cell, ctx)
+        return ctx
+
+    def _launch(self, cell: Cell, ctx: dict[str, Any]) -> str:
+        return self._env.get_template(launchers.get(cell.launcher).template).render(ctx).strip()
 
     def render(self, run: Run, preamble: Sequence[str]) -> str:
         """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body."""

@@ -23,7 +23,11 @@ SHAPES = [(1, 1), (1, 2), (2, 2)]
 
 def make_tree(root: Path, suite: str, which: int = 0, repeats: int = 3, oom_shape=(2, 2), incomplete=(1, 2, 0),
               batch: int = 8, file_model: str = "m", scale: float = 1.0) -> dict:
-    """A DLPerf-layout tree; returns cell shape -> the OK runs' expected throughputs."""
+    """A DLPerf-layout tree; returns cell shape -> the OK runs' expected throughputs (the flavour the suite
+    publishes)."""
+    from dlperf_slurm import suites
+
+    flavour = "speed" if suites.get(suite).published == "speed" else "throughput"
     expected: dict[tuple, list[float]] = {}
     for n, g in SHAPES:
         d = root / f"{n}n{g}g"
@@ -37,7 +41,7 @@ def make_tree(root: Path, suite: str, which: int = 0, repeats: int = 3, oom_shap
             text, exp = ls.write(suite, spec, which)
             (d / f"{file_model}_b{batch}_fp32_{r}.log").write_text(text)
             if not oom and not cut:
-                expected.setdefault((n, g), []).append(exp["throughput"])
+                expected.setdefault((n, g), []).append(exp[flavour])
     return expected
 
 

@@ -441,7 +441,9 @@ def test_marker_records_failure_and_provenance_line(tmp_path):
 
 
 def test_tf2_time_history_interval_divides_the_window(tmp_path):
-    """TimeHistory logs every log_steps steps; the window's ends must be logged or nothing can be timed."""
+    """TimeHistory logs every log_steps steps; the window's ends must be logged or nothing can be timed. It is the
+    --log_steps flag: classifier_trainer applies its flags after --params_override, so a
+    train.time_history.log_steps override would lose to the flag's default (100)."""
     m = _matrix(tmp_path, CASES["tf_config_2x8_apptainer"] + "\n[measure]\nwarmup_steps = 30\nmeasure_steps = 120\n")
     text = render.render_run(m, matrix.runs(m, tmp_path)[0])
-    assert "train.time_history.log_steps=30," in text and "train.steps=150," in text
+    assert " --log_steps=30 " in text and "train.steps=150," in text and "log_steps=" not in text.replace(" --log_steps=30 ", "")

@@ -17,6 +17,11 @@ _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore"
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 
+#: In a program's argv, stands for the run's own folder (``Run.work_dir``, ``<run>.work``): the renderer puts
+#: each run's path in its place, and the job script empties that folder at every start. A program's model,
+#: checkpoint and output directories go there, so no repeat (nor a retry) reads what another one left.
+RUN_DIR = "{run_dir}"
+
 
 class Suite:
     """A framework x model: how to launch it and how to read its log.
@@ -38,6 +43,9 @@ class Suite:
     # suite options ([options] table of a matrix): name -> default
     options: ClassVar[Mapping[str, Any]] = {}
     published: ClassVar[str] = "time"  # which throughput flavour the suite publishes: "time" or "speed"
+    # (warmup, measure) steps DLPerf's own extraction script used on this program's logs: what
+    # ``collect --from DIR --suite S`` times by default (None: the default window, 20 then 100)
+    dlperf_window: ClassVar[tuple[int, int] | None] = None
     sample_unit: ClassVar[str] = "samples/s"
 
     @property

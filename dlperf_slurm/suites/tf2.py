@@ -1,18 +1,37 @@
-"""``tf2``: TensorFlow 2 official models (tensorflow/models) ResNet-50 and BERT-base, as DLPerf ran them.
-ResNet-50 logs Keras ``TimeHistory`` lines every ``log_steps`` steps (by default the largest count that divides
-both the warm-up and the measured window, so the window's ends are logged); BERT logs ``Train Step:`` lines.
+"""``tf2``: TensorFlow 2 Model Garden (tensorflow/models) ResNet-50 and BERT-base, as DLPerf ran them.
+
+ResNet-50 is ``official.legacy.image_classification.classifier_trainer`` (DLPerf: r2.3.0
+``official/vision/image_classification/classifier_trainer.py``); it logs Keras ``TimeHistory`` lines every
+``log_steps`` steps (by default the largest count that divides both the warm-up and the measured window, so the
+window's ends are logged). BERT is ``official.legacy.bert.run_pretraining``; it logs a ``Train Step:`` line per
+step. By default the programs are the installed Model Garden's modules (``pip install tf-models-official``;
+``tests/frameworks/tf2.txt`` is a CPU recipe); the ``script`` option runs a checkout's file instead.
+
+Every run writes its model, checkpoints and summaries to ``model_dir = <run>.work/model`` (``suites.RUN_DIR``),
+which the job script empties at each start, and ResNet-50 runs with ``train.resume_checkpoint=false``: no repeat
+restores another one's checkpoint and times nothing real (DLPerf's scripts ``rm -rf`` their one model dir before
+each run). In a container, mount the campaign folder so the program can write there.
+
+Multi-worker runs (``tf_config`` launcher, one worker per node, MultiWorkerMirroredStrategy): ResNet-50 works with
+two CPU workers. BERT reads its input files sharded by file across workers, so ``input_files`` must match at least
+one file per worker: with a single file, worker 1 has no data and the run dies at the first step with
+``Collective instance 274 expected type 0 and data_type 1 but got type 0 and data_type 9`` (TF 2.21 CPU; the
+``upstream-on-cpu`` failure). ``python -m dlperf_slurm.workloads.tf2_bert_data`` writes a small data set in shards.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
 import statistics
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult, Status
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import RUN_DIR, Suite, register
+
+MODEL_DIR = f"{RUN_DIR}/model"  # each run's own, emptied at every start
 
 
 class _TF2(Suite):
@@ -22,59 +41,108 @@ class _TF2(Suite):
     precisions = ("fp32", "amp")
     supports_xla = True
     prefer: str = "timehistory"  # parsing: which progress lines time the window ("timehistory" or "trainstep")
+    # options both programs share: the interpreter, the program (an installed module, or a checkout's script),
+    # runtime num_gpus (-1: the cell's GPUs per node; 0 on CPU machines) and extra arguments (split as a shell
+    # would, each passed on as one word)
+    common_options = {"python": "python3", "script": "", "num_gpus": -1, "extra_args": ""}
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return _parse_tf2(self.prefer, lines, ctx)
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "num_gpus" and value < -1:
+            return "must be -1 (the cell's GPUs per node) or a count >= 0"
+        if name == "extra_args":
+            try:
+                shlex.split(value)
+            except ValueError as err:
+                return f"cannot be split into arguments: {err}"
+        return None
+
+    def entry(self, options: Mapping[str, Any]) -> list[str]:
+        """``python -m MODULE``, or ``python SCRIPT`` when the ``script`` option names a checkout's file."""
+        if options["script"]:
+            return [options["python"], options["script"]]
+        return [options["python"], "-m", options["module"]]
+
+    @staticmethod
+    def num_gpus(cell, options: Mapping[str, Any]) -> int:
+        return cell.gpus_per_node if options["num_gpus"] < 0 else options["num_gpus"]
 
 
 @register
 class ResNet50(_TF2):
     model = "resnet50"
-    description = "tensorflow/models official/vision/image_classification classifier_trainer.py (Keras)"
+    description = "TF Model Garden official.legacy.image_classification.classifier_trainer (Keras, TimeHistory)"
     sample_unit = "img/s"
-    options = {"workdir": "/workspace/models/official/vision/image_classification", "data_dir": "/data/tfrecords",
-               "python": "python3", "log_steps": 0}  # 0: gcd(warmup_steps, measure_steps)
+    published = "speed"  # DLPerf's TF2 table: extract_tensorflow_logs.py, the mean of TimeHistory's examples/second
+    dlperf_window = (100, 500)  # DLPerf: 600 steps, TimeHistory every 100, the first interval skipped
+    options = {**_TF2.common_options, "module": "official.legacy.image_classification.classifier_trainer",
+               "data_dir": "/data/tfrecords",
+               "builder": "records",  # the data set builder: "records" (ImageNet TFRecords in data_dir), "synthetic"
+               "config_file": "",  # --config_file (DLPerf: configs/examples/resnet/imagenet/gpu.yaml); "": defaults
+               "params_override": "",  # more key=value overrides, after this suite's
+               "log_steps": 0}  # 0: gcd(warmup_steps, measure_steps)
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "builder" and value not in ("records", "synthetic", "tfds"):
+            return "must be records, synthetic or tfds"
+        if name == "log_steps" and value < 0:
+            return "must be >= 0 (0: gcd(warmup_steps, measure_steps))"
+        return super().option_error(name, value)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         steps = measure.warmup_steps + measure.measure_steps
-        overrides = ",".join([
-            f"runtime.num_gpus={cell.gpus_per_node}",
-            f"train_dataset.batch_size={cell.batch_size}",
-            f"train.steps={steps}", "train.epochs=1",
-            f"train.time_history.log_steps={options['log_steps'] or math.gcd(measure.warmup_steps, measure.measure_steps)}",
+        log_steps = options["log_steps"] or math.gcd(measure.warmup_steps, measure.measure_steps)
+        overrides = [
+            f"runtime.num_gpus={self.num_gpus(cell, options)}",
             "runtime.distribution_strategy=" + ("multi_worker_mirrored" if cell.nodes > 1 else "mirrored"),
             "runtime.enable_xla=" + ("true" if cell.xla else "false"),
-            "train_dataset.dtype=" + ("float16" if cell.precision == "amp" else "float32"),
-        ])
-        return [options["python"], f"{options['workdir']}/classifier_trainer.py", "--mode=train",
-                "--model_type=resnet", "--dataset=imagenet", "--model_dir=/tmp/tf2_rn50",
-                f"--data_dir={options['data_dir']}",
-                f"--config_file={options['workdir']}/configs/examples/resnet/imagenet/gpu.yaml",
-                f"--params_override={overrides}"]
+            *(f"{d}.{k}={v}" for d in ("train_dataset", "validation_dataset") for k, v in (
+                ("builder", options["builder"]), ("batch_size", cell.batch_size),
+                ("use_per_replica_batch_size", "true"),
+                ("dtype", "float16" if cell.precision == "amp" else "float32"))),
+            f"train.steps={steps}", "train.epochs=1",
+            # a fresh model every run; no checkpoint or TensorBoard writes (outside the window: DLPerf's runs
+            # wrote one after it) and no evaluation after it
+            "train.resume_checkpoint=false", "train.callbacks.enable_checkpoint_and_export=false",
+            "train.callbacks.enable_tensorboard=false", "evaluation.skip_eval=true",
+        ]
+        if options["params_override"]:
+            overrides.append(options["params_override"])
+        argv = [*self.entry(options), "--mode=train_and_eval", "--model_type=resnet", "--dataset=imagenet",
+                f"--model_dir={MODEL_DIR}", f"--data_dir={options['data_dir']}",
+                f"--log_steps={log_steps}"]  # the flag: it wins over train.time_history.log_steps
+        if options["config_file"]:
+            argv.append(f"--config_file={options['config_file']}")
+        return [*argv, "--params_override=" + ",".join(overrides), *shlex.split(options["extra_args"])]
 
 
 @register
 class BertBase(_TF2):
     model = "bert-base"
-    description = "tensorflow/models official/nlp/bert run_pretraining.py, seq 128"
+    description = "TF Model Garden official.legacy.bert.run_pretraining (custom loop), seq 128"
     sample_unit = "seq/s"
     prefer = "trainstep"
-    options = {"workdir": "/workspace/models/official/nlp/bert", "input_files": "/data/bert/wiki/*.tfrecord",
-               "bert_config_file": "/data/bert/bert_config.json", "python": "python3"}
+    dlperf_window = (20, 100)  # DLPerf: the 20th to the 120th Train Step line
+    options = {**_TF2.common_options, "module": "official.legacy.bert.run_pretraining",
+               "input_files": "/data/bert/wiki/*.tfrecord", "bert_config_file": "/data/bert/bert_config.json",
+               "all_reduce_alg": "nccl"}  # multi-worker only; "": TF's choice (CPU workers)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
-        argv = [options["python"], f"{options['workdir']}/run_pretraining.py",
-                f"--input_files={options['input_files']}", "--max_seq_length=128", "--max_predictions_per_seq=20",
-                f"--train_batch_size={cell.global_batch}",
+        argv = [*self.entry(options), f"--input_files={options['input_files']}", "--max_seq_length=128",
+                "--max_predictions_per_seq=20", f"--train_batch_size={cell.global_batch}",
                 f"--num_steps_per_epoch={measure.warmup_steps + measure.measure_steps}", "--num_train_epochs=1",
                 "--warmup_steps=10000", "--use_next_sentence_label=True", "--train_summary_interval=0",
-                "--optimizer_type=adamw", f"--num_gpus={cell.gpus_per_node}",
+                "--optimizer_type=adamw", f"--num_gpus={self.num_gpus(cell, options)}",
                 "--dtype=" + ("fp16" if cell.precision == "amp" else "fp32"),
                 "--enable_xla=" + ("true" if cell.xla else "false"),
-                "--model_dir=/tmp/tf2_bert", f"--bert_config_file={options['bert_config_file']}"]
+                f"--model_dir={MODEL_DIR}", f"--bert_config_file={options['bert_config_file']}"]
         if cell.nodes > 1:
-            argv += ["--distribution_strategy=multi_worker_mirrored", "--all_reduce_alg=nccl"]
-        return argv
+            argv.append("--distribution_strategy=multi_worker_mirrored")
+            if options["all_reduce_alg"]:
+                argv.append(f"--all_reduce_alg={options['all_reduce_alg']}")
+        return [*argv, *shlex.split(options["extra_args"])]
 
 
 # ----------------------------------------------------------------------------------------------- parsing
