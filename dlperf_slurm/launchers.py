@@ -21,6 +21,8 @@ oneflow       per_node  srun task in image   ``apptainer exec IMG python -m onef
 msrun         per_node  srun task in image   ``apptainer exec IMG bash -c 'msrun ...; tail ...'``: msrun in the image
 tf_config     per_node  srun task in image   ``apptainer exec IMG program`` per node (TF_CONFIG set outside,
                                              apptainer passes the environment in)
+mp_spawn      per_node  srun task in image   ``apptainer exec IMG program --world-size N --rank R ...`` per node:
+                                             the program spawns its GPUs' ranks itself, inside the image
 ============  ========  ===================  ====================================================================
 
 torchrun, paddle, oneflow and msrun fork Python processes from their own interpreter: the program they are given must
@@ -212,3 +214,9 @@ register(Launcher(
 register(Launcher(
     "msrun", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))
+# One process per node that spawns one rank per GPU itself (torch.multiprocessing.spawn, pytorch/examples
+# imagenet/main.py --multiprocessing-distributed): the template appends --world-size <nodes> --rank <node rank,
+# SLURM_NODEID> --dist-url tcp://<first host>:<port>. The program is the per-node process, so apptainer wraps it.
+register(Launcher(
+    "mp_spawn", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))

@@ -39,11 +39,15 @@ INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptaine
 #: across nodes). A newly registered launcher fails here until it has a stub.
 STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
            "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None,
-           "msrun": "msrun"}
+           "msrun": "msrun", "mp_spawn": None}
 #: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
 FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun"}
 #: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
-PROCS_PER_NODE = {"tf_config": 1}
+PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1}
+#: Launchers that tell the program its place by arguments after its own (mp_spawn: main.py's --world-size <nodes>
+#: --rank <node rank> --dist-url tcp://<first host>:<port>; the program spawns its GPUs' ranks itself).
+RANK_ARGS = {"mp_spawn": lambda cell, rank: ["--world-size", str(cell.nodes), "--rank", str(rank), "--dist-url",
+                                             "tcp://"]}
 
 
 class _StubSuite(Suite):
@@ -136,7 +140,18 @@ def _assert_program_ran_inside(records, launcher: str, kind: str, cell, log: str
     programs = [r for r in records if r["stub"] == "program"]
     per_node = PROCS_PER_NODE.get(launcher, cell.gpus_per_node)
     assert sorted(p["rank"] for p in programs) == list(range(cell.nodes * per_node)), where
-    assert all(p["argv"] == ["--batch", "4", "--word", WORD] for p in programs), where
+    own = ["--batch", "4", "--word", WORD]
+    if launcher in RANK_ARGS:
+        for p in programs:
+            want = own + RANK_ARGS[launcher](cell, p["rank"])
+            assert p["argv"][:-1] == want[:-1] and p["argv"][-1].startswith(want[-1]), where
+            assert re.fullmatch(r"tcp://[\w.-]+:\d+", p["argv"][-1]), where
+        # one rendezvous for every node: the allocation's first host (the stub allocation's node1)
+        assert len({p["argv"][-1] for p in programs}) == 1, where
+        if cell.nodes > 1:
+            assert programs[0]["argv"][-1].startswith("tcp://node1:"), where
+    else:
+        assert all(p["argv"] == own for p in programs), where
     assert all(p["inside"] == INSIDE[kind] for p in programs), f"the program ran outside the container: {where}"
     stub = STUB_OF[launcher]
     if stub:

@@ -139,6 +139,43 @@ CASES = {
         precision = ["amp"]
         dynamic_loss_scaling = [false]
         """,
+    "mp_spawn_1x1_ptex_rn50": """
+        suite = "pytorch-examples/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [128]
+        [measure]
+        warmup_steps = 26
+        measure_steps = 100
+        """,
+    "mp_spawn_1x8_ptex_rn50": """
+        suite = "pytorch-examples/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [128]
+        """,
+    "mp_spawn_2x8_ptex_rn50": """
+        suite = "pytorch-examples/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [128]
+        [options]
+        dummy = true
+        """,
+    "mp_spawn_4x8_ptex_rn50_apptainer": """
+        suite = "pytorch-examples/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [128]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/pytorch 1.6.sif"
+        mounts = ["/data"]
+        """,
     "paddle_bert_2x8_amp": """
         suite = "paddle/bert-base"
         name = "golden"

@@ -1,0 +1,98 @@
+"""A real 2-node launch of the ``pytorch-examples/resnet50`` suite on the Slurm test cluster: the suite's rendered
+launch (the mp_spawn launcher: srun, one process per node, --world-size 2 --rank $SLURM_NODEID --dist-url
+tcp://<first host>:<port>) with main.py swapped for a tiny genuine cut of it (tests/frameworks/ptex/tiny_main.py:
+main.py's distributed setup, DDP, ProgressMeter, one --dummy epoch of 40 32x32 images, gloo on CPU); the job is
+submitted through the CLI and read back by ``collect``.
+
+Needs the test cluster (tests/slurm/start.sh 2) and the ptex venv (``python tests/frameworks/venvs.py ptex``);
+skipped with the reason otherwise. About a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "slurm"))
+sys.path.insert(0, str(HERE / "frameworks"))
+import venvs  # noqa: E402
+from testlib import cli, cluster_up  # noqa: E402
+
+from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
+
+_why = cluster_up()
+_py, _no_venv = venvs.python_for("ptex")
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or ""),
+              pytest.mark.skipif(_py is None, reason=_no_venv)]
+
+MATRIX = """suite = "pytorch-examples/resnet50"
+name = "ptex-2x1"
+[axes]
+devices = ["2x1"]
+batch_size = [2]
+[options]
+python = "{python}"
+workdir = "{workdir}"
+script = "tiny_main.py"
+dummy = true
+dist_backend = "gloo"
+[measure]
+repeats = 1
+warmup_steps = 2
+measure_steps = 6
+[slurm]
+time = "00:04:00"
+gpu_request = "none"
+[environment.env]
+OMP_NUM_THREADS = "1"
+GLOO_SOCKET_IFNAME = "lo"
+PYTHONUNBUFFERED = "1"
+TINY_IMAGES = "40"
+"""
+
+
+def test_pytorch_examples_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
+    mx = tmp_path / "ptex.toml"
+    mx.write_text(MATRIX.format(python=_py, workdir=HERE / "frameworks" / "ptex"))
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 0, p.stdout + p.stderr
+    cdir = logs / "ptex-2x1"
+    m = manifest.Manifest(cdir)
+    try:
+        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=240)
+    finally:
+        m.close()
+    (run,) = manifest.load_manifest(cdir)
+    text = run.log.read_text()
+    assert run.status == Status.OK, text[-4000:]
+    assert run.nodes == "n[1-2]"
+    # every rank joined one job: one process per node, rank = node rank x 1 + 0, world = 2 nodes x 1 process,
+    # and an all_reduce across both gave 2; srun labels each node's lines with the node number
+    joined = {int(label): (int(r), int(w), int(node), int(s)) for label, r, w, node, s in re.findall(
+        r"^(\d+): dlperf-test: rank (\d+) of world (\d+) on \S+ \(node rank (\d+), local 0\): all_reduce\(1\) = (\d+)$",
+        text, re.M)}
+    assert joined == {0: (0, 2, 0, 2), 1: (1, 2, 1, 2)}, text[-4000:]
+    # both ranks printed every step of the epoch: 40 images / (2 per node x 2 nodes) = 10 steps
+    for label in (0, 1):
+        steps = re.findall(rf"^{label}: Epoch: \[0\]\[\s*(\d+)/10\]\tTime ", text, re.M)
+        assert [int(s) for s in steps] == list(range(1, 11)), text[-4000:]
+    out = tmp_path / "summaries"
+    p = cli("--logs", str(logs), "collect", "ptex-2x1", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    (cell,) = json.loads((out / "ptex-2x1.json").read_text())["cells"]
+    assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
+    assert cell["published"] == "time", cell
+    # the figure is the suite's time flavour: global batch 4 x 6 steps / the window's summed mean Time (3..8)
+    times: dict[int, list[float]] = {}
+    for i, t in re.findall(r"^\d+: Epoch: \[0\]\[\s*(\d+)/10\]\tTime\s+(\S+)", text, re.M):
+        times.setdefault(int(i), []).append(float(t))
+    window = sum(sum(times[i]) / len(times[i]) for i in range(3, 9))
+    assert cell["median"] == pytest.approx(4 * 6 / window, rel=1e-3), (cell, times)
+    print(f"ptex 2x1: {cell['median']:.2f} img/s over steps 3..8, ranks {sorted(joined)}")
