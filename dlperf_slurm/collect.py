@@ -29,7 +29,7 @@ from typing import Any
 from dlperf_slurm import manifest, parsecache
 from dlperf_slurm.cells import cells_of
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
+from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 
@@ -240,6 +240,9 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
 
         m = manifest.Manifest(campaign_dir)
         try:
+            marks = ",".join("?" * len(ACTIVE))
+            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone():
+                return  # every run has ended: nothing to ask (and no scheduler client to start)
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:
             m.close()

@@ -98,11 +98,23 @@ def fingerprint(cell: Mapping[str, Any], warmup: int, measure: int, options: Map
 
 def encode(res: RunResult) -> str | None:
     """The result as JSON, or None when JSON would not give it back exactly (a tuple, a non-string key, ...)."""
-    try:
-        text = json.dumps(dataclasses.asdict(res), separators=(",", ":"))
-    except (TypeError, ValueError):
+    d = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
+    if not all(_exact(v) for k, v in d.items() if k != "status"):
         return None
-    return text if repr(decode(text)) == repr(res) else None
+    d["status"] = str(res.status)
+    return json.dumps(d, separators=(",", ":"))
+
+
+def _exact(v: Any) -> bool:
+    """JSON gives ``v`` back equal and of the same types (floats by their repr, NaN and infinities included)."""
+    t = type(v)
+    if t is str or t is float or t is int or t is bool or v is None:
+        return True
+    if t is list:
+        return all(_exact(x) for x in v)
+    if t is dict:
+        return all(type(k) is str and _exact(x) for k, x in v.items())
+    return False
 
 
 def decode(text: str) -> RunResult:

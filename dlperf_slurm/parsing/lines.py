@@ -262,8 +262,9 @@ class Scanner:
         return self._loop(lines)
 
     def _loop(self, lines: Iterable[str]) -> Facts:
-        # The hot loop (the reference implementation: the block path feeds it the lines that can matter): a log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few
-        # substring tests; the text facts are looked for only in lines no handler took as a record.
+        # The hot loop, and the reference implementation: the block path feeds it only the lines that can matter.
+        # A log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few substring tests;
+        # the text facts are looked for only in lines no handler took as a record.
         facts = self.facts
         handle = self._handle
         starts = self._starts
