@@ -145,14 +145,15 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
         except OSError:
             continue
         present = set(names)
+        folder = str(d)
         outs: dict[str, list[str]] = {}  # <stem>.slurm-<jobid>.out: the job's own output (kill banners)
         for n in names:
             if ".slurm-" in n and n.endswith(".out"):
-                outs.setdefault(n.split(".slurm-")[0], []).append(str(d / n))
+                outs.setdefault(n.split(".slurm-")[0], []).append(os.path.join(folder, n))
         for fname in names:
             if not fname.endswith(".log"):
                 continue
-            log = str(d / fname)
+            log = os.path.join(folder, fname)
             m = _TREE_NAME.match(fname)
             if not m:
                 skipped.append(log)
@@ -172,7 +173,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int =
             cell = dict(base, log_model=m.group("model"))
             marker = fname[:-4] + ".exit"  # looked for once, here: most trees have none
             runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), log,
-                                str(d / marker) if marker in present else None, None, "", None, None,
+                                os.path.join(folder, marker) if marker in present else None, None, "", None, None,
                                 warmup_steps, measure_steps, opts, name or root.name, outs.get(fname[:-4], [])))
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")

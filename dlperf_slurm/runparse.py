@@ -69,10 +69,11 @@ def read_run(spec: RunSpec) -> tuple[RunRow, parsecache.Entry | None]:
     return row, parsecache.Entry(*st, fp, row.parse_seconds, text)
 
 
-def from_cache(spec: RunSpec, entry: parsecache.Entry) -> RunRow:
-    """The run's row from the parse cache's result for its log: the same row its parse gave, the status decided
-    anew (the scheduler state and the exit marker change without the log)."""
-    return _finish(spec, parsecache.decode(entry.result), entry.size, seconds=entry.seconds)
+def from_cache(spec: RunSpec, entry: parsecache.Entry, result: RunResult | None = None) -> RunRow:
+    """The run's row from the parse cache's result for its log (``result``: already decoded): the same row its
+    parse gave, the status decided anew (the scheduler state and the exit marker change without the log)."""
+    res = result if result is not None else parsecache.decode(entry.result)
+    return _finish(spec, res, entry.size, seconds=entry.seconds)
 
 
 def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = None,
@@ -165,7 +166,7 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
     rows: list[RunRow | None] = [None] * len(specs)
     todo = list(range(len(specs)))
     if known:
-        todo = []
+        todo, hits = [], []
         fps: dict[tuple, str] = {}
         for i, s in enumerate(specs):
             e = known.get(s.log)
@@ -177,9 +178,12 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
                 if fp is None:
                     fp = fps[k] = parsecache.fingerprint(c, s.warmup_steps, s.measure_steps, s.options)
                 if fp == e.fingerprint:
-                    rows[i] = from_cache(s, e)
+                    hits.append((i, e))
                     continue
             todo.append(i)
+        results = parsecache.decode_all([e.result for _, e in hits])  # one JSON parse for them all
+        for (i, e), res in zip(hits, results):
+            rows[i] = from_cache(specs[i], e, res)
     for i, (row, entry) in zip(todo, _read_all([specs[i] for i in todo], jobs)):
         rows[i] = row
         if fresh is not None and row.log_bytes is not None:
