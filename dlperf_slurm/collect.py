@@ -16,6 +16,7 @@ only there, and only when needed.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -202,15 +203,21 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
     fresh: dict[str, parsecache.Entry | None] = {}
-    rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
-    if cache is not None:
-        cache.save(fresh)
-    repeats: dict[Any, int] = {}
-    for c in collections:
-        if c.repeats:
-            for s in c.runs:
-                repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
-    cells = cells_of(rows, repeats=repeats)
+    gc_was = gc.isenabled()
+    gc.disable()  # every object made here lives to the end: cycle collection over them would be wasted work
+    try:
+        rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
+        if cache is not None:
+            cache.save(fresh)
+        repeats: dict[Any, int] = {}
+        for c in collections:
+            if c.repeats:
+                for s in c.runs:
+                    repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
+        cells = cells_of(rows, repeats=repeats)
+    finally:
+        if gc_was:
+            gc.enable()
     total = sum(r.log_bytes or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
                   time.perf_counter() - t0, total, len(fresh) if cache is not None else None)

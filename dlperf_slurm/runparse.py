@@ -6,6 +6,7 @@ reads many runs in parallel processes.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -214,5 +215,6 @@ def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, 
     parsecache.parser_version()
     chunk = max(1, min(64, len(specs) // (jobs * 8)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    # gc.enable: a worker reads many logs, whether or not its parent turned cycle collection off meanwhile
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=gc.enable) as pool:
         return list(pool.map(read_run, specs, chunksize=chunk))
