@@ -229,7 +229,13 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
-    p.set_defaults(func=_lazy("dlperf_slurm.collect", "cmd_collect"))
+    p.add_argument("--no-cache", action="store_true", help="read every log again (collect remembers the logs it "
+                   "read, in the manifest or beside the summaries, and reads only new or changed ones) and write "
+                   "every summary")
+    p.add_argument("--watch", nargs="?", type=float, const=0.0, default=None, metavar="SECONDS",
+                   help="collect again every SECONDS (default 30) as runs end, updating the summaries and one "
+                   "progress line, until no run is pending or running (Ctrl-C stops it)")
+    p.set_defaults(func=_lazy("dlperf_slurm.collectcli", "cmd_collect"))
 
 
 

@@ -16,6 +16,7 @@ only there, and only when needed.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -26,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlperf_slurm import manifest
+from dlperf_slurm import manifest, parsecache
 from dlperf_slurm.cells import cells_of
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
+from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 
@@ -139,34 +140,52 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
         raise UserError(f"--from {root}: not a folder")
     opts = {**suite.options, **(options or {})}
     runs, skipped = [], []
-    shape_dirs = sorted(p for p in root.rglob("*") if p.is_dir() and _SHAPE_DIR.match(p.name))
+    found = []
+    for dirpath, dirnames, _files in os.walk(root):  # every shape folder below root, in path order
+        found += [os.path.join(dirpath, d) for d in dirnames if _SHAPE_DIR.match(d)]
+    shape_dirs = [Path(d) for d in sorted(found, key=lambda d: Path(d).parts)]
     if _SHAPE_DIR.match(root.name):
         shape_dirs.insert(0, root)
-    outs = _slurm_out_index(shape_dirs)
+    cells: dict[tuple, dict[str, Any]] = {}
     for d in shape_dirs:
         nodes, gpus = (int(x) for x in _SHAPE_DIR.match(d.name).groups())
-        for log in sorted(d.glob("*.log")):
-            m = _TREE_NAME.match(log.name)
+        sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
+        try:
+            with os.scandir(d) as it:
+                names = sorted(e.name for e in it)
+        except OSError:
+            continue
+        present = set(names)
+        folder = str(d)
+        outs: dict[str, list[str]] = {}  # <stem>.slurm-<jobid>.out: the job's own output (kill banners)
+        for n in names:
+            if ".slurm-" in n and n.endswith(".out"):
+                outs.setdefault(n.split(".slurm-")[0], []).append(os.path.join(folder, n))
+        for fname in names:
+            if not fname.endswith(".log"):
+                continue
+            log = os.path.join(folder, fname)
+            m = _TREE_NAME.match(fname)
             if not m:
-                skipped.append(str(log))
+                skipped.append(log)
                 continue
             rest = [t for t in m.group("rest").split("_") if t]
-            xla = "xla" in rest
-            variant = [t for t in rest if t != "xla"]
-            bsz = int(m.group("bsz"))
-            prec = m.group("prec")
-            sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
-            params = {"variant": "_".join(variant)} if variant else {}
-            if sub is not None and str(sub) not in ("", "."):
-                params["tree"] = str(sub)
-            cell = Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=nodes,
-                        gpus_per_node=gpus, batch_size=bsz, precision=prec, xla=xla, launcher="",
-                        params=tuple(sorted(params.items()))).as_dict()
-            cell["log_model"] = m.group("model")
-            marker = log.with_name(log.name[:-4] + ".exit")
-            runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), str(log),
-                                str(marker), None, "", None, None, warmup_steps, measure_steps, opts,
-                                name or root.name, outs.get(str(log)[:-4], [])))
+            bsz, prec, xla = int(m.group("bsz")), m.group("prec"), "xla" in rest
+            variant = "_".join(t for t in rest if t != "xla")
+            key = (nodes, gpus, bsz, prec, xla, variant)
+            base = cells.get(key)
+            if base is None:
+                params = {"variant": variant} if variant else {}
+                if sub is not None and str(sub) not in ("", "."):
+                    params["tree"] = str(sub)
+                base = cells[key] = Cell(suite=suite.name, model=suite.model, framework=suite.framework,
+                                         nodes=nodes, gpus_per_node=gpus, batch_size=bsz, precision=prec, xla=xla,
+                                         launcher="", params=tuple(sorted(params.items()))).as_dict()
+            cell = dict(base, log_model=m.group("model"))
+            marker = fname[:-4] + ".exit"  # looked for once, here: most trees have none
+            runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), log,
+                                os.path.join(folder, marker) if marker in present else None, None, "", None, None,
+                                warmup_steps, measure_steps, opts, name or root.name, outs.get(fname[:-4], [])))
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
     notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
@@ -184,21 +203,34 @@ class Result:
     cells: list[CellRow]
     seconds: float
     bytes: int
+    reread: int | None = None  # logs parsed this time (the others came from the parse cache); None: no cache
 
 
-def collect(collections: Sequence[Collection], jobs: int | None = None, name: str | None = None) -> Result:
+def collect(collections: Sequence[Collection], jobs: int | None = None, name: str | None = None,
+            cache: parsecache.Caches | None = None) -> Result:
+    """Parse every run of ``collections`` (with ``cache``: only the logs it does not hold as they are now, adding
+    them to it) and compute the cells."""
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
-    rows = parse_all(specs, jobs)
-    repeats: dict[Any, int] = {}
-    for c in collections:
-        if c.repeats:
-            for s in c.runs:
-                repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
-    cells = cells_of(rows, repeats=repeats)
+    fresh: dict[str, parsecache.Entry | None] = {}
+    gc_was = gc.isenabled()
+    gc.disable()  # every object made here lives to the end: cycle collection over them would be wasted work
+    try:
+        rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
+        if cache is not None:
+            cache.save(fresh)
+        repeats: dict[Any, int] = {}
+        for c in collections:
+            if c.repeats:
+                for s in c.runs:
+                    repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
+        cells = cells_of(rows, repeats=repeats)
+    finally:
+        if gc_was:
+            gc.enable()
     total = sum(r.log_bytes or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
-                  time.perf_counter() - t0, total)
+                  time.perf_counter() - t0, total, len(fresh) if cache is not None else None)
 
 
 def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> int:
@@ -207,12 +239,12 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     m = manifest.Manifest(campaign_dir)
     try:
         known = {r["key"]: r for r in m.runs("log_status IS NULL")}
-        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.run)
+        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.exit_code, r.run)
                    for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
-        if updates:
+        if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
             with m.write() as db:
-                db.executemany("UPDATE runs SET status=?, reason=?, log_status=? WHERE key=? AND log_status IS NULL",
-                               updates)
+                db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?) "
+                               "WHERE key=? AND log_status IS NULL", updates)
         return len(updates)
     finally:
         m.close()
@@ -226,6 +258,9 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
 
         m = manifest.Manifest(campaign_dir)
         try:
+            marks = ",".join("?" * len(ACTIVE))
+            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone():
+                return  # every run has ended: nothing to ask (and no scheduler client to start)
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:
             m.close()
@@ -261,39 +296,7 @@ def _options(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def cmd_collect(args) -> int:
-    from dlperf_slurm import report
+    """The ``collect`` command (:mod:`dlperf_slurm.collectcli`)."""
+    from dlperf_slurm import collectcli
 
-    t0 = time.perf_counter()
-    collections: list[Collection] = []
-    names = list(args.campaign or [])
-    if args.from_dir:
-        if not args.suite:
-            raise UserError("--from DIR needs --suite NAME (how to read the logs), e.g. --suite ngc-pytorch/resnet50")
-        collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
-                                          _options(args.option),
-                                          name=args.name if not names and not args.matrix else None))
-    elif args.suite:
-        raise UserError("--suite goes with --from DIR")
-    if args.matrix:
-        cdir = _campaign_dir(args.logs, names.pop(0)) if names else None
-        site = False if args.no_site else args.site
-        collections.append(runs_from_matrix(args.matrix, cdir, logs=args.logs, site=site))
-    if not collections and not names:
-        names = [str(manifest.find_campaign(args.logs, None))]
-    for name in names:
-        cdir = manifest.find_campaign(args.logs, name)
-        if not args.no_refresh:
-            refresh_statuses(cdir)
-        collections.append(runs_from_campaign(cdir))
-    result = collect(collections, jobs=args.jobs, name=args.name)
-    for col in collections:
-        if col.source == "manifest":
-            keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
-    paths = report.write_all(result, args.out, plots=not args.no_plots)
-    if not args.quiet:
-        print(report.terminal(result))
-        print()
-    mb = result.bytes / 1e6
-    print(f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs) in {result.seconds:.1f} s; "
-          f"wrote {', '.join(str(p) for p in paths)} ({time.perf_counter() - t0:.1f} s in all)")
-    return 0
+    return collectcli.cmd_collect(args)

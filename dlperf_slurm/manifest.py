@@ -26,9 +26,17 @@ from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Cell, Matrix, Run, Status, status_of
 
 MANIFEST = "manifest.sqlite"
+#: collect's memory of the logs it parsed (dlperf_slurm.parsecache): per log, its stat when read, what it was read
+#: with (parser version, suite, window) and the parser's result
+PARSE_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS parse_cache (
+    log TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL
+);
+"""
 LOCK = ".lock"
 MATRIX_COPY = "matrix.toml"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: parse_cache (collect's memory of the logs it read)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,7 +60,10 @@ CREATE TABLE IF NOT EXISTS attempts (
     run_key TEXT NOT NULL, attempt INTEGER NOT NULL, job_id TEXT, executor TEXT, status TEXT, reason TEXT,
     submitted_at REAL, ended_at REAL, moved TEXT NOT NULL, recorded_at REAL NOT NULL
 );
-"""
+""" + PARSE_CACHE_SCHEMA
+
+# tables added since schema 1 (CREATE on an older manifest)
+_ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
 
 # columns added since schema 1 (ALTER TABLE on an older manifest)
 _ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT"},
@@ -114,6 +125,8 @@ class Manifest:
 
     def _upgrade(self) -> None:
         with self.write() as db:
+            for create in _ADDED_TABLES:
+                db.execute(create)
             for table, cols in _ADDED.items():
                 have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
                 for col, decl in cols.items():

@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from dlperf_slurm import plots as plotting
 from dlperf_slurm import stragglers
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
+from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
 from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, shared_suites,
                                  xla_name)
@@ -151,62 +153,11 @@ def terminal(result) -> str:
 
 def plot_suite(cells: Sequence[CellRow], suite: str, path: Path) -> Path | None:
     """Throughput and scaling efficiency against GPUs for one suite, a line per precision/XLA/batch/variant,
-    ideal linear scaling dashed. None when no cell of the suite has an OK run."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    gs = [(k, [c for c in g if c.n_ok and c.median is not None]) for k, g in groups(cells) if k[0] == suite]
-    shared = shared_suites(cells) & {suite}
-    gs = [(k, g) for k, g in gs if g]
+    ideal linear scaling dashed (:mod:`dlperf_slurm.plots`). None when no cell of the suite has an OK run."""
+    gs = plotting.plottable(cells, suite)
     if not gs:
         return None
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-    xticks: set[int] = set()
-    unit = gs[0][1][0].unit
-    for i, (key, g) in enumerate(gs):
-        color = f"C{i % 10}"
-        label = f"{key[1]}{' +' + xla_name(suite) if key[2] else ''}, b{key[3]}" + (f", {key[5]}" if key[5] else "")
-        if shared:
-            label += f" [{key[6]}]"
-        if any(c.tiny for c in g):
-            label += " (tiny)"
-        x = [c.devices for c in g]
-        xticks.update(x)
-        ax1.plot(x, [c.median for c in g], "o-", color=color, label=label)
-        lo = [c.median - c.min for c in g]
-        hi = [c.max - c.median for c in g]
-        ax1.errorbar(x, [c.median for c in g], yerr=[lo, hi], fmt="none", ecolor=color, alpha=0.5, capsize=3)
-        base = next((c for c in g if c.nodes == 1 and c.gpus_per_node == 1), None)
-        if base is not None:
-            xs = sorted(set(x) | {1})
-            ax1.plot(xs, [base.median * d for d in xs], "--", color=color, alpha=0.5)
-            eff = [(c.devices, c.efficiency) for c in g if c.efficiency is not None]
-            if eff:
-                ax2.plot([e[0] for e in eff], [100 * e[1] for e in eff], "o-", color=color, label=label)
-    for ax in (ax1, ax2):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(xticks))
-        ax.set_xticklabels([str(t) for t in sorted(xticks)])
-        ax.set_xlabel("GPUs")
-        ax.grid(True, alpha=0.3)
-    ax1.set_yscale("log")
-    ax1.set_ylabel(f"throughput ({unit}), median, min-max bars; ideal dashed")
-    ax1.set_title(f"{suite}: throughput")
-    ax2.axhline(100, color="k", ls="--", lw=1, label="ideal")
-    ax2.set_ylabel("scaling efficiency (%)")
-    ax2.set_ylim(0, max(110, ax2.get_ylim()[1]))
-    ax2.set_title(f"{suite}: scaling efficiency vs 1 GPU")
-    ax1.legend(fontsize=8)
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return _write(path, buf.getvalue())
+    return _write(path, plotting.draw(gs, suite, bool(shared_suites(cells) & {suite})))
 
 
 # ============================================================================================== writing
@@ -267,15 +218,57 @@ def write_json(result, out: Path, stem: str) -> list[Path]:
 
 
 @writer("png", plot=True)
-def write_plots(result, out: Path, stem: str) -> list[Path]:
-    """One plot per suite with an OK cell."""
-    paths = (plot_suite(result.cells, suite, out / f"{stem}.{_slug(suite.replace('/', '_'))}.png")
-             for suite in sorted({c.suite for c in result.cells}))
-    return [p for p in paths if p is not None]
+def write_plots(result, out: Path, stem: str) -> plotting.Rendering:
+    """One plot per suite with an OK cell, drawn in worker processes while the other formats are written (the
+    paths come from the result's ``wait()``); with ``result.output_state``, a plot whose cells did not change is
+    kept as it is."""
+    state = getattr(result, "output_state", None)
+    shared = shared_suites(result.cells)
+    jobs, paths = [], []
+    for suite in sorted({c.suite for c in result.cells}):
+        gs = plotting.plottable(result.cells, suite)
+        if not gs:
+            continue
+        path = out / f"{stem}.{_slug(suite.replace('/', '_'))}.png"
+        paths.append(path)
+        if state is not None:
+            d = "png:" + digest(gs, suite in shared)
+            if state.fresh(path, d):
+                continue
+            state.record(path, d)
+        jobs.append((gs, suite, suite in shared, path))
+    rendering = plotting.Rendering(jobs)
+    rendering.paths = paths
+    return rendering
 
 
-def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True) -> list[Path]:
+def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True,
+              state: OutputState | None = None) -> list[Path]:
     """Run every registered writer (but the plots when ``plots`` is false) over ``result`` under ``out_dir``;
-    each file is written atomically. The paths written, in :data:`WRITERS`' order."""
+    each file is written atomically. The paths written, in :data:`WRITERS`' order. The plots start first (they
+    render in worker processes). With ``state`` (what was written last time), a writer whose inputs did not
+    change writes nothing (its files are still listed) and ``state`` records what is current."""
     out, stem = Path(out_dir), _slug(result.name)
-    return [p for name, fn in list(WRITERS.items()) if plots or name not in _PLOTS for p in fn(result, out, stem)]
+    result.output_state = state
+    names = [n for n in WRITERS if plots or n not in _PLOTS]
+    inputs = None
+    if state is not None:
+        inputs = digest(result.name, [(c.name, c.source, c.where, c.repeats, c.notes, len(c.runs),
+                                       sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
+                                      for c in result.collections], result.runs, result.cells)
+    got: dict[str, Any] = {}
+    for name in sorted(names, key=lambda n: n not in _PLOTS):
+        if state is not None and name not in _PLOTS:
+            mine = state.files(f"{name}:")
+            if mine and all(state.fresh(p, f"{name}:{inputs}") for p in mine):
+                got[name] = mine
+                continue
+        got[name] = WRITERS[name](result, out, stem)
+    paths: list[Path] = []
+    for name in names:
+        written = got[name].wait() if hasattr(got[name], "wait") else list(got[name])
+        if state is not None and name not in _PLOTS:
+            for p in written:
+                state.record(p, f"{name}:{inputs}")
+        paths += written
+    return paths

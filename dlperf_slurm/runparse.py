@@ -6,15 +6,16 @@ reads many runs in parallel processes.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import outcome
+from dlperf_slurm import outcome, parsecache, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
 
@@ -48,25 +49,43 @@ def parse_run(spec: RunSpec) -> RunRow:
     """One run's row: its log read by its suite's parser, its status by :func:`dlperf_slurm.outcome.decide`
     (a status the manifest decided with the log stands: ``status`` and ``collect`` never disagree). Never raises
     for a bad log: a parser exception becomes a PARSE_ERROR run."""
-    from dlperf_slurm import suites
+    return read_run(spec)[0]
 
-    cell = spec.cell
+
+def read_run(spec: RunSpec) -> tuple[RunRow, parsecache.Entry | None]:
+    """:func:`parse_run`, and the parse cache's entry for the log (None without a log, or for a result the cache
+    cannot hold exactly)."""
     t0 = time.perf_counter()
-    try:
-        size: int | None = os.path.getsize(spec.log)
-    except OSError:
-        size = None
+    st = parsecache.stat_key(spec.log)  # before reading: a log that grows meanwhile is read again next time
+    if st is not None:
+        res = outcome.read_log(Cell.from_dict(spec.cell), spec.log, warmup_steps=spec.warmup_steps,
+                               measure_steps=spec.measure_steps, options=spec.options)
+    else:
+        res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
+    text = parsecache.encode(res) if st is not None else None
+    row = _finish(spec, res, st[0] if st is not None else None, t0=t0)
+    if text is None:
+        return row, None
+    fp = parsecache.fingerprint(spec.cell, spec.warmup_steps, spec.measure_steps, spec.options)
+    return row, parsecache.Entry(*st, fp, row.parse_seconds, text)
+
+
+def from_cache(spec: RunSpec, entry: parsecache.Entry, result: RunResult | None = None) -> RunRow:
+    """The run's row from the parse cache's result for its log (``result``: already decoded): the same row its
+    parse gave, the status decided anew (the scheduler state and the exit marker change without the log)."""
+    res = result if result is not None else parsecache.decode(entry.result)
+    return _finish(spec, res, entry.size, seconds=entry.seconds)
+
+
+def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = None,
+            seconds: float | None = None) -> RunRow:
+    cell = spec.cell
     has_log = size is not None
     try:
         suite = suites.get(cell.get("suite", ""))
         published, unit = suite.published, suite.sample_unit
     except KeyError:
         published, unit = "time", "samples/s"
-    if has_log:
-        res = outcome.read_log(Cell.from_dict(cell), spec.log, warmup_steps=spec.warmup_steps,
-                               measure_steps=spec.measure_steps, options=spec.options)
-    else:
-        res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
     outcome.apply(res, decided)
@@ -75,7 +94,7 @@ def parse_run(spec: RunSpec) -> RunRow:
         res.extra["scheduler_state"] = str(spec.state)
     if spec.state_reason and res.status != Status.OK and spec.state_reason not in res.reason:
         res.extra["manifest_reason"] = spec.state_reason
-    return _row(spec, res, published, unit, size, time.perf_counter() - t0)
+    return _row(spec, res, published, unit, size, seconds if seconds is not None else time.perf_counter() - t0)
 
 
 def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
@@ -140,8 +159,41 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         extra={k: v for k, v in x.items() if k not in ("job", "window")})
 
 
-def parse_all(specs: Sequence[RunSpec], jobs: int | None = None) -> list[RunRow]:
-    """Parse every run, in ``jobs`` processes (default: the CPUs this process may use); rows in input order."""
+def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
+              known: Mapping[str, parsecache.Entry] | None = None,
+              fresh: dict[str, parsecache.Entry] | None = None) -> list[RunRow]:
+    """Every run's row, in input order. A run whose log the parse cache ``known`` (log path -> entry) holds as it
+    is now is rebuilt from it (:func:`from_cache`); the others are parsed in ``jobs`` processes (default: the CPUs
+    this process may use), and their new entries added to ``fresh`` (None for a log the cache cannot hold)."""
+    rows: list[RunRow | None] = [None] * len(specs)
+    todo = list(range(len(specs)))
+    if known:
+        todo, hits = [], []
+        fps: dict[tuple, str] = {}
+        for i, s in enumerate(specs):
+            e = known.get(s.log)
+            if e is not None and parsecache.stat_key(s.log) == e[:3]:
+                c = s.cell
+                k = (c.get("suite"), c.get("nodes"), c.get("gpus_per_node"), c.get("batch_size"), c.get("precision"),
+                     s.warmup_steps, s.measure_steps, id(s.options))
+                fp = fps.get(k)
+                if fp is None:
+                    fp = fps[k] = parsecache.fingerprint(c, s.warmup_steps, s.measure_steps, s.options)
+                if fp == e.fingerprint:
+                    hits.append((i, e))
+                    continue
+            todo.append(i)
+        results = parsecache.decode_all([e.result for _, e in hits])  # one JSON parse for them all
+        for (i, e), res in zip(hits, results):
+            rows[i] = from_cache(specs[i], e, res)
+    for i, (row, entry) in zip(todo, _read_all([specs[i] for i in todo], jobs)):
+        rows[i] = row
+        if fresh is not None and row.log_bytes is not None:
+            fresh[specs[i].log] = entry
+    return rows  # type: ignore[return-value]
+
+
+def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, parsecache.Entry | None]]:
     if jobs is None:
         try:
             jobs = len(os.sched_getaffinity(0))
@@ -149,11 +201,21 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None) -> list[RunRow]
             jobs = os.cpu_count() or 1
     jobs = max(1, min(jobs, len(specs)))
     if jobs == 1 or len(specs) < 32:
-        return [parse_run(s) for s in specs]
+        return [read_run(s) for s in specs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from dlperf_slurm.parsing import lines
+
+    if lines.BLOCKS:
+        try:  # numpy, once, before the workers fork
+            from dlperf_slurm.parsing import blocks  # noqa: F401
+        except ImportError:
+            pass
+    suites.names()  # every suite module, once
+    parsecache.parser_version()
     chunk = max(1, min(64, len(specs) // (jobs * 8)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        return list(pool.map(parse_run, specs, chunksize=chunk))
+    # gc.enable: a worker reads many logs, whether or not its parent turned cycle collection off meanwhile
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=gc.enable) as pool:
+        return list(pool.map(read_run, specs, chunksize=chunk))

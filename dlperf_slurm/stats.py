@@ -94,7 +94,8 @@ def summarize(ok_values: Sequence[float], n: int) -> CellStats:
     st = CellStats(n=n, n_ok=len(xs))
     if xs:
         st.median, st.min, st.max, st.mean = median(xs), min(xs), max(xs), mean(xs)
-        st.stdev, st.cv = stdev(xs), cv(xs)
+        st.stdev = stdev(xs)  # computed once (exact arithmetic is the slow part); cv(xs) from it, the same value
+        st.cv = None if st.stdev is None or st.mean is None or st.mean == 0 else st.stdev / abs(st.mean)
     if few_ok(st.n_ok, n):
         st.flags.append("few_ok")
     if st.cv is not None and st.cv > MAX_CV:

@@ -141,7 +141,9 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
     assert len(result.runs) == 3 and all(isinstance(r, RunRow) for r in result.runs)
     assert len(result.cells) == 3 and all(isinstance(c, CellRow) for c in result.cells)
     assert (out / "t.toy").read_text() == "3 runs, 3 cells\n" and str(out / "t.toy") in capsys.readouterr().out
-    assert sorted(p.name for p in out.iterdir()) == ["t.csv", "t.json", "t.md", "t.runs.csv", "t.toy"]
+    # the summaries, and (hidden) the parse cache and writer state of `collect --from` (issue #13)
+    assert sorted(p.name for p in out.iterdir()) == [".t.cache.sqlite", "t.csv", "t.json", "t.md", "t.runs.csv",
+                                                     "t.toy"]
     assert "toy" not in report.WRITERS
 
 

@@ -13,6 +13,7 @@ Slurm kill banners, errors, ``:::DLPERF`` events) and the :class:`Scanner` that 
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,14 +33,46 @@ NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|NaN|Inf)" 
 # ------------------------------------------------------------------------------------------------ reading
 
 
-def read_lines(path: Any) -> Iterator[str]:
+def read_lines(path: Any) -> "LogLines":
     """The lines of the file at ``path``, streamed, without their line ends.
 
     Bytes that are not UTF-8 become U+FFFD; ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line (universal
     newlines); a truncated last line (no newline) is yielded as it is; a line longer than :data:`MAX_LINE`
     characters comes in several pieces, so memory stays flat for any file.
+
+    The result iterates like a generator of those lines; a :class:`Scanner` given it unstarted reads the file in
+    large blocks instead and looks only at the lines that can matter (:mod:`dlperf_slurm.parsing.blocks`), with
+    the same result.
     """
+    return LogLines(path)
+
+
+class LogLines:
+    """The lines of one log file, as :func:`read_lines` gives them: an iterator over :func:`text_lines` that also
+    says which file it reads (``path``) and whether iteration has begun (``started``)."""
+
+    def __init__(self, path: Any):
+        self.path = path
+        self._it: Iterator[str] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._it is not None
+
+    def __iter__(self) -> "LogLines":
+        return self
+
+    def __next__(self) -> str:
+        if self._it is None:
+            self._it = text_lines(self.path)
+        return next(self._it)
+
+
+def text_lines(path: Any, offset: int = 0) -> Iterator[str]:
+    """The line reader itself (see :func:`read_lines`), from byte ``offset``, which must start a line."""
     with open(path, encoding="utf-8", errors="replace", newline=None) as f:
+        if offset:
+            f.seek(offset)
         readline = f.readline
         while True:
             line = readline(MAX_LINE)
@@ -138,6 +171,12 @@ def finite(x: Any) -> bool:
 # A handler reads one line's text (rank label removed) and answers:
 NOT_MINE, CONSUMED, FRAGMENT = 0, 1, 2
 
+#: What the loop looks for in any line besides the handler's needles (events and their cut prefixes, the error and
+#: Slurm-kill facts); with the out-of-memory words (any case), every line without one of these is noise to it.
+SCANNER_NEEDLES = (":::", "rror", "xception", "Killed", "CANCELLED AT")
+#: False (``DLPERF_SLURM_PARSER=lines``): every file is read line by line (the block path is off)
+BLOCKS = os.environ.get("DLPERF_SLURM_PARSER", "") != "lines"
+
 
 @dataclass
 class Facts:
@@ -179,7 +218,8 @@ class Scanner:
     def __init__(self, handler: Callable[[str, int | None, bool], int], *, ranks: str = "rank0",
                  starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
                  wanted: Callable[[str], Any] | None = None,
-                 on_event: Callable[[dict[str, Any], int | None], None] | None = None):
+                 on_event: Callable[[dict[str, Any], int | None], None] | None = None,
+                 block_needles: Sequence[str] | None = None):
         self.handler = handler
         self.starts = starts or (lambda text: False)
         self.all_ranks = ranks == "all"
@@ -200,10 +240,31 @@ class Scanner:
             self._wanted = lambda text: needle in text
         else:
             self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search  # type: ignore[assignment]
+        # The block path (a file from read_lines) needs substrings one of which every line the handler does
+        # anything with contains: ``needles``, or ``block_needles`` with ``wanted`` (a superset of its lines).
+        self._block_needles = tuple(block_needles) if block_needles is not None else (
+            tuple(needles) if needles is not None and wanted is None else None)
 
     def run(self, lines: Iterable[str]) -> Facts:
-        # The hot loop: a log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few
-        # substring tests; the text facts are looked for only in lines no handler took as a record.
+        """Read ``lines`` (any iterable of lines; the unstarted result of :func:`read_lines` is read in blocks, only
+        the lines that can matter reaching the loop) and return the log's :class:`Facts`."""
+        if isinstance(lines, LogLines) and not lines.started and self._block_needles is not None and BLOCKS:
+            try:
+                from dlperf_slurm.parsing import blocks
+            except ImportError:  # no numpy: every line goes through the loop
+                blocks = None  # type: ignore[assignment]
+            if blocks is not None and all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
+                src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
+                                                                 _OOM_WORDS), self._pending)
+                facts = self._loop(src)
+                facts.lines, facts.ranks = src.lines, src.ranks  # what every line contributed, the others included
+                return facts
+        return self._loop(lines)
+
+    def _loop(self, lines: Iterable[str]) -> Facts:
+        # The hot loop, and the reference implementation: the block path feeds it only the lines that can matter.
+        # A log is mostly step records and noise (NCCL INFO, warnings), so each line costs a few substring tests;
+        # the text facts are looked for only in lines no handler took as a record.
         facts = self.facts
         handle = self._handle
         starts = self._starts

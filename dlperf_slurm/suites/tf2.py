@@ -177,6 +177,11 @@ def _wanted(text: str) -> bool:
     return "TimeHistory" in text or "Train Step" in text or "loss: " in text or (len(text) < 100 and text[:1] in "IWEF")
 
 
+# For the block path: every line the handler does anything with holds one of these (a cut glog header starts with
+# [IWEF] and a digit; the Scanner reads lines with other digits whole anyway).
+_BLOCK_NEEDLES = ("TimeHistory", "Train Step", "loss: ", *(c + d for c in "IWEF" for d in "0123456789"))
+
+
 class _Streams:
     """One Window per worker: lines of one worker share a glog thread id; a step seen twice under one id starts
     another worker's stream (thread ids can coincide across hosts)."""
@@ -259,7 +264,7 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
                 return lp.FRAGMENT  # cut inside the record's keyword
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted).run(lines)
+    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted, block_needles=_BLOCK_NEEDLES).run(lines)
     order = (th, ts) if prefer == "timehistory" else (ts, th)
     source = next((s for s in order if s.streams), order[0])
     windows = source.windows()

@@ -1,0 +1,151 @@
+"""The ``collect`` command: gather the runs the arguments name, collect them with the parse cache, write the
+summaries that changed, and with ``--watch`` do it again as runs end, printing one progress line.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from dlperf_slurm import manifest, parsecache
+from dlperf_slurm.collect import (Collection, Result, _campaign_dir, _options, collect, keep_verdicts,
+                                  refresh_statuses, runs_from_campaign, runs_from_matrix, runs_from_tree)
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.model import ACTIVE
+
+WATCH_SECONDS = 30.0  # --watch without a value
+
+
+def gather(args) -> list[Collection]:
+    """The runs the command line names: ``--from DIR``, ``--matrix``, campaigns (default: the latest)."""
+    collections: list[Collection] = []
+    names = list(args.campaign or [])
+    if args.from_dir:
+        if not args.suite:
+            raise UserError("--from DIR needs --suite NAME (how to read the logs), e.g. --suite ngc-pytorch/resnet50")
+        collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
+                                          _options(args.option),
+                                          name=args.name if not names and not args.matrix else None))
+    elif args.suite:
+        raise UserError("--suite goes with --from DIR")
+    if args.matrix:
+        cdir = _campaign_dir(args.logs, names.pop(0)) if names else None
+        site = False if args.no_site else args.site
+        collections.append(runs_from_matrix(args.matrix, cdir, logs=args.logs, site=site))
+    if not collections and not names:
+        names = [str(manifest.find_campaign(args.logs, None))]
+    for name in names:
+        cdir = manifest.find_campaign(args.logs, name)
+        if not args.no_refresh:
+            refresh_statuses(cdir)
+        collections.append(runs_from_campaign(cdir))
+    return collections
+
+
+def summary_name(collections: list[Collection], name: str | None) -> str:
+    return name or "+".join(c.name for c in collections)
+
+
+def collect_once(args, state: parsecache.OutputState | None = None
+                 ) -> tuple[Result, list[Path], list[Path], parsecache.OutputState]:
+    """One collect: ``(result, paths written, paths unchanged, what the writers wrote)``; ``state``: what they
+    wrote in the previous round (default: read from beside the summaries)."""
+    from dlperf_slurm import report
+
+    collections = gather(args)
+    name = summary_name(collections, args.name)
+    side = parsecache.side_file(args.out, report._slug(name))
+    caches = parsecache.Caches(collections, side, read=not args.no_cache)
+    result = collect(collections, jobs=args.jobs, name=name, cache=caches)
+    for col in collections:
+        if col.source == "manifest":
+            keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
+    if state is None or state.path != side:
+        state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
+    state.begin()
+    paths = report.write_all(result, args.out, plots=not args.no_plots, state=state)
+    try:
+        state.save()
+    except (OSError, sqlite3.Error) as err:
+        parsecache.warn(f"{side} not written", err)
+    return result, [p for p in paths if str(p) not in state.kept], [p for p in paths if str(p) in state.kept], state
+
+
+def cmd_collect(args) -> int:
+    if args.watch is not None:
+        return watch(args, args.watch or WATCH_SECONDS)
+    from dlperf_slurm import report
+
+    t0 = time.perf_counter()
+    result, wrote, kept, _state = collect_once(args)
+    if not args.quiet:
+        print(report.terminal(result))
+        print()
+    print(f"{_parsed(result)}; {_written(wrote, kept)} ({time.perf_counter() - t0:.1f} s in all)")
+    return 0
+
+
+def _parsed(result: Result) -> str:
+    mb = result.bytes / 1e6
+    cached = "" if result.reread is None else f"; {result.reread} read, {len(result.runs) - result.reread} from " \
+                                              "the parse cache"
+    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s"
+
+
+def _written(wrote: list[Path], kept: list[Path]) -> str:
+    text = f"wrote {', '.join(str(p) for p in wrote)}" if wrote else "summaries unchanged"
+    if kept:
+        text += f"; {len(kept)} unchanged" if wrote else f" ({len(kept)} files under {kept[0].parent})"
+    return text
+
+
+# ================================================================================================= watch
+
+
+def progress(result: Result, wrote: list[Path], seconds: float) -> str:
+    """One line: how many runs ended and how, how many are still going, what this round read and wrote."""
+    n = len(result.runs)
+    counts = Counter(r.status for r in result.runs)
+    going = sum(v for k, v in counts.items() if k in ACTIVE)
+    ended = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                      if k not in ACTIVE)
+    read = f"{result.reread} logs read" if result.reread is not None else "logs read"
+    return (f"{time.strftime('%H:%M:%S')} {result.name}: {n - going}/{n} runs ended ({ended or 'none'}), "
+            f"{going} pending or running; {read}, {len(wrote)} summary files written ({seconds:.1f} s)")
+
+
+def watch(args, every: float, rounds: int | None = None, out: TextIO | None = None) -> int:
+    """Collect every ``every`` seconds (with the parse cache: only logs that changed are read, only summaries
+    whose inputs changed are written) and keep one progress line up to date; stop once no run of a campaign or
+    matrix is pending or running (a ``--from`` tree: at Ctrl-C), or after ``rounds`` rounds."""
+    out = out or sys.stdout
+    tty = out.isatty()
+    state = None
+    last = ""
+    done = 0
+    try:
+        while True:
+            t0 = time.perf_counter()
+            result, wrote, _kept, state = collect_once(args, state)
+            line = progress(result, wrote, time.perf_counter() - t0)
+            going = any(r.status in ACTIVE for r in result.runs)
+            if tty:
+                out.write("\r\x1b[K" + line)
+            elif line.split(" ", 1)[1] != last or not going:
+                out.write(line + "\n")
+            out.flush()
+            last = line.split(" ", 1)[1]
+            done += 1
+            trees = all(c.source == "tree" for c in result.collections)
+            if (not going and not trees) or (rounds is not None and done >= rounds):
+                break
+            time.sleep(every)
+    except KeyboardInterrupt:
+        pass
+    if tty:
+        out.write("\n")
+    return 0

@@ -1,0 +1,280 @@
+"""collect is incremental (issue #13): the parse cache (in the manifest, or beside the summaries for --from) gives
+the same summaries, byte for byte, without reading a log again; a log that changed or grew, another window or
+another parser version is read again; --no-cache reads everything; summaries whose inputs did not change are not
+written; old manifests are upgraded; --watch collects again as runs end."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import cli, collectcli, manifest, parsecache, suites
+from dlperf_slurm.model import Status
+
+FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+sys.path.insert(0, str(Path(__file__).parent))
+import logsynth as ls
+from test_collect import _smoke_matrix, _write_run, make_tree
+
+FROM = ("--warmup-steps", "5", "--measure-steps", "20", "--option", "batches_per_iter=5")
+
+
+def collect_from(root: Path, out: Path, suite: str, *extra: str) -> int:
+    return cli.main(["collect", "--from", str(root), "--suite", suite, *FROM, "--out", str(out), "--jobs", "1",
+                     "--quiet", *extra])
+
+
+def summaries(out: Path) -> dict[str, bytes]:
+    """Every summary file, the time it was generated taken out (the only thing that may differ)."""
+    got = {}
+    for p in sorted(out.iterdir()):
+        if p.name.startswith("."):
+            continue
+        data = p.read_bytes()
+        if p.suffix in (".md", ".json"):
+            data = re.sub(rb"Generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", b"Generated <t>", data)
+            data = re.sub(rb'"generated_at": [0-9.e+]+', b'"generated_at": 0', data)
+        got[p.name] = data
+    return got
+
+
+def no_parsing(monkeypatch):
+    """Make every suite parser fail: a run that is parsed becomes PARSE_ERROR."""
+    def boom(self, lines, ctx):
+        raise AssertionError("a log was parsed")
+
+    for name in suites.names():
+        monkeypatch.setattr(type(suites.get(name)), "parse", boom)
+
+
+@pytest.mark.parametrize("suite,which", [("ngc-pytorch/resnet50", 0), ("ngc-pytorch/resnet50", 1),
+                                         ("tf2/resnet50", 0), ("tf-cnn/resnet50", 0),
+                                         ("horovod-synthetic/resnet50", 0), ("pytorch-ddp/bert-base", 0)])
+def test_a_cache_hit_gives_byte_identical_summaries(tmp_path, capsys, monkeypatch, suite, which):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, suite, which)
+    assert collect_from(root, out, suite) == 0
+    cold = summaries(out)
+    assert "9 read, 0 from the parse cache" in capsys.readouterr().out
+    assert (out / ".tree.cache.sqlite").exists() and any(n.endswith(".png") for n in cold)
+    for name in cold:  # the summaries go; the cache stays
+        (out / name).unlink()
+    no_parsing(monkeypatch)
+    assert collect_from(root, out, suite) == 0
+    assert "0 read, 9 from the parse cache" in capsys.readouterr().out
+    assert summaries(out) == cold
+
+
+def test_a_second_collect_reads_no_log_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "tf-cnn/resnet50")
+    assert collect_from(root, out, "tf-cnn/resnet50") == 0
+    capsys.readouterr()
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    no_parsing(monkeypatch)
+    assert collect_from(root, out, "tf-cnn/resnet50") == 0
+    printed = capsys.readouterr().out
+    assert "0 read, 9 from the parse cache" in printed and "summaries unchanged (5 files" in printed
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamps
+
+
+def test_changed_and_grown_logs_are_read_again(tmp_path, capsys):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "ngc-pytorch/resnet50", incomplete=(1, 2, 0))
+    assert collect_from(root, out, "ngc-pytorch/resnet50", "--no-plots") == 0
+    capsys.readouterr()
+    # the killed run ran on: its log grew to a complete window; another log was replaced by a different run
+    spec = ls.Spec(nodes=1, gpus=2, batch=8, warmup=5, measure=20, seed=99, noise=1)
+    (root / "1n2g" / "m_b8_fp32_0.log").write_text(ls.dll_rn50(spec)[0])
+    other = root / "1n1g" / "m_b8_fp32_1.log"
+    other.write_text(ls.dll_rn50(ls.Spec(nodes=1, gpus=1, batch=8, warmup=5, measure=20, seed=5))[0])
+    assert collect_from(root, out, "ngc-pytorch/resnet50", "--no-plots") == 0
+    assert "2 read, 7 from the parse cache" in capsys.readouterr().out
+    cached = summaries(out)
+    fresh = tmp_path / "fresh"
+    assert collect_from(root, fresh, "ngc-pytorch/resnet50", "--no-plots", "--no-cache") == 0
+    assert "9 read, 0 from the parse cache" in capsys.readouterr().out
+    doc = json.loads(cached["tree.json"])
+    assert {c["shape"]: c["n_ok"] for c in doc["cells"]}["1n2g"] == 3  # the grown log is OK now
+    strip = lambda d: {k: v for k, v in d.items() if k != "parse_seconds"}  # noqa: E731
+    assert [strip(r) for r in doc["runs"]] == [strip(r) for r in json.loads(summaries(fresh)["tree.json"])["runs"]]
+
+
+def test_another_window_or_parser_version_reads_again(tmp_path, capsys, monkeypatch):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "tf2/resnet50")
+    assert collect_from(root, out, "tf2/resnet50", "--no-plots") == 0
+    capsys.readouterr()
+    args = ["collect", "--from", str(root), "--suite", "tf2/resnet50", "--warmup-steps", "10", "--measure-steps",
+            "10", "--out", str(out), "--jobs", "1", "--quiet", "--no-plots"]
+    assert cli.main(args) == 0
+    assert "9 read, 0 from the parse cache" in capsys.readouterr().out
+    assert cli.main(args) == 0
+    assert "0 read, 9 from the parse cache" in capsys.readouterr().out
+    monkeypatch.setattr(parsecache, "parser_version", lambda: "another parser")
+    assert cli.main(args) == 0
+    assert "9 read, 0 from the parse cache" in capsys.readouterr().out
+
+
+def test_no_cache_reads_every_log_and_writes_every_summary(tmp_path, capsys):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "horovod-synthetic/resnet50")
+    assert collect_from(root, out, "horovod-synthetic/resnet50") == 0
+    capsys.readouterr()
+    assert collect_from(root, out, "horovod-synthetic/resnet50", "--no-cache") == 0
+    printed = capsys.readouterr().out
+    assert "9 read, 0 from the parse cache" in printed and "unchanged" not in printed
+
+
+def test_a_broken_cache_file_is_a_warning(tmp_path, capsys):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "tf-cnn/resnet50")
+    out.mkdir()
+    (out / ".tree.cache.sqlite").write_bytes(b"this is no database" * 100)
+    assert collect_from(root, out, "tf-cnn/resnet50", "--no-plots") == 0
+    captured = capsys.readouterr()
+    assert "9 read" in captured.out and "warning" in captured.err
+    assert json.loads((out / "tree.json").read_text())["cells"]
+
+
+def test_a_result_json_cannot_carry_is_not_cached():
+    from dlperf_slurm.model import RunResult
+
+    res = RunResult(status=Status.OK, throughput=float("nan"), extra={"window": {"start": 1}, "x": [1.0, 2]})
+    assert parsecache.decode(parsecache.encode(res)).__repr__() == repr(res)
+    assert parsecache.encode(RunResult(status=Status.OK, extra={"pair": (1, 2)})) is None
+    assert parsecache.encode(RunResult(status=Status.OK, extra={1: "int key"})) is None
+
+
+# ----------------------------------------------------------------------------------------------- campaigns
+
+
+def _campaign(tmp_path: Path):
+    from dlperf_slurm import matrix
+
+    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    cdir = tmp_path / "logs" / "smoke"
+    runs = matrix.runs(m, cdir)
+    man = manifest.Manifest(cdir, create=True)
+    man.sync(m, runs)
+    return man, cdir, {(r.cell.gpus_per_node, r.repeat): r for r in runs}
+
+
+def _status(man, key, status, job):
+    with man.write() as db:
+        db.execute("UPDATE runs SET status=?, job_id=?, executor='none' WHERE key=?", (status, job, key))
+
+
+def _spec(g, r, **kw):
+    return ls.Spec(nodes=1, gpus=g, batch=4, warmup=2, measure=5, seed=10 * g + r, tiny=True, mem=False, **kw)
+
+
+def test_campaign_cache_lives_in_the_manifest_and_a_running_log_is_read_as_it_grows(tmp_path, capsys):
+    man, cdir, by = _campaign(tmp_path)
+    running = by[(2, 2)]
+    for (g, r), run in by.items():
+        if run is not running:
+            _write_run(run, _spec(g, r))
+            _status(man, run.key, "OK", f"1_{g}{r}")
+    _write_run(running, _spec(2, 2, steps=3), rc=None)
+    _status(man, running.key, "RUNNING", "1_22")
+    out = tmp_path / "summaries"
+    argv = ["--logs", str(tmp_path / "logs"), "collect", "smoke", "--out", str(out), "--no-refresh", "--jobs", "1",
+            "--quiet", "--no-plots"]
+    assert cli.main(argv) == 0
+    assert "6 read, 0 from the parse cache" in capsys.readouterr().out
+    db = sqlite3.connect(cdir / manifest.MANIFEST)
+    assert db.execute("SELECT COUNT(*) FROM parse_cache").fetchone()[0] == 6
+    assert not db.execute("SELECT COUNT(*) FROM parse_cache WHERE log LIKE '/%'").fetchone()[0]  # relative
+    runs = {r["run"]: r for r in json.loads((out / "smoke.json").read_text())["runs"]}
+    assert runs[running.key]["status"] == Status.RUNNING and runs[running.key]["steps_seen"] == 3
+    first = summaries(out)
+    for name in first:
+        (out / name).unlink()
+    assert cli.main(argv) == 0
+    assert "0 read, 6 from the parse cache" in capsys.readouterr().out
+    assert summaries(out) == first  # byte for byte, from the manifest's cache
+    _write_run(running, _spec(2, 2))  # it ended: the whole log and its exit marker
+    _status(man, running.key, "OK", "1_22")
+    assert cli.main(argv) == 0
+    assert "1 read, 5 from the parse cache" in capsys.readouterr().out
+    runs = {r["run"]: r for r in json.loads((out / "smoke.json").read_text())["runs"]}
+    assert runs[running.key]["status"] == Status.OK and runs[running.key]["steps_seen"] == 7
+    cold = tmp_path / "cold"
+    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "smoke", "--out", str(cold), "--no-refresh",
+                     "--jobs", "1", "--quiet", "--no-plots", "--no-cache"]) == 0
+    assert summaries(cold)["smoke.csv"] == summaries(out)["smoke.csv"]
+
+
+def test_an_old_manifest_is_upgraded_and_keeps_working(tmp_path, capsys):
+    man, cdir, by = _campaign(tmp_path)
+    for (g, r), run in by.items():
+        _write_run(run, _spec(g, r))
+        _status(man, run.key, "OK", f"1_{g}{r}")
+    with man.write() as db:  # as schema 2 left it
+        db.execute("DROP TABLE parse_cache")
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '2')")
+    man.close()
+    out = tmp_path / "summaries"
+    argv = ["--logs", str(tmp_path / "logs"), "collect", "smoke", "--out", str(out), "--no-refresh", "--jobs", "1",
+            "--quiet", "--no-plots"]
+    assert cli.main(argv) == 0
+    m = manifest.Manifest(cdir)
+    assert m.meta("schema_version") == manifest.SCHEMA_VERSION == 3
+    assert m.db.execute("SELECT COUNT(*) FROM parse_cache").fetchone()[0] == 6
+    m.close()
+    assert "6 read" in capsys.readouterr().out
+
+
+def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch):
+    man, cdir, by = _campaign(tmp_path)
+    for (g, r), run in by.items():
+        _status(man, run.key, "PENDING", f"1_{g}{r}")
+    order = list(by.items())
+
+    def a_run_ends(_seconds):  # between two rounds, two more runs end
+        for _ in range(2):
+            if order:
+                (g, r), run = order.pop(0)
+                _write_run(run, _spec(g, r))
+                _status(man, run.key, "OK", f"1_{g}{r}")
+
+    monkeypatch.setattr(collectcli.time, "sleep", a_run_ends)
+    args = cli.build_parser().parse_args(["--logs", str(tmp_path / "logs"), "collect", "smoke", "--out",
+                                          str(tmp_path / "out"), "--no-refresh", "--jobs", "1", "--no-plots",
+                                          "--watch", "5"])
+    assert args.watch == 5.0
+    buf = io.StringIO()
+    assert collectcli.watch(args, args.watch, out=buf) == 0
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 4 and "0/6 runs ended" in lines[0] and "6 pending or running" in lines[0]
+    assert "2/6 runs ended (OK 2)" in lines[1] and "2 logs read" in lines[1]
+    assert "6/6 runs ended (OK 6), 0 pending or running" in lines[-1]
+    doc = json.loads((tmp_path / "out" / "smoke.json").read_text())
+    assert {r["status"] for r in doc["runs"]} == {Status.OK}
+    assert cli.build_parser().parse_args(["collect", "--watch"]).watch == 0.0  # the default period
+
+
+def test_only_the_plot_of_a_changed_suite_is_drawn_again(tmp_path, capsys):
+    roots = {}
+    for suite in ("tf-cnn/resnet50", "horovod-synthetic/resnet50"):
+        roots[suite] = tmp_path / suite.replace("/", "_")
+        make_tree(roots[suite], suite)
+    out = tmp_path / "out"
+    argv = ["collect", "--from", str(roots["tf-cnn/resnet50"]), "--suite", "tf-cnn/resnet50", *FROM, "--out",
+            str(out), "--jobs", "1", "--quiet"]
+    assert cli.main(argv) == 0
+    png = out / "tf-cnn_resnet50.tf-cnn_resnet50.png"
+    stamp = png.stat().st_mtime_ns
+    log = roots["tf-cnn/resnet50"] / "1n1g" / "m_b8_fp32_0.log"
+    log.write_text(log.read_text())  # rewritten as it was: read again, same figures; only parse_seconds moves
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "1 read" in printed and png.stat().st_mtime_ns == stamp and "1 unchanged" in printed

@@ -1,0 +1,192 @@
+"""The block path of the Scanner (a file from ``read_lines``: read in blocks, only the lines that can matter reach
+the line loop) against the line-by-line path (the reference implementation: every line through the loop), over
+every log fixture in tests/, synthetic logs in every format and every messy shape, small blocks (carries, ``\\r\\n``
+split between reads, lines cut into pieces) and hypothesis fuzzing: the results and the facts must be equal."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm import suites
+from dlperf_slurm.model import ParseContext
+from dlperf_slurm.parsing import blocks, lines
+
+TESTS = Path(__file__).parent
+FIXTURES = TESTS / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+import logsynth as ls
+
+CASES = [(suite, i) for suite, writers in ls.WRITERS.items() for i in range(len(writers))]
+FIXTURE_LOGS = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".log", ".json") and p.is_file())
+
+
+class _Spy:
+    """Records the Facts of every Scanner run."""
+
+    def __init__(self, monkeypatch):
+        self.facts: list[lp.Facts] = []
+        run = lines.Scanner.run
+
+        def spy(scanner, src):
+            facts = run(scanner, src)
+            self.facts.append(facts)
+            return facts
+
+        monkeypatch.setattr(lines.Scanner, "run", spy)
+
+
+def _facts(f: lp.Facts) -> tuple:
+    return (f.lines, f.garbled, f.oom, f.oom_rank, f.slurm, f.slurm_line, f.last_exception, f.last_error, f.job,
+            f.memory, f.errors, f.ranks)
+
+
+def both(suite: str, path: Path, ctx: ParseContext, spy: _Spy) -> tuple[str, str]:
+    """(block path, line path): each result's repr (NaN-safe) and the Scanner's facts."""
+    spy.facts.clear()
+    fast = suites.get(suite).parse(lp.read_lines(path), ctx)
+    ref = suites.get(suite).parse((line for line in lp.read_lines(path)), ctx)  # a generator: the line loop
+    assert len(spy.facts) == 2
+    return repr((fast, _facts(spy.facts[0]))), repr((ref, _facts(spy.facts[1])))
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    return _Spy(monkeypatch)
+
+
+def test_the_block_path_is_taken_for_a_file(spy, monkeypatch, tmp_path):
+    taken = []
+    monkeypatch.setattr(blocks.BlockLines, "_block", lambda self, *a: taken.append(a) or iter(()))
+    p = tmp_path / "x.log"
+    p.write_text("DLL 2020-09-15 14:29:13.473765 - PARAMETER batch_size : 128\n")
+    suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(p), ParseContext(1, 1, 128))
+    assert taken
+
+
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=[p.name for p in FIXTURE_LOGS])
+@pytest.mark.parametrize("suite", sorted(ls.WRITERS))
+def test_every_fixture_log_reads_the_same_both_ways(spy, suite, path):
+    for ctx in (ParseContext(2, 8, 128, 2, 10), ParseContext(1, 2, 4, 2, 5), ParseContext(1, 1, 128, 5, 15)):
+        fast, ref = both(suite, path, ctx, spy)
+        assert fast == ref
+
+
+def _messy(text: str, how: str, seed: int) -> bytes:
+    rng = random.Random(seed)
+    if how == "crlf-bad-bytes":
+        data = text.replace("\n", "\r\n").encode()
+        return data.replace(b"NCCL INFO", b"NCCL \xff\xfe\xc3INFO").replace(
+            b"libibverbs", b"\r 12%|##  |\r 50%|#####|\rlibibverbs")
+    if how == "truncated":
+        data = text.encode()
+        return data[:data.rstrip(b"\n").rfind(b"\n") + 7]
+    if how == "long-lines":
+        out = text.split("\n")
+        out.insert(len(out) // 2, "x" * (lines.MAX_LINE + 5))
+        out.insert(len(out) // 3, "é" * (lines.MAX_LINE // 2 + 3))
+        return "\n".join(out).encode()
+    if how == "unicode":
+        out = []
+        for line in text.split("\n"):
+            r = rng.random()
+            out.append(("٣: " + line) if r < 0.1 else (line + " \u00a0█▌ é") if r < 0.3 else line)
+        out.insert(len(out) // 2, "slurmstepd: error: Detected 1 oom-\u212aill event")  # Kelvin sign: lower() is k
+        out.insert(len(out) // 3, "I٠٨٢٦ 15:12:50.1")  # Unicode digits: a cut glog header to tf2
+        return "\r".join(out).encode()
+    if how == "errors":
+        out = text.split("\n")
+        for i, extra in enumerate(["RuntimeError: boom", "Killed", "ValueError: bad", "an Exception here",
+                                   "slurmstepd: error: *** STEP 1.0 ON n1 CANCELLED AT 2024-01-01T00:00:00 ***",
+                                   "OOM-KILL event", "ran out of memory, not a failure", "CUDA Out Of Memory"]):
+            out.insert(rng.randrange(len(out) + 1), extra)
+        return "\n".join(out).encode()
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("suite,which", CASES, ids=[f"{s}-{ls.WRITERS[s][i].__name__}" for s, i in CASES])
+@pytest.mark.parametrize("mode", ["plain", "srun-l", "split", "split-all-ranks", "crlf-bad-bytes", "truncated",
+                                  "long-lines", "unicode", "errors", "oom", "nan", "killed"])
+def test_synthetic_logs_read_the_same_both_ways(spy, tmp_path, monkeypatch, suite, which, mode):
+    monkeypatch.setattr(lines, "MAX_LINE", 300)  # small pieces and blocks: carries and cut lines are exercised
+    monkeypatch.setattr(blocks, "MAX_LINE", 300)
+    monkeypatch.setattr(blocks, "BLOCK", 101)
+    spec = ls.Spec(nodes=2, gpus=4, batch=16, noise=2, seed=which + 3, warmup=5, measure=20, log_steps=5, bpi=5,
+                   oom=mode == "oom", nan_at=12 if mode == "nan" else None, steps=9 if mode == "killed" else None)
+    text, _ = ls.write(suite, spec, which)
+    if mode in ("srun-l", "split", "split-all-ranks"):
+        text = ls.label_ranks(text, spec.world, seed=5, other_ranks=mode != "srun-l")
+    if mode.startswith("split"):
+        text = ls.split_records(text, seed=7, ratio=0.3, world=spec.world)
+    data = text.encode() if mode in ("plain", "srun-l", "split", "split-all-ranks", "oom", "nan", "killed") \
+        else _messy(text, mode, which)
+    p = tmp_path / "run.log"
+    p.write_bytes(data)
+    ctx = ParseContext(2, 4, 16, 5, 20, options={"batches_per_iter": 5})
+    fast, ref = both(suite, p, ctx, spy)
+    assert fast == ref
+
+
+@pytest.mark.parametrize("block", [2, 3, 7, 64, 4096])
+def test_block_boundaries_anywhere(spy, tmp_path, monkeypatch, block):
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    data = (b"0: DLL 2020-09-15 14:29:13.473765 - PARAMETER batch_size : 8  world_size : 1 \r\n\r\r\n"
+            b"[rank3]: out of memory\r 7: x\n\n\rDLL 2020-09-15 14:29:14.0 - Epoch: 0 Iteration: 1  train.loss : "
+            b"7.0  train.total_ips : 10.0 img/s\r\n:::DLPERF {\"event\": \"job\"}\r\xe9\xff1: Killed\r")
+    for cut in range(len(data) + 1):
+        p = tmp_path / "b.log"
+        p.write_bytes(data[:cut])
+        fast, ref = both("ngc-pytorch/resnet50", p, ParseContext(1, 1, 8, 0, 1), spy)
+        assert fast == ref, cut
+
+
+# ----------------------------------------------------------------------------------------------- fuzzing
+
+_TOKENS = st.sampled_from(["DLL ", "DLLL {", ":::DLPERF ", ":::", "{", "}", '"step":', "Iteration: ", "Epoch: ", "  ",
+                           "TimeHistory: ", " seconds, ", " examples/second between steps ", " and ", "Train Step: ",
+                           "images/sec: ", "total images/sec: ", "Iter #", " img/sec per GPU", "Total img/sec on ",
+                           "0: ", " 3: ", "[rank1]:", "[1,2]<stdout>:", "[default0]: ", "\n", "\r", "\r\n", "\t",
+                           "nan", "inf", "-", ".", ":", "1", "7", "99", "1e308", "2020-09-15 14:29:13.473765",
+                           "I0826 15:12:50.113950 1 x.py:1] ", "W", "E1", "out of memory", "OOM", "Error", "rror",
+                           "Exception", "Killed", "*** STEP 1 ON n CANCELLED AT x ***", "\x00", "\x1c", "\ufffd",
+                           "é", "٣", "\u00a0", "\u212a", "loss: ", "Devices: [a, b]", "Batch size: 8 global"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(_TOKENS, max_size=150), st.sampled_from(sorted(ls.WRITERS)), st.sampled_from([3, 16, 4096]))
+def test_fuzz_token_soup_reads_the_same_both_ways(tmp_path, spy, monkeypatch, tokens, suite, block):
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    p = tmp_path / "soup.log"
+    p.write_text("".join(tokens), encoding="utf-8", newline="")
+    fast, ref = both(suite, p, ParseContext(1, 2, 4, 2, 5, options={"batches_per_iter": 1}), spy)
+    assert fast == ref
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=3000), st.sampled_from(sorted(ls.WRITERS)))
+def test_fuzz_random_bytes_read_the_same_both_ways(tmp_path, spy, monkeypatch, data, suite):
+    monkeypatch.setattr(blocks, "BLOCK", 97)
+    p = tmp_path / "bytes.log"
+    p.write_bytes(data)
+    fast, ref = both(suite, p, ParseContext(2, 2, 8), spy)
+    assert fast == ref
+
+
+def test_sieve_needle_rules():
+    with pytest.raises(ValueError):
+        blocks.Sieve(["a\nb"])
+    with pytest.raises(ValueError):
+        blocks.Sieve([""])
+    s = blocks.Sieve(["DLL", "#"], ["oom-kill"])
+    data = b"xx DLL yy\nOOM-KILL\nno\n#"
+    hits = set(s.hits(data, len(data)).tolist())
+    assert {3, 4} & hits and any(10 <= h < 18 for h in hits) and len(data) - 1 in hits
+    assert not any(19 <= h < 21 for h in hits)
