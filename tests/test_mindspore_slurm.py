@@ -28,10 +28,10 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 sys.path.insert(0, str(HERE / "frameworks"))
-from testlib import cli, cluster_up  # noqa: E402
+from testlib import cli, cluster_up, wait_campaign  # noqa: E402
 import venvs  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _cluster = cluster_up()
@@ -75,11 +75,7 @@ def campaign(tmp_path_factory):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
     assert p.returncode == 0, p.stdout + p.stderr
     cdir = logs / "ms-real"
-    m = manifest.Manifest(cdir)
-    try:
-        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=240)
-    finally:
-        m.close()
+    wait_campaign(cdir, 240)
     p = cli("--logs", str(logs), "collect", "ms-real", "--no-plots", "--out", str(root / "out"))
     assert p.returncode == 0, p.stdout + p.stderr
     rows = {r["shape"]: r for r in csv.DictReader(open(root / "out" / "ms-real.runs.csv"))}

@@ -21,9 +21,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 sys.path.insert(0, str(HERE / "frameworks"))
 import venvs  # noqa: E402
-from testlib import cli, cluster_up  # noqa: E402
+from testlib import cli, cluster_up, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _why = cluster_up()
@@ -64,11 +64,7 @@ def test_pytorch_examples_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
     assert p.returncode == 0, p.stdout + p.stderr
     cdir = logs / "ptex-2x1"
-    m = manifest.Manifest(cdir)
-    try:
-        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=240)
-    finally:
-        m.close()
+    wait_campaign(cdir, 240)
     (run,) = manifest.load_manifest(cdir)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]

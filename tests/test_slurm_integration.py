@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import REPO, TEMPLATES, cli, cluster_up, wait_until, write_matrix  # noqa: E402
+from testlib import REPO, TEMPLATES, cli, cluster_up, wait_campaign, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, outcome, schedulers, tracking  # noqa: E402
+from dlperf_slurm import manifest, outcome, tracking  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 
@@ -98,12 +98,7 @@ def site(tmp_path_factory):
 
 
 def _wait(cdir: Path, timeout: float = 300) -> dict[str, str]:
-    m = manifest.Manifest(cdir)
-    try:
-        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=timeout)
-    finally:
-        m.close()
-    return {r.key: r.status for r in manifest.load_manifest(cdir)}
+    return wait_campaign(cdir, timeout)
 
 
 def test_smoke_matrix_with_the_builtin_workload_all_ok(site):

@@ -27,9 +27,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
 import venvs  # noqa: E402
-from testlib import REPO, cli, cluster_up  # noqa: E402
+from testlib import REPO, cli, cluster_up, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers  # noqa: E402
+from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _why = cluster_up()
@@ -104,12 +104,7 @@ def site(tmp_path_factory):
 
 
 def _wait(cdir: Path, timeout: float = 420) -> dict[str, str]:
-    m = manifest.Manifest(cdir)
-    try:
-        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=timeout)
-    finally:
-        m.close()
-    return {r.key: r.status for r in manifest.load_manifest(cdir)}
+    return wait_campaign(cdir, timeout)
 
 
 def _ended_ok(site, name: str) -> dict[str, manifest.RunRecord]:

@@ -79,3 +79,15 @@ def cluster_up() -> str | None:
     if not {"n1", "n2"} <= set(nodes):
         return f"the Slurm cluster up has nodes {sorted(set(nodes))}, the tests need n1 and n2 (tests/slurm/start.sh 2)"
     return None
+
+
+def wait_campaign(cdir: Path, timeout: float = 300) -> dict[str, str]:
+    """Wait (as ``status --wait`` does) until no run of the campaign is queued or running; its runs' statuses."""
+    from dlperf_slurm import manifest, monitor, schedulers
+
+    m = manifest.Manifest(cdir)
+    try:
+        monitor.wait(m, schedulers.for_campaign(cdir), out=lambda s: None, timeout=timeout)
+    finally:
+        m.close()
+    return {r.key: r.status for r in manifest.load_manifest(cdir)}
