@@ -27,17 +27,12 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-sys.path.insert(0, str(HERE / "frameworks"))
-from testlib import cli, cluster_up, wait_campaign  # noqa: E402
-import venvs  # noqa: E402
+from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
 
 from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
-_cluster = cluster_up()
-_python, _no_venv = venvs.python_for("mindspore")
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_cluster is not None, reason=_cluster or ""),
-              pytest.mark.skipif(_python is None, reason=_no_venv)]
+_python, pytestmark = framework_on_cluster("mindspore")
 
 TINY = HERE / "frameworks" / "mindspore_tiny"
 MATRIX = """suite = "mindspore/resnet50"

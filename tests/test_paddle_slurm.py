@@ -14,21 +14,14 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-sys.path.insert(0, str(HERE / "frameworks"))
-import venvs  # noqa: E402
-from testlib import cli, cluster_up, wait_campaign  # noqa: E402
+from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
 
 from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
-_why = cluster_up()
-_py, _no_venv = venvs.python_for("paddle")
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or ""),
-              pytest.mark.skipif(_py is None, reason=_no_venv)]
+_py, pytestmark = framework_on_cluster("paddle")
 
 MATRIX = """suite = "paddle/resnet50"
 name = "paddle-2x1"

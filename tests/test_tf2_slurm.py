@@ -25,17 +25,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
-import venvs  # noqa: E402
-from testlib import REPO, cli, cluster_up, wait_campaign  # noqa: E402
+from testlib import REPO, cli, framework_on_cluster, wait_campaign  # noqa: E402
 
 from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
-_why = cluster_up()
-PY, _no_venv = venvs.python_for("tf2")
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or ""),
-              pytest.mark.skipif(PY is None, reason=_no_venv)]
+PY, pytestmark = framework_on_cluster("tf2")
 
 RN50 = """suite = "tf2/resnet50"
 name = "{name}"

@@ -91,3 +91,18 @@ def wait_campaign(cdir: Path, timeout: float = 300) -> dict[str, str]:
     finally:
         m.close()
     return {r.key: r.status for r in manifest.load_manifest(cdir)}
+
+
+def framework_on_cluster(name: str) -> tuple[Path | None, list]:
+    """For a test that launches a real framework on the test cluster: the framework venv's python
+    (``tests/frameworks/<name>.txt``) and the test module's marks, which skip it with the reason when the cluster
+    or the venv is missing."""
+    import pytest
+
+    sys.path.insert(0, str(REPO / "tests" / "frameworks"))
+    import venvs
+
+    why = cluster_up()
+    python, no_venv = venvs.python_for(name)
+    return python, [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(why is not None, reason=why or ""),
+                    pytest.mark.skipif(python is None, reason=no_venv)]
