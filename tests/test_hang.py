@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,9 +19,16 @@ from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 
-def _alive(pattern: str) -> list[str]:
-    p = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
-    return p.stdout.split()
+def _alive(env_value: str) -> list[int]:
+    """Processes whose environment holds ``env_value`` (the run's own processes carry DLPERF_TEST_GO)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and env_value.encode() in (proc / "environ").read_bytes():
+                out.append(int(proc.name))
+        except OSError:
+            continue
+    return out
 
 
 def test_a_silent_run_is_stopped_at_the_fixed_bound(tmp_path):
@@ -44,7 +50,7 @@ def test_a_silent_run_is_stopped_at_the_fixed_bound(tmp_path):
     assert marker["hang"]["bound_s"] == 3 and marker["hang"]["silent_s"] >= 3 and marker["rc"] != 0
     assert "the job script stops the run (HANG)" in hung.log.read_text()
     assert took < 60  # stopped after seconds, not at the 10-minute limit
-    assert not _alive(str(go))  # the payload's wait loop is gone with it (its command line names the file)
+    assert not _alive(f"DLPERF_TEST_GO={go}")  # the payload's wait loop is gone with the run
     # status and --retry-failed agree: a HANG is a failure to run again
     p = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--executor", "local", "--templates", str(TEMPLATES),
             "--retry-failed", "--dry-run")
