@@ -148,9 +148,10 @@ def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{p}: not a collect summary (summaries/<name>.json): {err}") from None
     from dlperf_slurm import collect
+    from dlperf_slurm.manifest import find_campaign
     from dlperf_slurm.rows import as_dict
 
-    cdir = collect._campaign_dir(logs, what)
+    cdir = find_campaign(logs, what)
     result = collect.collect([collect.runs_from_campaign(cdir)])
     return cdir.name, sides_from_runs(as_dict(r) for r in result.runs)
 
