@@ -177,8 +177,8 @@ def decide(ev: Evidence) -> Outcome | None:
 
 
 def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:
-    reason = f"no progress for {hang.get('silent_s')} s {where} (hang bound {hang.get('bound_s')} s): stopped by " \
-             "the job script".replace("  ", " ")
+    reason = " ".join(x for x in (f"no progress for {hang.get('silent_s')} s", where,
+                                  f"(hang bound {hang.get('bound_s')} s): stopped by the job script") if x)
     try:
         ran = float(hang["at"]) - float(ev.started_at) if ev.started_at is not None else None
     except (KeyError, TypeError, ValueError):
