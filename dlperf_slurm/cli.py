@@ -40,8 +40,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     m = _load_matrix(args)
     rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
              ", ".join(f"{k}={v}" for k, v in (*c.params, *c.env)) or "-", m.measure.repeats] for c in m.cells]
-    print(f"campaign {m.name}: suite {m.suite.name} ({m.suite.description})")
-    print(tabulate(rows, headers=["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
+    for s in m.suites:
+        print(f"campaign {m.name}: suite {s.name} ({s.description})")
+    if m.grouped:
+        rows = [[c.suite, *row] for c, row in zip(m.cells, rows)]
+    print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
                                   "repeats"], tablefmt="github"))
     print(f"\n{len(m.cells)} cells x {m.measure.repeats} repeats = {m.runs} runs; "
           f"window: skip {m.measure.warmup_steps} steps, measure {m.measure.measure_steps}")

@@ -80,7 +80,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         log = str(r.log)
         slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
         runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, log, str(r.marker), r.status, r.reason or "",
-                            r.job_id, r.exit_code, warm, meas, dict(info.options or {}), info.name, slurm_out,
+                            r.job_id, r.exit_code, warm, meas, info.options_for(r.cell.suite), info.name, slurm_out,
                             r.log_status))
     return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"),
                       [c.as_dict() for c in info.cells])
@@ -108,7 +108,7 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
         runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, str(r.log), str(r.marker),
                             rec.status if rec else None, rec.reason if rec else "", rec.job_id if rec else None,
                             rec.exit_code if rec else None, m.measure.warmup_steps, m.measure.measure_steps,
-                            dict(m.options), m.name,
+                            m.options_for(r.cell), m.name,
                             ([str(rec.slurm_out)] if rec and rec.slurm_out else []) + outs.get(str(r.base), []),
                             rec.log_status if rec else None))
     return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)

@@ -195,11 +195,11 @@ class Manifest:
         limit_s = matrix.slurm.minutes * 60
         added = 0
         with self.write() as db:
-            meta = {"name": matrix.name, "suite": matrix.suite.name, "matrix_path": str(Path(matrix.path).resolve()),
+            meta = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites), "matrix_path": str(Path(matrix.path).resolve()),
                     "matrix_sha": sha, "measure": {"repeats": matrix.measure.repeats,
                                                    "warmup_steps": matrix.measure.warmup_steps,
                                                    "measure_steps": matrix.measure.measure_steps},
-                    "options": matrix.options, "time_limit": matrix.slurm.time,
+                    "suite_options": matrix.options, "time_limit": matrix.slurm.time,
                     "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped]}
             if self.meta("created_at") is None:
                 meta["created_at"] = now
@@ -259,9 +259,9 @@ class RunRecord:
 class CampaignInfo:
     name: str
     dir: Path
-    suite: str
+    suite: str  # the suite's name (several: joined by ", ")
     measure: dict[str, int]  # repeats, warmup_steps, measure_steps
-    options: dict[str, Any]
+    options: dict[str, dict[str, Any]]  # suite name -> its options
     matrix_path: str
     matrix_copy: Path
     time_limit: str
@@ -269,6 +269,17 @@ class CampaignInfo:
     cells: list[Cell]
     dropped: list[dict[str, Any]]
     runs: list[RunRecord]
+
+
+    def options_for(self, suite: str) -> dict[str, Any]:
+        """The options a suite of the campaign ran with."""
+        return dict(self.options.get(suite, {}))
+
+
+def suite_options(m: "Manifest") -> dict[str, dict[str, Any]]:
+    """Suite name -> options, as the manifest keeps them (a campaign from before several suites per matrix
+    kept one suite's options under ``options``)."""
+    return m.meta("suite_options") or {m.meta("suite") or "": m.meta("options") or {}}
 
 
 def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
@@ -293,7 +304,7 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           previous=history.get(r["key"], []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",
-                            measure=m.meta("measure") or {}, options=m.meta("options") or {},
+                            measure=m.meta("measure") or {}, options=suite_options(m),
                             matrix_path=m.meta("matrix_path") or "", matrix_copy=m.dir / MATRIX_COPY,
                             time_limit=m.meta("time_limit") or "", created_at=m.meta("created_at"),
                             cells=list(cells.values()), dropped=m.meta("dropped") or [], runs=runs)

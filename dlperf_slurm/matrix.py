@@ -1,25 +1,23 @@
 """Benchmark matrices: TOML in, validated cells out.
 
-A matrix names one suite and its axes; every combination of axis values is a *cell*, run ``repeats`` times.
+A matrix names one suite (or several) and its axes; every combination of axis values is a *cell*, run
+``repeats`` times (the axes and rules into cells: :mod:`dlperf_slurm.axes`).
 Everything a user can get wrong is checked here, with the file, key and line in the message.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-from dlperf_slurm import launchers, suites
+from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, SlurmConfig,
                                 time_to_minutes)
 
-PRECISIONS = ("fp32", "amp", "fp16", "bf16")
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
-CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args")
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options")
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
@@ -38,7 +36,6 @@ CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 _DIRECTIVE_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/@%+\-\[\]]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
-_DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -83,16 +80,7 @@ def _merge(site: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
 
 def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None) -> Matrix:
     check_keys(ctx, data, TOP_KEYS, "")
-    if "suite" not in data:
-        raise ctx.error("suite", f"missing: name a suite, one of: {', '.join(suites.names())}")
-    suite_name = data["suite"]
-    if not isinstance(suite_name, str):
-        raise ctx.error("suite", "expected a string such as 'pytorch-ddp/resnet50'")
-    try:
-        suite = suites.get(suite_name)
-    except KeyError:
-        raise ctx.error("suite", f"unknown suite {suite_name!r}{did_you_mean(suite_name, suites.names())}; "
-                                 f"known: {', '.join(suites.names())}") from None
+    suite_list, several = _suites(ctx, data)
     name = data.get("name", ctx.path.stem)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ctx.error("name", "expected a campaign name of letters, digits, '_', '.', '-'")
@@ -100,37 +88,49 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     measure = _measure(ctx, data.get("measure", {}))
     slurm = _slurm(ctx, _merge(site.get("slurm", {}), data.get("slurm", {})))
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
-    options = _options(ctx, suite, data.get("options", {}))
+    options = _suite_options(ctx, suite_list, data.get("options", {}), several)
 
-    axes = data.get("axes")
-    if not isinstance(axes, dict):
+    table = data.get("axes")
+    if not isinstance(table, dict):
         raise ctx.error("axes", "missing [axes] table (devices, batch_size, precision, ...)")
-    base = _axes(ctx, suite, axes, "axes", require_all=True)
-    rules_ex = _rules(ctx, suite, data.get("exclude", []), "exclude")
-    rules_in = _rules(ctx, suite, data.get("include", []), "include")
-
-    cells: list[Cell] = []
-    seen: dict[Cell, str] = {}
-    for cell in _product(suite, base):
-        if any(_matches(suite, cell, rule) for rule in rules_ex):
-            continue
-        seen[cell] = "axes"
-        cells.append(cell)
-    for i, rule in enumerate(rules_in):
-        full = {**base, **rule}
-        for cell in _product(suite, full):
-            if cell in seen:
-                raise ctx.error(f"include[{i}]", f"duplicate cell {cell.id} (already given by {seen[cell]})")
-            seen[cell] = f"include[{i}]"
-            cells.append(cell)
+    table = {k: v for k, v in table.items() if k != axes.SUITE_KEY}
+    by_name = {s.name: s for s in suite_list}
     kept, dropped = [], []
-    for cell in cells:
-        reason = suite.drop_reason(cell) or launchers.container_reason(cell.launcher, environment.container.type)
+    for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", [])):
+        reason = (by_name[cell.suite].drop_reason(cell)
+                  or launchers.container_reason(cell.launcher, environment.container.type))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
-    return Matrix(ctx.path, name, suite, kept, dropped, measure, slurm, environment, options,
-                  str(data.get("description", "")))
+    return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
+                  str(data.get("description", "")), grouped=several)
+
+
+def _suites(ctx: Source, data: dict[str, Any]) -> tuple[list["suites.Suite"], bool]:
+    """The matrix's suites: ``suite = "a/b"`` (one), or a list (``suite = [...]`` or ``[axes] suite = [...]``):
+    several, each cell's runs then in a folder of its framework (DLPerf's layout)."""
+    in_axes = isinstance(data.get("axes"), dict) and axes.SUITE_KEY in data["axes"]
+    if "suite" in data and in_axes:
+        raise ctx.error("axes.suite", "the suites are given twice: keep either the top-level suite or axes.suite")
+    key = "axes.suite" if in_axes else "suite"
+    raw = data["axes"][axes.SUITE_KEY] if in_axes else data.get("suite")
+    if raw is None:
+        raise ctx.error("suite", f"missing: name a suite, one of: {', '.join(suites.names())}")
+    several = isinstance(raw, list)
+    wanted = raw if several else [raw]
+    if not wanted or not all(isinstance(w, str) for w in wanted):
+        raise ctx.error(key, "expected a suite name such as 'pytorch-ddp/resnet50', or a list of them")
+    out = []
+    for w in wanted:
+        try:
+            s = suites.get(w)
+        except KeyError:
+            raise ctx.error(key, f"unknown suite {w!r}{did_you_mean(w, suites.names())}; "
+                                 f"known: {', '.join(suites.names())}") from None
+        if s in out:
+            raise ctx.error(key, f"suite {w!r} named twice")
+        out.append(s)
+    return out, several
 
 
 def _int(ctx: Source, key: str, value: Any, minimum: int = 1) -> int:
@@ -225,151 +225,55 @@ def _environment(ctx: Source, table: dict[str, Any]) -> Environment:
     return Environment(tuple(modules), tuple(env_items), tuple(setup), container)
 
 
-def _options(ctx: Source, suite: "suites.Suite", table: Any) -> dict[str, Any]:
+def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any, several: bool) -> dict[str, dict[str, Any]]:
+    """Each suite's options (suite name -> options): for one suite ``[options]`` is its own; with several, a
+    key of ``[options]`` goes to every suite that has that option, and ``[options."<suite>"]`` to that suite
+    only (and wins)."""
     if not isinstance(table, dict):
         raise ctx.error("options", "expected a table")
-    check_keys(ctx, table, suite.options, "options")
-    out = dict(suite.options)
+    if not several:
+        (suite,) = suite_list
+        return {suite.name: _options(ctx, suite, table, "options")}
+    names = [s.name for s in suite_list]
+    shared = {k: v for k, v in table.items() if k not in names}
+    known = sorted({k for s in suite_list for k in s.options})
+    for k in shared:
+        if k not in known:
+            raise ctx.error(f"options.{k}", f"no suite of this matrix has option {k!r}"
+                                            f"{did_you_mean(k, [*known, *names])}; options: {', '.join(known)}, "
+                                            f"or a table per suite ([options.\"{names[0]}\"])")
+    out = {}
+    for s in suite_list:
+        own = table.get(s.name, {})
+        if not isinstance(own, dict):
+            raise ctx.error(f"options.{s.name}", "expected a table of that suite's options")
+        mine = {k: v for k, v in shared.items() if k in s.options}
+        out[s.name] = {**_options(ctx, s, mine, "options"), **_options(ctx, s, own, f"options.{s.name}", defaults=False)}
+    return out
+
+
+def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str, defaults: bool = True) -> dict[str, Any]:
+    check_keys(ctx, table, suite.options, prefix)
+    out = dict(suite.options) if defaults else {}
     for k, v in table.items():
         default = suite.options[k]
         if default is not None and type(v) is not type(default) and not (isinstance(default, float) and isinstance(v, int)):
-            raise ctx.error(f"options.{k}", f"expected {type(default).__name__}, got {v!r}")
+            raise ctx.error(f"{prefix}.{k}", f"expected {type(default).__name__}, got {v!r}")
         if isinstance(v, str) and ("\n" in v or "\0" in v):
-            raise ctx.error(f"options.{k}", "newlines are not allowed")
+            raise ctx.error(f"{prefix}.{k}", "newlines are not allowed")
         why = suite.option_error(k, v)
         if why:
-            raise ctx.error(f"options.{k}", why)
+            raise ctx.error(f"{prefix}.{k}", why)
         out[k] = v
     return out
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def _axes(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str, require_all: bool) -> dict[str, list[Any]]:
-    """Validate an axes table (``[axes]``, an include or an exclude rule) into name -> list of values."""
-    allowed = [*CORE_AXES, *suite.axes]
-    out: dict[str, list[Any]] = {}
-    for key, raw in table.items():
-        full = f"{prefix}.{key}"
-        if key.startswith("env."):
-            name = key[4:]
-            if not _ENV_NAME.match(name):
-                raise ctx.error(full, f"{name!r} is not a valid environment variable name")
-        elif key not in allowed:
-            raise ctx.error(full, f"unknown axis{did_you_mean(key, allowed)}; axes of {suite.name}: "
-                                  f"{', '.join(allowed)}, or env.NAME for an environment variable")
-        if key == "launcher_args" and isinstance(raw, list) and not (raw and isinstance(raw[0], list)):
-            raw = [raw]  # one argument list, given flat
-        values = _as_list(raw)
-        if not values:
-            raise ctx.error(full, "empty axis: give at least one value")
-        checked = [_axis_value(ctx, suite, key, full, v) for v in values]
-        dup = {repr(v) for v in checked if checked.count(v) > 1}
-        if dup:
-            raise ctx.error(full, f"duplicate value {sorted(dup)[0]}: each value once")
-        out[key] = checked
-    if require_all:
-        for key in ("devices", "batch_size"):
-            if key not in out:
-                raise ctx.error(f"{prefix}.{key}", "missing axis")
-        out.setdefault("precision", ["fp32"])
-        out.setdefault("xla", [False])
-        out.setdefault("launcher", [suite.launcher])
-        out.setdefault("launcher_args", [()])
-    return out
-
-
-def _axis_value(ctx: Source, suite: "suites.Suite", key: str, full: str, v: Any) -> Any:
-    if key == "devices":
-        m = _DEVICES.match(v) if isinstance(v, str) else None
-        if not m:
-            raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', got {v!r}")
-        n, g = int(m.group(1)), int(m.group(2))
-        if n < 1 or g < 1:
-            raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
-        return (n, g)
-    if key == "batch_size":
-        return _int(ctx, full, v)
-    if key == "precision":
-        if v not in PRECISIONS:
-            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}{did_you_mean(str(v), PRECISIONS)}")
-        return v
-    if key == "xla":
-        if not isinstance(v, bool):
-            raise ctx.error(full, f"expected true or false, got {v!r}")
-        return v
-    if key == "launcher":
-        known = launchers.names()
-        if v not in known:
-            raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{did_you_mean(str(v), known)}")
-        return v
-    if key == "launcher_args":
-        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
-            raise ctx.error(full, "expected a list of argument lists, e.g. [['--mca', 'btl', 'self,tcp'], []]")
-        if any("\n" in x or "\0" in x for x in v):
-            raise ctx.error(full, "newlines are not allowed in launcher arguments")
-        return tuple(v)
-    if key.startswith("env."):
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise ctx.error(full, f"expected a string or number, got {v!r}")
-        if "\0" in str(v):
-            raise ctx.error(full, "NUL is not allowed")
-        return str(v)
-    allowed = suite.axes[key]
-    if isinstance(v, (list, dict)):
-        raise ctx.error(full, f"expected a scalar value, got {v!r}")
-    if allowed and v not in allowed:
-        raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))}, got {v!r}{did_you_mean(str(v), map(str, allowed))}")
-    return v
-
-
-def _rules(ctx: Source, suite: "suites.Suite", rules: Any, kind: str) -> list[dict[str, list[Any]]]:
-    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
-        raise ctx.error(kind, f"expected [[{kind}]] tables")
-    out = []
-    for i, rule in enumerate(rules):
-        if not rule:
-            raise ctx.error(f"{kind}[{i}]", "empty rule")
-        out.append(_axes(ctx, suite, rule, f"{kind}[{i}]", require_all=False))
-    return out
-
-
-def _product(suite: "suites.Suite", axes: dict[str, list[Any]]) -> Iterable[Cell]:
-    keys = list(axes)
-    for combo in itertools.product(*(axes[k] for k in keys)):
-        v = dict(zip(keys, combo))
-        n, g = v["devices"]
-        # a suite axis at its default value is left out, so ids stay short and stable
-        params = tuple(sorted((k, v[k]) for k in suite.axes if k in v and v[k] != suite.axis_defaults.get(k)))
-        env = tuple(sorted((k[4:], v[k]) for k in keys if k.startswith("env.")))
-        yield Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
-                   batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
-                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher)
-
-
-def _matches(suite: "suites.Suite", cell: Cell, rule: dict[str, list[Any]]) -> bool:
-    for key, values in rule.items():
-        if key == "devices":
-            actual: Any = (cell.nodes, cell.gpus_per_node)
-        elif key == "launcher_args":
-            actual = cell.launcher_args
-        elif key.startswith("env."):
-            actual = dict(cell.env).get(key[4:])
-        elif key in ("batch_size", "precision", "xla", "launcher"):
-            actual = getattr(cell, key)
-        else:
-            actual = cell.param(key, suite.axis_defaults.get(key))
-        if actual not in values:
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------- runs
 
 
 def runs(matrix: Matrix, campaign_dir: str | os.PathLike) -> list[Run]:
-    """Every run of the matrix, cell by cell, repeats 0..N-1."""
+    """Every run of the matrix, cell by cell, repeats 0..N-1 (with several suites, each in its framework's
+    folder: ``<campaign>/<framework>/<N>n<G>g/...``)."""
     d = Path(campaign_dir)
-    return [Run(c, r, d) for c in matrix.cells for r in range(matrix.measure.repeats)]
+    return [Run(c, r, d, c.framework if matrix.grouped else "") for c in matrix.cells
+            for r in range(matrix.measure.repeats)]

@@ -230,14 +230,23 @@ class Dropped:
 class Matrix:
     path: Path
     name: str
-    suite: Any  # the registered dlperf_slurm.suites.Suite
+    suites: tuple[Any, ...]  # the registered dlperf_slurm.suites.Suite objects it names, in order
     cells: list[Cell]
     dropped: list[Dropped]
     measure: Measure
     slurm: SlurmConfig
     environment: Environment
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # suite name -> that suite's options
     description: str = ""
+    grouped: bool = False  # suites given as a list: each framework's runs in a folder of its own
+
+    def suite_of(self, cell: Cell) -> Any:
+        """The suite that runs ``cell``."""
+        return next(s for s in self.suites if s.name == cell.suite)
+
+    def options_for(self, cell: Cell) -> dict[str, Any]:
+        """The options of the suite that runs ``cell``."""
+        return self.options.get(cell.suite, {})
 
     @property
     def runs(self) -> int:
@@ -279,6 +288,7 @@ class Run:
     cell: Cell
     repeat: int
     campaign_dir: Path
+    group: str = ""  # a folder between the campaign and the shape (a matrix of several suites: the framework)
 
     @property
     def key(self) -> str:
@@ -286,7 +296,7 @@ class Run:
 
     @functools.cached_property
     def base(self) -> Path:
-        return self.campaign_dir / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
+        return self.campaign_dir / self.group / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
 
     @functools.cached_property
     def log(self) -> Path:

@@ -95,11 +95,11 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     on every rank (``apptainer exec IMAGE ...`` in front when the launcher starts one container per rank);
     ``container_prefix`` goes in front of the launcher's own command when the whole launcher must run in the
     image; ``through_srun`` tells a per-node template to start one task per node through srun."""
-    suite = matrix.suite
+    suite, options = matrix.suite_of(cell), matrix.options_for(cell)
     env = dict(matrix.environment.env)
-    env.update(suite.environment(cell, matrix.options))
+    env.update(suite.environment(cell, options))
     env.update(dict(cell.env))
-    program = suite.program(cell, matrix.measure, matrix.options)
+    program = suite.program(cell, matrix.measure, options)
     container = matrix.environment.container
     launcher = launchers.get(cell.launcher)
     entry = launcher.entry(container.type)

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from dlperf_slurm import outcome
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.manifest import Manifest
+from dlperf_slurm.manifest import Manifest, suite_options
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
 from dlperf_slurm.schedulers.base import Scheduler
 
@@ -48,7 +48,7 @@ class _Context:
         measure = m.meta("measure") or {}
         self.warmup = int(measure.get("warmup_steps", DEFAULT_WARMUP_STEPS))
         self.measure = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
-        self.options = m.meta("options") or {}
+        self.options = suite_options(m)
         self.held_tokens = {r["token"] for r in m.db.execute("SELECT token FROM submissions WHERE held = 1")}
 
     def cell(self, cell_id: str) -> Cell:
@@ -68,7 +68,7 @@ def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
     if read_log:
         if ev.has_log:
             ev.log = outcome.read_log(ctx.cell(row["cell_id"]), log, warmup_steps=ctx.warmup,
-                                      measure_steps=ctx.measure, options=ctx.options)
+                                      measure_steps=ctx.measure, options=ctx.options.get(ctx.cell(row["cell_id"]).suite, {}))
             ev.started_at = outcome.log_start(log)
         if row["slurm_out"]:
             ev.banner = outcome.read_banner([row["slurm_out"]])

@@ -37,7 +37,8 @@ xla = [false, true]
 
 def test_shipped_matrices_load():
     smoke = matrix.load(ROOT / "matrices/smoke.toml", site=False)
-    assert smoke.suite.name == "pytorch-ddp/resnet50" and smoke.options["tiny"] is True
+    assert [s.name for s in smoke.suites] == ["pytorch-ddp/resnet50"]
+    assert smoke.options_for(smoke.cells[0])["tiny"] is True
     assert [c.shape for c in smoke.cells] == ["1n1g", "1n2g"]
     bert = matrix.load(ROOT / "matrices/bert.toml", site=False)
     # 4 shapes x fp32 {32,48} x xla off, plus AMP {64,96} x xla {off,on}
@@ -193,7 +194,7 @@ def test_validation_messages(tmp_path, body, key, needle, line):
 def test_nan_at_step_option_renders_into_the_program_argv(tmp_path, options, expected):
     m = load(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
                        f"[options]\ntiny = true\n{options}\n")
-    argv = m.suite.program(m.cells[0], m.measure, m.options)
+    argv = m.suite_of(m.cells[0]).program(m.cells[0], m.measure, m.options_for(m.cells[0]))
     if expected is None:
         assert "--nan-at-step" not in argv
     else:

@@ -218,7 +218,7 @@ def _load(tmp_path: Path, suite: str, body: str) -> matrix.Matrix:
 
 
 def _argv(m: matrix.Matrix, cell) -> list[str]:
-    return m.suite.program(cell, m.measure, m.options)
+    return m.suite_of(cell).program(cell, m.measure, m.options_for(cell))
 
 
 def test_dlperf_flags_rn50(tmp_path):
@@ -293,7 +293,7 @@ def test_msrun_streams_every_ranks_worker_log_into_the_run_log(tmp_path, stub_bi
         got = [line[len(f"[rank{rank}]: "):] for line in log.splitlines() if line.startswith(f"[rank{rank}]: ")]
         assert got == VNET.splitlines(), (rank, log)
     [run] = matrix.runs(m, tmp_path / "slurm")
-    res = m.suite.parse(lp.read_lines(run.log), ctx(nodes=2, gpus=2, batch=2, warmup=20, measure=40))
+    res = m.suite_of(run.cell).parse(lp.read_lines(run.log), ctx(nodes=2, gpus=2, batch=2, warmup=20, measure=40))
     assert res.status == Status.OK and res.extra["ranks_seen"] == 4 and res.extra["workers_seen"] == 1
 
 

@@ -1,0 +1,221 @@
+"""A matrix's axes, include and exclude rules into cells, for one suite or several.
+
+Core axes (devices, batch size, precision, XLA, launcher, launcher arguments) mean the same for every suite; a
+suite's extra axis (``suite.axes``) applies to the suites that declare it and is checked against each one's
+allowed values. A rule (``[[include]]``/``[[exclude]]``) may name ``suite`` (one name or a list) to apply to
+those suites only; a rule naming an extra axis applies only to the suites that have it. Every error names the
+file, key and line (through :class:`~dlperf_slurm.toml_source.Source`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from dlperf_slurm import launchers
+from dlperf_slurm.model import Cell
+from dlperf_slurm.toml_source import Source, did_you_mean
+
+if TYPE_CHECKING:
+    from dlperf_slurm.suites import Suite
+
+PRECISIONS = ("fp32", "amp", "fp16", "bf16")
+CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args")
+SUITE_KEY = "suite"  # in a rule: the suites it applies to
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+
+Rule = dict[str, list[Any]]
+
+
+def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], include: Any, exclude: Any) -> list[Cell]:
+    """Every cell of the matrix, suite by suite (in the order named), each: the axes' product minus the
+    exclude rules, then the include rules' cells. A cell given twice is an error."""
+    _known_keys(ctx, suite_list, table, "axes")
+    includes = _rule_tables(ctx, suite_list, include, "include")
+    excludes = _rule_tables(ctx, suite_list, exclude, "exclude")
+    out: list[Cell] = []
+    for suite in suite_list:
+        base = _axes(ctx, suite, _own(suite, table), "axes", require_all=True)
+        rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False)
+                    for i, r in excludes if _applies(suite, r)]
+        seen: dict[Cell, str] = {}
+        for cell in _product(suite, base):
+            if any(_matches(suite, cell, rule) for rule in rules_ex):
+                continue
+            seen[cell] = "axes"
+            out.append(cell)
+        for i, r in includes:
+            if not _applies(suite, r):
+                continue
+            rule = _axes(ctx, suite, _own(suite, r), f"include[{i}]", False)
+            for cell in _product(suite, {**base, **rule}):
+                if cell in seen:
+                    raise ctx.error(f"include[{i}]", f"duplicate cell {cell.id} (already given by {seen[cell]})")
+                seen[cell] = f"include[{i}]"
+                out.append(cell)
+    return out
+
+
+def _extra_axes(suite_list: Sequence["Suite"]) -> list[str]:
+    return sorted({k for s in suite_list for k in s.axes})
+
+
+def _known_keys(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], prefix: str,
+                rule: bool = False) -> None:
+    """Every key names an axis of some suite of the matrix (or env.NAME; ``suite`` in a rule)."""
+    allowed = [*CORE_AXES, *_extra_axes(suite_list)] + ([SUITE_KEY] if rule else [])
+    names = ", ".join(s.name for s in suite_list)
+    for key in table:
+        full = f"{prefix}.{key}"
+        if key.startswith("env."):
+            if not _ENV_NAME.match(key[4:]):
+                raise ctx.error(full, f"{key[4:]!r} is not a valid environment variable name")
+        elif key not in allowed:
+            raise ctx.error(full, f"unknown axis{did_you_mean(key, allowed)}; axes of {names}: "
+                                  f"{', '.join(allowed)}, or env.NAME for an environment variable")
+
+
+def _rule_tables(ctx: Source, suite_list: Sequence["Suite"], rules: Any, kind: str) -> list[tuple[int, dict[str, Any]]]:
+    """The rules of one kind, checked for keys, with their index (for messages) and ``suite`` as a list."""
+    if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+        raise ctx.error(kind, f"expected [[{kind}]] tables")
+    names = [s.name for s in suite_list]
+    out = []
+    for i, rule in enumerate(rules):
+        if not rule:
+            raise ctx.error(f"{kind}[{i}]", "empty rule")
+        _known_keys(ctx, suite_list, rule, f"{kind}[{i}]", rule=True)
+        rule = dict(rule)
+        if SUITE_KEY in rule:
+            wanted = rule[SUITE_KEY] if isinstance(rule[SUITE_KEY], list) else [rule[SUITE_KEY]]
+            for w in wanted:
+                if w not in names:
+                    raise ctx.error(f"{kind}[{i}].{SUITE_KEY}", f"{w!r} is not a suite of this matrix"
+                                    f"{did_you_mean(str(w), names)}; its suites: {', '.join(names)}")
+            rule[SUITE_KEY] = wanted
+        out.append((i, rule))
+    return out
+
+
+def _applies(suite: "Suite", rule: dict[str, Any]) -> bool:
+    """A rule applies to a suite it names (all when it names none) that has every extra axis it uses."""
+    if SUITE_KEY in rule and suite.name not in rule[SUITE_KEY]:
+        return False
+    return all(k in CORE_AXES or k.startswith("env.") or k in suite.axes for k in rule if k != SUITE_KEY)
+
+
+def _own(suite: "Suite", table: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``table`` that are axes of ``suite`` (core, env.NAME or its own extra axes)."""
+    return {k: v for k, v in table.items() if k in CORE_AXES or k.startswith("env.") or k in suite.axes}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, require_all: bool) -> Rule:
+    """Validate an axes table (``[axes]``, an include or an exclude rule) into name -> list of values."""
+    out: Rule = {}
+    for key, raw in table.items():
+        full = f"{prefix}.{key}"
+        if key == "launcher_args" and isinstance(raw, list) and not (raw and isinstance(raw[0], list)):
+            raw = [raw]  # one argument list, given flat
+        values = _as_list(raw)
+        if not values:
+            raise ctx.error(full, "empty axis: give at least one value")
+        checked = [_axis_value(ctx, suite, key, full, v) for v in values]
+        dup = {repr(v) for v in checked if checked.count(v) > 1}
+        if dup:
+            raise ctx.error(full, f"duplicate value {sorted(dup)[0]}: each value once")
+        out[key] = checked
+    if require_all:
+        for key in ("devices", "batch_size"):
+            if key not in out:
+                raise ctx.error(f"{prefix}.{key}", "missing axis")
+        out.setdefault("precision", ["fp32"])
+        out.setdefault("xla", [False])
+        out.setdefault("launcher", [suite.launcher])
+        out.setdefault("launcher_args", [()])
+    return out
+
+
+def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any) -> Any:
+    if key == "devices":
+        m = _DEVICES.match(v) if isinstance(v, str) else None
+        if not m:
+            raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', got {v!r}")
+        n, g = int(m.group(1)), int(m.group(2))
+        if n < 1 or g < 1:
+            raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
+        return (n, g)
+    if key == "batch_size":
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ctx.error(full, f"expected an integer, got {v!r}")
+        if v < 1:
+            raise ctx.error(full, f"expected an integer >= 1, got {v}")
+        return v
+    if key == "precision":
+        if v not in PRECISIONS:
+            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}{did_you_mean(str(v), PRECISIONS)}")
+        return v
+    if key == "xla":
+        if not isinstance(v, bool):
+            raise ctx.error(full, f"expected true or false, got {v!r}")
+        return v
+    if key == "launcher":
+        known = launchers.names()
+        if v not in known:
+            raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{did_you_mean(str(v), known)}")
+        return v
+    if key == "launcher_args":
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+            raise ctx.error(full, "expected a list of argument lists, e.g. [['--mca', 'btl', 'self,tcp'], []]")
+        if any("\n" in x or "\0" in x for x in v):
+            raise ctx.error(full, "newlines are not allowed in launcher arguments")
+        return tuple(v)
+    if key.startswith("env."):
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ctx.error(full, f"expected a string or number, got {v!r}")
+        if "\0" in str(v):
+            raise ctx.error(full, "NUL is not allowed")
+        return str(v)
+    allowed = suite.axes[key]
+    if isinstance(v, (list, dict)):
+        raise ctx.error(full, f"expected a scalar value, got {v!r}")
+    if allowed and v not in allowed:
+        raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))} ({suite.name}), got {v!r}"
+                              f"{did_you_mean(str(v), map(str, allowed))}")
+    return v
+
+
+def _product(suite: "Suite", axes: Rule) -> Iterable[Cell]:
+    keys = list(axes)
+    for combo in itertools.product(*(axes[k] for k in keys)):
+        v = dict(zip(keys, combo))
+        n, g = v["devices"]
+        # a suite axis at its default value is left out, so ids stay short and stable
+        params = tuple(sorted((k, v[k]) for k in suite.axes if k in v and v[k] != suite.axis_defaults.get(k)))
+        env = tuple(sorted((k[4:], v[k]) for k in keys if k.startswith("env.")))
+        yield Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
+                   batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
+                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher)
+
+
+def _matches(suite: "Suite", cell: Cell, rule: Rule) -> bool:
+    for key, values in rule.items():
+        if key == "devices":
+            actual: Any = (cell.nodes, cell.gpus_per_node)
+        elif key == "launcher_args":
+            actual = cell.launcher_args
+        elif key.startswith("env."):
+            actual = dict(cell.env).get(key[4:])
+        elif key in ("batch_size", "precision", "xla", "launcher"):
+            actual = getattr(cell, key)
+        else:
+            actual = cell.param(key, suite.axis_defaults.get(key))
+        if actual not in values:
+            return False
+    return True
