@@ -40,8 +40,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     m = _load_matrix(args)
     rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
              ", ".join(f"{k}={v}" for k, v in (*c.params, *c.env)) or "-", m.measure.repeats] for c in m.cells]
-    for s in m.suites:
-        print(f"campaign {m.name}: suite {s.name} ({s.description})")
+    print(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
+                                     if not m.grouped else f"{len(m.suites)} suites"))
+    for s in m.suites if m.grouped else ():
+        print(f"  {s.name}: {s.description}")
     if m.grouped:
         rows = [[c.suite, *row] for c, row in zip(m.cells, rows)]
     print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
