@@ -208,6 +208,27 @@ def test_a_nonfinite_loss_is_nonfinite():
     assert res.status == Status.NONFINITE and res.loss_finite is False
 
 
+def test_real_mindspore_lossmonitor_stop_on_a_nan_loss_is_nonfinite(tmp_path):
+    """Real MindSpore (the mindspore venv): the tiny program with a learning rate that makes the loss diverge;
+    LossMonitor raises 'loss is NAN or INF, ... terminating training' and the run reads NONFINITE (not a crash)."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "frameworks"))
+    import venvs
+
+    py, why = venvs.python_for("mindspore")
+    if py is None:
+        pytest.skip(why)
+    prog = Path(__file__).parent / "frameworks" / "mindspore_tiny" / "train.py"
+    p = subprocess.run([str(py), str(prog), "--lr", "1e30", "--train_steps", "40", "--data_sink_steps", "2"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env={"PATH": "/usr/bin:/bin", "ONEDNN_MAX_CPU_ISA": "AVX2", "HOME": str(tmp_path)})
+    assert p.returncode != 0 and "loss is NAN or INF" in p.stderr, p.stdout + p.stderr
+    res = parse("resnet50", p.stdout + p.stderr, ctx(warmup=2, measure=20, batch=8, data_sink_steps=2))
+    assert res.status == Status.NONFINITE and res.loss_finite is False, (res, p.stdout + p.stderr)
+
+
 # ------------------------------------------------------------------------------- launch specification
 
 

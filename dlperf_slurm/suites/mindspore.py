@@ -109,6 +109,8 @@ class BertBase(_MindSpore):
 _NUM = lp.NUM
 _TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NUM + r") ms")
 _LOSSMON = re.compile(r"epoch: (\d+) step: (\d+), loss is (" + _NUM + ")")
+# LossMonitor's own stop on a non-finite loss (mindspore/train/callback/_loss_monitor.py, raised as ValueError)
+_LOSSBAD = re.compile(r"epoch: (\d+) step: (\d+), loss is NAN or INF")
 _LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, current epoch percent: [^,]*, step: (\d+), outputs are "
                      r"\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?\[?\s*(" + _NUM + ")")
 _ZOO = re.compile(r"epoch: \[(\d+)/\d+\] loss: (" + _NUM + "),")
@@ -227,6 +229,10 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             loss(b.group(3), int(b.group(2)))
             return lp.CONSUMED
         elif "loss is" in text:
+            bad = _LOSSBAD.search(text)
+            if bad is not None:  # the step's loss was NaN or Inf: LossMonitor stopped the training there
+                loss("nan", workers[0].end + int(bad.group(2)))
+                return lp.CONSUMED
             lm = _LOSSMON.search(text)
             if lm is None:
                 return lp.FRAGMENT if not final and text.rstrip().endswith("loss is") else lp.NOT_MINE

@@ -32,6 +32,7 @@ def main() -> None:
     p.add_argument("--train_steps", type=int, default=20)
     p.add_argument("--data_sink_steps", type=int, default=10)
     p.add_argument("--dtype", default="fp32", choices=["fp32", "fp16"])
+    p.add_argument("--lr", type=float, default=0.01, help="a huge one makes the loss diverge (NaN/Inf test)")
     args = p.parse_args()
 
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -55,7 +56,7 @@ def main() -> None:
 
     net = nn.SequentialCell(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(), nn.Dense(8 * 8 * 8, 10))
     loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
-    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    opt = nn.Momentum(net.trainable_params(), learning_rate=args.lr, momentum=0.9)
     model = Model(net, loss_fn=loss, optimizer=opt, amp_level="O2" if args.dtype == "fp16" else "O0")
     # one "epoch" = one sink of data_sink_steps steps, as DLPerf's modified train.py ran it
     epochs = args.train_steps // args.data_sink_steps
