@@ -67,6 +67,7 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
         **{k: getattr(first, k) for k in columns(CellKey)},
         status=status, display=None if ok else _display(counts, n, status), n=n, n_ok=st.n_ok,
         median=st.median, min=st.min, max=st.max, mean=st.mean, stdev=st.stdev, cv=st.cv,
+        ci_low=st.ci_low, ci_high=st.ci_high, ci_coverage=st.ci_coverage,
         median_time=median("throughput_time"), median_speed=median("throughput_speed"),
         published=first.published, unit=first.unit, speedup=None, efficiency=None, baseline=None,
         latency_ms=median("latency_ms"), mem_peak_mib=peak("mem_peak_mib"), mem_gpu0_mib=peak("mem_gpu0_mib"),

@@ -4,6 +4,9 @@ A cell is one configuration run ``n`` times. Only its OK runs enter the statisti
 
 - median (an even count takes the mean of the two middle values, as ``np.median`` and ``statistics.median``),
   min, max, mean, sample standard deviation (n - 1), CV = stdev / mean, n_ok / n;
+- the median's confidence interval, distribution-free: the order statistics ``[x(k), x(n-k+1)]`` with the
+  largest ``k`` whose coverage ``P(k <= B <= n-k)``, B ~ Binomial(n, 1/2), is at least 95 % (7 runs: min..max,
+  98.4 %; fewer than 6 runs cannot reach 95 %: the interval is min..max and its coverage says how far short);
 - flags: fewer OK runs than 5 of 7 (as a ratio, so 3 repeats need all 3 and 5 need 4), CV above 5 %;
 - speedup = median / median of the same model, precision, XLA and batch per device on 1 node x 1 GPU;
   scaling efficiency = speedup / total GPUs. A missing or unusable baseline leaves both empty (None), never
@@ -22,6 +25,7 @@ from typing import Any
 
 MIN_OK_RATIO = 5 / 7
 MAX_CV = 0.05
+CONFIDENCE = 0.95
 
 
 def _clean(values: Iterable[Any]) -> list[float]:
@@ -71,7 +75,17 @@ class CellStats:
     mean: float | None = None
     stdev: float | None = None
     cv: float | None = None
+    ci_low: float | None = None  # the median's confidence interval (order statistics, see median_interval)
+    ci_high: float | None = None
+    ci_coverage: float | None = None  # its exact coverage (>= CONFIDENCE from 6 OK runs on)
     flags: list[str] = field(default_factory=list)
+
+    @property
+    def ci_rel(self) -> float | None:
+        """The interval's width relative to the median, (high - low) / median."""
+        if self.ci_low is None or self.ci_high is None or not self.median:
+            return None
+        return (self.ci_high - self.ci_low) / abs(self.median)
 
     @property
     def few_ok(self) -> bool:
@@ -80,6 +94,24 @@ class CellStats:
     @property
     def high_cv(self) -> bool:
         return "high_cv" in self.flags
+
+
+def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """(low, high, coverage): the distribution-free interval of the median from the order statistics, the
+    narrowest whose coverage reaches ``confidence`` (min..max when none does); None for fewer than 2 values."""
+    xs = sorted(_clean(values))
+    n = len(xs)
+    if n < 2:
+        return None
+    cdf = 0.5 ** n  # P(B <= k - 1), for k = 1
+    best = (xs[0], xs[-1], 1.0 - 2.0 * 0.5 ** n)
+    for k in range(1, n // 2 + 1):
+        coverage = 1.0 - 2.0 * cdf  # P(k <= B <= n - k): the true median lies in [x(k), x(n-k+1)]
+        if coverage < confidence - 1e-12:
+            break
+        best = (xs[k - 1], xs[n - k], coverage)
+        cdf += math.comb(n, k) * 0.5 ** n
+    return best
 
 
 def few_ok(n_ok: int, n: int) -> bool:
@@ -96,6 +128,9 @@ def summarize(ok_values: Sequence[float], n: int) -> CellStats:
         st.median, st.min, st.max, st.mean = median(xs), min(xs), max(xs), mean(xs)
         st.stdev = stdev(xs)  # computed once (exact arithmetic is the slow part); cv(xs) from it, the same value
         st.cv = None if st.stdev is None or st.mean is None or st.mean == 0 else st.stdev / abs(st.mean)
+        ci = median_interval(xs)
+        if ci is not None:
+            st.ci_low, st.ci_high, st.ci_coverage = ci
     if few_ok(st.n_ok, n):
         st.flags.append("few_ok")
     if st.cv is not None and st.cv > MAX_CV:

@@ -89,6 +89,16 @@ def _spread_text(c: CellRow) -> str:
     return f"{stats.fmt(c.min)}–{stats.fmt(c.max)}, CV {stats.fmt(c.cv, percent=True, digits=2)}"
 
 
+def _ci_text(c: CellRow) -> str:
+    """The median's interval, with its coverage when fewer runs than 6 cannot reach 95 %."""
+    if c.ci_low is None or c.ci_high is None:
+        return ""
+    text = f"{stats.fmt(c.ci_low)}–{stats.fmt(c.ci_high)}"
+    if c.ci_coverage is not None and c.ci_coverage < stats.CONFIDENCE - 1e-12:
+        text += f" ({c.ci_coverage * 100:.0f}% only)"
+    return text
+
+
 def _flags_text(c: CellRow) -> str:
     words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
     out = [words.get(f, f) for f in c.flags if c.n_ok or f != "few_ok"]  # a failed cell says why already
@@ -102,7 +112,7 @@ def _flags_text(c: CellRow) -> str:
 def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
     unit = next((c.unit for c in cells if c.unit), "samples/s")
     headers = ["shape", "GPUs", f"throughput ({unit}, median)", "speedup", "efficiency", "latency (ms)",
-               "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "OK/n", "flags"]
+               "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "median 95% CI", "OK/n", "flags"]
     rate = any(c.tflops_per_gpu is not None for c in cells)
     if rate:
         headers[7:7] = ["TFLOP/s per GPU (MFU)"]
@@ -111,7 +121,7 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
         ok = c.n_ok > 0
         row = [c.shape, str(c.devices), value_text(c), stats.fmt(c.speedup) if ok else "",
                stats.fmt(c.efficiency, percent=True, digits=2) if ok else "",
-               stats.fmt(c.latency_ms) if ok else "", _mem_text(c) if ok else "", _spread_text(c),
+               stats.fmt(c.latency_ms) if ok else "", _mem_text(c) if ok else "", _spread_text(c), _ci_text(c),
                f"{c.n_ok}/{c.n}", _flags_text(c)]
         if rate:
             row[7:7] = [_rate_text(c) if ok else ""]
