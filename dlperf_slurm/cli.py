@@ -129,8 +129,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
     if args.executor == "auto" and backend.auto_note() and not args.dry_run:
         print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
+    top = None
+    if args.top_up:
+        from dlperf_slurm.topup import TopUp
+
+        if not 0 < args.ci_target < 1 or args.max_repeats < 2:
+            raise UserError("--ci-target must be between 0 and 1 and --max-repeats at least 2")
+        top = TopUp(args.ci_target, args.max_repeats)
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates)
+                    template_dir=args.templates, top_up=top)
     if args.dry_run:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
@@ -194,6 +201,12 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-failed", action="store_true", help="also resubmit runs that failed")
     p.add_argument("--force", action="store_true", help="resubmit every finished run, OK ones included "
                    "(never a pending or running one)")
+    p.add_argument("--top-up", action="store_true", help="more repeats for the cells whose median's 95%% "
+                   "interval is wider than --ci-target of the median (or whose CV is above 5%%), up to --max-repeats")
+    p.add_argument("--ci-target", type=float, default=0.05, metavar="FRACTION",
+                   help="with --top-up: the widest interval accepted, relative to the median (default 0.05)")
+    p.add_argument("--max-repeats", type=int, default=21, metavar="N",
+                   help="with --top-up: never more repeats per cell than this (default 21)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
     p.set_defaults(func=cmd_submit)
 

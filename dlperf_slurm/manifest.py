@@ -163,6 +163,10 @@ class Manifest:
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
 
     # -- rows
+    def repeats(self) -> dict[str, int]:
+        """cell id -> the repeats the manifest holds for it (more than the matrix's after ``--top-up``)."""
+        return {r[0]: r[1] + 1 for r in self.db.execute("SELECT cell_id, MAX(repeat) FROM runs GROUP BY cell_id")}
+
     def runs(self, where: str = "", args: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self.db.execute(f"SELECT * FROM runs {('WHERE ' + where) if where else ''} ORDER BY ord", args).fetchall()
 

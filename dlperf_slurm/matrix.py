@@ -271,9 +271,11 @@ def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: 
 # ---------------------------------------------------------------------------------------------- runs
 
 
-def runs(matrix: Matrix, campaign_dir: str | os.PathLike) -> list[Run]:
+def runs(matrix: Matrix, campaign_dir: str | os.PathLike, repeats: Mapping[str, int] | None = None) -> list[Run]:
     """Every run of the matrix, cell by cell, repeats 0..N-1 (with several suites, each in its framework's
-    folder: ``<campaign>/<framework>/<N>n<G>g/...``)."""
+    folder: ``<campaign>/<framework>/<N>n<G>g/...``). ``repeats``: cell id -> more repeats than the matrix's
+    for that cell (``submit --top-up``)."""
     d = Path(campaign_dir)
+    more = repeats or {}
     return [Run(c, r, d, c.framework if matrix.grouped else "") for c in matrix.cells
-            for r in range(matrix.measure.repeats)]
+            for r in range(max(matrix.measure.repeats, more.get(c.id, 0)))]

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
 from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
@@ -26,6 +26,9 @@ from dlperf_slurm.render import Renderer, run_resources
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Group, Scheduler, new_token
 from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_schedulers
+
+if TYPE_CHECKING:
+    from dlperf_slurm.topup import TopUp
 
 #: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included
 RETRYABLE = frozenset(FAILURES)
@@ -193,12 +196,17 @@ def aside(path: Path, attempt: int) -> Path:
 
 
 def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, *, retry_failed: bool = False,
-           force: bool = False, dry_run: bool = False, template_dir: str | None = None, out=print) -> SubmitReport:
-    """Submit what is missing (and failed runs with ``retry_failed``, everything finished with ``force``).
+           force: bool = False, dry_run: bool = False, template_dir: str | None = None,
+           top_up: "TopUp | None" = None, out=print) -> SubmitReport:
+    """Submit what is missing (and failed runs with ``retry_failed``, everything finished with ``force``; with
+    ``top_up``, more repeats of the cells whose median is not yet tight enough: :mod:`dlperf_slurm.topup`).
 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
-    runs = matrix_mod.runs(matrix, cdir)
+    more = _recorded_repeats(cdir)
+    if top_up is not None:
+        more.update(_top_up(cdir, more, top_up, out))
+    runs = matrix_mod.runs(matrix, cdir, more)
     seen: dict[str, Run] = {}
     for r in runs:
         if r.key in seen and seen[r.key].cell != r.cell:
@@ -250,6 +258,31 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
         finally:
             m.close()
     return report
+
+
+def _recorded_repeats(cdir: Path) -> dict[str, int]:
+    """cell id -> the repeats the campaign's manifest holds (an earlier top-up's included)."""
+    if not (cdir / MANIFEST).exists():
+        return {}
+    m = Manifest(cdir)
+    try:
+        return m.repeats()
+    finally:
+        m.close()
+
+
+def _top_up(cdir: Path, now: dict[str, int], top: "TopUp", out) -> dict[str, int]:
+    from dlperf_slurm import topup
+
+    if not (cdir / MANIFEST).exists():
+        raise UserError(f"--top-up: {cdir} has no campaign yet; submit it first, top up once its runs have ended")
+    todo = topup.plan(topup.campaign_cells(cdir), now, top)
+    for cell_id, (n, why) in todo.items():
+        out(f"top-up: {cell_id}: {now.get(cell_id, 0)} -> {n} repeats ({why})")
+    if not todo:
+        out(f"top-up: every cell with an OK run has its median's 95% interval within {top.target:.1%} "
+            f"(or {top.cap} repeats already): nothing to add")
+    return {cell_id: n for cell_id, (n, _why) in todo.items()}
 
 
 def _cell_difference(a: Run, b: Run) -> str:
