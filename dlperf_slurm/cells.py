@@ -27,13 +27,30 @@ def _baseline_key(c: CellRow) -> tuple:
 
 def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
     """Achieved model TFLOP/s per GPU and MFU, where an OK run's ``extra`` states the model's FLOPs per sample
-    (and the GPU's peak): median samples/s x FLOPs per sample / GPUs; MFU = that / peak."""
+    (and the GPU's peak): median samples/s x FLOPs per sample / GPUs; MFU = that / the datasheet peak, and
+    ``mfu_ceiling`` = that / the campaign's measured matmul ceiling (dlperf_slurm.ceiling)."""
+    extras = list(extras)
     extra = next((x for x in extras if _num((x or {}).get("flops_per_sample"))), None)
+    ceilings = [x["ceiling_tflops_per_gpu"] for x in extras if _num((x or {}).get("ceiling_tflops_per_gpu"))]
+    ceiling = max(ceilings) if ceilings else None  # the best measured: a slow measurement must not inflate MFU
     if median is None or extra is None or devices <= 0:
-        return {"tflops_per_gpu": None, "mfu": None}
+        return {"tflops_per_gpu": None, "mfu": None, "ceiling_tflops": ceiling, "mfu_ceiling": None}
     tflops = median * extra["flops_per_sample"] / devices / 1e12
     peak = extra.get("peak_tflops_per_gpu")
-    return {"tflops_per_gpu": tflops, "mfu": tflops / peak if _num(peak) and peak > 0 else None}
+    return {"tflops_per_gpu": tflops, "mfu": tflops / peak if _num(peak) and peak > 0 else None,
+            "ceiling_tflops": ceiling, "mfu_ceiling": tflops / ceiling if ceiling and ceiling > 0 else None}
+
+
+def _rate_flags(rate: Mapping[str, float | None]) -> list[str]:
+    """A rate no one should believe is flagged, not printed: MFU above 100 %, or no datasheet peak."""
+    if rate["tflops_per_gpu"] is None:
+        return []
+    out = []
+    if any(v is not None and v > 1.0 for v in (rate["mfu"], rate["mfu_ceiling"])):
+        out.append("mfu_over_100")
+    if rate["mfu"] is None:
+        out.append("no_peak")
+    return out
 
 
 def _display(counts: Counter, n: int, status: Status) -> str | None:
@@ -63,6 +80,7 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
     reasons = Counter(r.reason for r in rs if r.status != Status.OK and r.reason)
     mem_reasons = Counter(r.mem_reason for r in ok if r.mem_reason and not _num(r.mem_peak_mib))
     tiny = any(r.tiny for r in rs)
+    rate = _compute_rate(st.median, first.devices, (r.extra for r in ok))
     return CellRow(
         **{k: getattr(first, k) for k in columns(CellKey)},
         status=status, display=None if ok else _display(counts, n, status), n=n, n_ok=st.n_ok,
@@ -74,8 +92,7 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
         mem_allocator_mib=peak("mem_allocator_mib"),
         mem_reason=mem_reasons.most_common(1)[0][0] if mem_reasons else "",
         gpu_util=median("gpu_util") if any(_num(r.gpu_util) for r in ok) else None,
-        **_compute_rate(st.median, first.devices, (r.extra for r in ok)),
-        flags=list(st.flags) + (["tiny"] if tiny else []), tiny=tiny,
+        **rate, flags=list(st.flags) + _rate_flags(rate) + (["tiny"] if tiny else []), tiny=tiny,
         statuses=dict(sorted(counts.items())), reason=reasons.most_common(1)[0][0] if reasons else "")
 
 

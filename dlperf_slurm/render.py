@@ -138,7 +138,8 @@ def run_context(run: Run) -> dict[str, Any]:
     """What differs between the repeats of a cell: the run's files."""
     base = str(run.base)
     return {"run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
-                    "script": base + ".sbatch", "dir": str(run.work_dir)}}
+                    "script": base + ".sbatch", "dir": str(run.work_dir),
+                    "campaign_dir": str(run.campaign_dir)}}
 
 
 class Renderer:

@@ -111,6 +111,8 @@ class CellRow(CellKey):
     ci_low: float | None  # the median's distribution-free confidence interval (stats.median_interval)
     ci_high: float | None
     ci_coverage: float | None  # its exact coverage: >= 95 % from 6 OK runs on
+    ceiling_tflops: float | None  # the campaign's measured matmul ceiling per device (dlperf_slurm.ceiling)
+    mfu_ceiling: float | None  # tflops_per_gpu / ceiling_tflops
 
 
 @functools.cache

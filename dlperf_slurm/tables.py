@@ -100,7 +100,8 @@ def _ci_text(c: CellRow) -> str:
 
 
 def _flags_text(c: CellRow) -> str:
-    words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny"}
+    words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny", "mfu_over_100": "MFU>100%",
+             "no_peak": "no datasheet peak"}
     out = [words.get(f, f) for f in c.flags if c.n_ok or f != "few_ok"]  # a failed cell says why already
     if c.n_ok and c.status == Status.OK:
         other = {k: v for k, v in c.statuses.items() if k != Status.OK}
@@ -115,7 +116,7 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
                "GPU mem MiB (peak / GPU0)", "spread (min–max, CV)", "median 95% CI", "OK/n", "flags"]
     rate = any(c.tflops_per_gpu is not None for c in cells)
     if rate:
-        headers[7:7] = ["TFLOP/s per GPU (MFU)"]
+        headers[7:7] = ["TFLOP/s per GPU (MFU: of peak / of measured ceiling)"]
     rows = []
     for c in cells:
         ok = c.n_ok > 0
@@ -130,10 +131,16 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
 
 
 def _rate_text(c: CellRow) -> str:
+    """TFLOP/s per GPU, then MFU against the datasheet peak and against the measured ceiling; an MFU above
+    100 % is not printed (a wrong FLOP count or peak, not a result), nor one without a peak."""
     if c.tflops_per_gpu is None:
         return ""
     text = f"{c.tflops_per_gpu:.3g}"
-    return text + (f" ({c.mfu * 100:.1f}%)" if c.mfu is not None else "")
+    if "mfu_over_100" in c.flags:
+        return text + " (MFU > 100%: FLOPs or peak wrong)"
+    of_peak = f"{c.mfu * 100:.1f}%" if c.mfu is not None else "no peak"
+    of_ceiling = f"{c.mfu_ceiling * 100:.1f}% of {c.ceiling_tflops:.3g}" if c.mfu_ceiling is not None else "—"
+    return f"{text} ({of_peak} / {of_ceiling})"
 
 
 def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[list[str]]]]:

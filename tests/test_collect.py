@@ -95,7 +95,7 @@ CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_nod
                 "precision,xla,launcher,variant,status,display,n,n_ok,median,min,max,mean,stdev,cv,median_time,"
                 "median_speed,published,unit,speedup,efficiency,baseline,latency_ms,mem_peak_mib,mem_gpu0_mib,"
                 "mem_allocator_mib,mem_reason,gpu_util,tflops_per_gpu,mfu,flags,tiny,statuses,reason,ci_low,ci_high,"
-                "ci_coverage")
+                "ci_coverage,ceiling_tflops,mfu_ceiling")
 
 
 def test_typed_rows_are_the_published_columns(tmp_path):
@@ -386,4 +386,22 @@ def test_cell_tflops_and_mfu_from_the_logged_flops_per_sample():
     assert rate["tflops_per_gpu"] == pytest.approx(300 * 24.54e9 / 1e12)
     assert rate["mfu"] == pytest.approx(300 * 24.54e9 / 1e12 / 312.0)
     assert _compute_rate(2400.0, 8, [{"flops_per_sample": 1e9}])["mfu"] is None  # no peak (CPU)
-    assert _compute_rate(None, 8, ok) == {"tflops_per_gpu": None, "mfu": None}  # no OK run
+    assert _compute_rate(None, 8, ok) == {"tflops_per_gpu": None, "mfu": None, "ceiling_tflops": None,
+                                          "mfu_ceiling": None}  # no OK run
+
+
+def test_mfu_against_the_measured_ceiling_and_the_flags_instead_of_a_wrong_mfu():
+    from dlperf_slurm.cells import _compute_rate, _rate_flags
+
+    ok = [{"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 989.0, "ceiling_tflops_per_gpu": 780.0},
+          {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 989.0, "ceiling_tflops_per_gpu": 790.0}]
+    rate = _compute_rate(16000.0, 8, ok)  # 2000 img/s per GPU
+    tflops = 2000 * 24.54e9 / 1e12
+    assert rate["ceiling_tflops"] == 790.0  # the best measurement of the campaign's runs
+    assert rate["mfu_ceiling"] == pytest.approx(tflops / 790.0) and rate["mfu"] == pytest.approx(tflops / 989.0)
+    assert _rate_flags(rate) == []
+    # a wrong peak row (published tools showed 104-152 % MFU): flagged, and the table prints no MFU figure
+    wrong = _compute_rate(16000.0, 8, [{"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 40.0}])
+    assert wrong["mfu"] > 1 and _rate_flags(wrong) == ["mfu_over_100"]
+    cpu = _compute_rate(50.0, 1, [{"flops_per_sample": 1e9, "ceiling_tflops_per_gpu": 0.2}])
+    assert _rate_flags(cpu) == ["no_peak"] and cpu["mfu_ceiling"] == pytest.approx(50e9 / 1e12 / 0.2)

@@ -14,7 +14,7 @@ from dlperf_slurm.suites import Suite, register
 
 # header keys copied into RunResult.extra
 _HEADER_EXTRA = (ev.WORLD_SIZE, ev.DEVICE, ev.DEVICE_NAME, ev.PRECISION, ev.COMPILE, ev.LAUNCHER, ev.VERSIONS,
-                 ev.FLOPS_PER_SAMPLE, ev.PEAK_TFLOPS_PER_GPU, ev.PARAMS)
+                 ev.FLOPS_PER_SAMPLE, ev.PEAK_TFLOPS_PER_GPU, ev.CEILING_TFLOPS_PER_GPU, ev.CEILING_BASIS, ev.PARAMS)
 
 
 class _PytorchDDP(Suite):
@@ -28,7 +28,9 @@ class _PytorchDDP(Suite):
     axis_defaults = {"data_location": "device"}
     # nan_at_step K > 0: the workload makes its loss NaN from step K on (a NONFINITE run on purpose, for tests);
     # hang_at_step K > 0: every rank stops at step K (a HANG on purpose: a test of the job script's watchdog)
-    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0}
+    # ceiling: rank 0 reads, or measures once per campaign, the device's matmul ceiling (MFU against it)
+    options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0,
+               "ceiling": True}
 
     def option_error(self, name: str, value: Any) -> str | None:
         if name in ("nan_at_step", "hang_at_step") and value < 0:
@@ -51,6 +53,8 @@ class _PytorchDDP(Suite):
             argv += ["--threads", str(options["threads"])]
         if options["tiny"]:
             argv.append("--tiny")
+        if not options["ceiling"]:
+            argv += ["--ceiling", "0"]
         if options["nan_at_step"]:
             argv += ["--nan-at-step", str(options["nan_at_step"])]
         if options["hang_at_step"]:

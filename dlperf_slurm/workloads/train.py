@@ -52,6 +52,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nan-at-step", type=int, default=0, metavar="K",
                    help="make the loss NaN on purpose from step K on (0: off); the run goes on, exits 0 and is "
                         "NONFINITE: a test of that path, never a result")
+    p.add_argument("--ceiling", type=int, default=1, choices=(0, 1),
+                   help="rank 0 reads (or measures once per campaign) the device's matmul ceiling, for MFU against "
+                        "what the device really does (dlperf_slurm.ceiling; needs DLPERF_CAMPAIGN_DIR)")
     p.add_argument("--hang-at-step", type=int, default=0, metavar="K",
                    help="every rank stops making progress at step K (0: off), as a stuck collective would: a test "
                         "of the hang watchdog, never a result")
@@ -189,6 +192,22 @@ def run(args: argparse.Namespace, env: distenv.DistEnv, log: Any) -> int:
             dist.destroy_process_group()
 
 
+def _ceiling(args: argparse.Namespace, env: distenv.DistEnv, rt: Runtime) -> tuple[float | None, str | None]:
+    """Rank 0: the campaign's measured matmul ceiling for this device and precision (TFLOP/s, how)."""
+    where = os.environ.get("DLPERF_CAMPAIGN_DIR")
+    if not args.ceiling or env.rank != 0 or not where:
+        return None, None
+    from dlperf_slurm import ceiling  # noqa: PLC0415
+
+    try:
+        c = ceiling.for_campaign(where, rt.device_name, args.precision, "cuda" if rt.cuda else "cpu")
+    except Exception as err:  # noqa: BLE001 - no ceiling is no reason to lose the run
+        return None, f"not measured: {type(err).__name__}: {err}"
+    how = "read from" if c.get("cached") else "measured by this run into"
+    return c["tflops"], (f"{c['dtype']} matmul, best of n in {c['sizes']} at n={c['shape']}, {how} "
+                         f"{ceiling.FOLDER}/ of the campaign")
+
+
 def _notes(args: argparse.Namespace, cuda: bool) -> list[str]:
     notes = []
     if args.precision == "amp" and not cuda:
@@ -228,6 +247,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
     basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
     peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
+    ceiling_tflops, ceiling_basis = _ceiling(args, env, rt)
     log(ev.EV_HEADER, **{
         ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
         ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
@@ -241,6 +261,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
         ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
         ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
+        ev.CEILING_TFLOPS_PER_GPU: ceiling_tflops, ev.CEILING_BASIS: ceiling_basis,
         ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
         ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
         ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
