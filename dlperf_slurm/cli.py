@@ -210,6 +210,22 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
     p.set_defaults(func=cmd_submit)
 
+    p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
+                       "then bisection; one short probe run each, resumable), then that value with the normal repeats")
+    _add_matrix_args(p)
+    p.add_argument("--axis", default="batch_size", help="the axis searched: batch_size (default) or a suite axis "
+                   "with integer values (num_classes, deep_vocab_size, seq_length, ...)")
+    p.add_argument("--start", type=int, default=16, metavar="N", help="the first value probed (default 16)")
+    p.add_argument("--limit", type=int, default=4096, metavar="N", help="never probe above this (default 4096)")
+    p.add_argument("--step", type=int, default=1, metavar="N", help="the bisection stops at this gap (default 1)")
+    p.add_argument("--probe-steps", default="2,3", metavar="W,M", help="warm-up and measured steps of a probe")
+    p.add_argument("--executor", default="auto", metavar="{auto,slurm,local}")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="local executor: runs at a time")
+    p.add_argument("--templates", metavar="DIR", help="your template folder")
+    p.add_argument("--no-run", action="store_true", help="search only; do not submit the found values' repeats")
+    p.add_argument("--wait", action="store_true", help="wait for the found values' repeats to end")
+    p.set_defaults(func=_lazy("dlperf_slurm.search", "cmd_search"))
+
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")

@@ -225,12 +225,23 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
                 for s in c.runs:
                     repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
         cells = cells_of(rows, repeats=repeats)
+        _mark_searched(collections, cells)
     finally:
         if gc_was:
             gc.enable()
     total = sum(r.log_bytes or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
                   time.perf_counter() - t0, total, len(fresh) if cache is not None else None)
+
+
+def _mark_searched(collections: Sequence[Collection], cells: Sequence[CellRow]) -> None:
+    """Cells a ``search`` found (the largest value that fits) say so."""
+    from dlperf_slurm.search import read_results
+
+    found = {(c.name, cid): text for c in collections if c.source == "manifest"
+             for cid, text in read_results(c.where).items()}
+    for cell in cells:
+        cell.searched = found.get((cell.campaign, cell.cell_id), "")
 
 
 def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> int:

@@ -113,6 +113,7 @@ class CellRow(CellKey):
     ci_coverage: float | None  # its exact coverage: >= 95 % from 6 OK runs on
     ceiling_tflops: float | None  # the campaign's measured matmul ceiling per device (dlperf_slurm.ceiling)
     mfu_ceiling: float | None  # tflops_per_gpu / ceiling_tflops
+    searched: str  # the cell is the largest value a ``search`` found: "max 96 (batch_size, 9 probes)"; else ""
 
 
 @functools.cache

@@ -103,6 +103,8 @@ def _flags_text(c: CellRow) -> str:
     words = {"few_ok": "few OK", "high_cv": "CV>5%", "tiny": "tiny", "mfu_over_100": "MFU>100%",
              "no_peak": "no datasheet peak"}
     out = [words.get(f, f) for f in c.flags if c.n_ok or f != "few_ok"]  # a failed cell says why already
+    if c.searched:
+        out.insert(0, c.searched)
     if c.n_ok and c.status == Status.OK:
         other = {k: v for k, v in c.statuses.items() if k != Status.OK}
         if other:

@@ -95,7 +95,7 @@ CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_nod
                 "precision,xla,launcher,variant,status,display,n,n_ok,median,min,max,mean,stdev,cv,median_time,"
                 "median_speed,published,unit,speedup,efficiency,baseline,latency_ms,mem_peak_mib,mem_gpu0_mib,"
                 "mem_allocator_mib,mem_reason,gpu_util,tflops_per_gpu,mfu,flags,tiny,statuses,reason,ci_low,ci_high,"
-                "ci_coverage,ceiling_tflops,mfu_ceiling")
+                "ci_coverage,ceiling_tflops,mfu_ceiling,searched")
 
 
 def test_typed_rows_are_the_published_columns(tmp_path):

@@ -1,0 +1,86 @@
+"""``search``: the largest batch size that runs without OOM, per cell — doubling, then bisection, one short probe
+each through the normal submit path (local executor; the test payload OOMs above DLPERF_TEST_OOM_ABOVE), resumable,
+then the found value with the normal repeats, and the tables say "max N"."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+from testlib import TEMPLATES, cli  # noqa: E402
+
+from dlperf_slurm import manifest, search  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
+
+MATRIX = """suite = "pytorch-ddp/resnet50"
+name = "s"
+[axes]
+devices = ["1x1"]
+batch_size = [1]
+"env.DLPERF_TEST_OOM_ABOVE" = ["37", "100"]
+[measure]
+repeats = 2
+warmup_steps = 1
+measure_steps = 1
+"""
+
+
+def test_search_finds_each_cells_boundary_resumes_and_runs_the_found_value(tmp_path):
+    mx = tmp_path / "s.toml"
+    mx.write_text(MATRIX)
+    logs = tmp_path / "logs"
+    args = ["--logs", str(logs), "search", str(mx), "--executor", "local", "--no-site", "--templates", str(TEMPLATES),
+            "--start", "8", "--limit", "1024", "-j", "2", "--probe-steps", "1,1"]
+    p = cli(*args, "--wait")
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((logs / "s.search" / "search.json").read_text())
+    got = {c["cell"].split("OOM_ABOVE-")[1]: c for c in doc["cells"]}
+    assert got["37"]["max"] == 37 and got["37"]["first_oom"] == 38
+    assert got["100"]["max"] == 100 and got["100"]["first_oom"] == 101
+    for c in doc["cells"]:  # doubling 8 -> 16 -> 32 -> 64 (-> 128), then bisection down to a gap of 1
+        assert len(c["probes"]) <= search.bound(8, 1024, 1), c
+        statuses = {p["value"]: p["status"] for p in c["probes"]}
+        assert all((s == Status.OK) == (v <= int(c["cell"].split("OOM_ABOVE-")[1])) for v, s in statuses.items())
+        assert set(statuses.values()) <= {Status.OK, Status.OOM}  # an OOM probe reads OOM, not FAILED
+    # the found values ran with the normal repeats in the campaign itself
+    runs = manifest.load_manifest(logs / "s")
+    assert sorted((r.cell.batch_size, r.status) for r in runs) == [(37, Status.OK)] * 2 + [(100, Status.OK)] * 2
+    # resumable: a second search reuses every probe (no new probe run) and finds the same
+    before = len(manifest.load_manifest(logs / "s.search"))
+    p = cli(*args, "--no-run")
+    assert p.returncode == 0 and len(manifest.load_manifest(logs / "s.search")) == before, p.stdout
+    assert "max 37 after" in p.stdout and "max 100 after" in p.stdout
+    # the tables say it
+    out = tmp_path / "summaries"
+    p = cli("--logs", str(logs), "collect", "s", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    cells = json.loads((out / "s.json").read_text())["cells"]
+    assert sorted(c["searched"].split(" (")[0] for c in cells) == ["max 100", "max 37"]
+    assert "max 37 (batch_size," in (out / "s.md").read_text()
+
+
+@pytest.mark.parametrize("boundary", [1, 7, 8, 9, 15, 16, 17, 100, 1023, 1024, 5000])
+def test_the_probe_sequence_finds_any_boundary_within_the_bound(boundary):
+    s = search.Search("c", "batch_size", start=8, limit=1024, step=1)
+    while (v := s.next_value()) is not None:
+        s.probes[v] = Status.OK if v <= boundary else Status.OOM
+    assert len(s.probes) <= search.bound(8, 1024, 1) == 8 + 9
+    b = min(max(boundary, 8), 1024)  # doublings up to the first OOM, then the bisection of the gap b..2b
+    assert len(s.probes) <= math.floor(math.log2(b / 8)) + 2 + math.ceil(math.log2(b))
+    if boundary >= 1024:
+        assert s.ok == 1024 and s.oom is None and s.result == "max >= 1024 (limit 1024)"
+    else:
+        assert (s.ok or 0) == boundary and s.oom == boundary + 1 and s.result == (f"max {boundary}" if boundary else "")
+
+
+def test_step_coarsens_the_bisection():
+    s = search.Search("c", "batch_size", start=64, limit=4096, step=16)
+    while (v := s.next_value()) is not None:
+        assert v % 16 == 0
+        s.probes[v] = Status.OK if v <= 200 else Status.OOM
+    assert s.ok == 192 and s.oom == 208
