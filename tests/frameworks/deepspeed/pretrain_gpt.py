@@ -3,7 +3,7 @@ real-cluster test (tests/test_deepspeed_slurm.py). Megatron-DeepSpeed is not on 
 takes pretrain_gpt.py's arguments (the ``deepspeed/gpt`` suite's argv), builds a small causal GPT-like model
 (token + position embeddings, pre-LN transformer blocks, tied LM head) from ``--num-layers --hidden-size
 --num-attention-heads --seq-length``, and trains it on random tokens for ``--train-iters`` steps through
-``deepspeed.initialize`` with the suite's DeepSpeed config (``--deepspeed_config``: ZeRO stage, batch sizes,
+``deepspeed.initialize`` and its own AdamW (as Megatron-DeepSpeed) with the suite's DeepSpeed config (``--deepspeed_config``: ZeRO stage, batch sizes,
 ``steps_per_print``, ``"log_level": "info"``). It prints nothing of its own about speed: the throughput lines in
 its log are the DeepSpeed engine's own ``ThroughputTimer`` lines (``RunningAvgSamplesPerSec=...,
 CurrSamplesPerSec=...``). Every rank prints one line saying which rank of how many it is, on which host, and what an
@@ -26,6 +26,8 @@ p.add_argument("--num-attention-heads", type=int, default=4)
 p.add_argument("--seq-length", type=int, default=32)
 p.add_argument("--micro-batch-size", type=int, default=2)
 p.add_argument("--train-iters", type=int, default=10)
+p.add_argument("--lr", type=float, default=1.5e-4)
+p.add_argument("--weight-decay", type=float, default=1e-2)
 p.add_argument("--vocab-size", type=int, default=512)  # the tiny model's own vocabulary (the GPT-2 BPE one is 50257)
 p.add_argument("--local_rank", type=int, default=-1)  # the deepspeed launcher passes it
 p = deepspeed.add_config_arguments(p)  # --deepspeed, --deepspeed_config
@@ -68,7 +70,9 @@ print(f"dlperf-test: rank {rank} of {world} on {socket.gethostname()}: all_reduc
 
 torch.manual_seed(1234)
 model = TinyGPT(args.vocab_size, args.seq_length, args.hidden_size, args.num_layers, args.num_attention_heads)
-engine, _, _, _ = deepspeed.initialize(args=args, model=model, model_parameters=model.parameters())
+# as Megatron-DeepSpeed: the program makes its own optimizer (the suite's DeepSpeed config names none) and hands it over
+optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
+engine, _, _, _ = deepspeed.initialize(args=args, model=model, optimizer=optimizer)
 g = torch.Generator().manual_seed(rank)
 loss_fn = nn.CrossEntropyLoss()
 for _ in range(args.train_iters):
