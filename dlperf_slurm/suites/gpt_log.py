@@ -316,6 +316,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
                   "oneflow": "sum of each interval's samples / its throughput",
                   "libai": "log stamps (1 s resolution)", "deepspeed": "log stamps"}[name]
     res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
+    x = res.extra  # finish copies what it is given
     # model FLOPs, tokens/s
     size = model_size(dump, str((facts.job or {}).get(ev.COMMAND) or ""))
     seq = size.get("seq_length")
