@@ -5,7 +5,10 @@ parallel layout and its drop reasons; the programs' flags and the DeepSpeed conf
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -237,3 +240,29 @@ def test_the_flops_formula_is_the_papers():
         96 * 2048 * 24 * 2304 ** 2 * (1 + 2048 / (6 * 2304) + 50688 / (16 * 24 * 2304)))
     assert gpt_log.flops_per_sample(1024, 24, 1024, 50304, False) == pytest.approx(
         gpt_log.flops_per_sample(1024, 24, 1024, 50304, True) * 3 / 4)
+
+
+@pytest.mark.parametrize("suite", [MEG, DS], ids=["megatron", "deepspeed"])
+def test_under_srun_each_task_gets_its_rank_from_slurm(suite, tmp_path):
+    """srun starts one task per GPU; the program's env:// rendezvous reads RANK/LOCAL_RANK/WORLD_SIZE, which the
+    suite's wrapper sets from the task's Slurm variables (run here with bash for real)."""
+    cell = Cell(**{**_cell(suite, "2x4").__dict__, "launcher": "srun"})
+    argv = suite.program(cell, Measure(), suite.options)
+    assert argv[:4] == ["bash", "-c", gpt.SRUN_RANKS, "dlperf"] and argv[5].endswith("pretrain_gpt.py")
+    probe = [*argv[:4], sys.executable, "-c", "import os; print(os.environ['RANK'], os.environ['LOCAL_RANK'], "
+                                              "os.environ['WORLD_SIZE'])"]
+    env = {**os.environ, "SLURM_PROCID": "6", "SLURM_LOCALID": "2", "SLURM_NTASKS": "8"}
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.split() == ["6", "2", "8"]
+    assert suite.program(_cell(suite, "2x4"), Measure(), suite.options)[0] == "python3"  # its own launcher: as is
+
+
+def test_megatron_deepspeed_line_from_the_last_rank_memory_lines_and_an_oom_kill():
+    """Megatron prints its iteration line on the last rank (label 3 under srun -l): it is read; the ranks' Megatron
+    memory reports give the allocator's peak; the cgroup OOM kill makes the run OOM."""
+    res = _parse(DS, "megatron_deepspeed_srun_oom.excerpt.log", gpus=4, bs=4, warmup=0, measure=1)
+    assert res.status == Status.OOM and "oom_kill" in res.reason
+    assert res.throughput == pytest.approx(32 / 31.5917)  # global batch / the interval: the printed 1.013 samples/s
+    text = (GPT / "megatron_deepspeed_srun_oom.excerpt.log").read_text()
+    assert res.mem_allocator_mib == max(float(v) for v in re.findall(r"max allocated: (\S+) \|", text))
+    assert res.extra["mem_reserved_mib"] == max(float(v) for v in re.findall(r"max reserved: (\S+)$", text, re.M))
+    assert res.extra["ranks_seen"] == 3
