@@ -18,6 +18,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
@@ -79,7 +81,7 @@ def test_deepspeed_gpt_2x1_spans_n1_and_n2_and_collect_reads_the_engine_lines(tm
     assert Path(f"{run.log}.hostfile").read_text() == "n1 slots=1\nn2 slots=1\n"
     # the suite's DeepSpeed config reached the engine: ZeRO 2, global batch 2 x 2 GPUs, its throughput lines on
     assert re.search(r"zero_optimization_stage \.+ 2$", text, re.M) and re.search(r"train_batch_size \.+ 4$", text, re.M)
-    timer = [(datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f").timestamp(), int(g)) for s, g in _TIMER.findall(text)]
+    timer = [(datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f"), int(g)) for s, g in _TIMER.findall(text)]
     assert [g for _, g in timer] == list(range(3, 10)), text[-4000:]  # the engine times steps from its 3rd
     out = tmp_path / "summaries"
     p = cli("--logs", str(logs), "collect", "deepspeed-2x1", "--no-plots", "--out", str(out))
@@ -87,7 +89,11 @@ def test_deepspeed_gpt_2x1_spans_n1_and_n2_and_collect_reads_the_engine_lines(tm
     (cell,) = json.loads((out / "deepspeed-2x1.json").read_text())["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1, cell
     # the time flavour over the engine's stamps: steps 3 -> 9, global batch 4
-    (t0, _), (t1, _) = timer[0], timer[-1]
-    assert abs(cell["median"] - 4 * 6 / (t1 - t0)) < 1e-6 * cell["median"], (cell, t0, t1)
-    assert abs(cell["latency_ms"] - 1000 * (t1 - t0) / 6) < 1e-6 * cell["latency_ms"], cell
+    seconds = (timer[-1][0] - timer[0][0]).total_seconds()  # exact to the stamps' millisecond
+    assert abs(cell["median"] - 4 * 6 / seconds) < 1e-6 * cell["median"], (cell, seconds)
+    assert abs(cell["latency_ms"] - 1000 * seconds / 6) < 1e-6 * cell["latency_ms"], cell
+    # TFLOP/s per GPU from the model's size in the launch command (2 layers x 64, seq 32): no GPU, so no MFU
+    run_extra = json.loads((out / "deepspeed-2x1.json").read_text())["runs"][0]["extra"]
+    assert run_extra["flops_per_sample"] > 0 and cell["tflops_per_gpu"] == \
+        pytest.approx(cell["median"] * run_extra["flops_per_sample"] / 2 / 1e12) and cell["mfu"] is None
     assert cell["median_speed"] > 0  # the mean of the engine's CurrSamplesPerSec over steps 4..9

@@ -91,9 +91,8 @@ def test_neox_line_with_tflops_glued_to_its_unit_and_the_deepspeed_timer_beside_
 
 # ------------------------------------------------------------------------------------------ DeepSpeed engine
 
-def _stamps(name: str, pattern: str) -> dict[int, float]:
-    return {int(step): datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            for stamp, step in _fields(name, pattern)}
+def _stamps(name: str, pattern: str) -> dict[int, datetime]:
+    return {int(step): datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f") for stamp, step in _fields(name, pattern)}
 
 
 def test_deepspeed_0198_engine_lines_of_a_real_cpu_run():
@@ -104,7 +103,7 @@ def test_deepspeed_0198_engine_lines_of_a_real_cpu_run():
     res = _parse(DS, name, gpus=2, bs=2, warmup=3, measure=5, precision="fp32")
     assert res.status == Status.OK, res.reason
     assert res.extra["format"] == "deepspeed" and res.extra["zero_stage"] == 1
-    assert res.throughput == pytest.approx(4 * 5 / (t[8] - t[3]))  # train_batch_size 4 from the config dump
+    assert res.throughput == pytest.approx(4 * 5 / (t[8] - t[3]).total_seconds())  # train_batch_size 4 from the config dump
     assert res.throughput_speed == pytest.approx(sum(curr[s] for s in range(4, 9)) / 5)
     assert res.extra["engine_max_mem_allocated_gib"] == 0.38 and res.mem_allocator_mib is None  # CPU: no GPU memory
 
@@ -113,7 +112,7 @@ def test_deepspeed_before_07_running_mean_lines():
     t = _stamps("deepspeed_old_samplespersec.excerpt.log", r"^\[(\S+ \S+)\] \[INFO\] \[timer\.py:189:stop\] 0/(\d+),")
     res = _parse(DS, "deepspeed_old_samplespersec.excerpt.log", gpus=1, bs=8, warmup=40, measure=10)
     assert res.status == Status.OK, res.reason
-    assert res.throughput == pytest.approx(8 * 10 / (t[50] - t[40]))
+    assert res.throughput == pytest.approx(8 * 10 / (t[50] - t[40]).total_seconds())
     assert "global_batch_basis" in res.extra  # no config dump in the excerpt: the matrix's batch x GPUs
     assert res.extra["reported_samples_per_s_mean"] == pytest.approx(83.73838805358588)
 
