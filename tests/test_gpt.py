@@ -265,3 +265,29 @@ def test_megatron_deepspeed_line_from_the_last_rank_memory_lines_and_an_oom_kill
     assert res.mem_allocator_mib == max(float(v) for v in re.findall(r"max allocated: (\S+) \|", text))
     assert res.extra["mem_reserved_mib"] == max(float(v) for v in re.findall(r"max reserved: (\S+)$", text, re.M))
     assert res.extra["ranks_seen"] == 3
+
+
+def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
+    """The job's provenance line (written by every job script: nvidia-smi's GPUs, the launch command) gives the peak
+    and, with no arguments dump in the log, the model's size: cells turns flops_per_sample and peak_tflops_per_gpu
+    into TFLOP/s per GPU and MFU. Here beside the real Megatron lines of a 2024 build (issue #756)."""
+    from dlperf_slurm import events as ev
+    from dlperf_slurm.cells import _compute_rate
+    from dlperf_slurm.workloads.peaks import peak_tflops
+
+    job = ev.format_line(ev.EV_JOB, **{ev.GPUS: ["0, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz"],
+                                       ev.COMMAND: "torchrun ... pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                                                   "--seq-length 4096 --recompute-granularity full"})
+    text = job + "\n" + (GPT / "megatron_2024_tflops.excerpt.log").read_text()
+    res = MEG.parse(lp.iter_text_lines(text), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    assert res.status == Status.OK, res.reason
+    x = res.extra
+    assert x["peak_tflops_per_gpu"] == peak_tflops("H100", "16bit") and x["tokens_per_s"] == res.throughput * 4096
+    rate = _compute_rate(res.throughput, 16, [x])
+    # the program's own TFLOP/s per GPU comes back out (its FLOPs per sample were derived from it)
+    assert rate["tflops_per_gpu"] == pytest.approx(x["reported_tflops_per_gpu_mean"], rel=0.02)
+    assert rate["mfu"] == pytest.approx(rate["tflops_per_gpu"] / peak_tflops("H100", "16bit"))
+    # without the program's own figure, the paper's formula on the command's model (f = 4: full recomputation)
+    plain = re.sub(r" throughput per GPU \(TFLOP/s/GPU\): \S+ \|", "", text)
+    res = MEG.parse(lp.iter_text_lines(plain), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    assert res.extra["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(4096, 32, 4096, 50304, True))
