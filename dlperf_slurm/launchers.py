@@ -18,6 +18,7 @@ horovodrun    per_gpu   dropped (no srun)    horovodrun starts ``apptainer exec 
 torchrun      per_node  srun task in image   ``apptainer exec IMG torchrun ... program``: torchrun in the image
 paddle        per_node  srun task in image   ``apptainer exec IMG python -m paddle.distributed.launch ...``
 oneflow       per_node  srun task in image   ``apptainer exec IMG python -m oneflow.distributed.launch ...``
+deepspeed     per_node  srun task in image   ``apptainer exec IMG python -m deepspeed.launcher.runner ...``
 msrun         per_node  srun task in image   ``apptainer exec IMG bash -c 'msrun ...; tail ...'``: msrun in the image
 tf_config     per_node  srun task in image   ``apptainer exec IMG program`` per node (TF_CONFIG set outside,
                                              apptainer passes the environment in)
@@ -25,7 +26,7 @@ mp_spawn      per_node  srun task in image   ``apptainer exec IMG program --worl
                                              the program spawns its GPUs' ranks itself, inside the image
 ============  ========  ===================  ====================================================================
 
-torchrun, paddle, oneflow and msrun fork Python processes from their own interpreter: the program they are given must
+torchrun, paddle, oneflow, deepspeed and msrun fork Python processes from their own interpreter: the program they are given must
 be a Python script or ``-m module``, never ``apptainer``, so the whole launcher command runs inside the image.
 mpirun and horovodrun cannot enter a pyxis image: pyxis hooks srun only. Every apptainer entry relies on apptainer
 passing the host environment into the image (its default): the rank variables (SLURM_*, OMPI_*, TF_CONFIG) and
@@ -220,3 +221,11 @@ register(Launcher(
 register(Launcher(
     "mp_spawn", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))
+# DeepSpeed's own launcher, `python -m deepspeed.launcher.runner` (the `deepspeed` command) with the program's
+# interpreter, one per node: on one node --num_gpus G (no hostfile, no ssh); across nodes srun starts it on every
+# node with a hostfile built from the allocation (`host slots=G`), --no_ssh --node_rank $SLURM_NODEID and the
+# first host as master: each runner starts its own node's ranks (deepspeed.launcher.launch), none needs pdsh or ssh.
+# It forks `python -u <script>` itself, so under apptainer the whole runner runs in the image.
+register(Launcher(
+    "deepspeed", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))

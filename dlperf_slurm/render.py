@@ -100,6 +100,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     env.update(suite.environment(cell, options))
     env.update(dict(cell.env))
     program = suite.program(cell, matrix.measure, options)
+    files = sorted(suite.files(cell, matrix.measure, options).items())
     container = matrix.environment.container
     launcher = launchers.get(cell.launcher)
     entry = launcher.entry(container.type)
@@ -128,7 +129,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,
         "program": program,
-        "uses_run_dir": any(RUN_DIR in str(a) for a in program),  # then the program is rendered per run
+        "uses_run_dir": bool(files) or any(RUN_DIR in str(a) for a in program),  # then rendered per run
+        "files": files,  # the suite's files, written into the run's folder before the launch
         "container_prefix": container_prefix,
         "through_srun": launcher.through_srun(cell.nodes, container.type),
     }

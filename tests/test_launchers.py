@@ -3,7 +3,8 @@ kind either is dropped with a reason or renders a script that, run for real with
 inside the container.
 
 The scripts run against stand-ins first on PATH (tests/fixtures/launcher_stubs/stub.py): apptainer, srun,
-scontrol, mpirun, horovodrun, torchrun, msrun and ``python -m {paddle,oneflow}.distributed.launch`` record what they
+scontrol, mpirun, horovodrun, torchrun, msrun, ``python -m {paddle,oneflow}.distributed.launch`` and ``python -u -m
+deepspeed.launcher.runner`` record what they
 were asked and then start what the real tool would. The training program (train_stub.py) records its rank and
 whether it runs inside a container (the apptainer stub, and the srun stub given --container-image, say so in
 INSIDE_CONTAINER).
@@ -39,9 +40,10 @@ INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptaine
 #: across nodes). A newly registered launcher fails here until it has a stub.
 STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
            "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None,
-           "msrun": "msrun", "mp_spawn": None}
+           "msrun": "msrun", "mp_spawn": None, "deepspeed": "deepspeed.launcher.runner"}
 #: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
-FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun"}
+FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun",
+           "deepspeed.launcher.runner"}
 #: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
 PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1}
 #: Launchers that tell the program its place by arguments after its own (mp_spawn: main.py's --world-size <nodes>
@@ -109,8 +111,8 @@ def stub_bin(tmp_path_factory) -> Path:
                  "python3"):
         body = f'exec {stub} {name} "$@"'
         if name.startswith("python"):  # the real interpreter, but for the two launcher modules
-            body = (f'case "$1 ${{2:-}}" in "-m paddle.distributed.launch"|"-m oneflow.distributed.launch") '
-                    f'{body};; esac\nexec "{sys.executable}" "$@"')
+            body = (f'case "$1 ${{2:-}} ${{3:-}}" in "-m paddle.distributed.launch "*|"-m oneflow.distributed.launch "*'
+                    f'|"-u -m deepspeed.launcher.runner") {body};; esac\nexec "{sys.executable}" "$@"')
         wrapper = bindir / name
         wrapper.write_text(f"#!/bin/sh\n{body}\n")
         wrapper.chmod(0o755)

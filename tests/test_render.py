@@ -184,6 +184,57 @@ CASES = {
         batch_size = [64]
         precision = ["amp"]
         """,
+    "deepspeed_gpt_1x8_zero2": """
+        suite = "deepspeed/gpt"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [8]
+        precision = ["fp16"]
+        zero_stage = [2]
+        [measure]
+        repeats = 1
+        """,
+    "deepspeed_gpt_2x8_tp2_bf16": """
+        suite = "deepspeed/gpt"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [4]
+        precision = ["bf16"]
+        model_size = ["1.3B"]
+        tensor_parallel = [2]
+        global_batch = [256]
+        [measure]
+        repeats = 1
+        """,
+    "megatron_gpt_4x8_tp4_pp4": """
+        suite = "megatron/gpt"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [8]
+        precision = ["fp16"]
+        model_size = ["24x2304x24"]
+        tensor_parallel = [4]
+        pipeline_parallel = [4]
+        global_batch = [512]
+        [measure]
+        repeats = 1
+        warmup_steps = 30
+        """,
+    "oneflow_gpt_2x8_tp2": """
+        suite = "oneflow/gpt"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [8]
+        precision = ["fp16"]
+        model_size = ["16x1536x16"]
+        tensor_parallel = [2]
+        [measure]
+        repeats = 1
+        """,
     "oneflow_1x8": """
         suite = "test-echo/echo"
         name = "golden"

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
 # Every suite module, imported on first use of the registry.
-_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples")
+_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 
@@ -72,6 +72,11 @@ class Suite:
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
         """Environment variables the suite needs (on top of the matrix's)."""
+        return {}
+
+    def files(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> dict[str, str]:
+        """Files the program reads (name -> text, e.g. a DeepSpeed config), written by the job script into the
+        run's own folder (``RUN_DIR``) before the launch; the program names them as ``f"{RUN_DIR}/<name>"``."""
         return {}
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:

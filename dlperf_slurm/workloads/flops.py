@@ -14,22 +14,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from dlperf_slurm.workloads.peaks import PEAK_TFLOPS, peak_basis, peak_tflops  # noqa: F401  (re-exported)
+
 TRAIN_FACTOR = 3
-
-# Dense (no sparsity) peak TFLOP/s per GPU from NVIDIA's data sheets: fp32 = CUDA cores without tensor cores,
-# tf32 / 16bit = tensor cores. Matched by substring of torch.cuda.get_device_name(), most specific first.
-PEAK_TFLOPS: list[tuple[str, dict[str, float]]] = [
-    ("H200", {"fp32": 67.0, "tf32": 494.7, "16bit": 989.4}),
-    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "16bit": 756.0}),
-    ("H100", {"fp32": 66.9, "tf32": 494.7, "16bit": 989.4}),  # SXM5
-    ("A100", {"fp32": 19.5, "tf32": 156.0, "16bit": 312.0}),
-    ("A800", {"fp32": 19.5, "tf32": 156.0, "16bit": 312.0}),
-    ("L40S", {"fp32": 91.6, "tf32": 183.0, "16bit": 362.0}),
-    ("A10", {"fp32": 31.2, "tf32": 62.5, "16bit": 125.0}),
-    ("V100", {"fp32": 15.7, "16bit": 125.0}),  # SXM2; no TF32 / bf16 on Volta
-    ("T4", {"fp32": 8.1, "16bit": 65.0}),
-]
-
 
 def forward_flops(model: nn.Module, inputs: tuple) -> int:
     """Forward FLOPs of ``model`` on ``inputs`` (one sample), counted by hooks in eval mode under no_grad; the
@@ -57,18 +44,3 @@ def forward_flops(model: nn.Module, inputs: tuple) -> int:
             h.remove()
         model.train(was_training)
     return total
-
-
-def peak_tflops(device_name: str, basis: str) -> float | None:
-    """Peak TFLOP/s per GPU for ``basis`` in {"fp32", "tf32", "16bit"}; None when the GPU is not in the table."""
-    for key, peaks in PEAK_TFLOPS:
-        if key.lower() in device_name.lower():
-            return peaks.get(basis)
-    return None
-
-
-def peak_basis(precision: str, tf32_enabled: bool) -> str:
-    """Which peak a run is judged against: 16-bit tensor cores for amp/fp16/bf16, TF32 when enabled, else fp32."""
-    if precision in ("amp", "fp16", "bf16"):
-        return "16bit"
-    return "tf32" if tf32_enabled else "fp32"

@@ -1,0 +1,255 @@
+"""GPT pre-training, DLPerf's GPT report (Megatron-LM, DeepSpeed, OneFlow-GPT): ``megatron/gpt`` (NVIDIA
+Megatron-LM ``pretrain_gpt.py``), ``deepspeed/gpt`` (microsoft/Megatron-DeepSpeed ``pretrain_gpt.py`` with a
+DeepSpeed config, ZeRO stage from the matrix) and ``oneflow/gpt`` (OneFlow's LiBai ``tools/train_net.py`` on
+``configs/gpt2_pretrain.py``).
+
+Extra axes (beyond DLPerf's shape, batch and precision):
+
+- ``model_size``: a preset of layers x hidden x heads (:data:`PRESETS`), or ``"LxHxA"`` (e.g. ``"24x2304x24"``,
+  DLPerf's 4-node case);
+- ``tensor_parallel`` and ``pipeline_parallel``: the data-parallel size is derived, GPUs / (tp x pp); a cell whose
+  GPUs tp x pp does not divide is dropped with the reason;
+- the matrix's ``batch_size`` is the micro batch per GPU; ``global_batch`` (0: micro batch x data-parallel size, no
+  accumulation) must be a multiple of micro batch x data-parallel size (the rest is gradient accumulation);
+- ``seq_length``; ``activation_checkpointing`` (``full``, DLPerf's ``--checkpoint-activations``; ``selective``;
+  ``none``); ``zero_stage`` (``deepspeed/gpt`` only); precision ``fp16``, ``bf16`` or ``fp32``.
+
+Figures (:mod:`.gpt_log`): samples/s (the published throughput) and tokens/s, ms per iteration (latency), TFLOP/s
+per GPU and MFU (the program's own TFLOP/s where it prints it, else the Megatron paper's formula on the model's
+size), the programs' own memory figures. Every program logs every iteration (``--log-interval 1``,
+``steps_per_print 1``, ``train.log_period=1``) and trains exactly warm-up + measured iterations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult
+from dlperf_slurm.suites import RUN_DIR, Suite, register
+from dlperf_slurm.suites import gpt_log
+
+#: name -> (layers, hidden, heads): GPT-2 345M (Megatron's example), GPT-3 sizes as Megatron-DeepSpeed's examples
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "125M": (12, 768, 12), "345M": (24, 1024, 16), "760M": (24, 1536, 16), "1.3B": (24, 2048, 16),
+    "2.7B": (32, 2560, 32), "6.7B": (32, 4096, 32), "13B": (40, 5120, 40)}
+_CUSTOM = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+CHECKPOINTING = ("full", "selective", "none")
+
+
+def model_dims(preset: str) -> tuple[int, int, int] | None:
+    """(layers, hidden, heads) of a preset name or an ``LxHxA`` string; None for anything else."""
+    if preset in PRESETS:
+        return PRESETS[preset]
+    m = _CUSTOM.match(str(preset))
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+class _GPT(Suite):
+    model = "gpt"
+    precisions = ("fp16", "bf16", "fp32")
+    published = "time"
+    sample_unit = "samples/s"
+    axes = {"model_size": (), "tensor_parallel": (), "pipeline_parallel": (), "global_batch": (), "seq_length": (),
+            "activation_checkpointing": CHECKPOINTING}
+    axis_defaults = {"model_size": "345M", "tensor_parallel": 1, "pipeline_parallel": 1, "global_batch": 0,
+                     "seq_length": 2048, "activation_checkpointing": "full"}
+    memory_note = ""
+
+    # ---- the cell's layout
+    def layout(self, cell: Cell) -> dict[str, int]:
+        """tp, pp, dp, micro batch, global batch, accumulation steps, layers, hidden, heads, seq of a cell (which
+        :meth:`drop_reason` accepted)."""
+        tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
+        dp = cell.devices // (tp * pp)
+        mb = cell.batch_size
+        gb = int(cell.param("global_batch", 0)) or mb * dp
+        layers, hidden, heads = model_dims(str(cell.param("model_size", "345M"))) or (0, 0, 0)
+        return {"tp": tp, "pp": pp, "dp": dp, "micro": mb, "global": gb, "accumulation": gb // (mb * dp),
+                "layers": layers, "hidden": hidden, "heads": heads, "seq": int(cell.param("seq_length", 2048))}
+
+    def drop_reason(self, cell: Cell) -> str | None:
+        why = super().drop_reason(cell)
+        if why:
+            return why
+        preset = str(cell.param("model_size", "345M"))
+        dims = model_dims(preset)
+        if dims is None:
+            return f"{self.name}: model_size {preset!r} is no preset ({', '.join(PRESETS)}) nor layers x hidden x heads"
+        layers, hidden, heads = dims
+        try:
+            tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
+            gb, seq = int(cell.param("global_batch", 0)), int(cell.param("seq_length", 2048))
+        except (TypeError, ValueError):
+            return f"{self.name}: tensor_parallel, pipeline_parallel, global_batch and seq_length must be integers"
+        if tp < 1 or pp < 1 or seq < 1 or gb < 0:
+            return f"{self.name}: tensor_parallel, pipeline_parallel and seq_length must be >= 1, global_batch >= 0"
+        if cell.devices % (tp * pp):
+            return (f"{cell.devices} GPUs ({cell.shape}) are not a multiple of tensor_parallel x pipeline_parallel = "
+                    f"{tp} x {pp} = {tp * pp}: no whole data-parallel size")
+        if heads % tp or hidden % heads:
+            return f"{preset}: {heads} heads over hidden {hidden} cannot be split over tensor_parallel {tp}"
+        if layers % pp:
+            return f"{preset}: {layers} layers cannot be split into pipeline_parallel {pp} stages"
+        per_step = cell.batch_size * (cell.devices // (tp * pp))
+        if gb and gb % per_step:
+            return (f"global_batch {gb} is not a multiple of micro batch {cell.batch_size} x data-parallel size "
+                    f"{cell.devices // (tp * pp)} = {per_step}")
+        return None
+
+    def steps(self, measure: Measure) -> int:
+        return measure.warmup_steps + measure.measure_steps
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return gpt_log.parse(lines, ctx, no_memory_reason=self.memory_note)
+
+
+#: Under srun (one task per GPU) the ranks learn their place from Slurm: torch's env:// rendezvous, which Megatron
+#: and DeepSpeed's init_distributed read, wants RANK, LOCAL_RANK and WORLD_SIZE (MASTER_ADDR/PORT: the job script's).
+SRUN_RANKS = 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS"; exec "$@"'
+
+
+def _ranks_from_slurm(cell: Cell, argv: list[str]) -> list[str]:
+    return ["bash", "-c", SRUN_RANKS, "dlperf", *argv] if cell.launcher == "srun" else argv
+
+
+def _megatron_common(s: "_GPT", cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
+    """The flags Megatron-LM and Megatron-DeepSpeed share (``--log-interval 1``: every iteration logged)."""
+    lay = s.layout(cell)
+    argv = [options["python"], f"{options['workdir']}/{options['script']}",
+            "--tensor-model-parallel-size", str(lay["tp"]), "--pipeline-model-parallel-size", str(lay["pp"]),
+            "--num-layers", str(lay["layers"]), "--hidden-size", str(lay["hidden"]),
+            "--num-attention-heads", str(lay["heads"]), "--seq-length", str(lay["seq"]),
+            "--max-position-embeddings", str(lay["seq"]), "--micro-batch-size", str(lay["micro"]),
+            "--global-batch-size", str(lay["global"]), "--train-iters", str(s.steps(measure)),
+            "--lr", "0.00015", "--min-lr", "1.0e-5", "--lr-decay-style", "cosine", "--lr-warmup-fraction", "0.01",
+            "--weight-decay", "1e-2", "--clip-grad", "1.0", "--log-interval", "1", "--eval-iters", "0",
+            "--eval-interval", str(s.steps(measure) + 1), "--save-interval", str(s.steps(measure) + 1)]
+    if cell.precision in ("fp16", "bf16"):
+        argv.append(f"--{cell.precision}")
+    if options["data_path"]:
+        argv += ["--data-path", options["data_path"], "--vocab-file", options["vocab_file"],
+                 "--merge-file", options["merge_file"], "--tokenizer-type", "GPT2BPETokenizer", "--split", "949,50,1"]
+    return argv
+
+
+_DATA_OPTIONS = {"data_path": "/data/gpt/gpt_sample_dataset_text_document", "vocab_file": "/data/gpt/gpt2-vocab.json",
+                 "merge_file": "/data/gpt/gpt2-merges.txt"}
+
+
+@register
+class MegatronGPT(_GPT):
+    framework = "megatron"
+    description = "NVIDIA Megatron-LM pretrain_gpt.py: tensor/pipeline/data parallel GPT pre-training"
+    launcher = "torchrun"
+    launchers = ("torchrun", "srun")
+    options = {"python": "python3", "workdir": "/workspace/megatron-lm", "script": "pretrain_gpt.py",
+               **_DATA_OPTIONS}
+    memory_note = "Megatron reports torch's allocator (report_memory), not the GPU's used memory"
+
+    def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
+        argv = _megatron_common(self, cell, measure, options)
+        ckpt = cell.param("activation_checkpointing", "full")
+        if ckpt == "full":  # --checkpoint-activations before Megatron-LM 23.04; the same since
+            argv += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+        elif ckpt == "selective":
+            argv.append("--recompute-activations")
+        if not options["data_path"]:
+            argv += ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(gpt_log.GPT2_VOCAB)]
+        # --log-throughput: 2024+ builds print "throughput per GPU (TFLOP/s/GPU)"
+        return _ranks_from_slurm(cell, argv + ["--log-throughput"])
+
+    def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # Megatron's examples: needed to overlap TP communication
+
+
+@register
+class DeepSpeedGPT(_GPT):
+    framework = "deepspeed"
+    description = "microsoft/Megatron-DeepSpeed pretrain_gpt.py with a DeepSpeed config (ZeRO stage from the matrix)"
+    launcher = "deepspeed"
+    launchers = ("deepspeed", "srun")
+    axes = {**_GPT.axes, "zero_stage": (0, 1, 2, 3)}
+    axis_defaults = {**_GPT.axis_defaults, "zero_stage": 1}
+    options = {"python": "python3", "workdir": "/workspace/Megatron-DeepSpeed", "script": "pretrain_gpt.py",
+               **_DATA_OPTIONS}
+    memory_note = "Megatron-DeepSpeed reports torch's allocator (report_memory), not the GPU's used memory"
+
+    def drop_reason(self, cell: Cell) -> str | None:
+        why = super().drop_reason(cell)
+        if why is None and int(cell.param("zero_stage", 1)) > 1 and int(cell.param("pipeline_parallel", 1)) > 1:
+            return "DeepSpeed's pipeline engine runs with ZeRO stage 0 or 1 only (stage 2/3 partition gradients)"
+        return why
+
+    def ds_config(self, cell: Cell) -> dict[str, Any]:
+        """The DeepSpeed config: batch sizes, ZeRO stage, precision, and the engine's throughput lines every step
+        (``steps_per_print`` 1 and ``log_level`` info: without it DeepSpeed 0.19 prints none)."""
+        lay = self.layout(cell)
+        cfg: dict[str, Any] = {
+            "train_batch_size": lay["global"], "train_micro_batch_size_per_gpu": lay["micro"],
+            "gradient_accumulation_steps": lay["accumulation"], "steps_per_print": 1, "log_level": "info",
+            "gradient_clipping": 1.0, "zero_optimization": {"stage": int(cell.param("zero_stage", 1))},
+            "wall_clock_breakdown": False}
+        if cell.precision == "fp16":
+            cfg["fp16"] = {"enabled": True, "loss_scale": 0, "loss_scale_window": 500, "hysteresis": 2,
+                           "min_loss_scale": 1, "initial_scale_power": 12}
+        elif cell.precision == "bf16":
+            cfg["bf16"] = {"enabled": True}
+        return cfg
+
+    def files(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> dict[str, str]:
+        return {"ds_config.json": json.dumps(self.ds_config(cell), indent=1, sort_keys=True) + "\n"}
+
+    def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
+        lay = self.layout(cell)
+        argv = _megatron_common(self, cell, measure, options)
+        ckpt = cell.param("activation_checkpointing", "full")
+        if ckpt == "full":
+            argv += ["--checkpoint-activations", "--deepspeed-activation-checkpointing"]
+        elif ckpt == "selective":
+            argv += ["--recompute-granularity", "selective"]
+        if lay["pp"] == 1:
+            argv.append("--no-pipeline-parallel")  # else Megatron-DeepSpeed runs DeepSpeed's pipeline engine
+        return _ranks_from_slurm(cell, argv + ["--deepspeed", "--deepspeed_config", f"{RUN_DIR}/ds_config.json",
+                                               "--zero-stage", str(int(cell.param("zero_stage", 1)))])
+
+
+@register
+class OneFlowGPT(_GPT):
+    framework = "oneflow"
+    description = "OneFlow LiBai tools/train_net.py, configs/gpt2_pretrain.py (GPT-2 pre-training, 3D parallel)"
+    launcher = "oneflow"
+    launchers = ("oneflow",)
+    precisions = ("fp16", "fp32")  # LiBai's train.amp is fp16
+    options = {"python": "python3", "workdir": "/workspace/libai", "script": "tools/train_net.py",
+               "config_file": "configs/gpt2_pretrain.py", "data_prefix": "/data/gpt/loss_compara_content_sentence",
+               "vocab_file": "/data/gpt/gpt2-vocab.json", "merge_file": "/data/gpt/gpt2-merges.txt"}
+    memory_note = "LiBai's log reports no GPU memory"
+
+    def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
+        lay = self.layout(cell)
+        ckpt = cell.param("activation_checkpointing", "full")
+        over = {"model.cfg.num_layers": lay["layers"], "model.cfg.hidden_size": lay["hidden"],
+                "model.cfg.ffn_hidden_size": 4 * lay["hidden"], "model.cfg.num_attention_heads": lay["heads"],
+                "model.cfg.max_seq_length": lay["seq"], "train.train_micro_batch_size": lay["micro"],
+                "train.global_batch_size": lay["global"], "train.num_accumulation_steps": lay["accumulation"],
+                "train.train_iter": self.steps(measure), "train.log_period": 1,
+                "train.dist.data_parallel_size": lay["dp"], "train.dist.tensor_parallel_size": lay["tp"],
+                "train.dist.pipeline_parallel_size": lay["pp"], "train.dist.pipeline_num_layers": lay["layers"],
+                "train.amp.enabled": cell.precision == "fp16", "model.cfg.amp_enabled": cell.precision == "fp16",
+                "train.activation_checkpoint.enabled": ckpt != "none", "train.evaluation.enabled": False,
+                "train.checkpointer.period": self.steps(measure) + 1, "train.output_dir": RUN_DIR,
+                "tokenization.tokenizer.vocab_file": options["vocab_file"],
+                "tokenization.tokenizer.merges_file": options["merge_file"],
+                "dataloader.train.dataset.0.data_prefix": options["data_prefix"],
+                "dataloader.train.dataset.0.indexed_dataset.data_prefix": options["data_prefix"]}
+        return [options["python"], f"{options['workdir']}/{options['script']}", "--config-file",
+                f"{options['workdir']}/{options['config_file']}",
+                *(f"{k}={v}" for k, v in over.items())]
+
+    def drop_reason(self, cell: Cell) -> str | None:
+        why = super().drop_reason(cell)
+        if why is None and cell.param("activation_checkpointing", "full") == "selective":
+            return "LiBai checkpoints whole transformer layers only: activation_checkpointing is full or none"
+        return why

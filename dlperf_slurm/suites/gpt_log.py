@@ -1,0 +1,354 @@
+"""Reading the logs of the GPT suites (``megatron/gpt``, ``deepspeed/gpt``, ``oneflow/gpt``): one parser for the
+lines these programs really print, whichever of them a log holds, and the model FLOPs behind TFLOP/s and MFU.
+
+Step records, in the forms read (each maybe behind a launcher's rank label; every rank is read, because Megatron
+prints its iteration line on the *last* rank, ``print_rank_last``):
+
+- Megatron-LM ``training_log`` (``megatron/training/training.py``), one line per ``--log-interval`` iterations::
+
+    [2024-03-30 20:02:40] iteration       10/  500000 | consumed samples:         1280 | elapsed time per iteration
+    (ms): 9496.4 | throughput per GPU (TFLOP/s/GPU): 137.5 | learning rate: 2.000E-06 | global batch size:   128 |
+    lm loss: 2.092005E-01 | loss scale: 1.0 | grad norm: 51.010 | number of skipped iterations:   0 | number of nan
+    iterations:   0 |
+
+  (the stamp and the TFLOP/s field only in 2024+ builds; ``lm loss`` is missing while fp16 loss scaling skips every
+  iteration of the interval). Megatron-DeepSpeed adds ``samples per second: X | ... | TFLOPs: Y |``; GPT-NeoX
+  (DeepSpeed's issue threads) prints ``samples/sec: X | iteration N/ M | ... | approx flops per GPU: 112.9TFLOPS |
+  lm_loss: ...`` with the unit glued on. The interval's ``elapsed time per iteration (ms)`` is timed with a barrier
+  over the whole interval: the clock is the sum of those intervals; the speed is the line's global batch over it
+  (or the program's own ``samples per second``).
+- The DeepSpeed engine's ``ThroughputTimer`` (``deepspeed/utils/timer.py``), every ``steps_per_print`` steps and only
+  with the engine's logger at INFO (``"log_level": "info"`` in DeepSpeed 0.19)::
+
+    [2026-11-23 12:18:45,572] [INFO] [timer.py:264:stop] epoch=0/micro_step=3/global_step=3,
+    RunningAvgSamplesPerSec=172.89, CurrSamplesPerSec=172.88, MemAllocated=0.38GB, MaxMemAllocated=0.38GB
+
+  (before DeepSpeed 0.7: ``[timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=...``, a running mean over
+  micro steps). Clock: the lines' millisecond stamps; speed: ``CurrSamplesPerSec`` (the step's global samples/s).
+- OneFlow-Benchmark ``oneflow_gpt`` (``oneflow_gpt/util.py`` Metric): ``| 10 | 320 | 5120 | 35.88042 | 14.26962 |
+  11.23708 |`` (step, micro batches, samples, samples/s, s/iteration, loss) or ``step=10,micro_batches=320,samples=
+  5120,throughput=35.88042,latency=14.26962,loss=11.23708,``; clock: the interval's samples over its throughput.
+- LiBai (``libai/utils/events.py``): ``[09/10 10:40:56 lb.utils.events]:  eta: ...  iteration: 19/10000
+  consumed_samples: 80  total_loss: 9.895  time: 7.5187 s/iter ... total_throughput: 0.53 samples/s`` (0-based
+  iteration); clock: the stamps (1 s resolution).
+
+When a log holds several forms (Megatron-DeepSpeed with the engine at INFO), the first of Megatron, OneFlow, LiBai,
+DeepSpeed that it holds is measured; the others' figures are kept in ``extra``.
+
+Model FLOPs (``flops_per_sample`` in the run's extra, which ``cells`` turns into TFLOP/s per GPU and MFU): where the
+log prints its own TFLOP/s per GPU, ``reported TFLOP/s x GPUs / the same line's samples/s`` (the program's formula);
+else Narayanan et al. 2021 (arXiv 2104.04473, eq. 3), per sample of ``s`` tokens for ``l`` layers of hidden size
+``h`` and vocabulary ``V``::
+
+    F = 24 f s l h^2 (1 + s / (6 h) + V / (16 l h)),   f = 4 with full activation recomputation, else 3
+
+the formula of Megatron-DeepSpeed's ``throughput_calculator`` and of DLPerf's GPT report (recomputation counted,
+so with it the "MFU" column is a hardware-FLOPs utilization). The model's size comes from the program's own
+arguments dump in the log (``  hidden_size ........ 2304``), else from the job's launch command.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from dlperf_slurm import events as ev
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult
+
+_NUM = lp.NUM
+_F = r"(" + _NUM + r")"
+# ---- Megatron family
+_MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*" + _F)
+_MEG_GB = re.compile(r"global batch size:\s*(\d+)")
+_MEG_LOSS = re.compile(r"\blm[ _]loss:\s*" + _F)
+_MEG_SKIP = re.compile(r"number of skipped iterations:\s*(\d+)")
+_MEG_NAN = re.compile(r"number of nan iterations:\s*(\d+)")
+_MEG_SPS = re.compile(r"(?:samples per second|samples/sec):\s*" + _F)
+_MEG_TFLOPS = re.compile(r"(?:throughput per GPU \(TFLOP/s/GPU\)|\bTFLOPs|approx flops per GPU):\s*" + _F
+                         + r"\s*(?:TFLOPS)?")
+_MEG_MEM = re.compile(r"memory \(MB\) \| allocated: " + _F + r" \| max allocated: " + _F + r" \| reserved: " + _F
+                      + r" \| max reserved: " + _F)
+# ---- DeepSpeed engine
+_DS_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=" + _F + r", CurrSamplesPerSec=" + _F)
+_DS_OLD = re.compile(r"\] (\d+)/(\d+), SamplesPerSec=" + _F)
+_DS_MEM = re.compile(r"MaxMemAllocated=" + _F + r"GB")
+_DS_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3})\]")
+# ---- OneFlow-Benchmark oneflow_gpt, LiBai
+_OF_ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*" + _F + r"\s*\|\s*" + _F + r"\s*\|(?:\s*" + _F
+                     + r"\s*\|)?")
+_OF_KV = re.compile(r"^step=(\d+),micro_batches=(\d+),samples=(\d+),throughput=" + _F + r",latency=" + _F
+                    + r",(?:loss=" + _F + ",)?")
+_SMI = re.compile(r"^\d+ %, (\d+) MiB\s*$")
+_LIBAI = re.compile(r"^\[(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) lb\.utils\.events\]:.*?\biteration: (\d+)/(\d+)"
+                    r"\s+consumed_samples: (\d+)")
+_LIBAI_LOSS = re.compile(r"\btotal_loss: " + _F)
+_LIBAI_TPUT = re.compile(r"total_throughput: " + _F + r" samples/s")
+# ---- the model's size: an arguments dump line, or flags of the launch command
+_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*) \.{2,} (\S.*?)\s*$")
+_DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "padded_vocab_size", "vocab_size",
+              "checkpoint_activations", "recompute_granularity", "global_batch_size", "train_batch_size",
+              "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage"}
+_FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.num_layers=(\d+)",
+          "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
+          "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
+          "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
+          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)|train\.dist\.tensor_parallel_size=(\d+)"}
+_FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
+                             r"|train\.activation_checkpoint\.enabled=True\b")
+GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
+KINDS = ("megatron", "oneflow", "libai", "deepspeed")
+
+
+def _wanted(text: str) -> bool:
+    return ("iteration" in text or "SamplesPerSec" in text or text[:1] == "|" or text[:5] == "step=" or " .." in text
+            or " MiB" in text)
+
+
+class _Kind:
+    """One source of step records: its window, clock and figures."""
+
+    def __init__(self, ctx: ParseContext):
+        self.window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+        self.prev = 0  # last step read
+        self.clock = 0.0
+        self.gbs: list[float] = []  # global batch per record, where the record says it
+        self.tflops: list[tuple[float, float]] = []  # (reported TFLOP/s per GPU, that line's samples/s), in window
+        self.reported: list[float] = []  # the program's own samples/s figures, in the window
+        self.skipped = 0
+        self.samples: int | None = None  # the last record's count of samples so far (OneFlow, LiBai)
+
+    def in_window(self, step: int) -> bool:
+        return self.window.warmup < step <= self.window.end_step
+
+
+def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> RunResult:
+    kinds = {k: _Kind(ctx) for k in KINDS}
+    dump: dict[str, str] = {}
+    mem: dict[str, float] = {}
+    iso, smi_mib = lp.IsoClock(), []
+
+    def add(kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
+        span = step - kind.prev if step > kind.prev else 1
+        if gb is not None and gb > 0:
+            kind.gbs.append(gb)
+        kind.window.add(step, t, speed=speed, loss=loss, span_from=step - span if seconds is not None else None,
+                        span_seconds=seconds)
+        kind.prev = max(kind.prev, step)
+
+    def megatron(text: str, m: re.Match, final: bool) -> int:
+        ms = _MEG_MS.search(text, m.end())
+        if ms is None:
+            return lp.NOT_MINE
+        if not final and not text.rstrip().endswith("|"):
+            return lp.FRAGMENT  # the record ends with " |": a line cut by buffering is glued with its tail first
+        k, step = kinds["megatron"], int(m.group(1))
+        span = step - k.prev if step > k.prev else 1
+        sec = (lp.to_float(ms.group(1)) or 0.0) / 1000.0
+        gbm, sps, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
+        gb = float(gbm.group(1)) if gbm else (lp.to_float(sps.group(1)) * sec if sps and sec > 0 else None)
+        loss_m, nan_m, skip_m = _MEG_LOSS.search(text), _MEG_NAN.search(text), _MEG_SKIP.search(text)
+        loss = lp.to_float(loss_m.group(1)) if loss_m else None
+        if nan_m and int(nan_m.group(1)) > 0:
+            loss = float("nan")  # Megatron counts an iteration whose loss is NaN/inf as a "nan iteration"
+        k.skipped += int(skip_m.group(1)) if skip_m else 0
+        speed = gb / sec if gb and sec > 0 else None
+        if k.in_window(step):
+            if sps:
+                k.reported.append(lp.to_float(sps.group(1)))
+            if tfl and speed:
+                k.tflops.append((lp.to_float(tfl.group(1)), lp.to_float(sps.group(1)) if sps else speed))
+        k.clock += span * sec
+        add(k, step, k.clock if sec > 0 else None, speed=speed, loss=loss, seconds=span * sec if sec > 0 else None,
+            gb=gb)
+        return lp.CONSUMED
+
+    def deepspeed(text: str, final: bool) -> int:
+        m, old = _DS_NEW.search(text), None
+        if m is None:
+            old = _DS_OLD.search(text)
+            if old is None:
+                return lp.NOT_MINE
+        if not final and not re.search(r"MaxMemAllocated=" + _NUM + r"GB\s*$", text):
+            return lp.FRAGMENT
+        k = kinds["deepspeed"]
+        step = int(m.group(1)) if m else int(old.group(2))
+        if step <= k.prev:  # every rank's engine may print it: the first one read counts
+            return lp.CONSUMED
+        stamp = _DS_STAMP.search(text)
+        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        speed = lp.to_float(m.group(3)) if m else None
+        if k.in_window(step):
+            k.reported.append(lp.to_float(m.group(2) if m else old.group(3)))
+        mm = _DS_MEM.search(text)
+        if mm:
+            mem["ds_max_allocated_gib"] = max(mem.get("ds_max_allocated_gib", 0.0), lp.to_float(mm.group(1)) or 0.0)
+        add(k, step, t, speed=speed)
+        return lp.CONSUMED
+
+    def oneflow(m: re.Match) -> int:
+        k = kinds["oneflow"]
+        step, samples, tput = int(m.group(1)), int(m.group(3)), lp.to_float(m.group(4))
+        span = step - k.prev if step > k.prev else 1
+        done = samples - k.samples if k.samples is not None else samples
+        k.samples = samples
+        sec = done / tput if tput and tput > 0 and done > 0 else None
+        if sec is not None:
+            k.clock += sec
+        add(k, step, k.clock if sec is not None else None, speed=tput, seconds=sec,
+            loss=lp.to_float(m.group(6)) if m.group(6) else None, gb=done / span if done > 0 else None)
+        return lp.CONSUMED
+
+    def libai(m: re.Match, text: str) -> int:
+        k = kinds["libai"]
+        step, samples = int(m.group(6)) + 1, int(m.group(8))
+        mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 6))
+        t = ((((mo * 31 + d) * 24 + h) * 60 + mi) * 60) + s  # month/day/time, no year: only differences count
+        tp, loss = _LIBAI_TPUT.search(text), _LIBAI_LOSS.search(text)
+        gb = (samples - k.samples) / (step - k.prev) if k.samples is not None and step > k.prev else None
+        k.samples = samples
+        add(k, step, float(t), speed=lp.to_float(tp.group(1)) if tp else None, gb=gb,
+            loss=lp.to_float(loss.group(1)) if loss else None)
+        return lp.CONSUMED
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        if "iteration" in text:
+            m = _MEG_ITER.search(text)
+            if m is not None:
+                return megatron(text, m, final)
+            m = _LIBAI.search(text)
+            if m is not None:
+                return libai(m, text)
+        if "SamplesPerSec=" in text:
+            return deepspeed(text, final)
+        if text[:1] == "|" or text[:5] == "step=":
+            m = _OF_ROW.match(text) or _OF_KV.match(text)
+            return oneflow(m) if m else lp.NOT_MINE
+        if "memory (MB)" in text:
+            m = _MEG_MEM.search(text)
+            if m:
+                mem["max_allocated"] = max(mem.get("max_allocated", 0.0), lp.to_float(m.group(2)) or 0.0)
+                mem["max_reserved"] = max(mem.get("max_reserved", 0.0), lp.to_float(m.group(4)) or 0.0)
+                return lp.CONSUMED
+        if " MiB" in text:
+            m = _SMI.match(text)
+            if m:
+                smi_mib.append(float(m.group(1)))
+                return lp.CONSUMED
+        if " .." in text:
+            m = _DUMP.search(text)
+            if m and m.group(1) in _DUMP_KEYS and m.group(1) not in dump:
+                dump[m.group(1)] = m.group(2)
+        return lp.NOT_MINE
+
+    facts = lp.Scanner(handler, ranks="all", wanted=_wanted,
+                       block_needles=("iteration", "SamplesPerSec", "|", "step=", " ..", " MiB")).run(lines)
+    return _finish(kinds, facts, ctx, dump, mem, smi_mib, no_memory_reason)
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def model_size(dump: dict[str, str], command: str) -> dict[str, Any]:
+    """The model's size and recomputation: the log's arguments dump first, then the launch command's flags."""
+    size: dict[str, Any] = {}
+    for key, pattern in _FLAGS.items():
+        v = _int(dump.get(key))
+        if v is None:
+            m = re.search(pattern, command)
+            v = int(m.group(1) or m.group(2)) if m else None
+        if v is not None:
+            size[key] = v
+    if "padded_vocab_size" in dump and _int(dump["padded_vocab_size"]):
+        size["vocab_size"] = _int(dump["padded_vocab_size"])
+    if "checkpoint_activations" in dump or "recompute_granularity" in dump:
+        size["full_recompute"] = (dump.get("checkpoint_activations") == "True"
+                                  or dump.get("recompute_granularity") == "full")
+    else:
+        size["full_recompute"] = bool(_FULL_RECOMPUTE.search(command))
+    return size
+
+
+def flops_per_sample(seq: int, layers: int, hidden: int, vocab: int, full_recompute: bool) -> float:
+    """Narayanan et al. 2021, eq. 3, per sample: 24 f s l h^2 (1 + s/(6h) + V/(16 l h)), f = 4 with full
+    recomputation else 3."""
+    f = 4 if full_recompute else 3
+    return 24.0 * f * seq * layers * hidden ** 2 * (1 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
+
+
+def _gpu_name(job: dict[str, Any] | None) -> str | None:
+    gpus = (job or {}).get(ev.GPUS)
+    if isinstance(gpus, list) and gpus:
+        parts = [p.strip() for p in str(gpus[0]).split(",")]
+        return parts[1] if len(parts) > 1 else None
+    return None
+
+
+def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: dict[str, str],
+            mem: dict[str, float], smi_mib: list[float], no_memory_reason: str) -> RunResult:
+    from dlperf_slurm.workloads.peaks import peak_basis, peak_tflops
+
+    name = next((n for n in KINDS if kinds[n].window.points), KINDS[0])
+    k = kinds[name]
+    x: dict[str, Any] = {"format": name}
+    for other in KINDS:
+        o = kinds[other]
+        if other != name and o.reported:
+            x[f"{other}_reported_samples_per_s_mean"] = sum(o.reported) / len(o.reported)
+    gb = k.gbs[-1] if k.gbs else (_int(dump.get("global_batch_size")) or _int(dump.get("train_batch_size")))
+    if not gb:
+        gb = ctx.global_batch
+        x["global_batch_basis"] = "the matrix's batch x GPUs (the log states no global batch)"
+    if len(set(k.gbs)) > 1:
+        x["global_batch_varies"] = sorted(set(k.gbs))
+    if k.reported:
+        x["reported_samples_per_s_mean"] = sum(k.reported) / len(k.reported)
+    if k.skipped:
+        x["skipped_iterations"] = k.skipped  # fp16 loss scaling: iterations whose update was skipped
+    if "zero_optimization_stage" in dump:
+        x["zero_stage"] = _int(dump["zero_optimization_stage"])
+    x["clock"] = {"megatron": "sum of the printed per-interval iteration times",
+                  "oneflow": "sum of each interval's samples / its throughput",
+                  "libai": "log stamps (1 s resolution)", "deepspeed": "log stamps"}[name]
+    res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
+    x = res.extra  # finish copies what it is given
+    # model FLOPs, tokens/s
+    size = model_size(dump, str((facts.job or {}).get(ev.COMMAND) or ""))
+    seq = size.get("seq_length")
+    if seq and res.throughput is not None:
+        x["tokens_per_s"] = res.throughput * seq
+    if k.tflops:
+        per = [t * 1e12 * ctx.world_size / s for t, s in k.tflops if t and s and t > 0 and s > 0]
+        if per:
+            x["flops_per_sample"] = sum(per) / len(per)
+            x["flops_basis"] = "the program's own TFLOP/s per GPU x GPUs / its samples/s"
+            x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in k.tflops) / len(k.tflops)
+    if "flops_per_sample" not in x and all(size.get(n) for n in ("seq_length", "num_layers", "hidden_size")):
+        tp = size.get("tensor_model_parallel_size") or 1
+        vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
+        x["flops_per_sample"] = flops_per_sample(seq, size["num_layers"], size["hidden_size"], vocab,
+                                                 size["full_recompute"])
+        x["flops_basis"] = ("24 f s l h^2 (1 + s/6h + V/16lh), Narayanan et al. 2021 eq. 3, f = "
+                            f"{4 if size['full_recompute'] else 3} (s={seq}, l={size['num_layers']}, "
+                            f"h={size['hidden_size']}, V={vocab})")
+    gpu = _gpu_name(facts.job)
+    if gpu and "flops_per_sample" in x:
+        peak = peak_tflops(gpu, peak_basis(ctx.precision, False))
+        if peak:
+            x["peak_tflops_per_gpu"], x["peak_basis"] = peak, f"{gpu}, {peak_basis(ctx.precision, False)}"
+    # memory: the programs' own figures
+    if smi_mib and res.mem_peak_mib is None:
+        res.mem_peak_mib, res.mem_reason = max(smi_mib), ""  # oneflow_gpt's nvidia-smi samples: every GPU, used
+    if "max_allocated" in mem and res.mem_allocator_mib is None:
+        res.mem_allocator_mib = mem["max_allocated"]  # Megatron's report_memory: torch's max allocated, MB
+        x["mem_reserved_mib"] = mem["max_reserved"]
+    if "ds_max_allocated_gib" in mem:
+        x["engine_max_mem_allocated_gib"] = mem["ds_max_allocated_gib"]  # the DeepSpeed engine's, 0.01 GB steps
+        if gpu and res.mem_allocator_mib is None:
+            res.mem_allocator_mib = mem["ds_max_allocated_gib"] * 1024.0
+    return res

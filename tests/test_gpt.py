@@ -1,0 +1,293 @@
+"""The GPT suites (megatron/gpt, deepspeed/gpt, oneflow/gpt): the parser on real lines of the real programs (each
+fixture in tests/fixtures/real/gpt/ says where it comes from), expected figures computed from those lines; the
+parallel layout and its drop reasons; the programs' flags and the DeepSpeed config."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm import suites
+from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm.suites import gpt, gpt_log
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+GPT = REAL / "gpt"
+MEG, DS, OF = suites.get("megatron/gpt"), suites.get("deepspeed/gpt"), suites.get("oneflow/gpt")
+
+
+def _parse(suite, name: str, nodes=1, gpus=1, bs=1, warmup=0, measure=1, precision="fp16"):
+    path = GPT / name if (GPT / name).exists() else REAL / name
+    return suite.parse(lp.read_lines(path), ParseContext(nodes, gpus, bs, warmup, measure, precision))
+
+
+def _fields(name: str, pattern: str) -> list[tuple[str, ...]]:
+    return re.findall(pattern, (GPT / name).read_text(), re.M)
+
+
+# ------------------------------------------------------------------------------------------ Megatron-LM
+
+def test_megatron_2024_line_with_its_own_tflops():
+    rows = _fields("megatron_2024_tflops.excerpt.log", r"iteration\s+(\d+)/.*?\(ms\): (\S+) \| throughput per GPU "
+                                                       r"\(TFLOP/s/GPU\): (\S+) \|.*global batch size:\s+(\d+)")
+    res = _parse(MEG, "megatron_2024_tflops.excerpt.log", nodes=2, gpus=8, bs=1, warmup=10, measure=2)
+    assert res.status == Status.OK, res.reason
+    window = [(float(ms) / 1000, float(t), int(gb)) for it, ms, t, gb in rows if int(it) > 10]
+    seconds = sum(s for s, _, _ in window)
+    assert res.throughput == pytest.approx(128 * 2 / seconds)
+    assert res.latency_ms == pytest.approx(1000 * seconds / 2)
+    assert res.throughput_speed == pytest.approx(sum(gb / s for s, _, gb in window) / 2)
+    x = res.extra
+    assert x["format"] == "megatron" and x["reported_tflops_per_gpu_mean"] == pytest.approx((130.1 + 128.1) / 2)
+    # the program's own FLOPs per sample: its TFLOP/s per GPU x 16 GPUs / the line's samples/s
+    assert x["flops_per_sample"] == pytest.approx(sum(t * 1e12 * 16 / (gb / s) for s, t, gb in window) / 2)
+    assert "the program's own" in x["flops_basis"] and res.loss_finite is True
+
+
+def test_megatron_2025_six_digit_scientific_learning_rate_and_loss():
+    res = _parse(MEG, "megatron_2025_lr6e.excerpt.log", gpus=4, bs=1, warmup=1, measure=1)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(4 / 0.3703) and res.latency_ms == pytest.approx(370.3)
+
+
+def test_megatron_fp16_interval_whose_iterations_were_all_skipped():
+    """No "lm loss" field (every iteration of the interval skipped by the loss scaler): still a timed interval, the
+    skipped iterations are counted, the loss is unknown (not non-finite)."""
+    res = _parse(MEG, "megatron_fp16_skipped.excerpt.log", gpus=4, bs=1, warmup=0, measure=10)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(4 * 10 / (10 * 0.3562))  # the interval's 10 iterations, 356.2 ms each
+    assert res.extra["skipped_iterations"] == 10 and res.loss_finite is None
+    assert res.extra["window"]["start"] == 0  # recovered from the interval's span: there is no line at iteration 0
+
+
+def test_megatron_pre_2024_lines_without_stamp():
+    rows = {int(i): float(ms) for i, ms in _fields("megatron_2023_no_stamp.excerpt.log",
+                                                    r"iteration\s+(\d+)/.*?\(ms\): (\S+) \|")}
+    res = _parse(MEG, "megatron_2023_no_stamp.excerpt.log", nodes=16, gpus=8, bs=8, warmup=122, measure=3)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(1024 * 3 / (sum(rows[i] for i in (123, 124, 125)) / 1000))
+    # a missing stretch (126..181) is timed by the next line's interval only: no window across it
+    gap = _parse(MEG, "megatron_2023_no_stamp.excerpt.log", nodes=16, gpus=8, bs=8, warmup=124, measure=60)
+    assert gap.status == Status.OK and gap.extra["window"]["steps"] == 184 - 124
+
+
+def test_neox_line_with_tflops_glued_to_its_unit_and_the_deepspeed_timer_beside_it():
+    res = _parse(DS, "neox_deepspeed_glued_tflops.excerpt.log", gpus=1, bs=1, warmup=0, measure=34, precision="bf16")
+    assert res.status == Status.OK, res.reason
+    x = res.extra
+    assert x["format"] == "megatron" and x["reported_tflops_per_gpu_mean"] == 112.9
+    assert res.throughput == pytest.approx(7.799) and res.latency_ms == pytest.approx(4103.1)  # samples/sec x time
+    assert x["flops_per_sample"] == pytest.approx(112.9e12 / 7.799)
+    assert x["deepspeed_reported_samples_per_s_mean"] == pytest.approx(7.864669709950182)  # kept, not measured
+
+
+# ------------------------------------------------------------------------------------------ DeepSpeed engine
+
+def _stamps(name: str, pattern: str) -> dict[int, datetime]:
+    return {int(step): datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f") for stamp, step in _fields(name, pattern)}
+
+
+def test_deepspeed_0198_engine_lines_of_a_real_cpu_run():
+    name = "deepspeed_0198_cpu_tiny.log"
+    t = _stamps(name, r"^\[(\S+ \S+)\] \[INFO\] \[timer\.py:\d+:stop\] epoch=0/micro_step=\d+/global_step=(\d+),")
+    curr = {int(s): float(c) for s, c in _fields(name, r"global_step=(\d+), RunningAvgSamplesPerSec=\S+, "
+                                                       r"CurrSamplesPerSec=([^,]+),")}
+    res = _parse(DS, name, gpus=2, bs=2, warmup=3, measure=5, precision="fp32")
+    assert res.status == Status.OK, res.reason
+    assert res.extra["format"] == "deepspeed" and res.extra["zero_stage"] == 1
+    assert res.throughput == pytest.approx(4 * 5 / (t[8] - t[3]).total_seconds())  # train_batch_size 4 from the config dump
+    assert res.throughput_speed == pytest.approx(sum(curr[s] for s in range(4, 9)) / 5)
+    assert res.extra["engine_max_mem_allocated_gib"] == 0.38 and res.mem_allocator_mib is None  # CPU: no GPU memory
+
+
+def test_deepspeed_before_07_running_mean_lines():
+    t = _stamps("deepspeed_old_samplespersec.excerpt.log", r"^\[(\S+ \S+)\] \[INFO\] \[timer\.py:189:stop\] 0/(\d+),")
+    res = _parse(DS, "deepspeed_old_samplespersec.excerpt.log", gpus=1, bs=8, warmup=40, measure=10)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(8 * 10 / (t[50] - t[40]).total_seconds())
+    assert "global_batch_basis" in res.extra  # no config dump in the excerpt: the matrix's batch x GPUs
+    assert res.extra["reported_samples_per_s_mean"] == pytest.approx(83.73838805358588)
+
+
+# ------------------------------------------------------------------------------------------ OneFlow
+
+def test_oneflow_gpt_table_args_dump_and_nvidia_smi_memory():
+    text = (REAL / "oneflow_gpt_pretrain.excerpt.log").read_text()
+    rows = {int(b): (int(s), float(tp)) for b, s, tp in re.findall(r"^\| (\d+)\s+\| \d+\s+\| (\d+)\s+\| (\S+)",
+                                                                    text, re.M)}
+    res = _parse(OF, "oneflow_gpt_pretrain.excerpt.log", nodes=4, gpus=8, bs=8, warmup=10, measure=90)
+    assert res.status == Status.OK, res.reason
+    seconds = sum((rows[b][0] - rows[b - 10][0]) / rows[b][1] for b in range(20, 101, 10))
+    assert res.throughput == pytest.approx(512 * 90 / seconds)
+    assert res.throughput_speed == pytest.approx(sum(rows[b][1] for b in range(20, 101, 10)) / 9)
+    assert res.mem_peak_mib == max(float(m) for m in re.findall(r"^\d+ %, (\d+) MiB$", text, re.M))
+    dump = dict(re.findall(r"^  (\w+) \.+ (\S+)$", text, re.M))  # its own arguments: 24 x 2304, seq 2048
+    s, l, h, v = (int(dump[k]) for k in ("seq_length", "num_layers", "hidden_size", "padded_vocab_size"))
+    assert dump["checkpoint_activations"] == "True"
+    assert res.extra["flops_per_sample"] == pytest.approx(96 * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)))
+    assert res.extra["tokens_per_s"] == pytest.approx(res.throughput * s)
+
+
+def test_libai_lines_zero_based_iterations_and_second_stamps():
+    res = _parse(OF, "libai_gpt2_npu.excerpt.log", gpus=1, bs=4, warmup=20, measure=80)
+    assert res.status == Status.OK, res.reason
+    assert res.extra["format"] == "libai" and res.steps_seen == 100  # "iteration: 99/10000" is the 100th
+    # 10:40:56 -> 10:51:22, consumed samples 80 -> 400 over 80 iterations: 4 per iteration
+    assert res.throughput == pytest.approx(4 * 80 / (10 * 60 + 26))
+    assert res.throughput_speed == pytest.approx(0.52)
+
+
+@pytest.mark.parametrize("suite", ["megatron/gpt", "deepspeed/gpt", "oneflow/gpt"])
+def test_a_foreign_log_is_launch_failed(suite):
+    res = suites.get(suite).parse(lp.read_lines(REAL / "pytorch_examples_rn50_2n8g.excerpt.log"),
+                                  ParseContext(2, 8, 8))
+    assert res.status == Status.LAUNCH_FAILED and res.throughput is None
+
+
+def test_an_iteration_line_cut_by_buffering_is_glued():
+    line = (GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
+    cut = line.index("| lm loss")
+    text = "\n".join((GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[:-1] + [line[:cut], line[cut:]])
+    res = MEG.parse(lp.iter_text_lines(text), ParseContext(1, 4, 1, 1, 1))
+    assert res.status == Status.OK and res.throughput == pytest.approx(4 / 0.3703) and "garbled_lines" not in res.extra
+
+
+def test_nan_iterations_make_the_run_nonfinite():
+    line = (GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
+    bad = line.replace("number of nan iterations:   0", "number of nan iterations:   1")
+    res = MEG.parse(lp.iter_text_lines(line + "\n" + bad.replace("iteration        2/", "iteration        3/")),
+                    ParseContext(1, 4, 1, 1, 1))
+    assert res.status == Status.NONFINITE
+
+
+# ------------------------------------------------------------------------------------------ layout
+
+def _cell(suite, devices="1x8", bs=8, precision="fp16", **params) -> Cell:
+    n, g = (int(v) for v in devices.split("x"))
+    full = {**suite.axis_defaults, **params}
+    return Cell(suite=suite.name, model="gpt", framework=suite.framework, nodes=n, gpus_per_node=g, batch_size=bs,
+                precision=precision, xla=False, launcher=suite.launcher, params=tuple(sorted(full.items())))
+
+
+@pytest.mark.parametrize("params,why", [
+    ({"tensor_parallel": 3}, "not a multiple of tensor_parallel x pipeline_parallel = 3 x 1 = 3"),
+    ({"tensor_parallel": 2, "pipeline_parallel": 8}, "are not a multiple"),
+    ({"model_size": "24x2304x12", "tensor_parallel": 8}, "12 heads over hidden 2304 cannot be split over tensor_parallel 8"),
+    ({"model_size": "16x1536x16", "pipeline_parallel": 8, "tensor_parallel": 1}, None),
+    ({"model_size": "24x1024x16", "pipeline_parallel": 16}, "GPUs"),
+    ({"model_size": "1.3B", "global_batch": 100}, "not a multiple of micro batch 8 x data-parallel size 8"),
+    ({"model_size": "huge"}, "no preset"),
+])
+def test_drop_reasons(params, why):
+    reason = MEG.drop_reason(_cell(MEG, **params))
+    assert (reason is None) if why is None else (why in reason), reason
+
+
+def test_zero_2_with_pipeline_and_selective_on_libai_are_dropped():
+    assert "ZeRO stage 0 or 1" in DS.drop_reason(_cell(DS, zero_stage=2, pipeline_parallel=2))
+    assert "full or none" in OF.drop_reason(_cell(OF, activation_checkpointing="selective"))
+    assert "precision 'bf16'" in OF.drop_reason(_cell(OF, precision="bf16"))
+
+
+def test_megatron_flags_for_dlperfs_four_node_case():
+    cell = _cell(MEG, "4x8", model_size="24x2304x24", tensor_parallel=4, pipeline_parallel=4, global_batch=512)
+    argv = MEG.program(cell, Measure(warmup_steps=30, measure_steps=100), MEG.options)
+    joined = " ".join(argv)
+    for want in ("--tensor-model-parallel-size 4", "--pipeline-model-parallel-size 4", "--num-layers 24",
+                 "--hidden-size 2304", "--num-attention-heads 24", "--seq-length 2048", "--micro-batch-size 8",
+                 "--global-batch-size 512", "--train-iters 130", "--log-interval 1", "--fp16",
+                 "--recompute-granularity full", "--log-throughput"):
+        assert want in joined, want
+    assert MEG.layout(cell)["accumulation"] == 512 // (8 * 2)
+    mock = MEG.program(cell, Measure(), {**MEG.options, "data_path": ""})
+    assert "--mock-data" in mock and "--data-path" not in mock
+
+
+def test_deepspeed_config_and_flags():
+    cell = _cell(DS, "2x8", bs=4, zero_stage=2, global_batch=256)
+    cfg = json.loads(DS.files(cell, Measure(), DS.options)["ds_config.json"])
+    assert cfg["train_batch_size"] == 256 and cfg["train_micro_batch_size_per_gpu"] == 4
+    assert cfg["gradient_accumulation_steps"] == 256 // (4 * 16) and cfg["zero_optimization"] == {"stage": 2}
+    assert cfg["steps_per_print"] == 1 and cfg["log_level"] == "info" and cfg["fp16"]["enabled"] is True
+    argv = DS.program(cell, Measure(), DS.options)
+    assert argv[-5:] == ["--deepspeed", "--deepspeed_config", "{run_dir}/ds_config.json", "--zero-stage", "2"]
+    assert "--checkpoint-activations" in argv and "--no-pipeline-parallel" in argv
+
+
+def test_libai_overrides():
+    cell = _cell(OF, "2x8", model_size="2.7B", tensor_parallel=2, pipeline_parallel=2, activation_checkpointing="none")
+    argv = OF.program(cell, Measure(warmup_steps=2, measure_steps=3), OF.options)
+    over = dict(a.split("=", 1) for a in argv[4:])
+    layers, hidden, heads = gpt.PRESETS["2.7B"]
+    assert over["model.cfg.num_layers"] == str(layers) and over["model.cfg.hidden_size"] == str(hidden)
+    assert over["train.dist.data_parallel_size"] == "4" and over["train.train_iter"] == "5"
+    assert over["train.amp.enabled"] == "True" and over["train.activation_checkpoint.enabled"] == "False"
+    assert over["train.output_dir"] == "{run_dir}" and over["train.log_period"] == "1"
+
+
+def test_the_flops_formula_is_the_papers():
+    # Narayanan et al. 2021 eq. 3 per sample: 96 s l h^2 (1 + s/6h + V/16lh) with recomputation
+    assert gpt_log.flops_per_sample(2048, 24, 2304, 50688, True) == pytest.approx(
+        96 * 2048 * 24 * 2304 ** 2 * (1 + 2048 / (6 * 2304) + 50688 / (16 * 24 * 2304)))
+    assert gpt_log.flops_per_sample(1024, 24, 1024, 50304, False) == pytest.approx(
+        gpt_log.flops_per_sample(1024, 24, 1024, 50304, True) * 3 / 4)
+
+
+@pytest.mark.parametrize("suite", [MEG, DS], ids=["megatron", "deepspeed"])
+def test_under_srun_each_task_gets_its_rank_from_slurm(suite, tmp_path):
+    """srun starts one task per GPU; the program's env:// rendezvous reads RANK/LOCAL_RANK/WORLD_SIZE, which the
+    suite's wrapper sets from the task's Slurm variables (run here with bash for real)."""
+    cell = Cell(**{**_cell(suite, "2x4").__dict__, "launcher": "srun"})
+    argv = suite.program(cell, Measure(), suite.options)
+    assert argv[:4] == ["bash", "-c", gpt.SRUN_RANKS, "dlperf"] and argv[5].endswith("pretrain_gpt.py")
+    probe = [*argv[:4], sys.executable, "-c", "import os; print(os.environ['RANK'], os.environ['LOCAL_RANK'], "
+                                              "os.environ['WORLD_SIZE'])"]
+    env = {**os.environ, "SLURM_PROCID": "6", "SLURM_LOCALID": "2", "SLURM_NTASKS": "8"}
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=True).stdout.split() == ["6", "2", "8"]
+    assert suite.program(_cell(suite, "2x4"), Measure(), suite.options)[0] == "python3"  # its own launcher: as is
+
+
+def test_megatron_deepspeed_line_from_the_last_rank_memory_lines_and_an_oom_kill():
+    """Megatron prints its iteration line on the last rank (label 3 under srun -l): it is read; the ranks' Megatron
+    memory reports give the allocator's peak; the cgroup OOM kill makes the run OOM."""
+    res = _parse(DS, "megatron_deepspeed_srun_oom.excerpt.log", gpus=4, bs=4, warmup=0, measure=1)
+    assert res.status == Status.OOM and "oom_kill" in res.reason
+    assert res.throughput == pytest.approx(32 / 31.5917)  # global batch / the interval: the printed 1.013 samples/s
+    text = (GPT / "megatron_deepspeed_srun_oom.excerpt.log").read_text()
+    assert res.mem_allocator_mib == max(float(v) for v in re.findall(r"max allocated: (\S+) \|", text))
+    assert res.extra["mem_reserved_mib"] == max(float(v) for v in re.findall(r"max reserved: (\S+)$", text, re.M))
+    assert res.extra["ranks_seen"] == 3
+
+
+def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
+    """The job's provenance line (written by every job script: nvidia-smi's GPUs, the launch command) gives the peak
+    and, with no arguments dump in the log, the model's size: cells turns flops_per_sample and peak_tflops_per_gpu
+    into TFLOP/s per GPU and MFU. Here beside the real Megatron lines of a 2024 build (issue #756)."""
+    from dlperf_slurm import events as ev
+    from dlperf_slurm.cells import _compute_rate
+    from dlperf_slurm.workloads.peaks import peak_tflops
+
+    job = ev.format_line(ev.EV_JOB, **{ev.GPUS: ["0, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz"],
+                                       ev.COMMAND: "torchrun ... pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                                                   "--seq-length 4096 --recompute-granularity full"})
+    text = job + "\n" + (GPT / "megatron_2024_tflops.excerpt.log").read_text()
+    res = MEG.parse(lp.iter_text_lines(text), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    assert res.status == Status.OK, res.reason
+    x = res.extra
+    assert x["peak_tflops_per_gpu"] == peak_tflops("H100", "16bit") and x["tokens_per_s"] == res.throughput * 4096
+    rate = _compute_rate(res.throughput, 16, [x])
+    # the program's own TFLOP/s per GPU comes back out (its FLOPs per sample were derived from it)
+    assert rate["tflops_per_gpu"] == pytest.approx(x["reported_tflops_per_gpu_mean"], rel=0.02)
+    assert rate["mfu"] == pytest.approx(rate["tflops_per_gpu"] / peak_tflops("H100", "16bit"))
+    # without the program's own figure, the paper's formula on the command's model (f = 4: full recomputation)
+    plain = re.sub(r" throughput per GPU \(TFLOP/s/GPU\): \S+ \|", "", text)
+    res = MEG.parse(lp.iter_text_lines(plain), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    assert res.extra["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(4096, 32, 4096, 50304, True))
