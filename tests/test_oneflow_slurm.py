@@ -78,3 +78,31 @@ def test_oneflow_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     (cell,) = json.loads((out / "oneflow-2x1.json").read_text())["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
     assert cell["published"] == "time", cell
+
+
+def test_oneflow_resnet50_under_oneflow_distributed_launch_uses_the_suites_python(tmp_path):
+    """The newer form: ``python -m oneflow.distributed.launch`` (one process per device) from the suite's own
+    interpreter (the venv's: a bare ``python`` from PATH has no OneFlow), 1x2 on one node of the cluster."""
+    libs = ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
+    text = MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs)
+    text = text.replace('name = "oneflow-2x1"', 'name = "oneflow-1x2"').replace('devices = ["2x1"]',
+                                                                              'devices = ["1x2"]\nlauncher = ["oneflow"]')
+    mx = tmp_path / "oneflow.toml"
+    mx.write_text(text)
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 0, p.stdout + p.stderr
+    cdir = logs / "oneflow-1x2"
+    wait_campaign(cdir, 240)
+    (run,) = manifest.load_manifest(cdir)
+    log = run.log.read_text()
+    assert run.status == Status.OK, log[-4000:]
+    assert f"{_py} -m oneflow.distributed.launch --nnodes 1 --nproc_per_node 2" in run.script.read_text()
+    ranks = sorted((int(r), int(w), int(s)) for r, w, s in re.findall(
+        r"^dlperf-test: rank (\d+) of (\d+) on \S+: all_reduce\(1\) = (\d+);", log, re.M))
+    assert ranks == [(0, 2, 2), (1, 2, 2)], log[-4000:]
+    out = tmp_path / "summaries"
+    p = cli("--logs", str(logs), "collect", "oneflow-1x2", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    (cell,) = json.loads((out / "oneflow-1x2.json").read_text())["cells"]
+    assert cell["shape"] == "1n2g" and cell["n_ok"] == 1 and cell["median"] > 0, cell

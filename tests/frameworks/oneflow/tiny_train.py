@@ -5,7 +5,8 @@ ONE process per node that finds the other nodes by --node_ips: the first address
 port. (of_cnn_train_val.py's single-client OneFlow is gone from OneFlow 0.9; this program joins the nodes through
 OneFlow's eager environment instead: MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK set before ``import oneflow``.) Its
 node index is the position of this node's address in --node_ips, or SLURM_NODEID when the addresses are not unique
-(the test cluster's nodes all resolve to 127.0.0.1). On CPU it is one process per node: --gpu_num_per_node 1.
+(the test cluster's nodes all resolve to 127.0.0.1). On CPU it is one process per node: --gpu_num_per_node 1. Started by ``python -m oneflow.distributed.launch``
+(the ``oneflow`` launcher: one process per device, no --num_nodes/--node_ips) it keeps the launcher's environment.
 
 It trains a small conv net with nn.parallel.DistributedDataParallel for ceil(num_examples / global batch)
 iterations and prints, on the first node, of_cnn_train_val.py's progress line (util.Metric) every
@@ -34,6 +35,7 @@ p.add_argument("--loss_print_every_n_iter", type=int, default=1)
 args, _ = p.parse_known_args()
 
 ips = args.node_ips[: args.num_nodes]
+launched = "RANK" in os.environ  # started by python -m oneflow.distributed.launch: it has set the job's environment
 mine = {socket.gethostbyname(socket.gethostname())}
 node = next((i for i, ip in enumerate(ips) if ip in mine), None) if len(set(ips)) == len(ips) else None
 if node is None:
@@ -41,8 +43,9 @@ if node is None:
 # OneFlow groups ranks into machines by address: "nodes" that share one (the test cluster's) are one machine to it,
 # where each needs its own local rank
 local = node if len(set(ips)) < len(ips) else 0
-os.environ.update(MASTER_ADDR=ips[0], MASTER_PORT=str(args.ctrl_port), WORLD_SIZE=str(args.num_nodes),
-                  RANK=str(node), LOCAL_RANK=str(local))
+if not launched:
+    os.environ.update(MASTER_ADDR=ips[0], MASTER_PORT=str(args.ctrl_port), WORLD_SIZE=str(args.num_nodes),
+                      RANK=str(node), LOCAL_RANK=str(local))
 
 import oneflow as flow  # noqa: E402  (after the environment that joins the job)
 
@@ -59,7 +62,7 @@ model = flow.nn.parallel.DistributedDataParallel(net)
 opt = flow.optim.SGD(model.parameters(), lr=0.001, momentum=0.875)
 bs = args.batch_size_per_device
 x, y = flow.randn(bs, 3, 32, 32), flow.randint(0, 10, (bs,))
-global_batch = bs * args.gpu_num_per_node * args.num_nodes
+global_batch = bs * world  # one process per device
 iters = math.ceil(args.num_examples / global_batch)
 fmt = "{}: epoch {}, iter {}, loss: {:.6f}, top_1: {:.6f}, top_k: {:.6f}, samples/s: {:.3f}"
 last, samples = time.time(), 0
