@@ -147,7 +147,10 @@ class BertBase(_OneFlow):
 _NUM = lp.NUM
 _CNN = re.compile(r"(?<![A-Za-z_])train: epoch (\d+), iter (\d+), ")
 _BERT = re.compile(r"(?<![A-Za-z_])step: (\d+), ")
-_FIGURE = re.compile(r"\b(?:samples/s|throughput): (" + _NUM + r")(?:[ \t]+(" + _NUM + r"))?")
+# the figure and the stamp end the line: a line glued to what follows it (a record cut by buffering whose tail was
+# not the next line) fails the lookahead, and the Scanner reads it alone
+_FIGURE = re.compile(r"\b(?:samples/s|throughput): (" + _NUM + r")(?>(?:[ \t]+(" + _NUM + r"))?)(?=\s|$)")
+_CUT_HEAD = re.compile(r"(?:train: epoch(?: \d+(?:,(?: (?:i(?:t(?:e(?:r(?: \d*)?)?)?)?)?)?)?)?|step: \d*)$")
 _LOSS = re.compile(r"(?<![A-Za-z_])(?:total_)?loss: (" + _NUM + r")")
 _NEEDLES = ("train: epoch", "step: ")
 
@@ -177,21 +180,25 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         m = _CNN.search(text)
         if m is not None:
             form, step = "cnns", step_of(int(m.group(1)), int(m.group(2)))
-        elif (m := _BERT.search(text)) is not None and ("throughput" in text or "loss" in text):
+        elif (m := _BERT.search(text)) is not None:
             form, step = "bert", int(m.group(1)) + 1  # run_pretraining.py prints the 0-based step index
+        elif not final and _CUT_HEAD.search(text):
+            return lp.FRAGMENT  # a record cut in its head: its tail follows
         else:
             return lp.NOT_MINE
         body = text[m.end():]
         fig = _FIGURE.search(body)
         if not final and (fig is None or text.rstrip().endswith(tuple("0123456789."))):
             return lp.FRAGMENT  # the figure (or the stamp) that ends the line may be cut: read it with what follows
+        if fig is None:  # a foreign "step: N, " line, or a record glued to a line that is not its tail: the Scanner
+            return lp.NOT_MINE  # then reads the record alone
         if step_of_seen(step):
             return lp.CONSUMED
         loss = _LOSS.search(body)
         span = step - st["prev"] if step > st["prev"] else 0
-        speed = lp.to_float(fig.group(1)) if fig else None
+        speed = lp.to_float(fig.group(1))
         seconds = span * gb / speed if speed and speed > 0 and span else None
-        t = stamps.seconds(fig.group(2)) if fig and fig.group(2) else None
+        t = stamps.seconds(fig.group(2)) if fig.group(2) else None
         if t is not None:
             st["stamps"] += 1
         elif seconds is not None:
