@@ -144,6 +144,17 @@ def test_bert_flags_amp_xla_and_the_distributed_launch_form():
     per_gpu = BERT.program(_cell(BERT, 2, 8, 96, launcher="oneflow"), m, BERT.options)
     assert not any(a.startswith(("--num_nodes", "--gpu_num_per_node", "--node_ips")) for a in per_gpu)
     assert BERT.drop_reason(_cell(BERT, 1, 1, 96, launcher="torchrun")) is not None
+    assert "no synthetic mode" in BERT.option_error("data_dir", "") and RN50.option_error("data_dir", "") is None
+
+
+def test_a_matrix_without_bert_data_stops_with_the_reason(tmp_path):
+    from dlperf_slurm import matrix
+    from dlperf_slurm.errors import MatrixError
+
+    p = tmp_path / "m.toml"
+    p.write_text('suite = "oneflow/bert-base"\n[axes]\ndevices = ["1x1"]\nbatch_size = [24]\n[options]\ndata_dir = ""\n')
+    with pytest.raises(MatrixError, match="no synthetic mode"):
+        matrix.load(p, site=False)
 
 
 @pytest.mark.parametrize("warmup,measure,every", [(20, 100, 20), (2, 6, 2), (0, 100, 20), (5, 10, 5), (30, 90, 15)])

@@ -67,7 +67,7 @@ class _OneFlow(Suite):
             return "print_every must be 0 (auto) or a step count"
         return None
 
-    def resources(self, cell) -> list[str]:
+    def node_flags(self, cell) -> list[str]:
         """--num_nodes/--gpu_num_per_node for the one-process-per-node form (the node_ips launcher adds the rest)."""
         if cell.launcher != "node_ips":
             return []
@@ -91,7 +91,7 @@ class ResNet50(_OneFlow):
                 f"--num_examples={cell.batch_size * cell.devices * steps}"]
         if options["data_dir"]:
             argv += [f"--train_data_dir={options['data_dir']}/train", f"--train_data_part_num={options['data_part_num']}"]
-        argv += self.resources(cell) + [
+        argv += self.node_flags(cell) + [
             "--optimizer=sgd", "--momentum=0.875", "--label_smoothing=0.1", "--learning_rate=0.001",
             f"--loss_print_every_n_iter={print_every(measure, options)}", f"--batch_size_per_device={cell.batch_size}",
             "--val_batch_size_per_device=125", "--num_epoch=1"]
@@ -115,9 +115,14 @@ class BertBase(_OneFlow):
                "python": "python3", "data_dir": "/datasets/bert/bert_base_ofrecord", "data_part_num": 32,
                "print_every": 0}
 
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "data_dir" and not value:
+            return "run_pretraining.py has no synthetic mode: data_dir must name its OFRecord data set"
+        return super().option_error(name, value)
+
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         steps = measure.warmup_steps + measure.measure_steps
-        argv = [options["python"], f"{options['workdir']}/{options['script']}", *self.resources(cell),
+        argv = [options["python"], f"{options['workdir']}/{options['script']}", *self.node_flags(cell),
                 "--learning_rate=1e-4", f"--batch_size_per_device={cell.batch_size}", f"--iter_num={steps}",
                 f"--loss_print_every_n_iter={print_every(measure, options)}", "--seq_length=128",
                 "--max_predictions_per_seq=20", "--num_hidden_layers=12", "--num_attention_heads=12",
@@ -192,12 +197,12 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.FRAGMENT  # the figure (or the stamp) that ends the line may be cut: read it with what follows
         if fig is None:  # a foreign "step: N, " line, or a record glued to a line that is not its tail: the Scanner
             return lp.NOT_MINE  # then reads the record alone
-        if step_of_seen(step):
+        if step <= st["prev"]:  # a print already read (the same record twice: a log and its echo) adds nothing
             return lp.CONSUMED
         loss = _LOSS.search(body)
-        span = step - st["prev"] if step > st["prev"] else 0
+        span = step - st["prev"]  # the printed figure is the global samples/s over these steps
         speed = lp.to_float(fig.group(1))
-        seconds = span * gb / speed if speed and speed > 0 and span else None
+        seconds = span * gb / speed if speed is not None and speed > 0 else None
         t = stamps.seconds(fig.group(2)) if fig.group(2) else None
         if t is not None:
             st["stamps"] += 1
@@ -206,14 +211,10 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             st["timed"] += 1
             t = st["clock"]
         st["forms"].add(form)
-        window.add(step, t, speed=speed if span else None, loss=lp.to_float(loss.group(1)) if loss else None,
+        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
                    span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
-        st["prev"] = max(st["prev"], step)
+        st["prev"] = step
         return lp.CONSUMED
-
-    def step_of_seen(step: int) -> bool:
-        """A print of a step already read (the same line twice, e.g. a log and its echo) adds nothing."""
-        return step <= st["prev"] and step != 0 and window.points > 0
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t)), wanted=_wanted,
                        block_needles=_NEEDLES).run(lines)
