@@ -90,14 +90,16 @@ class ResNet50(_OneFlow):
         argv = [options["python"], f"{options['workdir']}/{options['script']}",
                 f"--num_examples={cell.batch_size * cell.devices * steps}"]
         if options["data_dir"]:
-            argv += [f"--train_data_dir={options['data_dir']}/train", f"--train_data_part_num={options['data_part_num']}"]
+            argv += [f"--train_data_dir={options['data_dir']}/train",
+                     f"--train_data_part_num={options['data_part_num']}"]
         argv += self.node_flags(cell) + [
             "--optimizer=sgd", "--momentum=0.875", "--label_smoothing=0.1", "--learning_rate=0.001",
             f"--loss_print_every_n_iter={print_every(measure, options)}", f"--batch_size_per_device={cell.batch_size}",
             "--val_batch_size_per_device=125", "--num_epoch=1"]
         if cell.precision == "amp":
-            argv += ["--use_fp16", "--channel_last=True", "--pad_output", "--fuse_bn_relu=True", "--fuse_bn_add_relu=True",
-                     "--nccl_fusion_threshold_mb=16", "--nccl_fusion_max_ops=24", "--gpu_image_decoder=True"]
+            argv += ["--use_fp16", "--channel_last=True", "--pad_output", "--fuse_bn_relu=True",
+                     "--fuse_bn_add_relu=True", "--nccl_fusion_threshold_mb=16", "--nccl_fusion_max_ops=24",
+                     "--gpu_image_decoder=True"]
         if cell.xla:
             argv.append("--use_xla")
         return argv + [f"--log_dir={RUN_DIR}/log", f"--model_save_dir={RUN_DIR}/snapshots", "--model=resnet50"]

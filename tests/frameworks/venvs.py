@@ -3,9 +3,10 @@ numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
 
 Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
 lines installed after the rest; a ``# python: X.Y`` line names the interpreter the venv is made with, for a
-framework with no build for this one: ``pythonX.Y`` on PATH or pyenv's newest ``X.Y.*``). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
-``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>``, so a changed file builds a new one and an
-unchanged one is reused between CI runs on the same machine. The dlperf_slurm package itself is put on the
+framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH). Its venv lives in
+``$DLPERF_VENV_CACHE`` (default ``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>`` (and of the
+interpreter's version), so a changed file builds a new one and an unchanged one is reused between CI runs on the
+same machine. The dlperf_slurm package itself is put on the
 venv's path (a ``.pth`` file naming this checkout), never installed into it.
 
     python tests/frameworks/venvs.py [NAME ...|--all]    # build what is missing, print each venv's python
@@ -74,7 +75,8 @@ def interpreter(name: str) -> tuple[str | None, str]:
         p = subprocess.run([str(exe), "-c", "import sys; print(sys.version)"], capture_output=True, text=True)
         if p.returncode == 0:
             return str(exe), p.stdout.strip()
-    return None, f"{name} needs Python {want} (`# python: {want}` in {name}.txt): no python{want} on PATH nor in {pyenv}"
+    return None, (f"{name} needs Python {want} (`# python: {want}` in {name}.txt): no python{want} on PATH "
+                  f"nor in {pyenv}")
 
 
 def venv_dir(name: str) -> Path:

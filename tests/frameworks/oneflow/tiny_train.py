@@ -5,8 +5,9 @@ ONE process per node that finds the other nodes by --node_ips: the first address
 port. (of_cnn_train_val.py's single-client OneFlow is gone from OneFlow 0.9; this program joins the nodes through
 OneFlow's eager environment instead: MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK set before ``import oneflow``.) Its
 node index is the position of this node's address in --node_ips, or SLURM_NODEID when the addresses are not unique
-(the test cluster's nodes all resolve to 127.0.0.1). On CPU it is one process per node: --gpu_num_per_node 1. Started by ``python -m oneflow.distributed.launch``
-(the ``oneflow`` launcher: one process per device, no --num_nodes/--node_ips) it keeps the launcher's environment.
+(the test cluster's nodes all resolve to 127.0.0.1). On CPU it is one process per node: --gpu_num_per_node 1.
+Started by ``python -m oneflow.distributed.launch`` (the ``oneflow`` launcher: one process per device, no
+--num_nodes/--node_ips) it keeps the launcher's environment.
 
 It trains a small conv net with nn.parallel.DistributedDataParallel for ceil(num_examples / global batch)
 iterations and prints, on the first node, of_cnn_train_val.py's progress line (util.Metric) every
