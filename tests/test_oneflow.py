@@ -206,10 +206,17 @@ def _log(suite, n: int, g: int, bs: int, target: float) -> str:
     return "\n".join(out) + "\n"
 
 
+def _readme_speedup() -> float:
+    """DLPerf's BERT README prints extract_bert_result.py's output for the same runs as the 0822 report (4n8g bs96's
+    seven repeats are the report's): its 4n8g bs96 speedup."""
+    text = _fixture("dlperf_bert_readme_extractor_output.md")
+    rows = [m for m in map(_ROW.match, text.splitlines()) if m and m.group(5)]
+    return next(float(m.group(5)) for m in rows if (m.group(1), m.group(2), m.group(3)) == ("4", "8", "96"))
+
+
 #: A published figure its own data contradict: the 0822 report's 4n8g bs96 speedup 29.75, where its medians give
-#: 4455.97 / 149.84 = 29.738 and DLPerf's BERT README (OneFlow/LanguageModeling/BERT/README.md, the extractor's
-#: output for the same runs) prints 29.74.
-_ERRATA = {("bert-base", 96, "4n8g"): 29.74}
+#: 4455.97 / 149.84 = 29.738; the README's extractor output for the same runs prints 29.74.
+_ERRATA = {("bert-base", 96, "4n8g"): _readme_speedup()}
 
 
 @pytest.mark.parametrize("suite,report,n_published", [(RN50, "dlperf_rn50_fp32_report_0821.md", 4),
