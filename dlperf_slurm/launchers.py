@@ -24,6 +24,8 @@ tf_config     per_node  srun task in image   ``apptainer exec IMG program`` per 
                                              apptainer passes the environment in)
 mp_spawn      per_node  srun task in image   ``apptainer exec IMG program --world-size N --rank R ...`` per node:
                                              the program spawns its GPUs' ranks itself, inside the image
+node_ips      per_node  srun task in image   ``apptainer exec IMG program --node_ips=IPS --ctrl_port=P`` per node:
+                                             the program drives the node's GPUs itself (OneFlow single-client)
 ============  ========  ===================  ====================================================================
 
 torchrun, paddle, oneflow, deepspeed and msrun fork Python processes from their own interpreter: the program they are given must
@@ -229,3 +231,10 @@ register(Launcher(
 register(Launcher(
     "deepspeed", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))
+# One process per node that drives all of the node's GPUs and reaches the other nodes by address (OneFlow's
+# single-client programs, DLPerf's OneFlow runs: --num_nodes/--gpu_num_per_node in the program's argv): the template
+# appends --node_ips=<the allocation's IPv4 addresses, node list order> --ctrl_port=<job port>. The program is the
+# per-node process, so apptainer wraps it.
+register(Launcher(
+    "node_ips", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))

@@ -40,12 +40,12 @@ INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptaine
 #: across nodes). A newly registered launcher fails here until it has a stub.
 STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
            "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None,
-           "msrun": "msrun", "mp_spawn": None, "deepspeed": "deepspeed.launcher.runner"}
+           "msrun": "msrun", "mp_spawn": None, "deepspeed": "deepspeed.launcher.runner", "node_ips": None}
 #: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
 FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun",
            "deepspeed.launcher.runner"}
 #: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
-PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1}
+PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1, "node_ips": 1}
 #: Launchers that tell the program its place by arguments after its own (mp_spawn: main.py's --world-size <nodes>
 #: --rank <node rank> --dist-url tcp://<first host>:<port>; the program spawns its GPUs' ranks itself).
 RANK_ARGS = {"mp_spawn": lambda cell, rank: ["--world-size", str(cell.nodes), "--rank", str(rank), "--dist-url",
@@ -152,6 +152,13 @@ def _assert_program_ran_inside(records, launcher: str, kind: str, cell, log: str
         assert len({p["argv"][-1] for p in programs}) == 1, where
         if cell.nodes > 1:
             assert programs[0]["argv"][-1].startswith("tcp://node1:"), where
+    elif launcher == "node_ips":  # every node's IPv4 address in node-list order (the stub getent's 10.0.0.<k>), and
+        # the job's port; a lone node started from the batch shell gets the loopback address (it never reads it)
+        for p in programs:
+            assert p["argv"][:-2] == own and re.fullmatch(r"--ctrl_port=\d+", p["argv"][-1]), where
+            ips = p["argv"][-2].removeprefix("--node_ips=").split(",")
+            assert ips in (["127.0.0.1"], [f"10.0.0.{k + 1}" for k in range(cell.nodes)]), where
+            assert len(ips) == cell.nodes, where
     else:
         assert all(p["argv"] == own for p in programs), where
     assert all(p["inside"] == INSIDE[kind] for p in programs), f"the program ran outside the container: {where}"

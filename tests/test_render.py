@@ -19,7 +19,7 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 class _EchoSuite(Suite):
-    """A test-only suite that every launcher accepts (paddle and oneflow have no shipped suite yet)."""
+    """A test-only suite that every launcher accepts."""
 
     framework = "test-echo"
     model = "echo"
@@ -384,6 +384,63 @@ CASES = {
         [measure]
         warmup_steps = 100
         measure_steps = 100
+        """,
+    "node_ips_1x1_oneflow_rn50": """
+        suite = "oneflow/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [128]
+        """,
+    "node_ips_1x8_oneflow_rn50_synthetic": """
+        suite = "oneflow/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [128]
+        [options]
+        data_dir = ""
+        """,
+    "node_ips_4x8_oneflow_rn50_amp": """
+        suite = "oneflow/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [256]
+        precision = ["amp"]
+        """,
+    "node_ips_2x8_oneflow_bert_amp_pyxis": """
+        suite = "oneflow/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [128]
+        precision = ["amp"]
+        [environment.container]
+        type = "pyxis"
+        image = "oneflowinc/oneflow:0.3.1-cuda10.2"
+        mounts = ["/datasets:/datasets"]
+        """,
+    "node_ips_4x8_oneflow_bert_apptainer": """
+        suite = "oneflow/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [96]
+        [environment.container]
+        type = "apptainer"
+        image = "/images/oneflow 0.3.1.sif"
+        mounts = ["/datasets"]
+        """,
+    "oneflow_1x8_oneflow_bert_launch": """
+        suite = "oneflow/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [64]
+        launcher = ["oneflow"]
+        [options]
+        python = "/opt/of/bin/python"
         """,
 }
 

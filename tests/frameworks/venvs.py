@@ -2,9 +2,11 @@
 numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
 
 Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
-lines installed after the rest). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
-``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>``, so a changed file builds a new one and an
-unchanged one is reused between CI runs on the same machine. The dlperf_slurm package itself is put on the
+lines installed after the rest; a ``# python: X.Y`` line names the interpreter the venv is made with, for a
+framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH). Its venv lives in
+``$DLPERF_VENV_CACHE`` (default ``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>`` (and of the
+interpreter's version), so a changed file builds a new one and an unchanged one is reused between CI runs on the
+same machine. The dlperf_slurm package itself is put on the
 venv's path (a ``.pth`` file naming this checkout), never installed into it.
 
     python tests/frameworks/venvs.py [NAME ...|--all]    # build what is missing, print each venv's python
@@ -51,13 +53,43 @@ def requirements(name: str) -> tuple[list[str], list[str]]:
     return deps, nodeps
 
 
+def wanted_python(name: str) -> str | None:
+    """The ``X.Y`` of a ``# python: X.Y`` line in the framework's file (None: this interpreter)."""
+    for line in (HERE / f"{name}.txt").read_text().splitlines():
+        key, _, value = line.lstrip("# ").partition(":")
+        if line.startswith("#") and key.strip() == "python" and value.strip():
+            return value.strip()
+    return None
+
+
+def interpreter(name: str) -> tuple[str | None, str]:
+    """(the interpreter to make the venv with, its sys.version), or (None, why) when the wanted one is absent."""
+    want = wanted_python(name)
+    if want is None:
+        return sys.executable, sys.version
+    found = shutil.which(f"python{want}")
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = sorted(pyenv.glob(f"{want}.*/bin/python{want}"), key=lambda p: [
+        int(x) if x.isdigit() else 0 for x in p.parents[1].name.split(".")])
+    for exe in [c for c in [*reversed(candidates), found] if c]:
+        p = subprocess.run([str(exe), "-c", "import sys; print(sys.version)"], capture_output=True, text=True)
+        if p.returncode == 0:
+            return str(exe), p.stdout.strip()
+    return None, (f"{name} needs Python {want} (`# python: {want}` in {name}.txt): no python{want} on PATH "
+                  f"nor in {pyenv}")
+
+
 def venv_dir(name: str) -> Path:
-    digest = hashlib.sha256((HERE / f"{name}.txt").read_bytes() + sys.version.encode()).hexdigest()[:12]
+    version = interpreter(name)[1] if wanted_python(name) else sys.version
+    digest = hashlib.sha256((HERE / f"{name}.txt").read_bytes() + version.encode()).hexdigest()[:12]
     return cache_dir() / f"{name}-{digest}"
 
 
 def python_for(name: str) -> tuple[Path | None, str]:
     """The venv's interpreter if it is built, else (None, why)."""
+    exe, why = interpreter(name)
+    if exe is None:
+        return None, why
     v = venv_dir(name)
     py = v / "bin" / "python"
     if (v / ".complete").exists() and py.exists():
@@ -77,12 +109,16 @@ def build(name: str, out=print) -> Path | None:
     if failed.exists():
         out(f"{name}: skipped, an earlier build failed: {failed}")
         return None
+    exe, why = interpreter(name)
+    if exe is None:
+        out(f"{name}: skipped: {why}")
+        return None
     shutil.rmtree(v, ignore_errors=True)
     v.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     deps, nodeps = requirements(name)
     log = []
-    steps = [[sys.executable, "-m", "venv", str(v)]]
+    steps = [[exe, "-m", "venv", str(v)]]
     pip = [str(v / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if deps:
         steps.append(pip + deps)
