@@ -23,6 +23,8 @@ tf_config     per_node  srun task in image   ``apptainer exec IMG program`` per 
                                              apptainer passes the environment in)
 mp_spawn      per_node  srun task in image   ``apptainer exec IMG program --world-size N --rank R ...`` per node:
                                              the program spawns its GPUs' ranks itself, inside the image
+dmlc          per_node  srun task in image   ``apptainer exec IMG bash -c '...'``: worker, and on the first node
+                                             the scheduler and server, all in the image
 ============  ========  ===================  ====================================================================
 
 torchrun, paddle, oneflow and msrun fork Python processes from their own interpreter: the program they are given must
@@ -220,3 +222,10 @@ register(Launcher(
 register(Launcher(
     "mp_spawn", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))
+# MXNet's own parameter-server mode (kvstore dist_sync): one worker per node (DMLC_ROLE=worker), and on the first
+# node of the allocation the ps-lite scheduler and one server beside it, in the same task; DMLC_PS_ROOT_URI is
+# that node's address from the allocation's node list. The scheduler and server are started with the program's
+# interpreter (`python -c 'import mxnet'`), so under apptainer the whole per-node command runs in the image.
+register(Launcher(
+    "dmlc", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))
