@@ -175,6 +175,7 @@ _DLL_LOSS = re.compile(r"train\.loss : (" + _NUM + r")")
 _BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM + r") ms/batch")
 _BERT_LOSS = re.compile(r"mlm_loss=\s*(" + _NUM + r")")
 _UNIT = re.compile(r" \S+/s")
+_SPEED_CUT = re.compile(r"Speed: ?[-+\d.eE]*(?: ?s[a-z/]*)?")
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -184,6 +185,17 @@ def _starts(text: str) -> bool:
 
 def _wanted(text: str) -> bool:
     return "Batch" in text or "Iteration: " in text or "[step " in text
+
+
+def _cut(text: str) -> bool:
+    """The line ends inside a record, before its figure (buffering split it): the rest follows on the next line."""
+    h = _HEAD.search(text)
+    if h is not None:  # "Epoch[0] Batch[20]" then nothing, or part of "\tSpeed: 392.24 samples/sec"
+        rest = text[h.end():].lstrip()
+        return "Speed: ".startswith(rest) or _SPEED_CUT.fullmatch(rest) is not None
+    if "[step " in text:  # a gluon-nlp record ends with its latency's unit
+        return "ms/batch" not in text
+    return "Iteration: " in text and "train." in text and "ips : " not in text  # dllogger, cut before train.ips
 
 
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -217,9 +229,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if (lm := _BERT_LOSS.search(text)) is not None:
                 loss = lp.to_float(lm.group(1))
         else:
-            if not final and (_HEAD.search(text) or "[step " in text or "Iteration: " in text):
-                return lp.FRAGMENT  # a record cut before its figure: the rest follows on the next line
-            return lp.NOT_MINE
+            return lp.FRAGMENT if not final and _cut(text) else lp.NOT_MINE
         if not final and form == "dllogger" and not _UNIT.match(text, m.end()):
             return lp.FRAGMENT  # dllogger's figure may be cut short: its unit (images/s) follows it
         key = (rank, epoch, step, value)

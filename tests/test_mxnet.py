@@ -1,0 +1,253 @@
+"""The MXNet suites: the parser on real lines of the real programs (tests/fixtures/real/<suite>/SOURCE.md says where
+each comes from), every rank's lines counted as DLPerf's extractors count them, the launch specs, golden scripts, and
+collect's medians and speedups against DLPerf's published per-repeat figures."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import cli, matrix, parsing as lp, render, suites
+from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+
+HERE = Path(__file__).resolve().parent
+REAL = HERE / "fixtures" / "real"
+GOLDEN = HERE / "golden"
+NGC, RN50, BERT = (suites.get(n) for n in ("ngc-mxnet/resnet50", "mxnet-gluon/resnet50", "mxnet-gluon/bert-base"))
+
+
+def _parse(suite, text: str, nodes=1, gpus=1, bs=128, warmup=20, measure=100):
+    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+
+
+def _real(name: str) -> str:
+    return (REAL / name).read_text()
+
+
+# ------------------------------------------------------------------------------------------ real lines
+
+def test_ngc_every_rank_prints_the_jobs_speed_and_a_step_is_their_median():
+    """NGC train.py (e470c215): both ranks print the *job's* speed for every batch, under mpirun's [1,r]<stderr>:
+    labels; a step's figure is the median of its ranks' lines (neither their sum nor rank 0 x ranks)."""
+    text = _real("ngc-mxnet-resnet50/e470c215_fit_py_2ranks_mpirun_tag_output.log")
+    per_step: dict[int, list[float]] = {}
+    for rank, i, v in re.findall(r"^\[1,(\d)\]<stderr>:\S+ \S+:INFO: Epoch\[0\] Batch \[\d+-(\d+)\]\tSpeed: (\S+) ", text,
+                                 re.M):
+        per_step.setdefault(int(i) + 1, []).append(float(v))
+    assert sorted(per_step) == list(range(1, 9)) and all(len(v) == 2 for v in per_step.values())
+    res = _parse(NGC, text, gpus=2, bs=128, warmup=2, measure=6)
+    assert res.status == Status.OK, res.reason
+    want = sum(statistics.median(per_step[s]) for s in range(3, 9)) / 6
+    assert res.throughput_speed == pytest.approx(want)
+    assert 0.9 * want < res.throughput < 1.1 * want  # the time flavour, from the stamps: the same job, not 2x
+    assert res.extra["ranks_seen"] == 2 and res.extra["lines_per_step_min"] == 2
+    assert res.extra["clock"].startswith("log stamps") and res.extra["formats"] == ["ngc-train.py"]
+
+
+def test_unlabelled_lines_of_two_ranks_all_count():
+    """DLPerf's mpirun has no --tag-output: two ranks' lines per batch, unlabelled (horovod issue #875)."""
+    text = _real("mxnet-gluon-resnet50/horovod_issue_875_mpirun_2_ranks_unlabelled.log")
+    res = _parse(RN50, text, gpus=2, bs=32, warmup=50, measure=100)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx((8533.43 + 8506.38) / 2 / 2 + (5277.87 + 5264.60) / 2 / 2)
+    assert res.extra["lines_per_step_max"] == res.extra["lines_per_step_min"] == 2
+    assert "ranks_seen" not in res.extra
+
+
+def test_gluon_stamped_lines_time_flavour_from_the_stamps():
+    text = _real("mxnet-gluon-resnet50/mxnet_issue_15962_gluon_stamped.log")
+    res = _parse(RN50, text, gpus=4, bs=32, warmup=50, measure=300)  # batch 32 on each of 4 GPUs, as the run
+    assert res.status == Status.OK, res.reason
+    assert res.extra["clock"].startswith("log stamps")
+    assert res.throughput == pytest.approx(128 * 300 / 66.122)  # 12:24:33,668 -> 12:25:39,790
+    assert res.throughput_speed == pytest.approx((581.25 + 576.24 + 583.23 + 579.94 + 583.12 + 580.83) / 6)
+    # the program printed its own speed: the two flavours agree within the per-interval noise
+    assert res.throughput == pytest.approx(res.throughput_speed, rel=0.002)
+
+
+def test_every_batch_six_decimals_and_speedometer_lines_per_metric():
+    text = _real("mxnet-gluon-resnet50/mxnet_issue_11284_every_batch.log")
+    speeds = [float(v) for v in re.findall(r"Speed: (\S+) samples/sec", text)]
+    res = _parse(RN50, text, bs=64, warmup=40, measure=10)
+    assert res.status == Status.OK and res.throughput_speed == pytest.approx(sum(speeds[2:]) / 10)
+    # Module Speedometer prints a batch's line once per metric (4 here): the step is read once per value
+    text = _real("mxnet-gluon-resnet50/mxnet_issue_3072_module_speedometer_per_metric.log")
+    res = _parse(RN50, text, gpus=8, bs=4, warmup=50, measure=50)
+    assert res.status == Status.OK and res.throughput_speed == pytest.approx(92.71)
+    assert res.throughput == pytest.approx(32 * 50 / (138.073))  # 10:58:12,137 -> 11:00:30,210 (the last line)
+
+
+def test_real_dmlc_two_node_run_reads_worker_zero():
+    """The real 2-node dmlc run (tests/test_mxnet_slurm.py's campaign): srun node labels, worker 0 on node 1."""
+    text = _real("mxnet-gluon-resnet50/dmlc_2x1_tiny_cpu_srun_label.log")
+    speeds = [float(v) for v in re.findall(r"^1: INFO:root:Epoch\[0\] Batch\[\d\]\tSpeed: (\S+) samples/sec", text, re.M)]
+    assert len(speeds) == 8
+    res = _parse(RN50, text, nodes=2, bs=2, warmup=2, measure=6)
+    assert res.status == Status.OK and res.throughput_speed == pytest.approx(sum(speeds[2:]) / 6)
+    assert res.extra["ranks_seen"] == 2 and "garbled_lines" not in res.extra  # Loss[...] lines are no records
+
+
+def test_bert_latency_to_samples_and_tokens_with_unit_suffixes():
+    text = _real("mxnet-gluon-bert-base/7b7bf60_log_noacc.log")
+    lat = [float(v) for v in re.findall(r"latency=(\S+) ms/batch", text)]
+    tks = [float(v) * 1000 for v in re.findall(r"throughput=(\S+)K tks/s", text)]
+    res = _parse(BERT, text, nodes=1, gpus=1, bs=2, warmup=3, measure=2)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx(sum(1000 / x * 2 for x in lat[1:]) / 2)  # DLPerf: 1000/latency x batch
+    assert res.extra["tokens_per_s"] == pytest.approx(sum(tks[1:]) / 2)  # "121.7K" -> 121700 tokens/s
+    # the same lines with the figure in M and in scientific notation
+    as_m = re.sub(r"throughput=(\S+)K", lambda m: f"throughput={float(m.group(1)) / 1000:.4f}M", text)
+    as_e = re.sub(r"latency=(\S+) ", lambda m: f"latency={float(m.group(1)):.4e} ", text)
+    for variant in (as_m, as_e):
+        r = _parse(BERT, variant, bs=2, warmup=3, measure=2)
+        assert r.extra["tokens_per_s"] == pytest.approx(res.extra["tokens_per_s"])
+        assert r.throughput_speed == pytest.approx(res.throughput_speed)
+
+
+@pytest.mark.parametrize("suite,name,kw", [
+    (BERT, "mxnet-gluon-bert-base/7b7bf60_log_noacc.log", dict(bs=2, warmup=3, measure=2)),
+    (NGC, "ngc-mxnet-resnet50/e470c215_fit_py_2ranks_mpirun_tag_output.log", dict(gpus=2, warmup=2, measure=6))])
+def test_lines_cut_by_buffering_and_glued_to_progress_bars(suite, name, kw):
+    text = _real(name)
+    whole = _parse(suite, text, **kw)
+    lines = text.splitlines()
+    # every record cut in two inside its figure, the tail on the next line of the same rank
+    cut = []
+    for line in lines:
+        at = line.index("Speed: ") + 10 if "Speed: " in line else line.index("latency=") + 10
+        label = re.match(r"\[1,\d\]<stderr>:", line)
+        cut += [line[:at], (label.group(0) if label else "") + line[at:]]
+    # and each record after a progress bar: on the same line, or after a carriage return
+    bar = ["  45%|████▌     | 45/100 [00:12<00:15,  3.61it/s]\r" + l if i % 2 else "100%|██████████| 5/5 " + l
+           for i, l in enumerate(lines)]
+    for variant in ("\n".join(cut), "\n".join(bar)):
+        res = _parse(suite, variant, **kw)
+        assert res.status == Status.OK, res.reason
+        assert res.throughput_speed == pytest.approx(whole.throughput_speed)
+        assert "garbled_lines" not in res.extra
+
+
+def test_a_log_without_steps_is_a_launch_failure():
+    res = _parse(NGC, "[1,0]<stderr>:ImportError: No module named horovod.mxnet\n", gpus=2)
+    assert res.status == Status.LAUNCH_FAILED and "horovod" in res.reason
+
+
+# ------------------------------------------------------------------------------------------ launch spec
+
+def _cell(suite: str, nodes: int, gpus: int, bs: int, precision="fp32", launcher=None, params=()):
+    s = suites.get(suite)
+    return Cell(suite=suite, model=s.model, framework=s.framework, nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                precision=precision, xla=False, launcher=launcher or s.launcher, params=tuple(params))
+
+
+def test_ngc_flags_global_batch_and_window():
+    m = Measure(repeats=1, warmup_steps=20, measure_steps=100)
+    argv = NGC.program(_cell("ngc-mxnet/resnet50", 2, 8, 256, "amp", params=(("dynamic_loss_scaling", False),)), m,
+                       NGC.options)
+    assert argv[argv.index("--batch-size") + 1] == str(256 * 16) and argv[argv.index("--benchmark-iters") + 1] == "120"
+    assert argv[argv.index("--dtype") + 1] == "float16" and "--amp" not in argv  # DLPerf's "without amp" table
+    assert argv[argv.index("--gpus") + 1] == "0,1,2,3,4,5,6,7" and "--no-metrics" in argv
+    amp = NGC.program(_cell("ngc-mxnet/resnet50", 1, 1, 256, "amp"), m, NGC.options)
+    assert "--amp" in amp and amp[amp.index("--conv-layout") + 1] == "NHWC"
+    assert NGC.environment(None, NGC.options)["MXNET_OPTIMIZER_AGGREGATION_SIZE"] == "54"
+
+
+def test_gluon_flags_per_launcher():
+    m = Measure(repeats=1, warmup_steps=100, measure_steps=100)
+    horovod = BERT.program(_cell("mxnet-gluon/bert-base", 4, 8, 32), m, BERT.options)
+    assert horovod[horovod.index("--total_batch_size") + 1] == "1024" and horovod[horovod.index("--num_steps") + 1] == "200"
+    assert horovod[horovod.index("--comm_backend") + 1] == "horovod" and "--gpus" not in horovod
+    assert horovod[horovod.index("--ckpt_dir") + 1] == suites.RUN_DIR + "/ckpt_dir"
+    dmlc = BERT.program(_cell("mxnet-gluon/bert-base", 2, 4, 32, "amp", launcher="dmlc"), m, BERT.options)
+    assert dmlc[dmlc.index("--comm_backend") + 1] == "dist_sync_device" and dmlc[dmlc.index("--gpus") + 1] == "0,1,2,3"
+    assert dmlc[dmlc.index("--dtype") + 1] == "float16"
+    rn = RN50.program(_cell("mxnet-gluon/resnet50", 1, 8, 128), Measure(1, 20, 100), dict(RN50.options, steps_flag="--max-batches"))
+    assert "--batch-size=128" in rn and "--model=resnet50_v1b" in rn and rn[-1] == "--max-batches=120"
+
+
+GOLDEN_CASES = {
+    "ngc_mxnet_rn50_4x8_horovodrun": """
+        suite = "ngc-mxnet/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [128]
+        """,
+    "ngc_mxnet_rn50_1x8_amp_srun_pyxis": """
+        suite = "ngc-mxnet/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["1x8"]
+        batch_size = [256]
+        precision = ["amp"]
+        launcher = ["srun"]
+        dynamic_loss_scaling = [false]
+        [options]
+        data_backend = "synthetic"
+        [environment.container]
+        type = "pyxis"
+        image = "nvcr.io/nvidia/mxnet:20.03-py3"
+        mounts = ["/data:/data"]
+        """,
+    "mpirun_2x8_mxnet_gluon_rn50": """
+        suite = "mxnet-gluon/resnet50"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [128]
+        """,
+    "dmlc_2x8_mxnet_gluon_bert": """
+        suite = "mxnet-gluon/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [32]
+        launcher = ["dmlc"]
+        [measure]
+        warmup_steps = 100
+        measure_steps = 100
+        """,
+    "dmlc_1x1_mxnet_gluon_bert_amp_apptainer": """
+        suite = "mxnet-gluon/bert-base"
+        name = "golden"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [64]
+        precision = ["amp"]
+        launcher = ["dmlc"]
+        [options]
+        synthetic = true
+        [environment.container]
+        type = "apptainer"
+        image = "/images/mxnet.sif"
+        mounts = ["/data"]
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_golden(case, tmp_path, request):
+    p = tmp_path / "m.toml"
+    p.write_text(textwrap.dedent(GOLDEN_CASES[case]))
+    m = matrix.load(p, site=False)
+    run = matrix.runs(m, Path("logs") / m.name)[0]
+    text = render.render_run(m, run)
+    golden = GOLDEN / f"{case}.sbatch"
+    if request.config.getoption("--update-golden"):
+        golden.write_text(text)
+    assert golden.is_file(), f"no golden file {golden}: run pytest --update-golden"
+    assert text == golden.read_text(), f"{case}: rendered script differs from {golden} (pytest --update-golden)"
+    check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+def test_example_matrices_load():
+    for name, suite in (("ngc-mxnet-resnet50", NGC), ("mxnet-gluon-resnet50", RN50), ("mxnet-gluon-bert", BERT)):
+        m = matrix.load(HERE.parent / "matrices" / f"{name}.toml", site=False)
+        assert m.suite is suite and not m.dropped and len(m.cells) >= 12, name
