@@ -350,3 +350,25 @@ def test_collect_gives_dlperfs_published_medians_and_speedups(tmp_path, suite, b
         assert c["n_ok"] == len(runs[shape]) and c["published"] == "speed", c
         assert c["median"] == pytest.approx(median, abs=0.01), (shape, c["median"])
         assert c["speedup"] == pytest.approx(speedup, abs=0.01), (shape, c["speedup"])
+
+
+MXNET_FIXTURES = sorted(p for d in ("ngc-mxnet-resnet50", "mxnet-gluon-resnet50", "mxnet-gluon-bert-base")
+                        for p in (REAL / d).glob("*.log"))
+
+
+@pytest.mark.parametrize("suite", [NGC, RN50, BERT], ids=lambda s: s.name)
+def test_the_block_path_reads_what_the_line_loop_reads(tmp_path, suite):
+    """collect reads a file in blocks, only lines holding the suite's needles reaching the loop: the same results as
+    every line through the loop, on every real fixture, whole and cut in two inside its figures."""
+    for path in MXNET_FIXTURES:
+        text = path.read_text()
+        cut = "\n".join(part for line in text.splitlines()
+                        for part in ((line[:line.index("Speed: ") + 9], line[line.index("Speed: ") + 9:])
+                                     if "Speed: " in line and not re.match(r"\[1,|\d: ", line) else (line,)))
+        for variant, body in (("whole", text), ("cut", cut)):
+            p = tmp_path / f"{path.stem}.{variant}.log"
+            p.write_text(body)
+            for ctx in (ParseContext(1, 2, 32, 2, 6), ParseContext(2, 1, 2, 2, 6), ParseContext(1, 4, 32, 50, 300)):
+                fast = suite.parse(lp.read_lines(p), ctx)
+                ref = suite.parse((line for line in lp.read_lines(p)), ctx)
+                assert repr(fast) == repr(ref), (path.name, variant, ctx)

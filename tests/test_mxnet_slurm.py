@@ -65,6 +65,7 @@ def test_mxnet_gluon_resnet50_dmlc_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_
     assert sorted(joined) == [0, 1], text[-4000:]
     assert {r for r, _, _, _ in joined.values()} == {0, 1}, joined
     assert all(w == 2 and s == 2 for _, w, _, s in joined.values()), joined
+    assert {label: host for label, (_, _, host, _) in joined.items()} == {0: "n1", 1: "n2"}, joined  # one per node
     # ps-lite numbers the workers as they register: worker 0 (the one that prints gluon-cv's lines) is on either node
     (label0,) = [label for label, (r, _, _, _) in joined.items() if r == 0]
     assert f"{label0}: INFO:root:Epoch[0] Batch[8]\tSpeed: " in text, text[-4000:]
