@@ -176,6 +176,7 @@ _BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s
 _BERT_LOSS = re.compile(r"mlm_loss=\s*(" + _NUM + r")")
 _UNIT = re.compile(r" \S+/s")
 _SPEED_CUT = re.compile(r"Speed: ?[-+\d.eE]*(?: ?s[a-z/]*)?")
+_MAX_STEPS = 1 << 20  # distinct steps kept (a whole ImageNet epoch at batch 1 is 1.28 M: far beyond any window)
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -232,12 +233,15 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.FRAGMENT if not final and _cut(text) else lp.NOT_MINE
         if not final and form == "dllogger" and not _UNIT.match(text, m.end()):
             return lp.FRAGMENT  # dllogger's figure may be cut short: its unit (images/s) follows it
-        key = (rank, epoch, step, value)
-        if key in seen and rank is not None:
-            return lp.CONSUMED  # the same rank's line again for another metric (MXNet's Speedometer)
-        seen.add(key)
+        if rank is not None:  # unlabelled lines cannot be told apart: each counts
+            key = (rank, epoch, step, value)
+            if key in seen:
+                return lp.CONSUMED  # the same rank's line again for another metric (MXNet's Speedometer)
+            seen.add(key)
         rec = steps.get((epoch, step))
         if rec is None:
+            if len(steps) >= _MAX_STEPS:
+                return lp.CONSUMED
             rec = steps[(epoch, step)] = [[], None, None, [], 0]
         rec[4] += 1
         if speed is not None:
