@@ -133,6 +133,24 @@ def test_lines_cut_by_buffering_and_glued_to_progress_bars(suite, name, kw):
         assert "garbled_lines" not in res.extra
 
 
+def test_dllogger_lines_of_dle_today():
+    """DLE's MXNet train.py today logs through dllogger's StdOutBackend on rank 0 (``Epoch: E Iteration: I`` with
+    0-based I, ``train.ips : X images/s``): read on the real StdOutBackend lines of DLPerf's NGC PyTorch log (the
+    same backend and step format; the PyTorch program names the figure train.total_ips), and with MXNet's name."""
+    text = (REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log").read_text()
+    rows = {int(i) + 1: (s, float(v)) for s, i, v in re.findall(
+        r"^DLL (\S+ \S+) - Epoch: 0 Iteration: (\d+) .*train\.total_ips : (\S+) img/s", text, re.M)}
+    assert sorted(rows) == list(range(2, 14))
+    from datetime import datetime
+    seconds = (datetime.fromisoformat(rows[12][0]) - datetime.fromisoformat(rows[3][0])).total_seconds()
+    for variant in (text, text.replace("train.total_ips", "train.ips").replace(" img/s", " images/s")):
+        res = _parse(NGC, variant, nodes=2, gpus=8, bs=128, warmup=3, measure=9)
+        assert res.status == Status.OK, res.reason
+        assert res.extra["formats"] == ["dllogger"] and res.extra["clock"].startswith("log stamps")
+        assert res.throughput_speed == pytest.approx(sum(rows[s][1] for s in range(4, 13)) / 9)
+        assert res.throughput == pytest.approx(2048 * 9 / seconds)
+
+
 def test_a_log_without_steps_is_a_launch_failure():
     res = _parse(NGC, "[1,0]<stderr>:ImportError: No module named horovod.mxnet\n", gpus=2)
     assert res.status == Status.LAUNCH_FAILED and "horovod" in res.reason
@@ -372,3 +390,52 @@ def test_the_block_path_reads_what_the_line_loop_reads(tmp_path, suite):
                 fast = suite.parse(lp.read_lines(p), ctx)
                 ref = suite.parse((line for line in lp.read_lines(p)), ctx)
                 assert repr(fast) == repr(ref), (path.name, variant, ctx)
+
+
+def test_dmlc_one_node_under_the_local_executor(tmp_path):
+    """The dmlc launcher without Slurm (``submit --executor local``): scheduler, server and the one worker of a 1x1
+    cell on this machine, with the real MXNet (the mxnet venv; skipped without it)."""
+    import sys
+    import os
+    sys.path.insert(0, str(HERE / "frameworks"))
+    import venvs
+
+    py, why = venvs.python_for("mxnet")
+    if py is None:
+        pytest.skip(why)
+    mx = tmp_path / "m.toml"
+    mx.write_text(textwrap.dedent(f"""\
+        suite = "mxnet-gluon/resnet50"
+        name = "mxlocal"
+        [axes]
+        devices = ["1x1"]
+        batch_size = [2]
+        launcher = ["dmlc"]
+        [options]
+        python = "{py}"
+        workdir = "{HERE / 'frameworks' / 'mxnet'}"
+        script = "tiny_train.py"
+        steps_flag = "--max-batches"
+        [measure]
+        repeats = 1
+        warmup_steps = 2
+        measure_steps = 6
+        [slurm]
+        gpu_request = "none"
+        [environment.env]
+        OMP_NUM_THREADS = "1"
+        """))
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    base = [sys.executable, "-m", "dlperf_slurm", "--logs", str(tmp_path / "logs")]
+    p = subprocess.run(base + ["submit", str(mx), "--executor", "local", "--no-site", "--wait"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (log,) = (tmp_path / "logs" / "mxlocal" / "1n1g").glob("*.log")
+    text = log.read_text()
+    assert "dlperf-test: worker 0 of num_workers=1 on " in text and "dist_sync sum of 1 = 1" in text, text[-3000:]
+    p = subprocess.run(base + ["collect", "mxlocal", "--no-plots", "--out", str(tmp_path / "s")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (cell,) = json.loads((tmp_path / "s" / "mxlocal.json").read_text())["cells"]
+    speeds = [float(v) for v in re.findall(r"Batch\[[3-8]\]\tSpeed: (\S+) samples/sec", text)]
+    assert cell["n_ok"] == 1 and cell["median"] == pytest.approx(sum(speeds) / 6, abs=0.01), cell
