@@ -439,3 +439,17 @@ def test_dmlc_one_node_under_the_local_executor(tmp_path):
     (cell,) = json.loads((tmp_path / "s" / "mxlocal.json").read_text())["cells"]
     speeds = [float(v) for v in re.findall(r"Batch\[[3-8]\]\tSpeed: (\S+) samples/sec", text)]
     assert cell["n_ok"] == 1 and cell["median"] == pytest.approx(sum(speeds) / 6, abs=0.01), cell
+
+
+def test_dlperfs_ngc_figures_are_the_speed_flavour_not_the_time_flavour():
+    """DLPerf's NGC MXNet README says its table is extract_mxnet_logs_time.py's (global batch x 100 / the seconds
+    between two millisecond log stamps), but most of its multi-node per-repeat figures can come out of that: no
+    whole number of milliseconds gives any of them. So the suite publishes the speed flavour (extract_mxnet_logs.py)."""
+    impossible = 0
+    for shape in ("2n8g", "4n8g"):
+        n, g = int(shape[0]), 8
+        for v in NGC_RUNS[shape]:
+            ms = round(n * g * 128 * 100 / v * 1000)
+            if all(round(n * g * 128 * 100 / ((ms + d) / 1000), 2) != v for d in (-1, 0, 1)):
+                impossible += 1
+    assert impossible == 14 and NGC.published == "speed"  # all fourteen
