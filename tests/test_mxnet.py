@@ -443,8 +443,8 @@ def test_dmlc_one_node_under_the_local_executor(tmp_path):
 
 def test_dlperfs_ngc_figures_are_the_speed_flavour_not_the_time_flavour():
     """DLPerf's NGC MXNet README says its table is extract_mxnet_logs_time.py's (global batch x 100 / the seconds
-    between two millisecond log stamps), but most of its multi-node per-repeat figures can come out of that: no
-    whole number of milliseconds gives any of them. So the suite publishes the speed flavour (extract_mxnet_logs.py)."""
+    between two millisecond log stamps), but none of its fourteen 2n8g/4n8g per-repeat figures can come out of that:
+    no whole number of milliseconds gives any of them. So the suite publishes the speed flavour (extract_mxnet_logs.py)."""
     impossible = 0
     for shape in ("2n8g", "4n8g"):
         n, g = int(shape[0]), 8
