@@ -26,6 +26,8 @@ mp_spawn      per_node  srun task in image   ``apptainer exec IMG program --worl
                                              the program spawns its GPUs' ranks itself, inside the image
 node_ips      per_node  srun task in image   ``apptainer exec IMG program --node_ips=IPS --ctrl_port=P`` per node:
                                              the program drives the node's GPUs itself (OneFlow single-client)
+dmlc          per_node  srun task in image   ``apptainer exec IMG bash -c '...'``: worker, and on the first node
+                                             the scheduler and server, all in the image
 ============  ========  ===================  ====================================================================
 
 torchrun, paddle, oneflow, deepspeed and msrun fork Python processes from their own interpreter: the program they are given must
@@ -238,3 +240,10 @@ register(Launcher(
 register(Launcher(
     "node_ips", "per_node", srun_across_nodes=True, local=True,
     containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_PROGRAM}))
+# MXNet's own parameter-server mode (kvstore dist_sync): one worker per node (DMLC_ROLE=worker), and on the first
+# node of the allocation the ps-lite scheduler and one server beside it, in the same task; DMLC_PS_ROOT_URI is
+# that node's address from the allocation's node list. The scheduler and server are started with the program's
+# interpreter (`python -c 'import mxnet'`), so under apptainer the whole per-node command runs in the image.
+register(Launcher(
+    "dmlc", "per_node", srun_across_nodes=True, local=True,
+    containers={"none": Entry.HOST, "pyxis": Entry.SRUN, "apptainer": Entry.WRAP_LAUNCHER}))

@@ -40,12 +40,13 @@ INSIDE = {"none": None, "pyxis": f"pyxis:{PYXIS_IMAGE}", "apptainer": f"apptaine
 #: across nodes). A newly registered launcher fails here until it has a stub.
 STUB_OF = {"srun": "srun", "mpirun": "mpirun", "horovodrun": "horovodrun", "torchrun": "torchrun",
            "paddle": "paddle.distributed.launch", "oneflow": "oneflow.distributed.launch", "tf_config": None,
-           "msrun": "msrun", "mp_spawn": None, "deepspeed": "deepspeed.launcher.runner", "node_ips": None}
+           "msrun": "msrun", "mp_spawn": None, "deepspeed": "deepspeed.launcher.runner", "node_ips": None,
+           "dmlc": None}
 #: Stubs that fork ``python3 <script>`` per local rank: their target must be the program itself.
 FORKING = {"torchrun", "paddle.distributed.launch", "oneflow.distributed.launch", "msrun",
            "deepspeed.launcher.runner"}
-#: Training processes per node (one per GPU, except a TF multi-worker: one worker per node).
-PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1, "node_ips": 1}
+#: Training processes per node (one per GPU, except a TF multi-worker and an MXNet dmlc worker: one per node).
+PROCS_PER_NODE = {"tf_config": 1, "mp_spawn": 1, "node_ips": 1, "dmlc": 1}
 #: Launchers that tell the program its place by arguments after its own (mp_spawn: main.py's --world-size <nodes>
 #: --rank <node rank> --dist-url tcp://<first host>:<port>; the program spawns its GPUs' ranks itself).
 RANK_ARGS = {"mp_spawn": lambda cell, rank: ["--world-size", str(cell.nodes), "--rank", str(rank), "--dist-url",

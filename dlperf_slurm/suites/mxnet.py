@@ -1,0 +1,301 @@
+"""MXNet: NVIDIA DeepLearningExamples ResNet-50 v1.5 (``ngc-mxnet/resnet50``), gluon-cv ResNet-50 v1b
+(``mxnet-gluon/resnet50``) and gluon-nlp BERT-base pre-training (``mxnet-gluon/bert-base``) with DLPerf's flags.
+
+Launch, as DLPerf ran them: ``horovodrun`` (NGC) or ``mpirun`` (gluon) start one Horovod rank per GPU; NGC's
+``train.py`` also runs under ``srun`` (DLE ``runner --launcher slurm``: Horovod over Slurm's PMI, the way into a
+pyxis image). The gluon suites also run under ``dmlc``, MXNet's own parameter-server mode (kvstore
+``dist_sync``): gluon-nlp ``run_pretraining.py --comm_backend dist_sync_device``; gluon-cv's ImageNet scripts have
+no kvstore mode (``train_horovod.py`` needs Horovod), so under dmlc ``script`` must name a program that opens a
+dist kvstore itself and takes gluon-cv's flags (tests/frameworks/mxnet/tiny_train.py does).
+
+Which lines count: every rank prints. NGC ``train.py`` (DLE e470c215, DLPerf's): every Horovod rank prints
+``Epoch[0] Batch [i-i]\\tSpeed: X samples/sec`` where X is the *job's* throughput (total batch / that rank's own
+step time), not the rank's share; DLPerf's extractor takes, per step, the **median over the ranks' lines** and
+averages that over steps 20..120 -- neither a sum over ranks nor rank 0 x n. gluon-nlp prints
+``[step N]\\t... throughput=122.0K tks/s ... latency=262.0 ms/batch`` on every rank: DLPerf turned each line into
+samples/s as ``1000 / latency x global batch`` (the printed throughput is this rank's *tokens*/s, kept as
+``extra.tokens_per_s``: the sum over ranks, mean over the window) and took the same per-step median. gluon-cv
+(DLPerf's modified ``train_horovod.py``) prints ``Epoch[0] Batch[N]\\tSpeed: X samples/sec`` on rank 0 only, X
+already the job's. Lines may be unlabelled (DLPerf's mpirun) or carry ``[1,r]<stdout>:`` / srun labels: all of a
+step's lines go into its median; a line repeated for another metric (MXNet Speedometer) counts once per rank.
+
+Published flavour: ``speed`` for all three. DLPerf's NGC MXNet README says it shows extract_mxnet_logs_time.py's
+figures, but its per-repeat values are extract_mxnet_logs.py's: from millisecond stamps the time flavour can give
+no 2n8g/4n8g value it lists (409600 / 11331.93 = 36.14560 s is no whole millisecond).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.suites import RUN_DIR, Suite, register
+
+# DLPerf's NGC runner.sh environment (HOROVOD_* are read by Horovod, MXNET_* by MXNet).
+_NGC_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0", "MXNET_EXEC_ENABLE_ADDTO": "1", "MXNET_USE_TENSORRT": "0",
+            "MXNET_GPU_WORKER_NTHREADS": "2", "MXNET_GPU_COPY_NTHREADS": "1", "MXNET_OPTIMIZER_AGGREGATION_SIZE": "54",
+            "HOROVOD_CYCLE_TIME": "0.1", "HOROVOD_FUSION_THRESHOLD": "67108864", "HOROVOD_NUM_NCCL_STREAMS": "2",
+            "MXNET_HOROVOD_NUM_GROUPS": "16", "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "999",
+            "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "25"}
+
+
+class _MXNet(Suite):
+    published = "speed"  # DLPerf's MXNet tables: the mean over steps of the per-step median of the ranks' speeds
+    dlperf_window = (20, 100)
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse(lines, ctx)
+
+
+@register
+class NgcResNet50(_MXNet):
+    framework = "ngc-mxnet"
+    model = "resnet50"
+    description = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 train.py (NGC MXNet 20.03, DLE "
+                   "e470c215) with DLPerf's flags: --batch-size is the global batch, --benchmark-iters = the window")
+    sample_unit = "img/s"
+    launcher = "horovodrun"
+    launchers = ("horovodrun", "mpirun", "srun")
+    # DLPerf published AMP with and without train.py's --amp (its dynamic loss scaling)
+    axes = {"dynamic_loss_scaling": (True, False)}
+    axis_defaults = {"dynamic_loss_scaling": True}
+    options = {"workdir": "/workspace/rn50", "script": "train.py", "python": "python3",
+               "data_dir": "/data/imagenet/train-val-recordio-passthrough", "data_backend": "dali-gpu"}
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "data_backend" and value not in ("dali-gpu", "dali-cpu", "mxnet", "synthetic"):
+            return "one of dali-gpu (DLPerf's), dali-cpu, mxnet, synthetic"
+        return None
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        argv = [options["python"], f"{options['workdir']}/{options['script']}"]
+        if cell.precision == "amp":
+            argv += ["--dtype", "float16"] + (["--amp"] if cell.param("dynamic_loss_scaling", True) else [])
+            argv += ["--fuse-bn-relu", "1", "--fuse-bn-add-relu", "1", "--input-layout", "NCHW", "--conv-layout",
+                     "NHWC", "--batchnorm-layout", "NHWC", "--pooling-layout", "NHWC"]
+        else:
+            argv += ["--dtype", "float32", "--input-layout", "NHWC", "--fuse-bn-relu", "0", "--fuse-bn-add-relu", "0"]
+        d = options["data_dir"]
+        return argv + [
+            "--arch", "resnetv15", "--num-layers", "50", "--num-classes", "1000", "--mode", "train",
+            "--data-train", f"{d}/train.rec", "--data-train-idx", f"{d}/train.idx",
+            "--gpus", ",".join(str(g) for g in range(cell.gpus_per_node)),
+            "--batch-size", str(cell.batch_size * cell.devices),  # the global batch (train.py divides by hvd.size)
+            "--image-shape", "3,224,224", "--lr", "0.256", "--lr-schedule", "cosine", "--optimizer", "sgd",
+            "--mom", "0.875", "--wd", "3.0517578125e-05", "--label-smoothing", "0.1", "--kv-store", "horovod",
+            "--data-backend", options["data_backend"],
+            "--benchmark-iters", str(measure.warmup_steps + measure.measure_steps),  # DLPerf: 120 = 20 + 100
+            "--no-metrics", "--disp-batches", "1", "--save-frequency", "0", "--num-epochs", "1"]
+
+    def environment(self, cell, options: Mapping[str, Any]) -> dict[str, str]:
+        return dict(_NGC_ENV)
+
+
+class _Gluon(_MXNet):
+    framework = "mxnet-gluon"
+    launcher = "mpirun"
+    launchers = ("mpirun", "horovodrun", "dmlc")
+
+
+@register
+class GluonResNet50(_Gluon):
+    model = "resnet50"
+    description = ("gluon-cv scripts/classification/imagenet train_horovod.py --model=resnet50_v1b (f9a8a28, as "
+                   "DLPerf modified it: --mode, a per-batch Speed line, a stop after 120 batches) with DLPerf's flags")
+    sample_unit = "img/s"
+    # steps_flag: the flag (``--max-batches``, say) of a script that stops after N batches; gluon-cv's own has none
+    # (DLPerf's copy stopped at 120), so by default the run trains a whole epoch and the window is read from it.
+    options = {"workdir": "/workspace/gluon-cv/scripts/classification/imagenet", "script": "train_horovod.py",
+               "python": "python3", "rec_dir": "/data/imagenet/mxnet", "steps_flag": ""}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        d = options["rec_dir"]
+        argv = [options["python"], f"{options['workdir']}/{options['script']}", "--mode=hybrid",
+                "--model=resnet50_v1b", "--use-rec", f"--rec-train={d}/train.rec", f"--rec-val={d}/val.rec",
+                f"--batch-size={cell.batch_size}",  # per GPU (one Horovod rank per GPU)
+                "--dtype=" + ("float16" if cell.precision == "amp" else "float32"),  # DLPerf's "fp16"
+                "--log-interval=1", "--save-frequency=10000", "--lr=0.001", "--momentum=0.875", "--wd=0.000030518",
+                "--num-epochs=1", "--warmup-epochs=1"]
+        if options["steps_flag"]:
+            argv.append(f"{options['steps_flag']}={measure.warmup_steps + measure.measure_steps}")
+        return argv
+
+
+@register
+class GluonBert(_Gluon):
+    model = "bert-base"
+    description = ("gluon-nlp scripts/bert/run_pretraining.py (7b7bf60) bert_12_768_12, seq 128, 20 masked tokens, "
+                   "DLPerf's flags; horovod, or kvstore dist_sync_device under dmlc")
+    sample_unit = "seq/s"
+    dlperf_window = (100, 100)  # DLPerf: 200 steps, the first 100 skipped
+    # data: run_pretraining.py's --data (DLPerf: a comma-separated list of .npy files); data_eval: --data_eval,
+    # which 7b7bf60 requires (DLPerf patched it optional and removed the final evaluation: leave it empty then)
+    options = {"workdir": "/workspace/gluon-nlp/scripts/bert", "script": "run_pretraining.py", "python": "python3",
+               "data": "/data/bert/mxnet/wiki_128_npy_part_0/*.npy", "data_eval": "", "synthetic": False}
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        gb = str(cell.batch_size * cell.devices)
+        argv = [options["python"], f"{options['workdir']}/{options['script']}", "--model", "bert_12_768_12",
+                "--dtype", "float16" if cell.precision == "amp" else "float32", "--warmup_ratio", "1"]
+        if cell.launcher == "dmlc":  # one worker per node over its GPUs
+            argv += ["--comm_backend", "dist_sync_device", "--gpus",
+                     ",".join(str(g) for g in range(cell.gpus_per_node))]
+        else:
+            argv += ["--comm_backend", "horovod"]
+        argv += ["--total_batch_size", gb, "--total_batch_size_eval", gb, "--accumulate", "1", "--lr", "1e-4",
+                 "--max_seq_length", "128", "--max_predictions_per_seq", "20",
+                 "--num_steps", str(measure.warmup_steps + measure.measure_steps), "--log_interval", "1",
+                 "--ckpt_interval", "1000", "--ckpt_dir", f"{RUN_DIR}/ckpt_dir", "--no_compute_acc",
+                 "--data", options["data"]]
+        if options["data_eval"]:
+            argv += ["--data_eval", options["data_eval"]]
+        if options["synthetic"]:
+            argv.append("--synthetic_data")
+        return argv
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# The step records, each maybe after a logging prefix (``2020-09-14 10:11:12,345:INFO: `` in NGC train.py,
+# ``INFO:root:`` by default) and a launcher's rank label:
+#   NGC train.py (e470c215)      Epoch[0] Batch [19-19]\tSpeed: 392.2371 samples/sec\tLR: 0.256\t...      every rank
+#   NGC train.py (DLE today)     DLL 2021-01-01 10:00:00.123456 - Epoch: 0 Iteration: 19  train.loss : 6.9  train.ips : 392.2 images/s   rank 0
+#   gluon-cv train_imagenet.py   Epoch[0] Batch [20]\tSpeed: 392.240000 samples/sec\taccuracy=0.001\tlr=0.1
+#   gluon-cv train_horovod.py    Epoch[0] Batch[20]\tSpeed: 392.24 samples/sec                  (DLPerf's copy, rank 0)
+#   gluon-nlp run_pretraining    [step 20]\tmlm_loss=7.93   nsp_loss= 0.69\tthroughput=122.0K tks/s\tlr=0.0000100 time=0.26, latency=262.0 ms/batch
+
+_NUM = lp.NUM
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,6})?)")
+_SPEED = re.compile(r"Epoch\[(\d+)\] ?Batch ?\[(\d+)(?:-(\d+))?\]\s*Speed: (" + _NUM + r") ?samples/sec")
+_HEAD = re.compile(r"Epoch\[(\d+)\] ?Batch ?\[\d+(?:-\d+)?\]")
+_DLL = re.compile(r"Epoch: (\d+) Iteration: (\d+) .*?train\.(?:total_)?ips : (" + _NUM + r")")
+_DLL_LOSS = re.compile(r"train\.loss : (" + _NUM + r")")
+_BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM + r") ms/batch")
+_BERT_LOSS = re.compile(r"mlm_loss=\s*(" + _NUM + r")")
+_UNIT = re.compile(r" \S+/s")
+_SPEED_CUT = re.compile(r"Speed: ?[-+\d.eE]*(?: ?s[a-z/]*)?")
+_MAX_STEPS = 1 << 20  # distinct steps kept (a whole ImageNet epoch at batch 1 is 1.28 M: far beyond any window)
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _starts(text: str) -> bool:
+    return "Speed:" in text or "Iteration: " in text or "[step " in text
+
+
+def _wanted(text: str) -> bool:
+    return "Batch" in text or "Iteration: " in text or "[step " in text
+
+
+def _cut(text: str) -> bool:
+    """The line ends inside a record, before its figure (buffering split it): the rest follows on the next line."""
+    h = _HEAD.search(text)
+    if h is not None:  # "Epoch[0] Batch[20]" then nothing, or part of "\tSpeed: 392.24 samples/sec"
+        rest = text[h.end():].lstrip()
+        return "Speed: ".startswith(rest) or _SPEED_CUT.fullmatch(rest) is not None
+    if "[step " in text:  # a gluon-nlp record ends with its latency's unit
+        return "ms/batch" not in text
+    return "Iteration: " in text and "train." in text and "ips : " not in text  # dllogger, cut before train.ips
+
+
+def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    gb = float(ctx.global_batch)
+    # (epoch, step) -> [speeds, max stamp or None, last loss, token rates, lines]
+    steps: dict[tuple[int, int], list] = {}
+    seen: set = set()
+    iso = lp.IsoClock()
+    st: dict[str, Any] = {"forms": set(), "stamped": 0, "unstamped": 0}
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        loss = tokens = None
+        m = _SPEED.search(text)
+        if m:
+            form = "ngc-train.py" if m.group(3) is not None else "gluon-cv"
+            epoch, index = int(m.group(1)), int(m.group(3) if m.group(3) is not None else m.group(2))
+            step = index + 1 if m.group(3) is not None else index  # [i-i] is 0-based, Batch [N] counts from 1
+            value = m.group(4)
+            speed = lp.to_float(value)
+        elif (m := _DLL.search(text)) is not None:
+            form, epoch, step, value = "dllogger", int(m.group(1)), int(m.group(2)) + 1, m.group(3)
+            speed = lp.to_float(value)
+            if (lm := _DLL_LOSS.search(text)) is not None:
+                loss = lp.to_float(lm.group(1))
+        elif (m := _BERT.search(text)) is not None:
+            form, epoch, step, value = "gluon-nlp", 0, int(m.group(1)), m.group(4)
+            latency = lp.to_float(value)
+            speed = 1000.0 / latency * gb if latency and latency > 0 else None  # DLPerf: 1000 / latency x batch
+            rate = lp.to_float(m.group(2))
+            tokens = rate * _SCALE[m.group(3)] if rate is not None else None
+            if (lm := _BERT_LOSS.search(text)) is not None:
+                loss = lp.to_float(lm.group(1))
+        else:
+            return lp.FRAGMENT if not final and _cut(text) else lp.NOT_MINE
+        if not final and form == "dllogger" and not _UNIT.match(text, m.end()):
+            return lp.FRAGMENT  # dllogger's figure may be cut short: its unit (images/s) follows it
+        if rank is not None:  # unlabelled lines cannot be told apart: each counts
+            key = (rank, epoch, step, value)
+            if key in seen:
+                return lp.CONSUMED  # the same rank's line again for another metric (MXNet's Speedometer)
+            seen.add(key)
+        rec = steps.get((epoch, step))
+        if rec is None:
+            if len(steps) >= _MAX_STEPS:
+                return lp.CONSUMED
+            rec = steps[(epoch, step)] = [[], None, None, [], 0]
+        rec[4] += 1
+        if speed is not None:
+            rec[0].append(speed)
+        if tokens is not None:
+            rec[3].append(tokens)
+        if loss is not None:
+            rec[2] = loss
+        stamp = _STAMP.search(text, 0, m.start() + 1)
+        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        if t is not None:
+            st["stamped"] += 1
+            rec[1] = t if rec[1] is None else max(rec[1], t)  # the step has ended once its last rank says so
+        else:
+            st["unstamped"] += 1
+        st["forms"].add(form)
+        return lp.CONSUMED
+
+    facts = lp.Scanner(handler, ranks="all", starts=_starts, wanted=_wanted,
+                       block_needles=("Batch", "Iteration: ", "[step ")).run(lines)
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    offsets: dict[int, int] = {}
+    total = 0
+    for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
+        offsets[epoch] = total
+        total += max(s for e, s in steps if e == epoch)
+    use_stamps = st["stamped"] > 0 and st["unstamped"] == 0
+    clock, prev, per_step, tokens = 0.0, 0, [], {}
+    for (epoch, s), (speeds, stamp, loss, toks, n) in sorted(steps.items()):
+        step = offsets[epoch] + s
+        span = step - prev if step > prev else 1
+        speed = statistics.median(speeds) if speeds else None
+        seconds = gb * span / speed if speed and speed > 0 else None
+        if use_stamps:
+            t = stamp
+        elif seconds is not None:
+            clock += seconds
+            t = clock
+        else:
+            t = None
+        per_step.append(n)
+        if toks:
+            tokens[step] = sum(toks)
+        window.add(step, t, speed=speed, loss=loss, span_from=step - span if seconds is not None else None,
+                   span_seconds=None if use_stamps else seconds)
+        prev = max(prev, step)
+    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+                             "clock": "log stamps (a step ends at its last rank's line)" if use_stamps
+                             else "sum of global batch / the step's median speed",
+                             "speed": "per step, the median over the ranks' lines; mean over the window's steps"}
+    if per_step:
+        extra["lines_per_step_max"], extra["lines_per_step_min"] = max(per_step), min(per_step)
+    in_window = [v for k, v in tokens.items() if ctx.warmup_steps < k <= ctx.warmup_steps + ctx.measure_steps]
+    if in_window:
+        extra["tokens_per_s"] = sum(in_window) / len(in_window)  # gluon-nlp's throughput: the sum over ranks
+    return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+                     no_memory_reason="the MXNet programs' logs report no GPU memory")
