@@ -2,8 +2,9 @@
 numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
 
 Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
-lines installed after the rest). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
-``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>``, so a changed file builds a new one and an
+lines installed after the rest), and optionally a build script ``<name>.sh``, run with bash after pip with the
+venv's folder as its argument (for what pip alone cannot install: a patched sdist). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
+``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file(s)>``, so a changed file builds a new one and an
 unchanged one is reused between CI runs on the same machine. The dlperf_slurm package itself is put on the
 venv's path (a ``.pth`` file naming this checkout), never installed into it.
 
@@ -51,8 +52,17 @@ def requirements(name: str) -> tuple[list[str], list[str]]:
     return deps, nodeps
 
 
+def build_script(name: str) -> Path | None:
+    """The framework's optional build script ``<name>.sh`` (run after pip, with the venv's folder as $1)."""
+    sh = HERE / f"{name}.sh"
+    return sh if sh.exists() else None
+
+
 def venv_dir(name: str) -> Path:
-    digest = hashlib.sha256((HERE / f"{name}.txt").read_bytes() + sys.version.encode()).hexdigest()[:12]
+    # the .sh, when there is one, is hashed after the .txt: a venv without one keeps the hash it always had
+    sh = build_script(name)
+    text = (HERE / f"{name}.txt").read_bytes() + (sh.read_bytes() if sh else b"")
+    digest = hashlib.sha256(text + sys.version.encode()).hexdigest()[:12]
     return cache_dir() / f"{name}-{digest}"
 
 
@@ -88,6 +98,8 @@ def build(name: str, out=print) -> Path | None:
         steps.append(pip + deps)
     if nodeps:
         steps.append(pip + ["--no-deps"] + nodeps)
+    if build_script(name):
+        steps.append(["bash", str(build_script(name)), str(v)])
     for cmd in steps:
         p = subprocess.run(cmd, capture_output=True, text=True)
         log.append(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
