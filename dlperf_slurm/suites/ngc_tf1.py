@@ -14,6 +14,8 @@ The measurement window (warm-up W, measured M steps), in the programs' own terms
   ConvNets  ``--iter_unit=batch --num_iter=W+M --warmup_steps=W-1 --display_every=1``: its logging hook prints a
             step's ``total_ips`` (``--mode=training_benchmark``) or ``imgs_per_sec`` (``--mode=train``) from its
             0-based step ``warmup_steps`` on, i.e. from 1-based step W, so the log times the window's both ends.
+            (fed7ba99's ``--mode=train`` hook logs from its step 20 whatever the flag, as in DLPerf's logs: the
+            window's start is then put back from the first logged step's own batch time, ``global batch / ips``.)
   BERT      ``--num_train_steps=W+M --display_loss_steps=1``: ``Iteration: N`` is 1-based (``global_step + 1``).
 """
 
