@@ -87,6 +87,19 @@ def test_bert_real_log_amp_repeated_iterations_skipping_lines_and_summary():
         assert res.throughput == pytest.approx(41 * 96 / (_t(by_step[51]) - _t(by_step[10])))
 
 
+def test_horovodrun_tag_output_empty_chunk_after_a_record():
+    """A real horovodrun launch (SOURCE.md): OpenMPI's --tag-output, and its empty tagged chunk glued after some
+    records (``... total_ips : 157.62430710836355 [1,0]<stdout>:``); rank 1's line is not a step."""
+    text = (FIX / "horovodrun_tag_output_2x1_tiny.log").read_text()
+    assert re.search(r"total_ips : [\d.]+ \[1,0\]<stdout>:$", text, re.M)
+    ips = {int(s): float(v) for s, v in re.findall(r"\(0, (\d+)\) total_ips : ([\d.]+)", text)}
+    for lines in (lp.iter_text_lines(text), lp.read_lines(FIX / "horovodrun_tag_output_2x1_tiny.log")):
+        res = RN50.parse(lines, ParseContext(2, 1, 2, 2, 6))  # main.py --warmup_steps=1 --num_iter=8
+        assert res.status == Status.OK and res.steps_seen == 8 and res.extra["ranks_seen"] == 2, res.reason
+        assert res.throughput_speed == pytest.approx(sum(ips[i] for i in range(2, 8)) / 6)
+        assert res.extra["reported_throughput"] == 141.3887676516331 and res.extra["parameters"]["batch_size"] == "2"
+
+
 def test_a_record_cut_by_buffering_is_glued_back():
     """Real lines cut inside the figure the window reads; the tail arrives on the next line."""
     rn = (FIX / "convnets_training_benchmark_gpu1_fp32_bs128.log").read_text()
