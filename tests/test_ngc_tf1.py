@@ -351,3 +351,12 @@ def test_collect_gives_dlperfs_published_medians_and_speedups(tmp_path, suite, m
         assert c["n_ok"] == 6 and c["published"] == flavour, c
         assert c["median"] == pytest.approx(median, abs=0.01), (shape, c["median"])
         assert c["speedup"] == pytest.approx(speedup, abs=0.01), (shape, c["speedup"])
+
+
+def test_suites_command_lists_both_with_their_example_matrices(capsys):
+    assert cli.main(["suites", "--json"]) == 0
+    rows = {r["suite"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["ngc-tf1/resnet50"]["published"] == "speed" and rows["ngc-tf1/bert-base"]["published"] == "time"
+    assert rows["ngc-tf1/resnet50"]["examples"] == ["matrices/ngc-tf1-resnet50.toml"]
+    assert rows["ngc-tf1/bert-base"]["examples"] == ["matrices/ngc-tf1-bert.toml"]
+    assert all(rows[s]["launchers"] == ["mpirun", "horovodrun", "srun"] for s in ("ngc-tf1/resnet50", "ngc-tf1/bert-base"))
