@@ -6,6 +6,10 @@
 # it without isolation so that it sees the venv's torch. About 130 s of compile on 2 cores.
 set -euo pipefail
 V=$1
+for tool in cmake g++ mpicxx; do
+  command -v "$tool" >/dev/null || { echo "horovod.sh: no $tool on PATH: Horovod compiles from source" \
+    "(apt-get install cmake g++ libopenmpi-dev)"; exit 1; }
+done
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 "$V/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: -d "$W" horovod==0.28.1
