@@ -13,7 +13,8 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
 # Every suite module, imported on first use of the registry.
-_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow", "mxnet")
+_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow",
+            "mxnet", "ngc_tf1")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 

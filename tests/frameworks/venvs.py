@@ -3,10 +3,12 @@ numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
 
 Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
 lines installed after the rest; a ``# python: X.Y`` line names the interpreter the venv is made with, for a
-framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH). Its venv lives in
-``$DLPERF_VENV_CACHE`` (default ``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file>`` (and of the
-interpreter's version), so a changed file builds a new one and an unchanged one is reused between CI runs on the
-same machine. The dlperf_slurm package itself is put on the
+framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH), and optionally a
+build script ``<name>.sh``, run with bash after pip with the venv's folder as its argument (for what pip alone
+cannot install: a patched sdist). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
+``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file(s)>`` (and of the interpreter's version), so a
+changed file builds a new one and an unchanged one is reused between CI runs on the same machine. The
+dlperf_slurm package itself is put on the
 venv's path (a ``.pth`` file naming this checkout), never installed into it.
 
     python tests/frameworks/venvs.py [NAME ...|--all]    # build what is missing, print each venv's python
@@ -79,9 +81,18 @@ def interpreter(name: str) -> tuple[str | None, str]:
                   f"nor in {pyenv}")
 
 
+def build_script(name: str) -> Path | None:
+    """The framework's optional build script ``<name>.sh`` (run after pip, with the venv's folder as $1)."""
+    sh = HERE / f"{name}.sh"
+    return sh if sh.exists() else None
+
+
 def venv_dir(name: str) -> Path:
     version = interpreter(name)[1] if wanted_python(name) else sys.version
-    digest = hashlib.sha256((HERE / f"{name}.txt").read_bytes() + version.encode()).hexdigest()[:12]
+    # the .sh, when there is one, is hashed after the .txt: a venv without one keeps the hash it always had
+    sh = build_script(name)
+    text = (HERE / f"{name}.txt").read_bytes() + (sh.read_bytes() if sh else b"")
+    digest = hashlib.sha256(text + version.encode()).hexdigest()[:12]
     return cache_dir() / f"{name}-{digest}"
 
 
@@ -124,6 +135,8 @@ def build(name: str, out=print) -> Path | None:
         steps.append(pip + deps)
     if nodeps:
         steps.append(pip + ["--no-deps"] + nodeps)
+    if build_script(name):
+        steps.append(["bash", str(build_script(name)), str(v)])
     for cmd in steps:
         p = subprocess.run(cmd, capture_output=True, text=True)
         log.append(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
