@@ -40,7 +40,8 @@ def raw(name):
 def readme(name, path):
     """The stored README text a table of set ``name`` was copied from."""
     stem = path.replace("/", "_")
-    found = [p for p in (FIX / FIXTURE_DIR[name]).iterdir() if p.name == stem or p.name.startswith(stem[:-3] + ".lines")]
+    found = [p for p in (FIX / FIXTURE_DIR[name]).iterdir()
+             if p.name == stem or p.name.startswith(stem[:-3] + ".lines")]
     assert len(found) == 1, f"no stored README text for {path}: {found}"
     return found[0].read_text()
 
