@@ -84,14 +84,21 @@ def _gpu_model(text: str) -> tuple[str | None, str | None]:
     return (model.group(1) if model else None), (mem.group(1) if mem else None)
 
 
+#: the reference's framework (its first word) -> the distributions the job event's versions name it by
+_FRAMEWORK_DISTS = {"pytorch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu"), "mxnet": ("mxnet",),
+                    "oneflow": ("oneflow",), "paddlepaddle": ("paddlepaddle", "paddlepaddle-gpu"),
+                    "mindspore": ("mindspore",)}
+
+
 def _condition(status: str, here: str, reference: str) -> dict[str, str]:
     return {"status": status, "here": here, "reference": reference}
 
 
-def conditions(runs: list[Mapping[str, Any]], ref_conditions: Mapping[str, str], entry: references.Entry,
-               provenance_seen: bool) -> dict[str, dict[str, str]]:
-    """What is the same, what differs and what this campaign did not record, against one reference figure."""
+def conditions(runs: list[Mapping[str, Any]], ref_conditions: Mapping[str, str],
+               entry: references.Entry) -> dict[str, dict[str, str]]:
+    """What is the same, what differs and what this cell's runs did not record, against one reference figure."""
     prov = [r.get("provenance") or {} for r in runs]
+    provenance_seen = any(prov)
     out: dict[str, dict[str, str]] = {}
     gpus = _gpu_names(prov)
     ref_gpu = ref_conditions.get("gpu", "")
@@ -112,11 +119,14 @@ def conditions(runs: list[Mapping[str, Any]], ref_conditions: Mapping[str, str],
                                       ref_container)
     else:
         out["container"] = _condition(UNKNOWN, "not recorded (no provenance)", ref_container)
-    versions = {f"{k} {v}" for p in prov for k, v in (p.get("versions") or {}).items() if k != "python"}
     ref_fw = ref_conditions.get("framework", "")
-    if versions:
-        same = any(v.split()[1] in ref_fw for v in versions)
-        out["framework"] = _condition(SAME if same else DIFFERS, ", ".join(sorted(versions)), ref_fw)
+    dists = _FRAMEWORK_DISTS.get(ref_fw.split(" ")[0].lower(), ())
+    versions = sorted({(k, str(v)) for p in prov for k, v in (p.get("versions") or {}).items() if k in dists})
+    if versions and not re.search(r"\d+\.\d+\.\d+", ref_fw):  # the reference names no version (NGC 21.03)
+        out["framework"] = _condition(UNKNOWN, ", ".join(f"{k} {v}" for k, v in versions), ref_fw)
+    elif versions:
+        same = all(re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", ref_fw) for _, v in versions)
+        out["framework"] = _condition(SAME if same else DIFFERS, ", ".join(f"{k} {v}" for k, v in versions), ref_fw)
     else:
         out["framework"] = _condition(UNKNOWN, "not recorded", ref_fw)
     tf32 = "TF32" in entry.note
@@ -136,7 +146,6 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
     cells: dict[str, list[Mapping[str, Any]]] = {}
     for r in runs:
         cells.setdefault(r["cell_id"], []).append(r)
-    provenance_seen = any(r.get("provenance") for rs in cells.values() for r in rs)
     rows, unmatched = [], []
     for cid, rs in cells.items():
         first = rs[0]
@@ -156,7 +165,7 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
                      unit=first.get("unit") or "samples/s", reference=entry.value,
                      ratio=median / entry.value if median is not None else None, source=ref.url(entry),
                      note=entry.note, also=[f"{e.variant}: {figure(e.value)}" for e in also],
-                     conditions=conditions(rs, ref.conditions_for(entry.suite), entry, provenance_seen))
+                     conditions=conditions(rs, ref.conditions_for(entry.suite), entry))
         if threshold is not None:
             row.below_gate = row.ratio is None or row.ratio < 1 - threshold
         rows.append(row)

@@ -197,6 +197,20 @@ def test_a100_figures_and_a_campaign_on_the_same_gpu(tmp_path):
     assert not unmatched and row.ratio == pytest.approx(1.1) and row.reference == e.value
     assert row.conditions["GPU"]["status"] == row.conditions["container"]["status"] == "same"
     assert row.conditions["precision"]["status"] == "unknown" and "TF32" in row.conditions["precision"]["reference"]
+    # the README names the container, not the framework's version: that cannot be told
+    assert row.conditions["framework"] == {"status": "unknown", "here": "torch 1.9.0a0+df837d0",
+                                           "reference": ref.suites["ngc-pytorch/resnet50"]["framework"]}
+    # DLPerf names the version: the same one is "same", the container image too
+    v100 = references.load("dlperf-v100")
+    e = v100.lookup("ngc-pytorch/resnet50", "1x8", 128, "fp32", False)[0]
+    dlperf = {"gpus": ["0, Tesla V100-SXM2-16GB, 440.33.01, 16160 MiB, 1530 MHz"],
+              "container_image": "nvcr.io/nvidia/pytorch:20.03-py3",
+              "versions": {"torch": "1.5.0a0+8f84ded", "dlperf_slurm": "0.1.0"}}
+    (same,), _ = refcompare.compare([_run("c", e.suite, 1, 8, 128, "fp32", False, Status.OK, e.value, dlperf)], v100)
+    assert {k: c["status"] for k, c in same.conditions.items()} == {
+        "GPU": "same", "container": "same", "framework": "same", "precision": "same", "batch per device": "same",
+        "XLA": "same", "data": "unknown"}
+    assert same.statement.startswith("no recorded condition differs; not known here: data; same: GPU, container")
     assert refcompare.ratio_text(row, ref) == "x1.10 of NVIDIA's DGX A100"
     assert not row.below_gate  # no threshold given
 
