@@ -250,3 +250,55 @@ def test_the_references_command_and_clear_errors(tmp_path):
     assert p.returncode == 2 and "no reference set 'nope'" in p.stderr and "dlperf-v100" in p.stderr
     p = cli("compare", str(tmp_path), "ref:dlperf-v100")
     assert p.returncode == 2 and "is the BASE" in p.stderr
+
+
+# DLPerf's v1 report (reports/dlperf_benchmark_test_report_v1.md) shows the main figures of the framework READMEs
+# side by side: per table, its columns after "node num | device num" as (suite, precision, batch, xla, variant)
+_R, _B = "ResNet50 V1.5 throughput (img/s)", "BERT Base Pretrain throughput (sentences/sec)"
+V1_REPORT = {
+    (_R, "FP32, batch size = 128"): [(s, "fp32", 128, False, "") for s in (
+        "oneflow/resnet50", "ngc-mxnet/resnet50", "ngc-tf1/resnet50", "ngc-pytorch/resnet50", "mxnet-gluon/resnet50",
+        "tf2/resnet50", "pytorch-examples/resnet50", "paddle/resnet50")],
+    (_R, "AMP, batch size = 256"): [
+        ("oneflow/resnet50", "amp", 256, False, ""), ("ngc-mxnet/resnet50", "fp16", 256, False, ""),
+        ("ngc-tf1/resnet50", "amp", 224, True, ""), ("ngc-tf1/resnet50", "amp", 224, False, ""),
+        ("ngc-pytorch/resnet50", "amp", 256, False, ""), ("mxnet-gluon/resnet50", "amp", 256, False, ""),
+        ("tf2/resnet50", "amp", 256, False, ""), ("paddle/resnet50", "amp", 196, False, "")],
+    (_B, "FP32, batch size = 32"): [
+        ("oneflow/bert-base", "fp32", 32, False, ""), ("ngc-tf1/bert-base", "fp32", 32, False, ""),
+        ("ngc-pytorch/bert-base", "fp32", 32, False, ""), ("paddle/bert-base", "fp32", 32, False, ""),
+        ("oneflow/bert-base", "fp32", 32, False, "no-clip"), ("mxnet-gluon/bert-base", "fp32", 32, False, "")],
+    (_B, "FP32, batch size = max"): [
+        ("oneflow/bert-base", "fp32", 96, False, ""), ("ngc-tf1/bert-base", "fp32", 48, False, ""),
+        ("ngc-pytorch/bert-base", "fp32", 48, False, ""), ("paddle/bert-base", "fp32", 96, False, ""),
+        ("oneflow/bert-base", "fp32", 96, False, "no-clip"), ("mxnet-gluon/bert-base", "fp32", 64, False, "")],
+    (_B, "AMP, batch size = 64"): [
+        ("oneflow/bert-base", "amp", 64, False, ""), ("ngc-tf1/bert-base", "amp", 64, False, ""),
+        ("ngc-tf1/bert-base", "amp", 64, True, ""), ("ngc-pytorch/bert-base", "amp", 64, False, ""),
+        ("paddle/bert-base", "amp", 64, False, ""), ("oneflow/bert-base", "amp", 64, False, "no-clip"),
+        ("mxnet-gluon/bert-base", "amp", 64, False, "")],
+    (_B, "AMP, batch size = max"): [
+        ("oneflow/bert-base", "amp", 160, False, ""), ("ngc-tf1/bert-base", "amp", 64, False, ""),
+        ("ngc-tf1/bert-base", "amp", 96, True, ""), ("ngc-pytorch/bert-base", "amp", 96, False, ""),
+        ("paddle/bert-base", "amp", 160, False, ""), ("oneflow/bert-base", "amp", 160, False, "no-clip"),
+        ("mxnet-gluon/bert-base", "amp", 128, False, "")],
+}
+
+
+def test_the_main_figures_are_those_of_dlperfs_v1_report():
+    """The report is a second publication of the same numbers: it picks, per framework, the figure we take as
+    the main one (dynamic loss scale, gradient clipping, 48 DataLoader workers, ...)."""
+    text = (FIX / "dlperf" / "reports_dlperf_benchmark_test_report_v1.md").read_text()
+    ref = references.load("dlperf-v100")
+    checked = 0
+    for headings, columns in V1_REPORT.items():
+        header, body = readme_tables.table(text, list(headings))
+        assert len(header) == 2 + len(columns), headings
+        for r in body:
+            nodes, total = int(r[0]), int(r[1])
+            for (suite, precision, batch, xla, variant), cell in zip(columns, r[2:]):
+                main, also = ref.lookup(suite, f"{nodes}x{total // nodes}", batch, precision, xla)
+                e = main if not variant else next(a for a in also if a.variant == variant)
+                assert e.value == float(cell), (headings, suite, nodes, total, e.value, cell)
+                checked += 1
+    assert checked == 4 * sum(len(c) for c in V1_REPORT.values())
