@@ -276,12 +276,20 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
 def _compare_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
                        "interval, noise-aware verdict); exits 1 when a cell regressed")
-    p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, or summaries/<name>.json")
-    p.add_argument("new", help="the campaign to judge (same forms)")
-    p.add_argument("--threshold", type=float, default=0.05, metavar="F",
-                   help="a slower cell regressed when new/base < 1 - F (default 0.05)")
+    p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, summaries/<name>.json, "
+                   "or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, ref:ngc-a100; "
+                   "see the references command)")
+    p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
+    p.add_argument("--threshold", type=float, default=None, metavar="F",
+                   help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
+                   "no gate unless this is given (exit 1 when a cell is below F of the published figure)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
+    p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
+                       "sources and figures")
+    p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=_lazy("dlperf_slurm.refcompare", "cmd_references"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 the repeats, and a noise-aware verdict, so a site can gate an upgrade (driver, NCCL, Slurm, container) on it.
 
     python -m dlperf_slurm compare BASE NEW [--threshold 0.05] [--out summaries]
+    python -m dlperf_slurm compare ref:dlperf-v100 NEW      # against a published reference set (refcompare.py)
 
 BASE and NEW are campaigns (a name under ``--logs``, or a folder) or summaries written by ``collect``
 (``summaries/<name>.json``). Cells match by id (suite, model, shape, batch per device, precision, XLA,
@@ -35,6 +36,7 @@ from dlperf_slurm.model import Status
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 SEED = 0  # the interval is reproducible: the same inputs give the same report
+DEFAULT_THRESHOLD = 0.05  # campaign against campaign; against a reference set only an explicit --threshold gates
 
 
 @dataclass(frozen=True)
@@ -138,13 +140,17 @@ def sides_from_runs(runs: Iterable[Mapping[str, Any]]) -> dict[str, Side]:
     return {c: Side(tuple(values[c]), tuple(statuses[c]), units[c]) for c in statuses}
 
 
-def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
-    """A campaign (name under ``logs`` or folder: its logs are collected now) or a collect JSON summary."""
+def load_runs(what: str, logs: str) -> tuple[str, list[dict[str, Any]]]:
+    """A campaign's run rows (as dicts): a campaign (name under ``logs`` or folder: its logs are collected now)
+    or a collect JSON summary."""
     p = Path(what)
     if p.is_file():
         try:
             doc = json.loads(p.read_text())
-            return doc.get("name") or p.stem, sides_from_runs(doc["runs"])
+            runs = doc["runs"]
+            if not isinstance(runs, list) or not all(isinstance(r, dict) and "cell_id" in r for r in runs):
+                raise TypeError("'runs' is not a list of run rows")
+            return doc.get("name") or p.stem, runs
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{p}: not a collect summary (summaries/<name>.json): {err}") from None
     from dlperf_slurm import collect
@@ -153,7 +159,13 @@ def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
 
     cdir = find_campaign(logs, what)
     result = collect.collect([collect.runs_from_campaign(cdir)])
-    return cdir.name, sides_from_runs(as_dict(r) for r in result.runs)
+    return cdir.name, [as_dict(r) for r in result.runs]
+
+
+def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
+    """A campaign or a collect JSON summary (:func:`load_runs`) as its cells' sides."""
+    name, runs = load_runs(what, logs)
+    return name, sides_from_runs(runs)
 
 
 # ============================================================================================== output
@@ -183,8 +195,20 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
 
 
 def cmd_compare(args) -> int:
-    if not 0 <= args.threshold < 1:
+    if args.threshold is not None and not 0 <= args.threshold < 1:
         raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
+    from dlperf_slurm.references import PREFIX
+
+    if args.new.startswith(PREFIX):
+        raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
+    if args.base.startswith(PREFIX):  # a published reference: one figure per cell, no interval, no verdict
+        from dlperf_slurm import references, refcompare
+
+        ref = references.load(args.base)  # an unknown set fails before any campaign is collected
+        new_name, runs = load_runs(args.new, args.logs)
+        return refcompare.cmd_compare_reference(args, ref, new_name, runs)
+    if args.threshold is None:
+        args.threshold = DEFAULT_THRESHOLD
     base_name, base = load_side(args.base, args.logs)
     new_name, new = load_side(args.new, args.logs)
     rows = compare(base, new, args.threshold)
