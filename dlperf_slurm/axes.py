@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dlperf_slurm.suites import Suite
 
 PRECISIONS = ("fp32", "amp", "fp16", "bf16")
-CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args")
+CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args", "setup")
 SUITE_KEY = "suite"  # in a rule: the suites it applies to
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -30,16 +30,19 @@ _DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 Rule = dict[str, list[Any]]
 
 
-def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], include: Any, exclude: Any) -> list[Cell]:
+def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], include: Any, exclude: Any,
+          setups: Sequence[str] = ()) -> list[Cell]:
     """Every cell of the matrix, suite by suite (in the order named), each: the axes' product minus the
-    exclude rules, then the include rules' cells. A cell given twice is an error."""
+    exclude rules, then the include rules' cells. A cell given twice is an error. ``setups``: the names of the
+    matrix's ``[setups.NAME]`` bundles, the values the ``setup`` axis may take."""
+    setups = tuple(setups)
     _known_keys(ctx, suite_list, table, "axes")
     includes = _rule_tables(ctx, suite_list, include, "include")
     excludes = _rule_tables(ctx, suite_list, exclude, "exclude")
     out: list[Cell] = []
     for suite in suite_list:
-        base = _axes(ctx, suite, _own(suite, table), "axes", require_all=True)
-        rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False)
+        base = _axes(ctx, suite, _own(suite, table), "axes", True, setups)
+        rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False, setups)
                     for i, r in excludes if _applies(suite, r)]
         seen: dict[Cell, str] = {}
         for cell in _product(suite, base):
@@ -50,7 +53,7 @@ def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], inc
         for i, r in includes:
             if not _applies(suite, r):
                 continue
-            rule = _axes(ctx, suite, _own(suite, r), f"include[{i}]", False)
+            rule = _axes(ctx, suite, _own(suite, r), f"include[{i}]", False, setups)
             for cell in _product(suite, {**base, **rule}):
                 if cell in seen:
                     raise ctx.error(f"include[{i}]", f"duplicate cell {cell.id} (already given by {seen[cell]})")
@@ -116,7 +119,8 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, require_all: bool) -> Rule:
+def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, require_all: bool,
+          setups: tuple[str, ...] = ()) -> Rule:
     """Validate an axes table (``[axes]``, an include or an exclude rule) into name -> list of values."""
     out: Rule = {}
     for key, raw in table.items():
@@ -126,7 +130,7 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
         values = _as_list(raw)
         if not values:
             raise ctx.error(full, "empty axis: give at least one value")
-        checked = [_axis_value(ctx, suite, key, full, v) for v in values]
+        checked = [_axis_value(ctx, suite, key, full, v, setups) for v in values]
         dup = {repr(v) for v in checked if checked.count(v) > 1}
         if dup:
             raise ctx.error(full, f"duplicate value {sorted(dup)[0]}: each value once")
@@ -139,10 +143,11 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
         out.setdefault("xla", [False])
         out.setdefault("launcher", [suite.launcher])
         out.setdefault("launcher_args", [()])
+        out.setdefault("setup", [""])
     return out
 
 
-def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any) -> Any:
+def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups: tuple[str, ...] = ()) -> Any:
     if key == "devices":
         m = _DEVICES.match(v) if isinstance(v, str) else None
         if not m:
@@ -169,6 +174,11 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any) -> Any
         known = launchers.names()
         if v not in known:
             raise ctx.error(full, f"expected one of {', '.join(known)}, got {v!r}{did_you_mean(str(v), known)}")
+        return v
+    if key == "setup":
+        if v not in setups:
+            known = ", ".join(setups) or "none: add a [setups.NAME] table"
+            raise ctx.error(full, f"unknown setup {v!r}{did_you_mean(str(v), setups)}; the matrix's setups: {known}")
         return v
     if key == "launcher_args":
         if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
@@ -201,7 +211,8 @@ def _product(suite: "Suite", axes: Rule) -> Iterable[Cell]:
         env = tuple(sorted((k[4:], v[k]) for k in keys if k.startswith("env.")))
         yield Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
                    batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
-                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher)
+                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher,
+                   setup=v["setup"])
 
 
 def _matches(suite: "Suite", cell: Cell, rule: Rule) -> bool:
@@ -212,7 +223,7 @@ def _matches(suite: "Suite", cell: Cell, rule: Rule) -> bool:
             actual = cell.launcher_args
         elif key.startswith("env."):
             actual = dict(cell.env).get(key[4:])
-        elif key in ("batch_size", "precision", "xla", "launcher"):
+        elif key in ("batch_size", "precision", "xla", "launcher", "setup"):
             actual = getattr(cell, key)
         else:
             actual = cell.param(key, suite.axis_defaults.get(key))

@@ -39,7 +39,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     m = _load_matrix(args)
     rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
-             ", ".join(f"{k}={v}" for k, v in (*c.params, *c.env)) or "-", m.measure.repeats] for c in m.cells]
+             ", ".join(f"{k}={v}" for k, v in (*((("setup", c.setup),) if c.setup else ()), *c.params, *c.env))
+             or "-", m.measure.repeats] for c in m.cells]
     print(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
                                      if not m.grouped else f"{len(m.suites)} suites"))
     for s in m.suites if m.grouped else ():

@@ -14,12 +14,14 @@ from typing import Any, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
-from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, SlurmConfig,
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, Setup, SlurmConfig,
                                 time_to_minutes)
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 
-TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options")
+TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options",
+            "setups")
+SETUP_KEYS = ("launcher_args", "env", "description")
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
                 "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
                 "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
@@ -95,15 +97,44 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
         raise ctx.error("axes", "missing [axes] table (devices, batch_size, precision, ...)")
     table = {k: v for k, v in table.items() if k != axes.SUITE_KEY}
     by_name = {s.name: s for s in suite_list}
+    setups = _setups(ctx, data.get("setups", {}))
     kept, dropped = [], []
-    for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", [])):
+    for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups)):
         reason = (by_name[cell.suite].drop_reason(cell)
                   or launchers.container_reason(cell.launcher, environment.container.type))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
-                  str(data.get("description", "")), grouped=several)
+                  str(data.get("description", "")), grouped=several, setups=setups)
+
+
+def _setups(ctx: Source, table: Any) -> dict[str, Setup]:
+    """``[setups.NAME]``: named bundles of launcher arguments and environment, the values of the ``setup`` axis."""
+    if not isinstance(table, dict):
+        raise ctx.error("setups", "expected tables [setups.NAME] with launcher_args and env")
+    out = {}
+    for name, t in table.items():
+        key = f"setups.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+            raise ctx.error(key, "a setup name is letters, digits, '_', '.', '-'")
+        if not isinstance(t, dict):
+            raise ctx.error(key, "expected a table with launcher_args and env")
+        check_keys(ctx, t, SETUP_KEYS, key)
+        args = _str_list(ctx, f"{key}.launcher_args", t.get("launcher_args", []))
+        if any("\n" in a or "\0" in a for a in args):
+            raise ctx.error(f"{key}.launcher_args", "newlines are not allowed in launcher arguments")
+        env = t.get("env", {})
+        if not isinstance(env, dict):
+            raise ctx.error(f"{key}.env", "expected a table of NAME = \"value\"")
+        for k, v in env.items():
+            if not _ENV_NAME.match(k):
+                raise ctx.error(f"{key}.env.{k}", "not a valid environment variable name")
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)) or "\0" in str(v):
+                raise ctx.error(f"{key}.env.{k}", f"expected a string or number, got {v!r}")
+        out[name] = Setup(tuple(args), tuple(sorted((k, str(v)) for k, v in env.items())),
+                          str(t.get("description", "")))
+    return out
 
 
 def _suites(ctx: Source, data: dict[str, Any]) -> tuple[list["suites.Suite"], bool]:

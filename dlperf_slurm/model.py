@@ -104,6 +104,7 @@ class Cell:
     params: tuple[tuple[str, Any], ...] = ()  # suite-declared extra axes, sorted by name
     env: tuple[tuple[str, str], ...] = ()  # free environment-variable axes ("env.NAME"), sorted
     default_launcher: str = field(default="", compare=False)  # the suite's; any other launcher is in the id
+    setup: str = ""  # a named bundle of launcher arguments and environment (the matrix's [setups.NAME])
 
     @property
     def shape(self) -> str:
@@ -123,6 +124,7 @@ class Cell:
 
     def _variant_parts(self) -> list[str]:
         parts = [] if self.launcher == (self.default_launcher or self.launcher) else [f"launcher-{self.launcher}"]
+        parts += [f"setup-{self.setup}"] if self.setup else []
         parts += [f"{k}-{v}" for k, v in self.params]
         parts += [f"{k}-{v}" for k, v in self.env]
         if self.launcher_args:
@@ -154,6 +156,7 @@ class Cell:
             "batch_size": self.batch_size, "global_batch": self.global_batch, "precision": self.precision,
             "xla": self.xla, "launcher": self.launcher, "launcher_args": list(self.launcher_args),
             "params": dict(self.params), "env": dict(self.env), "default_launcher": self.default_launcher,
+            "setup": self.setup,
         }
 
     @classmethod
@@ -169,7 +172,18 @@ class Cell:
                    precision=str(d["precision"]), xla=bool(d["xla"]), launcher=launcher,
                    launcher_args=tuple(d.get("launcher_args") or ()),
                    params=tuple(sorted((d.get("params") or {}).items())),
-                   env=tuple(sorted((d.get("env") or {}).items())), default_launcher=str(default))
+                   env=tuple(sorted((d.get("env") or {}).items())), default_launcher=str(default),
+                   setup=str(d.get("setup") or ""))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A named bundle of launcher arguments and environment variables (a network or transport set-up, e.g.
+    ``--mca btl_tcp_if_include eth0``, ``NCCL_IB_DISABLE=1``): the value of a cell's ``setup`` axis."""
+
+    launcher_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -239,6 +253,7 @@ class Matrix:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # suite name -> that suite's options
     description: str = ""
     grouped: bool = False  # suites given as a list: each framework's runs in a folder of its own
+    setups: dict[str, "Setup"] = field(default_factory=dict)  # the matrix's [setups.NAME] bundles
 
     def suite_of(self, cell: Cell) -> Any:
         """The suite that runs ``cell``."""

@@ -98,6 +98,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     suite, options = matrix.suite_of(cell), matrix.options_for(cell)
     env = dict(matrix.environment.env)
     env.update(suite.environment(cell, options))
+    setup = matrix.setups.get(cell.setup) if cell.setup else None
+    env.update(dict(setup.env) if setup else {})
     env.update(dict(cell.env))
     program = suite.program(cell, matrix.measure, options)
     files = sorted(suite.files(cell, matrix.measure, options).items())
@@ -124,7 +126,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "container": {"type": container.type, "image": container.image, "mounts": list(container.mounts),
                       "options": list(container.options)},
         "launcher": cell.launcher,
-        "launcher_args": list(cell.launcher_args),
+        "launcher_args": list(setup.launcher_args if setup else ()) + list(cell.launcher_args),
         "nodes": cell.nodes,
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,

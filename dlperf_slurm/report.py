@@ -28,7 +28,8 @@ from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
-from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, shared_suites,
+from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, setup_study,
+                                 shared_suites,
                                  xla_name)
 
 
@@ -105,6 +106,9 @@ def markdown(result) -> str:
             lines.append("")
             lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
             lines.append("")
+    for title, headers, rows in setup_study(cells):
+        lines += [f"## Set-ups compared: {title}", "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     shared = shared_suites(cells)
     for key, gc in groups(cells):
         lines.append(f"## {group_title(key, gc, launchers, shared)}")

@@ -122,7 +122,8 @@ def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
 
 
 def _variant(cell: dict[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in sorted((cell.get("params") or {}).items())]
+    parts = [f"setup={cell['setup']}"] if cell.get("setup") else []
+    parts += [f"{k}={v}" for k, v in sorted((cell.get("params") or {}).items())]
     parts += [f"{k}={v}" for k, v in sorted((cell.get("env") or {}).items())]
     if cell.get("launcher_args"):
         parts.append("launcher_args=" + " ".join(map(str, cell["launcher_args"])))

@@ -186,6 +186,45 @@ def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[lis
     return out
 
 
+def setup_study(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """A set-up study's table (the DDL network-scaling study's shape): per suite, precision, XLA, batch and the
+    rest of the variant, rows = GPU counts, columns = the ``setup`` values, each cell the median throughput and
+    the scaling efficiency against the same set-up's smallest shape (per GPU)."""
+    studies: dict[tuple, dict[tuple[str, int], CellRow]] = {}
+    for c in cells:
+        parts = [p for p in (c.variant or "").split(", ") if p]
+        setup = next((p[len("setup="):] for p in parts if p.startswith("setup=")), None)
+        if setup is None:
+            continue
+        rest = ", ".join(p for p in parts if not p.startswith("setup="))
+        key = (c.suite, c.precision, bool(c.xla), c.batch_size, rest, c.campaign or "")
+        studies.setdefault(key, {})[(setup, c.devices)] = c
+    out = []
+    for (suite, prec, xla, batch, rest, _camp), by in sorted(studies.items()):
+        setups = list(dict.fromkeys(s for s, _ in by))
+        gpus = sorted({d for _, d in by})
+        small = {s: min((d for t, d in by if t == s and by[(t, d)].median), default=None) for s in setups}
+        rows = []
+        for d in gpus:
+            row = [str(d)]
+            for s in setups:
+                c = by.get((s, d))
+                if c is None:
+                    row.append("")
+                    continue
+                text = value_text(c)
+                b = by.get((s, small[s])) if small[s] else None
+                if c.n_ok and c.median and b is not None and b.median:
+                    text += f" ({stats.fmt((c.median / d) / (b.median / small[s]), percent=True, digits=2)})"
+                row.append(text)
+            rows.append(row)
+        title = " · ".join(x for x in (suite, prec, f"{xla_name(suite)} {'on' if xla else 'off'}",
+                                       f"batch {batch}/GPU", rest) if x)
+        unit = next((c.unit for c in by.values() if c.unit), "samples/s")
+        out.append((title, ["GPUs"] + [f"{s}: {unit} (efficiency vs its fewest GPUs)" for s in setups], rows))
+    return out
+
+
 def counts_text(runs: Sequence[RunRow]) -> str:
     c = Counter(r.status for r in runs)
     return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
