@@ -33,6 +33,7 @@ class Status(StrEnum):
     OOM = "OOM"
     NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
     HANG = "HANG"  # no progress for longer than the hang bound: the job script stopped it (well before its limit)
+    UNHEALTHY = "UNHEALTHY"  # the job's health gate failed (GPUs, ECC/XID, clocks, all-reduce): it never trained
     TIMEOUT = "TIMEOUT"
     NODE_FAIL = "NODE_FAIL"
     PREEMPTED = "PREEMPTED"
@@ -64,8 +65,8 @@ class Status(StrEnum):
 
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
-    Status.OOM, Status.NONFINITE, Status.HANG, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
-    Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+    Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
+    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.
@@ -186,6 +187,17 @@ class Measure:
 
 
 @dataclass(frozen=True)
+class Health:
+    """The health gate each job runs before training (``[health]`` of the site file or the matrix)."""
+
+    enabled: bool = True
+    timeout_s: int = 30  # the gate's bound
+    min_busbw_gbs: float = 0.0  # all-reduce bus bandwidth below this fails the gate (0: no threshold)
+    size_mb: float = 0.0  # the all-reduce's buffer (0: 1024 MiB with NCCL, 32 MiB with gloo)
+    python: str = "python3"  # the interpreter that runs python -m dlperf_slurm.health on the nodes
+
+
+@dataclass(frozen=True)
 class Container:
     type: str = "none"
     image: str = ""
@@ -238,6 +250,7 @@ class Matrix:
     environment: Environment
     options: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    health: Health = Health()
 
     @property
     def runs(self) -> int:

@@ -131,6 +131,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "uses_run_dir": any(RUN_DIR in str(a) for a in program),  # then the program is rendered per run
         "container_prefix": container_prefix,
         "through_srun": launcher.through_srun(cell.nodes, container.type),
+        "health": {**dataclasses.asdict(matrix.health),
+                   "gpus": 0 if matrix.slurm.gpu_request == "none" else cell.gpus_per_node},
     }
 
 

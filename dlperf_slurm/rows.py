@@ -67,6 +67,8 @@ class RunRow(CellKey):
     exit_code: int | None
     scheduler_state: str | None
     garbled_lines: int
+    health: str  # the health gate's verdict ("ok, busbw 1.2 GB/s", "failed: ..."); "" when no gate ran
+    health_busbw_gbs: float | None  # its all-reduce bus bandwidth (nccl-tests' busbw)
     log: str
     log_bytes: int | None
     parse_seconds: float
