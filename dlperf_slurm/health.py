@@ -2,8 +2,8 @@
 
 Two steps, both run by the job script (``templates/health.sh.j2``) before the launch:
 
-- ``python -m dlperf_slurm.health probe`` runs once per node (one ``srun`` task per node under Slurm; directly under
-  the local executor). It checks the node's GPUs (NVML through pynvml when it imports, else ``nvidia-smi``): the
+- ``python -m dlperf_slurm.health probe`` (:mod:`dlperf_slurm.healthprobe`) runs once per node (one ``srun`` task
+  per node under Slurm; directly under the local executor). It checks the node's GPUs (NVML through pynvml when it imports, else ``nvidia-smi``): the
   GPUs the job asked for are visible, no uncorrected ECC error since boot (volatile counters), no row-remapping
   failure, no XID in the kernel log where it can be read, clocks not throttled (HW slowdown, HW/SW thermal, power
   brake). Then it forks the node's ranks (the job's GPUs per node), and every rank of the job takes part in one
@@ -18,7 +18,8 @@ iteration time averaged over the ranks; algbw = bytes / time; busbw = algbw x 2(
 rank has no bus: its busbw is not measured and no threshold applies to it.
 
 The status a failed gate gives a run (UNHEALTHY) is decided in :mod:`dlperf_slurm.outcome`, from the exit marker.
-This module imports only :mod:`dlperf_slurm.events` at the top: the CLI and the 1-rank gate stay fast.
+This module imports only :mod:`dlperf_slurm.events` and the standard library at the top: the CLI and the 1-rank
+gate stay fast.
 """
 
 from __future__ import annotations
@@ -27,22 +28,14 @@ import argparse
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm import events as ev
+from dlperf_slurm.healthprobe import NODE_PREFIX
 
-NODE_PREFIX = "dlperf-health-node "  # a probe's record line (in the probe's output, not in the run's log)
 UNHEALTHY_EXIT = 3  # the judge's exit code when the gate failed
-DEFAULT_SIZE_MB = {"nccl": 1024, "gloo": 32}  # the all-reduce's buffer when the matrix gives none
-MAX_ITERS = 20
-#: NVML clock throttle reasons that mean a sick or overheating GPU (idle, application clocks, SW power cap and
-#: sync boost are normal): HW slowdown, SW thermal, HW thermal, HW power brake
-BAD_THROTTLE = {0x8: "HW slowdown", 0x20: "SW thermal slowdown", 0x40: "HW thermal slowdown",
-                0x80: "HW power brake slowdown"}
 _NODE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
@@ -145,190 +138,21 @@ def summary(verdict: Mapping[str, Any] | None) -> str:
     return text
 
 
-# ================================================================================================ the GPUs
+def markdown_line(runs: Sequence[Any]) -> str:
+    """The summary's one line on the gate: runs checked, how many failed, the bus bandwidth's range ('' when no
+    run was gated). ``runs``: RunRows."""
+    gated = [r for r in runs if r.health]
+    if not gated:
+        return ""
+    failed = [r for r in gated if not r.health.startswith("ok")]
+    bws = sorted(r.health_busbw_gbs for r in gated if isinstance(r.health_busbw_gbs, (int, float)))
+    text = f"Health gate: {len(gated)} runs checked, {len(failed)} failed"
+    if bws:
+        text += f"; all-reduce busbw {bws[0]:.3g}–{bws[-1]:.3g} GB/s (nccl-tests' busbw)"
+    return text + "."
 
 
-def _visible(indices: list[int], uuids: list[str]) -> list[int]:
-    """The GPUs CUDA_VISIBLE_DEVICES leaves this job (all when it is unset)."""
-    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None:
-        return indices
-    keep = []
-    for item in (x.strip() for x in cvd.split(",") if x.strip()):
-        for i, u in zip(indices, uuids):
-            if item == str(i) or (item.startswith("GPU-") and u.startswith(item)):
-                keep.append(i)
-    return keep
-
-
-def gpu_checks(expected: int, allocated: bool = True) -> tuple[list[str], str, int]:
-    """(problems, text, GPUs visible) of this node: NVML, else nvidia-smi, else "no GPU". ``allocated``: a
-    scheduler gave the job its GPUs (without one, under the local executor, fewer GPUs than the matrix names is
-    said, not a failure)."""
-    try:
-        import pynvml  # noqa: F401
-        problems, text, n = _nvml_checks(expected)
-    except ImportError:
-        problems, text, n = _smi_checks(expected)
-    except Exception as err:  # noqa: BLE001 - NVML present but failing (no driver): that is the finding
-        problems, text, n = ([f"NVML failed: {err}"] if expected else []), "no GPU", 0
-    if not allocated and n < expected:
-        return [p for p in problems if "visible" not in p and "NVML failed" not in p and "no NVML" not in p
-                and "nvidia-smi failed" not in p], f"{text} (no scheduler allocation)", n
-    return problems, text, n
-
-
-def _nvml_checks(expected: int) -> tuple[list[str], str, int]:
-    import pynvml as nv
-
-    nv.nvmlInit()
-    try:
-        n = nv.nvmlDeviceGetCount()
-        handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
-        uuids = [str(nv.nvmlDeviceGetUUID(h)) for h in handles]
-        seen = _visible(list(range(n)), uuids)
-        problems = [f"asked for {expected} GPUs, {len(seen)} visible"] if len(seen) < expected else []
-        for i in seen:
-            h = handles[i]
-            for what, call in (("uncorrected ECC errors since boot",
-                                lambda: nv.nvmlDeviceGetTotalEccErrors(h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                                                       nv.NVML_VOLATILE_ECC)),
-                               ("clock throttle", lambda: nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)),
-                               ("row remapping", lambda: nv.nvmlDeviceGetRemappedRows(h))):
-                try:
-                    value = call()
-                except Exception:  # noqa: BLE001 - not supported on this GPU: nothing to report
-                    continue
-                if what == "clock throttle":
-                    bad = [name for bit, name in BAD_THROTTLE.items() if int(value) & bit]
-                    if bad:
-                        problems.append(f"GPU {i}: clocks throttled ({', '.join(bad)})")
-                elif what == "row remapping":
-                    if len(value) >= 4 and value[3]:
-                        problems.append(f"GPU {i}: row remapping failed")
-                elif int(value) > 0:
-                    problems.append(f"GPU {i}: {int(value)} {what}")
-        problems += _xid_problems() if seen else []
-        return problems, f"{len(seen)}/{expected} GPUs" if (seen or expected) else "no GPU", len(seen)
-    finally:
-        nv.nvmlShutdown()
-
-
-def _smi_checks(expected: int) -> tuple[list[str], str, int]:
-    fields = ("index,uuid,ecc.errors.uncorrected.volatile.total,clocks_throttle_reasons.hw_slowdown,"
-              "clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown,"
-              "clocks_throttle_reasons.hw_power_brake_slowdown")
-    try:
-        p = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ([f"asked for {expected} GPUs: no NVML and no nvidia-smi"] if expected else []), "no GPU", 0
-    if p.returncode != 0:
-        return ([f"nvidia-smi failed: {(p.stderr or p.stdout).strip()[:200]}"] if expected else []), "no GPU", 0
-    rows = [[c.strip() for c in line.split(",")] for line in p.stdout.splitlines() if line.strip()]
-    seen = _visible([int(r[0]) for r in rows], [r[1] for r in rows])
-    problems = [f"asked for {expected} GPUs, {len(seen)} visible"] if len(seen) < expected else []
-    names = ["HW slowdown", "SW thermal slowdown", "HW thermal slowdown", "HW power brake slowdown"]
-    for r in rows:
-        if int(r[0]) not in seen:
-            continue
-        if r[2].isdigit() and int(r[2]) > 0:
-            problems.append(f"GPU {r[0]}: {r[2]} uncorrected ECC errors since boot")
-        bad = [n for n, v in zip(names, r[3:7]) if v == "Active"]
-        if bad:
-            problems.append(f"GPU {r[0]}: clocks throttled ({', '.join(bad)})")
-    problems += _xid_problems() if seen else []
-    return problems, f"{len(seen)}/{expected} GPUs" if (seen or expected) else "no GPU", len(seen)
-
-
-def _xid_problems() -> list[str]:
-    """XID events since boot, from the kernel log where this user may read it (else nothing is claimed)."""
-    try:
-        p = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    xids = [line.strip() for line in p.stdout.splitlines() if "NVRM: Xid" in line] if p.returncode == 0 else []
-    return [f"{len(xids)} XID events since boot, last: {xids[-1][:200]}"] if xids else []
-
-
-# ================================================================================================ the probe
-
-
-def _rank(rank: int, local: int, world: int, master: str, port: int, nbytes: int, use_cuda: bool,
-          deadline: float, conn) -> None:
-    """One rank of the all-reduce (a forked child): its mean iteration time, sent back through ``conn``."""
-    out: dict[str, Any] = {"rank": rank}
-    try:
-        from datetime import timedelta
-
-        import torch
-        import torch.distributed as dist
-
-        backend = "nccl" if use_cuda else "gloo"
-        out.update(backend=backend, bytes=nbytes)
-        left = max(1.0, deadline - time.time())
-        dist.init_process_group(backend, init_method=f"tcp://{master}:{port}", rank=rank, world_size=world,
-                                timeout=timedelta(seconds=left))
-        dev = torch.device("cuda", local) if use_cuda else torch.device("cpu")
-        if use_cuda:
-            torch.cuda.set_device(dev)
-        buf = torch.ones(nbytes // 4, dtype=torch.float32, device=dev)
-        sync = torch.cuda.synchronize if use_cuda else (lambda: None)
-        t = time.perf_counter()
-        dist.all_reduce(buf)  # warm-up: connections
-        sync()
-        first = time.perf_counter() - t
-        # every rank must run the same count: rank 0's choice, from its warm-up, within the time left
-        n = torch.tensor([max(1, min(MAX_ITERS, int((deadline - time.time()) / 3 / max(first, 1e-6))))],
-                         device=dev)
-        dist.broadcast(n, 0)
-        iters = int(n.item())
-        dist.barrier()
-        t = time.perf_counter()
-        for _ in range(iters):
-            dist.all_reduce(buf)
-        sync()
-        out.update(seconds=(time.perf_counter() - t) / iters, iters=iters)
-        dist.destroy_process_group()
-    except Exception as err:  # noqa: BLE001 - the finding, reported by the judge
-        out["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-    conn.send(out)
-    conn.close()
-
-
-def probe(args: argparse.Namespace) -> dict[str, Any]:
-    start = time.time()
-    deadline = start + max(1.0, args.timeout * 0.8)
-    node_rank = int(os.environ.get("SLURM_NODEID", "0"))
-    host = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-    problems, text, visible = gpu_checks(args.expect_gpus, allocated=not args.no_allocation)
-    rec: dict[str, Any] = {"host": host, "node_rank": node_rank, "gpu_problems": problems, "gpu_text": text,
-                           "ranks": []}
-    world = args.nodes * args.ranks_per_node
-    if world > 1:
-        import multiprocessing as mp
-
-        use_cuda = args.expect_gpus > 0 and visible >= args.ranks_per_node
-        backend = "nccl" if use_cuda else "gloo"
-        nbytes = int((args.size_mb or DEFAULT_SIZE_MB[backend]) * 2**20) // 4 * 4
-        ctx = mp.get_context("fork")  # torch is imported in the children only
-        kids = []
-        for local in range(args.ranks_per_node):
-            a, b = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_rank, args=(node_rank * args.ranks_per_node + local, local, world, args.master,
-                                                args.port, nbytes, use_cuda, deadline, b), daemon=True)
-            p.start()
-            kids.append((local, p, a))
-        for local, p, a in kids:
-            rank = node_rank * args.ranks_per_node + local
-            got = a.recv() if a.poll(max(0.1, deadline + 0.1 * args.timeout - time.time())) else None
-            rec["ranks"].append(got or {"rank": rank, "error": "no answer within the time bound"})
-            if p.is_alive():
-                p.kill()
-        rec["backend"] = backend
-    rec["seconds"] = time.time() - start
-    print(NODE_PREFIX + json.dumps(rec), flush=True)
-    return rec
+# ================================================================================================ the verdict
 
 
 def read_records(text: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -390,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     j.add_argument("--started", type=float, default=0.0, help="when the gate started (unix time)")
     args = ap.parse_args(argv)
     if args.cmd == "probe":
-        probe(args)
+        from dlperf_slurm import healthprobe
+
+        healthprobe.probe(args)
         return 0
     return run_judge(args)
 
