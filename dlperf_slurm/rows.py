@@ -67,13 +67,13 @@ class RunRow(CellKey):
     exit_code: int | None
     scheduler_state: str | None
     garbled_lines: int
-    health: str  # the health gate's verdict ("ok, busbw 1.2 GB/s", "failed: ..."); "" when no gate ran
-    health_busbw_gbs: float | None  # its all-reduce bus bandwidth (nccl-tests' busbw)
     log: str
     log_bytes: int | None
     parse_seconds: float
     provenance: dict[str, Any]  # the job event's job_id, nodelist, hostname, gpus, versions, ...
     extra: dict[str, Any]  # what else the parser and the decision said (log_status, flops_per_sample, ...)
+    health: str  # the health gate's verdict ("ok, busbw 1.2 GB/s", "failed: ..."); "" when no gate ran
+    health_busbw_gbs: float | None  # its all-reduce bus bandwidth (nccl-tests' busbw)
 
 
 @dataclass(kw_only=True)
