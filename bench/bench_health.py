@@ -7,9 +7,11 @@ the gate's own ``seconds`` from its ``:::DLPERF health`` line. It prints the med
 job, and that as a share of the job without it.
 
 On the Slurm test cluster (default when ``sbatch`` answers) the cell is 2x1: the gate's all-reduce spans n1 and n2
-(gloo). With ``--executor local`` the cell is 1x2 on this machine.
+(gloo). With ``--executor local`` the cell is 1x2 on this machine. The tiny ResNet-50 by default (a short job:
+the worst case for the gate's share); ``--full`` for the full-size model at batch 2 per rank.
 
     python bench/bench_health.py [--executor slurm|local] [--rounds 3] [--warmup-steps 20] [--measure-steps 100]
+                                 [--full]
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ name = "{name}"
 devices = ["{devices}"]
 batch_size = [2]
 [options]
-tiny = true
+tiny = {tiny}
 threads = 1
 [measure]
 repeats = 1
@@ -57,7 +59,7 @@ enabled = {enabled}
 def one_job(root: Path, name: str, args: argparse.Namespace, enabled: bool) -> dict:
     mx = root / f"{name}.toml"
     mx.write_text(MATRIX.format(name=name, devices=args.devices, warmup=args.warmup_steps, measure=args.measure_steps,
-                                enabled=str(enabled).lower()))
+                                enabled=str(enabled).lower(), tiny=str(not args.full).lower()))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     p = subprocess.run([sys.executable, "-m", "dlperf_slurm", "--logs", str(root / "logs"), "submit", str(mx),
                         "--executor", args.executor, "--no-site", "--wait"], capture_output=True, text=True, env=env)
@@ -77,6 +79,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup-steps", type=int, default=20)
     ap.add_argument("--measure-steps", type=int, default=100)
+    ap.add_argument("--full", action="store_true", help="the full-size ResNet-50, not the tiny one")
     args = ap.parse_args()
     args.devices = "2x1" if args.executor == "slurm" else "1x2"
     on, off = [], []
@@ -90,7 +93,7 @@ def main() -> None:
     w_on = statistics.median(r["wall"] for r in on)
     w_off = statistics.median(r["wall"] for r in off)
     gate = statistics.median(r["gate"] for r in on)
-    print(json.dumps({"executor": args.executor, "devices": args.devices, "rounds": args.rounds,
+    print(json.dumps({"executor": args.executor, "devices": args.devices, "rounds": args.rounds, "full": args.full,
                       "window": [args.warmup_steps, args.measure_steps]}))
     print(f"job wall time, median of {args.rounds}: with the gate {w_on:.1f} s, without {w_off:.1f} s: "
           f"{w_on - w_off:+.1f} s per job ({(w_on - w_off) / w_off:+.1%})")

@@ -3,12 +3,12 @@
 Two steps, both run by the job script (``templates/health.sh.j2``) before the launch:
 
 - ``python -m dlperf_slurm.health probe`` (:mod:`dlperf_slurm.healthprobe`) runs once per node (one ``srun`` task
-  per node under Slurm; directly under the local executor). It checks the node's GPUs (NVML through pynvml when it imports, else ``nvidia-smi``): the
-  GPUs the job asked for are visible, no uncorrected ECC error since boot (volatile counters), no row-remapping
-  failure, no XID in the kernel log where it can be read, clocks not throttled (HW slowdown, HW/SW thermal, power
-  brake). Then it forks the node's ranks (the job's GPUs per node), and every rank of the job takes part in one
-  all-reduce (NCCL on GPUs, gloo on CPU; torch imported in the ranks only), timed as nccl-tests times it. It prints
-  one record line per node (:data:`NODE_PREFIX`), never a ``:::DLPERF`` event.
+  per node under Slurm; directly under the local executor). It checks the node's GPUs (NVML through pynvml when
+  it imports, else ``nvidia-smi``): the GPUs the job asked for are visible, no uncorrected ECC error since boot
+  (volatile counters), no row-remapping failure, no XID in the kernel log where it can be read, clocks not
+  throttled (HW slowdown, HW/SW thermal, power brake). Then it forks the node's ranks (the job's GPUs per node),
+  and every rank of the job takes part in one all-reduce (NCCL on GPUs, gloo on CPU; torch imported in the ranks
+  only), timed as nccl-tests times it. It prints one record line per node, never a ``:::DLPERF`` event.
 - ``python -m dlperf_slurm.health judge`` reads those records on the batch host, computes the bus bandwidth,
   compares it with the threshold, names the nodes to blame, prints the ONE ``:::DLPERF health`` event of the run
   and writes the verdict for the exit marker. Exit 0: healthy; :data:`UNHEALTHY_EXIT`: the run must not start.

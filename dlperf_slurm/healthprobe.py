@@ -16,7 +16,9 @@ from typing import Any
 
 NODE_PREFIX = "dlperf-health-node "  # a probe's record line (in the probe's output, not in the run's log)
 DEFAULT_SIZE_MB = {"nccl": 1024, "gloo": 32}  # the all-reduce's buffer when the matrix gives none
-MAX_ITERS = 20
+MAX_ITERS = 20  # nccl-tests' default count of timed iterations: the most the probe times
+MIN_ITERS = 3
+TIMED_S = 0.3  # about this long of timed all-reduces (at least MIN_ITERS, within the time bound)
 #: NVML clock throttle reasons that mean a sick or overheating GPU (idle, application clocks, SW power cap and
 #: sync boost are normal): HW slowdown, SW thermal, HW thermal, HW power brake
 BAD_THROTTLE = {0x8: "HW slowdown", 0x20: "SW thermal slowdown", 0x40: "HW thermal slowdown",
@@ -151,13 +153,14 @@ def _rank(rank: int, local: int, world: int, master: str, port: int, nbytes: int
             torch.cuda.set_device(dev)
         buf = torch.ones(nbytes // 4, dtype=torch.float32, device=dev)
         sync = torch.cuda.synchronize if use_cuda else (lambda: None)
-        t = time.perf_counter()
         dist.all_reduce(buf)  # warm-up: connections
+        t = time.perf_counter()
+        dist.all_reduce(buf)  # the estimate the count is chosen from
         sync()
         first = time.perf_counter() - t
         # every rank must run the same count: rank 0's choice, from its warm-up, within the time left
-        n = torch.tensor([max(1, min(MAX_ITERS, int((deadline - time.time()) / 3 / max(first, 1e-6))))],
-                         device=dev)
+        budget = min(TIMED_S, (deadline - time.time()) / 3)
+        n = torch.tensor([max(1, min(MAX_ITERS, max(MIN_ITERS, int(budget / max(first, 1e-6)))))], device=dev)
         dist.broadcast(n, 0)
         iters = int(n.item())
         dist.barrier()
@@ -188,7 +191,11 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
         use_cuda = args.expect_gpus > 0 and visible >= args.ranks_per_node
         backend = "nccl" if use_cuda else "gloo"
         nbytes = int((args.size_mb or DEFAULT_SIZE_MB[backend]) * 2**20) // 4 * 4
-        ctx = mp.get_context("fork")  # torch is imported in the children only
+        try:  # once, before the ranks fork (they share it; importing torch starts no thread and no CUDA)
+            import torch.distributed  # noqa: F401
+        except Exception:  # noqa: BLE001 - each rank reports it
+            pass
+        ctx = mp.get_context("fork")
         kids = []
         for local in range(args.ranks_per_node):
             a, b = ctx.Pipe(duplex=False)

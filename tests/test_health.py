@@ -1,7 +1,7 @@
 """The health gate without a cluster: nccl-tests' bus bandwidth, the threshold decision and the blame, the judge's
 one event line and marker verdict, the GPU checks through a fake nvidia-smi, the real gloo probe on this machine,
 ``[health]`` in the site file and the matrix, the gate in the job script, a failed gate under the local executor
-(UNHEALTHY, never trained), and the retry's ``--exclude``. The same on the 2-node cluster: tests/test_health_slurm.py."""
+(UNHEALTHY, never trained), and the retry's ``--exclude``. On the 2-node cluster: tests/test_health_slurm.py."""
 
 from __future__ import annotations
 

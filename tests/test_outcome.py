@@ -145,13 +145,14 @@ def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more
 def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if o is not None and o.status == Status.OK and not (sched == NOT_ASKED and marker == "none"):
-            assert marker in ("none", "rc0", "healthy") and sched in (Status.OK, NO_RECORD, NOT_ASKED, *ACTIVE), (sched, marker)
+            assert marker in ("none", "rc0", "healthy"), (sched, marker)
+            assert sched in (Status.OK, NO_RECORD, NOT_ASKED, *ACTIVE), (sched, marker)
             assert log in (Status.OK, "not read") and banner == "none"
             assert not (marker == "none" and sched == NO_RECORD)  # gone without a trace is never OK
 
 
 def test_each_log_verdict_survives_a_clean_exit(decided):
-    """Row 10: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
+    """Row 12: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
     the manifest (and --retry-failed) instead of an OK the exit code alone would give."""
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
