@@ -91,7 +91,13 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
         backend = rec.get("backend") or backend
     out: dict[str, Any] = {ev.RANKS: ranks, ev.NODES: list(hosts), ev.BACKEND: backend, ev.GPUS: gpus}
     busbw = None
-    if ranks > 1:
+    unavailable = sorted({str(r["unavailable"]) for r in records.values() if r.get("unavailable")})
+    if unavailable:  # no torch for the gate's interpreter: said, no node blamed (a threshold then fails unblamed)
+        out[ev.NOTES] = "; ".join(unavailable)
+        if min_busbw_gbs:
+            problems.append(f"all-reduce bus bandwidth not measured ({out[ev.NOTES]}); threshold "
+                            f"{min_busbw_gbs:g} GB/s")
+    elif ranks > 1:
         missing = sorted(set(range(ranks)) - set(times))
         if missing and not problems:
             problems.append(f"ranks {missing} did not time the all-reduce")

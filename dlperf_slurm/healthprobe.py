@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -193,8 +194,11 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
         nbytes = int((args.size_mb or DEFAULT_SIZE_MB[backend]) * 2**20) // 4 * 4
         try:  # once, before the ranks fork (they share it; importing torch starts no thread and no CUDA)
             import torch.distributed  # noqa: F401
-        except Exception:  # noqa: BLE001 - each rank reports it
-            pass
+        except Exception as err:  # noqa: BLE001 - this interpreter has no torch: a set-up matter, no node's fault
+            rec.update(unavailable=f"no all-reduce: {sys.executable} cannot import torch ({type(err).__name__})",
+                       seconds=time.time() - start)
+            print(NODE_PREFIX + json.dumps(rec), flush=True)
+            return rec
         ctx = mp.get_context("fork")
         kids = []
         for local in range(args.ranks_per_node):

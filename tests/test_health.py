@@ -75,6 +75,15 @@ def test_one_rank_has_no_bus_and_no_threshold_applies():
     assert v[ev.OK] and ev.BUSBW_GBS not in v and "1 rank" in v[ev.NOTES]
 
 
+def test_no_torch_for_the_gate_is_said_and_blames_no_node():
+    rec = {"host": "n1", "gpu_problems": [], "gpu_text": "no GPU", "ranks": [],
+           "unavailable": "no all-reduce: /venv/bin/python cannot import torch (ModuleNotFoundError)"}
+    v = health.judge({"n1": rec, "n2": {**rec, "host": "n2"}}, ["n1", "n2"], 2)
+    assert v[ev.OK] and "cannot import torch" in v[ev.NOTES] and ev.BUSBW_GBS not in v
+    strict = health.judge({"n1": rec, "n2": {**rec, "host": "n2"}}, ["n1", "n2"], 2, min_busbw_gbs=10)
+    assert not strict[ev.OK] and strict[ev.BLAMED] == [] and "not measured" in strict[ev.PROBLEMS][0]
+
+
 def test_only_plain_node_names_reach_exclude():
     assert health.safe_nodes(["n2", "n1", "n1", "n1;reboot", "$(x)", 3, "gpu-07.cluster"]) == \
         ["gpu-07.cluster", "n1", "n2"]
