@@ -32,8 +32,9 @@ EV_STEP = "step"  # once per training step, numbered from 1
 EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goes on)
 EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
 EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
+EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.health judge)
 
-EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY)
+EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH)
 
 # ------------------------------------------------------------------------------------------ keys
 # A key used by several events is declared once; the per-event tuples below say which event carries which.
@@ -127,6 +128,19 @@ GIT = "git"
 ENV = "env"  # the environment, secrets redacted (readers leave it out of results)
 ERROR = "error"  # the provenance script could not run: only this key (and EVENT) is set
 
+# health (dlperf_slurm.health; also NODES, BACKEND, GPUS, NOTES, ERROR, TIME)
+RANKS = "ranks"  # every rank of the job took part in the all-reduce
+BYTES = "bytes"  # the all-reduce's buffer
+ITERS = "iters"  # timed all-reduces
+SECONDS_PER_ITER = "seconds_per_iter"  # the ranks' mean time of one all-reduce (nccl-tests' default)
+ALGBW_GBS = "algbw_gbs"  # bytes / time, GB/s (1e9)
+BUSBW_GBS = "busbw_gbs"  # algbw x 2(n-1)/n
+MIN_BUSBW_GBS = "min_busbw_gbs"  # the threshold (absent: none)
+OK = "ok"  # the gate passed
+PROBLEMS = "problems"  # what failed, one text each, naming the node
+BLAMED = "blamed"  # the nodes a retry excludes
+SECONDS = "seconds"  # the gate's own duration
+
 # ------------------------------------------------------------------------------------------ values
 
 # error kinds
@@ -159,8 +173,12 @@ SUMMARY_KEYS = (STEPS, WARMUP_STEPS, MEASURE_STEPS, THROUGHPUT, LATENCY_MS, THRO
 JOB_KEYS = (RUN, TIME, JOB_ID, ARRAY_JOB_ID, ARRAY_TASK_ID, NODELIST, HOSTNAME, GPUS, GPU_REASON, CUDA, NCCL,
             CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR)
 
+HEALTH_KEYS = (RANKS, NODES, BACKEND, GPUS, BYTES, ITERS, SECONDS_PER_ITER, ALGBW_GBS, BUSBW_GBS, MIN_BUSBW_GBS,
+               NOTES, OK, PROBLEMS, BLAMED, SECONDS, ERROR, TIME)
+
 KEYS: dict[str, tuple[str, ...]] = {EV_JOB: JOB_KEYS, EV_HEADER: HEADER_KEYS, EV_STEP: STEP_KEYS,
-                                    EV_ERROR: ERROR_KEYS, EV_MEMORY: MEMORY_KEYS, EV_SUMMARY: SUMMARY_KEYS}
+                                    EV_ERROR: ERROR_KEYS, EV_MEMORY: MEMORY_KEYS, EV_SUMMARY: SUMMARY_KEYS,
+                                    EV_HEALTH: HEALTH_KEYS}
 """Every key each event may carry besides :data:`EVENT`."""
 
 # ------------------------------------------------------------------------------------------ the line format

@@ -14,14 +14,16 @@ from typing import Any, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
-from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Matrix, Measure, Run, Setup, SlurmConfig,
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Run, Setup, SlurmConfig,
                                 time_to_minutes)
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options",
-            "setups")
+            "setups", "health")
 SETUP_KEYS = ("launcher_args", "env", "description")
+HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
+               "size_mb": Health.size_mb, "python": Health.python}
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
                 "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
                 "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
@@ -52,11 +54,11 @@ def default_site_file() -> Path | None:
 
 
 def load_site(path: Path | None) -> dict[str, Any]:
-    """A site file holds the ``[slurm]`` and ``[environment]`` defaults a center shares."""
+    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares."""
     if path is None:
         return {}
     data, text = read_toml(Path(path))
-    check_keys(Source(Path(path), text), data, ("slurm", "environment"), "")
+    check_keys(Source(Path(path), text), data, ("slurm", "environment", "health"), "")
     return data
 
 
@@ -91,6 +93,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     slurm = _slurm(ctx, _merge(site.get("slurm", {}), data.get("slurm", {})))
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
     options = _suite_options(ctx, suite_list, data.get("options", {}), several)
+    health = _health(ctx, _merge(site.get("health", {}), data.get("health", {})))
 
     table = data.get("axes")
     if not isinstance(table, dict):
@@ -106,7 +109,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
-                  str(data.get("description", "")), grouped=several, setups=setups)
+                  str(data.get("description", "")), grouped=several, setups=setups, health=health)
 
 
 def _setups(ctx: Source, table: Any) -> dict[str, Setup]:
@@ -178,6 +181,22 @@ def _measure(ctx: Source, table: Any) -> Measure:
     check_keys(ctx, table, MEASURE_KEYS, "measure")
     vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1)) for k, d in MEASURE_KEYS.items()}
     return Measure(**vals)
+
+
+def _health(ctx: Source, table: Any) -> Health:
+    if not isinstance(table, dict):
+        raise ctx.error("health", "expected a table")
+    check_keys(ctx, table, HEALTH_KEYS, "health")
+    v = {**HEALTH_KEYS, **table}
+    if not isinstance(v["enabled"], bool):
+        raise ctx.error("health.enabled", "expected true or false")
+    v["timeout_s"] = _int(ctx, "health.timeout_s", v["timeout_s"])
+    for k in ("min_busbw_gbs", "size_mb"):
+        if isinstance(v[k], bool) or not isinstance(v[k], (int, float)) or v[k] < 0:
+            raise ctx.error(f"health.{k}", f"expected a number >= 0, got {v[k]!r}")
+        v[k] = float(v[k])
+    v["python"] = _safe(ctx, "health.python", v["python"], _MODULE_NAME)
+    return Health(**v)
 
 
 def _safe(ctx: Source, key: str, value: Any, pattern: re.Pattern = _DIRECTIVE_VALUE, what: str = "") -> str:

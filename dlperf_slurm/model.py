@@ -1,8 +1,9 @@
 """The nouns of dlperf_slurm, shared by every stage: run statuses, the matrix and its cells and runs, what a
 parser is told and what it returns. The typed rows ``collect`` builds are in :mod:`dlperf_slurm.rows`.
 
-Nothing here imports another dlperf_slurm module: every stage imports its nouns from this one place, so no
-import ever runs back up the pipeline.
+Nothing here imports another dlperf_slurm module but :mod:`dlperf_slurm.config` (the matrix's configuration
+tables, re-exported here): every stage imports its nouns from this one place, so no import ever runs back up the
+pipeline.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
 DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
 DEFAULT_REPEATS = 7
 
+from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig,  # noqa: F401 (re-exported)
+                                 time_to_minutes)
+
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -33,6 +37,7 @@ class Status(StrEnum):
     OOM = "OOM"
     NONFINITE = "NONFINITE"  # loss NaN/inf inside the run
     HANG = "HANG"  # no progress for longer than the hang bound: the job script stopped it (well before its limit)
+    UNHEALTHY = "UNHEALTHY"  # the job's health gate failed (GPUs, ECC/XID, clocks, all-reduce): it never trained
     TIMEOUT = "TIMEOUT"
     NODE_FAIL = "NODE_FAIL"
     PREEMPTED = "PREEMPTED"
@@ -64,8 +69,8 @@ class Status(StrEnum):
 
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
-    Status.OOM, Status.NONFINITE, Status.HANG, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
-    Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+    Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
+    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.
@@ -177,16 +182,6 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class Setup:
-    """A named bundle of launcher arguments and environment variables (a network or transport set-up, e.g.
-    ``--mca btl_tcp_if_include eth0``, ``NCCL_IB_DISABLE=1``): the value of a cell's ``setup`` axis."""
-
-    launcher_args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    description: str = ""
-
-
-@dataclass(frozen=True)
 class Measure:
     repeats: int = DEFAULT_REPEATS
     warmup_steps: int = DEFAULT_WARMUP_STEPS
@@ -197,41 +192,6 @@ class Measure:
     hang_timeout: int = 900
     hang_factor: int = 10
     hang_min: int = 60
-
-
-@dataclass(frozen=True)
-class Container:
-    type: str = "none"
-    image: str = ""
-    mounts: tuple[str, ...] = ()  # pyxis --container-mounts / apptainer --bind
-    options: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SlurmConfig:
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    time: str = "00:30:00"
-    exclusive: bool = False
-    constraint: str | None = None
-    gpu_request: str = "gpus-per-node"
-    cpus_per_task: int | None = None
-    mem: str | None = None
-    extra_directives: tuple[str, ...] = ()
-    array_throttle: int | None = None
-
-    @property
-    def minutes(self) -> float:
-        return time_to_minutes(self.time)
-
-
-@dataclass(frozen=True)
-class Environment:
-    modules: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    setup: tuple[str, ...] = ()  # trusted shell lines, written as-is
-    container: Container = Container()
 
 
 @dataclass(frozen=True)
@@ -254,6 +214,7 @@ class Matrix:
     description: str = ""
     grouped: bool = False  # suites given as a list: each framework's runs in a folder of its own
     setups: dict[str, "Setup"] = field(default_factory=dict)  # the matrix's [setups.NAME] bundles
+    health: Health = Health()
 
     def suite_of(self, cell: Cell) -> Any:
         """The suite that runs ``cell``."""
@@ -271,28 +232,6 @@ class Matrix:
     def gpu_hours(self) -> float:
         """GPU-hours the campaign asks for: every run holds its GPUs for the whole time limit."""
         return sum(c.devices for c in self.cells) * self.measure.repeats * self.slurm.minutes / 60.0
-
-
-def time_to_minutes(value: str) -> float:
-    """Slurm time syntax (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]``) to minutes."""
-    s = str(value).strip()
-    days = 0
-    if "-" in s:
-        d, s = s.split("-", 1)
-        days = int(d)
-        parts = [int(p) for p in s.split(":")] + [0, 0]
-        h, m, sec = parts[0], parts[1], parts[2]
-        return days * 1440 + h * 60 + m + sec / 60
-    parts = [int(p) for p in s.split(":")]
-    if len(parts) == 1:
-        return float(parts[0])
-    if len(parts) == 2:
-        return parts[0] + parts[1] / 60
-    if len(parts) == 3:
-        return parts[0] * 60 + parts[1] + parts[2] / 60
-    raise ValueError(value)
-
-
 
 
 @dataclass(frozen=True)
@@ -331,8 +270,6 @@ class Run:
         """The run's own folder for what its program writes (model, checkpoints, outputs), for suites whose
         program names it (``suites.RUN_DIR``): the job script empties it at every start."""
         return self.base.with_name(self.base.name + ".work")
-
-
 
 
 # ================================================================================================ scheduling

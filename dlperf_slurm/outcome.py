@@ -22,17 +22,20 @@ Precedence, first match wins:
  4    out of memory: the log, the scheduler (OUT_OF_MEMORY), cgroup       OOM
  5    the loss went non-finite                                            NONFINITE
  6    the job script's watchdog stopped it (the marker's ``hang``)        HANG (with the seconds it saved)
- 7    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
+ 7    the job's health gate failed (the marker's ``health``, ok false):   UNHEALTHY (its problems and the nodes
+      the job ended before training, so nothing later can explain more    it blamed, which ``submit
+                                                                          --retry-failed`` excludes)
+ 8    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
- 8    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
+ 9    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
- 9    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
+10    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
                                                                           no step)
-10    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
+11    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
-11    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
+12    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
 ====  ==================================================================  ==========================================
 """
@@ -139,11 +142,15 @@ def decide(ev: Evidence) -> Outcome | None:
     hang = (marker or {}).get("hang")
     if isinstance(hang, Mapping):
         return out(Status.HANG, _hang_reason(ev, hang, where))
-    # 7. killed
+    # 7. the health gate failed: the job ended before training
+    health = (marker or {}).get("health")
+    if isinstance(health, Mapping) and health.get("ok") is False:
+        return out(Status.UNHEALTHY, _health_reason(health))
+    # 8. killed
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    # 8. no log
+    # 9. no log
     if not ev.has_log:
         if marker is None and job is None and ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -152,7 +159,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                              "record)")
         why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
-    # 9. a failure exit
+    # 10. a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
         note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
@@ -160,7 +167,7 @@ def decide(ev: Evidence) -> Outcome | None:
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
         return out(Status.FAILED, f"{note}; {log.reason}")
-    # 10. gone without a trace
+    # 11. gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -170,7 +177,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    # 11. ended well: the log decides
+    # 12. ended well: the log decides
     if log is None:
         return out(Status.OK, "")
     return out(log.status, log.reason)
@@ -188,6 +195,13 @@ def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:
         if ev.time_limit_s:
             reason += f", {max(0.0, ev.time_limit_s - ran):.0f} s before its time limit"
     return reason
+
+
+def _health_reason(health: Mapping[str, Any]) -> str:
+    problems = [str(p) for p in health.get("problems") or ()] or ["no reason given"]
+    blamed = [str(n) for n in health.get("blamed") or ()]
+    return ("health gate failed before training: " + "; ".join(problems)
+            + (f" (blamed: {', '.join(blamed)}; --retry-failed excludes them)" if blamed else ""))
 
 
 def _where(log: RunResult | None) -> str:

@@ -135,6 +135,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "files": files,  # the suite's files, written into the run's folder before the launch
         "container_prefix": container_prefix,
         "through_srun": launcher.through_srun(cell.nodes, container.type),
+        "health": {**dataclasses.asdict(matrix.health),
+                   "gpus": 0 if matrix.slurm.gpu_request == "none" else cell.gpus_per_node},
     }
 
 

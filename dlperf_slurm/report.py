@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import stragglers
+from dlperf_slurm import health, stragglers
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -93,6 +93,8 @@ def markdown(result) -> str:
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
                   "pipeline works."), ""]
     lines.append(f"Runs: {counts_text(runs)}.")
+    if health.markdown_line(runs):
+        lines += ["", health.markdown_line(runs)]
     for col in result.collections:
         for note in col.notes:
             lines.append(f"\nNote ({col.name}): {note}")

@@ -72,6 +72,8 @@ class RunRow(CellKey):
     parse_seconds: float
     provenance: dict[str, Any]  # the job event's job_id, nodelist, hostname, gpus, versions, ...
     extra: dict[str, Any]  # what else the parser and the decision said (log_status, flops_per_sample, ...)
+    health: str  # the health gate's verdict ("ok, busbw 1.2 GB/s", "failed: ..."); "" when no gate ran
+    health_busbw_gbs: float | None  # its all-reduce bus bandwidth (nccl-tests' busbw)
 
 
 @dataclass(kw_only=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import outcome, parsecache, suites
+from dlperf_slurm import health, outcome, parsecache, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
 
@@ -155,9 +155,10 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         mem_gpu0_mib=res.mem_gpu0_mib, mem_allocator_mib=res.mem_allocator_mib, mem_reason=res.mem_reason,
         gpu_util=res.gpu_util, loss_finite=res.loss_finite, tiny=bool(res.tiny), exit_code=x.get("exit_code"),
         scheduler_state=x.get("scheduler_state") or spec.state, garbled_lines=x.get("garbled_lines", 0),
+        health=health.summary(x.get("health")), health_busbw_gbs=(x.get("health") or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra={k: v for k, v in x.items() if k not in ("job", "window")})
+        extra={k: v for k, v in x.items() if k not in ("job", "window", "health")})
 
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,

@@ -46,17 +46,20 @@ class SubmitReport:
 # ================================================================================================ planning
 
 
-def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler) -> tuple[list[Group], list[tuple[Run, str]]]:
+def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler, excludes: dict[str, tuple[str, ...]] | None = None
+         ) -> tuple[list[Group], list[tuple[Run, str]]]:
     """Runs -> groups (same resources, chunked to the backend's largest group) and the runs it must skip.
+    ``excludes``: run key -> the nodes it must not run on (see :func:`blamed_nodes`).
 
     Within a group the order is repeat-major (r0 of every cell, then r1, ...) so a throttled array spreads any
     drift of the machine over all cells instead of running one cell's repeats back to back."""
     skipped = [(r, why) for r in runs if (why := backend.skip_reason(matrix, r))]
     skip_keys = {r.key for r, _ in skipped}
+    excl = excludes or {}
     by_resources: dict[tuple, list[Run]] = {}
     for r in runs:
         if r.key not in skip_keys:
-            by_resources.setdefault(run_resources(matrix, r).key(), []).append(r)
+            by_resources.setdefault(run_resources(matrix, r, exclude=excl.get(r.key, ())).key(), []).append(r)
     groups = []
     limit = max(1, backend.max_group_size())
     order = {cell: i for i, cell in enumerate(matrix.cells)}
@@ -69,7 +72,8 @@ def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler) -> tuple[list[
             n = len(chunk)
             throttle = matrix.slurm.array_throttle
             array = f"0-{n - 1}%{min(n, throttle or n)}" if n > 1 else ""
-            res = run_resources(matrix, chunk[0], job_name=name, output=backend.output_pattern(token, n), array=array)
+            res = run_resources(matrix, chunk[0], job_name=name, output=backend.output_pattern(token, n), array=array,
+                                exclude=excl.get(chunk[0].key, ()))
             groups.append(Group(token=token, name=name, runs=chunk, resources=res, throttle=throttle,
                                 outputs=[backend.output_path(token, j, n) for j in range(n)]))
     return groups, skipped
@@ -87,6 +91,21 @@ def to_submit(runs: Sequence[Run], statuses: dict[str, str], retry_failed: bool,
         else:
             report.kept[st] = report.kept.get(st, 0) + 1
     return todo
+
+
+def blamed_nodes(runs: Sequence[Run], statuses: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """For each UNHEALTHY run: the nodes its last attempt's health gate blamed (its exit marker), which its retry
+    excludes (``--exclude``)."""
+    from dlperf_slurm import health, outcome
+
+    out = {}
+    for r in runs:
+        if statuses.get(r.key) == Status.UNHEALTHY:
+            verdict = (outcome.read_marker(r.marker) or {}).get("health") or {}
+            nodes = health.safe_nodes(verdict.get("blamed") or ()) if isinstance(verdict, dict) else []
+            if nodes:
+                out[r.key] = tuple(nodes)
+    return out
 
 
 # ================================================================================================ the journal
@@ -226,8 +245,9 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
             reconcile(m, backends, out)
             refresh(m, backends, out=out)
             rows = {r["key"]: r for r in m.runs()}
-            todo = to_submit(runs, {k: r["status"] for k, r in rows.items()}, retry_failed, force, report)
-            groups, skipped = plan(matrix, todo, backend)
+            statuses = {k: r["status"] for k, r in rows.items()}
+            todo = to_submit(runs, statuses, retry_failed, force, report)
+            groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
             report.skipped = [(r.key, why) for r, why in skipped]
             if skipped:
                 now = time.time()
@@ -314,7 +334,7 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
         statuses = {r["key"]: r["status"] for r in m.runs()}
         m.close()
     todo = to_submit(runs, statuses, retry_failed, force, report)
-    groups, skipped = plan(matrix, todo, backend)
+    groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
     report.skipped = [(r.key, why) for r, why in skipped]
     _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
     out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made:")

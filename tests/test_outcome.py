@@ -1,8 +1,9 @@
 """outcome.decide, THE run-status decision, over its whole input space.
 
 Every scheduler answer (each status a backend maps to, a word it does not know, no record, not asked) x exit
-marker (none, exit 0, exit 3, SIGTERM, SIGKILL, stopped by the hang watchdog) x the log's verdict (no log, each verdict a parser gives) x a
-kill banner in the scheduler's output file (none, TIMEOUT, cgroup OOM) x a cancel request: 5,148 combinations.
+marker (none, exit 0, exit 3, SIGTERM, SIGKILL, stopped by the hang watchdog, ended by a failed health gate, exit 0
+after a passed one) x the log's verdict (no log, each verdict a parser gives) x a kill banner in the scheduler's
+output file (none, TIMEOUT, cgroup OOM) x a cancel request: 6,864 combinations.
 The precedence table in outcome's docstring is checked as properties over all of them, then row by row on
 named cases."""
 
@@ -25,7 +26,12 @@ BACKEND_STATES = sorted(set(slurmctl._STATE_MAP.values()) | set(local._STATES.va
 SCHEDULER = [*BACKEND_STATES, UNKNOWN, NO_RECORD, NOT_ASKED]
 MARKERS = {"none": None, "rc0": {"rc": 0, "signal": "", "end": 100.0}, "rc3": {"rc": 3, "signal": "", "end": 100.0},
            "term": {"rc": 143, "signal": "TERM", "end": 100.0}, "kill": {"rc": 137, "signal": "KILL", "end": 100.0},
-           "hang": {"rc": 143, "signal": "", "end": 100.0, "hang": {"silent_s": 61, "bound_s": 60, "at": 90.0}}}
+           "hang": {"rc": 143, "signal": "", "end": 100.0, "hang": {"silent_s": 61, "bound_s": 60, "at": 90.0}},
+           "unhealthy": {"rc": 3, "signal": "", "end": 100.0, "hang": None,
+                         "health": {"ok": False, "blamed": ["n2"], "busbw_gbs": 1.0, "min_busbw_gbs": 460.0,
+                                    "problems": ["all-reduce bus bandwidth 1 GB/s < 460 GB/s (threshold)"]}},
+           "healthy": {"rc": 0, "signal": "", "end": 100.0, "hang": None,
+                       "health": {"ok": True, "blamed": [], "problems": [], "busbw_gbs": 480.0}}}
 LOGS = ["no log", "not read", Status.OK, Status.OOM, Status.NONFINITE, Status.INCOMPLETE, Status.UNMEASURED,
         Status.LAUNCH_FAILED, Status.PARSE_ERROR, Status.TIMEOUT, Status.CANCELLED]  # the last two: banner in log
 BANNERS = {"none": None, "timeout": (Status.TIMEOUT, "*** JOB 7 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"),
@@ -61,7 +67,7 @@ def test_the_space_is_complete():
     assert set(BACKEND_STATES) == {Status.OK, Status.FAILED, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL,
                                    Status.PREEMPTED, Status.CANCELLED, Status.PENDING, Status.RUNNING,
                                    Status.REQUEUED}
-    assert len(SPACE) == len(SCHEDULER) * 6 * 11 * 3 * 2 == 5148
+    assert len(SPACE) == len(SCHEDULER) * 8 * 11 * 3 * 2 == 6864
 
 
 @pytest.fixture(scope="module")
@@ -113,23 +119,40 @@ def test_a_run_the_watchdog_stopped_is_a_hang_unless_memory_or_the_loss_explain_
             assert o.status == Status.HANG and "stopped by the job script" in o.reason, (sched, log, banner, o)
 
 
+def test_a_failed_health_gate_is_unhealthy_unless_memory_or_the_loss_explain_more(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if marker == "unhealthy" and sched not in (UNKNOWN, Status.OOM) and log not in (Status.OOM, Status.NONFINITE) \
+                and banner != "oom":
+            assert o.status == Status.UNHEALTHY, (sched, log, banner, o)
+            assert "health gate failed" in o.reason and "n2" in o.reason and "460" in o.reason
+        if o is not None and o.status == Status.UNHEALTHY:
+            assert marker == "unhealthy"  # only the gate's own verdict makes a run UNHEALTHY
+
+
+def test_a_passed_health_gate_changes_nothing(decided):
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if marker == "healthy":
+            assert o == decided[(sched, "rc0", log, banner, cancel)]
+
+
 def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom" \
-                and marker != "hang":
+                and marker not in ("hang", "unhealthy"):
             assert o.status == sched
 
 
 def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if o is not None and o.status == Status.OK and not (sched == NOT_ASKED and marker == "none"):
-            assert marker in ("none", "rc0") and sched in (Status.OK, NO_RECORD, NOT_ASKED, *ACTIVE), (sched, marker)
+            assert marker in ("none", "rc0", "healthy"), (sched, marker)
+            assert sched in (Status.OK, NO_RECORD, NOT_ASKED, *ACTIVE), (sched, marker)
             assert log in (Status.OK, "not read") and banner == "none"
             assert not (marker == "none" and sched == NO_RECORD)  # gone without a trace is never OK
 
 
 def test_each_log_verdict_survives_a_clean_exit(decided):
-    """Row 10: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
+    """Row 12: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
     the manifest (and --retry-failed) instead of an OK the exit code alone would give."""
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
@@ -138,7 +161,7 @@ def test_each_log_verdict_survives_a_clean_exit(decided):
 
 def test_a_failed_exit_is_never_ok(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
-        if marker in ("rc3", "term", "kill", "hang") or sched == Status.FAILED:
+        if marker in ("rc3", "term", "kill", "hang", "unhealthy") or sched == Status.FAILED:
             assert o is None or o.status != Status.OK
 
 
@@ -184,6 +207,11 @@ ROWS = [
     ((Status.FAILED, "hang", Status.INCOMPLETE, "none", False), Status.HANG, "90 s, 3510 s before its time limit"),
     ((Status.TIMEOUT, "hang", Status.INCOMPLETE, "timeout", False), Status.HANG, "no progress for 61 s"),
     ((Status.OK, "rc0", Status.UNMEASURED, "none", False), Status.UNMEASURED, "log says UNMEASURED"),
+    ((Status.FAILED, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.UNHEALTHY, "blamed: n2"),
+    ((NO_RECORD, "unhealthy", Status.LAUNCH_FAILED, "none", True), Status.UNHEALTHY, "< 460 GB/s"),
+    ((Status.CANCELLED, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.UNHEALTHY, "health gate"),
+    ((Status.OK, "unhealthy", Status.OOM, "none", False), Status.OOM, "log says OOM"),
+    ((Status.OK, "healthy", Status.OK, "none", False), Status.OK, ""),
     ((Status.OK, "rc0", Status.PARSE_ERROR, "none", False), Status.PARSE_ERROR, "log says PARSE_ERROR"),
 ]
 

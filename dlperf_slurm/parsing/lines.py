@@ -192,6 +192,7 @@ class Facts:
     last_error: str | None = None
     job: dict[str, Any] | None = None  # provenance (the sbatch script's :::DLPERF job line), env left out
     memory: dict[str, Any] | None = None  # a :::DLPERF memory event
+    health: dict[str, Any] | None = None  # the health gate's :::DLPERF health event
     errors: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF error events (first few)
     ranks: set = field(default_factory=set)  # rank labels seen
 
@@ -361,6 +362,8 @@ class Scanner:
                 self.facts.job = {k: event.get(k) for k in _JOB_KEYS if k in event}
         elif kind == ev.EV_MEMORY:
             self.facts.memory = event
+        elif kind == ev.EV_HEALTH:
+            self.facts.health = {k: v for k, v in event.items() if k != ev.EVENT}
         elif kind == ev.EV_ERROR:
             if len(self.facts.errors) < 8:
                 self.facts.errors.append(event)

@@ -164,6 +164,8 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         x["garbled_lines"] = facts.garbled
     if facts.job:
         x["job"] = facts.job
+    if facts.health:
+        x["health"] = facts.health
     if facts.ranks:
         x["ranks_seen"] = len(facts.ranks)
     if window.out_of_order:

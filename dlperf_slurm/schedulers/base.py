@@ -49,6 +49,7 @@ class Resources:
     cpus_per_task: int | None = None
     exclusive: bool = False
     extra: tuple[str, ...] = ()  # the site's own scheduler options, as written
+    exclude: tuple[str, ...] = ()  # nodes not to run on (a retry of a run whose health gate blamed them)
     output: str = ""  # where the scheduler writes the job's own output (kill banners): a path or pattern
     array: str = ""  # array spec of a group (e.g. 0-5%2); empty for one run
 
@@ -60,18 +61,19 @@ class Resources:
         """What runs must share to be submitted as one group (everything but the name, output and array)."""
         gpus = self.gpus_per_node if self.gpu_request != "none" else 0
         return (self.nodes, self.tasks_per_node, gpus, self.gpu_request, self.time, self.partition,
-                self.account, self.qos, self.constraint, self.mem, self.cpus_per_task, self.exclusive, self.extra)
+                self.account, self.qos, self.constraint, self.mem, self.cpus_per_task, self.exclusive, self.extra,
+                self.exclude)
 
 
 def resources(matrix: Matrix, run: Run, tasks_per_node: int, *, job_name: str | None = None,
-              output: str = "", array: str = "") -> Resources:
+              output: str = "", array: str = "", exclude: tuple[str, ...] = ()) -> Resources:
     """A run's resources from its matrix (``tasks_per_node`` comes from the cell's launcher)."""
     cell, s = run.cell, matrix.slurm
     return Resources(job_name=job_name or f"dlperf.{cell.id}", nodes=cell.nodes, tasks_per_node=tasks_per_node,
                      gpus_per_node=cell.gpus_per_node, gpu_request=s.gpu_request, time=s.time,
                      partition=s.partition, account=s.account, qos=s.qos, constraint=s.constraint, mem=s.mem,
                      cpus_per_task=s.cpus_per_task, exclusive=s.exclusive, extra=tuple(s.extra_directives),
-                     output=output, array=array)
+                     output=output, array=array, exclude=exclude)
 
 
 @dataclass(kw_only=True)

@@ -52,6 +52,8 @@ def options(res: Resources) -> dict[str, Any]:
             d[key] = getattr(res, key)
     if res.cpus_per_task:
         d["cpus-per-task"] = res.cpus_per_task
+    if res.exclude:
+        d["exclude"] = ",".join(res.exclude)
     if res.exclusive:
         d["exclusive"] = True
     if res.output:
@@ -75,7 +77,8 @@ def option_words(d: dict[str, Any]) -> list[str]:
 # submitit's named parameters for the sbatch options it has a name for
 _NAMED = {"job-name": "job_name", "nodes": "nodes", "ntasks-per-node": "ntasks_per_node", "gpus-per-node":
           "gpus_per_node", "gres": "gres", "partition": "partition", "account": "account", "qos": "qos",
-          "constraint": "constraint", "mem": "mem", "cpus-per-task": "cpus_per_task", "exclusive": "exclusive"}
+          "constraint": "constraint", "mem": "mem", "cpus-per-task": "cpus_per_task", "exclusive": "exclusive",
+          "exclude": "exclude"}
 
 
 def submitit_parameters(res: Resources, size: int, throttle: int | None, hold: bool = True) -> dict[str, Any]:
