@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import stragglers
+from dlperf_slurm import stragglers, wdltable
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -105,6 +105,7 @@ def markdown(result) -> str:
             lines.append("")
             lines.append(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
             lines.append("")
+    lines += wdltable.markdown(cells)  # DLPerf's W&D table, only when W&D cells are present
     shared = shared_suites(cells)
     for key, gc in groups(cells):
         lines.append(f"## {group_title(key, gc, launchers, shared)}")

@@ -13,7 +13,8 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
 # Every suite module, imported on first use of the registry.
-_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples")
+_MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "wdl",
+            "insightface")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 
