@@ -63,7 +63,8 @@ class _Face(Suite):
 
     def config_args(self, cell, options, extra: list[str]) -> list[str]:
         ds = options["dataset"]
-        sets = [f"dataset.{ds}.num_classes={int(cell.param('num_classes', self.axis_defaults['num_classes']))}"]
+        n = int(cell.param("num_classes", self.axis_defaults["num_classes"]))
+        sets = [f"dataset.{ds}.num_classes={n}"]
         sets += extra
         argv = [options["python"], "-m", PYCONFIG, "--module", options["config_module"]]
         for s in sets:
@@ -83,7 +84,7 @@ class OneFlowFace(_Face):
     launchers = ("tf_config",)
     precisions = ("fp32", "amp")
     options = {"python": "python3", "workdir": "/workspace/oneflow_face", "script": "insightface_train.py",
-               "config_module": "sample_config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
+               "config_module": "config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
                "synthetic": False}
 
     def drop_reason(self, cell):
@@ -116,6 +117,8 @@ class MXNetFace(_Face):
     launcher = "tf_config"
     launchers = ("tf_config", "horovodrun")
     precisions = ("fp32",)
+    # ArcFace MXNet's config.py has emore's classes as 85742 (oneflow_face's sample_config.py: 85744)
+    axis_defaults = {**_Face.axis_defaults, "num_classes": 85742}
     options = {"python": "python3", "workdir": "/workspace/insightface/recognition/arcface_mxnet",
                "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
                "config_module": "config", "dataset": "emore", "loss": "arcface", "frequent": 20}
@@ -126,9 +129,6 @@ class MXNetFace(_Face):
             return f"{self.name}: partial_fc runs train_memory.py under horovodrun (launcher = \"horovodrun\")"
         if not pfc and cell.launcher == "horovodrun":
             return f"{self.name}: ArcFace train.py / train_parall.py start one process per node, not per GPU"
-        if pfc and cell.param("num_classes", self.axis_defaults["num_classes"]) != 85744:
-            return (f"{self.name}: train_memory.py takes num_classes from its dataset preset in default.py "
-                    "(generate_config), not from config: only the emore preset's classes can run")
         if not pfc and cell.nodes > 1:
             return _MULTI_NODE.format(name=self.name, launcher="dmlc (kvstore scheduler)")
         return super().drop_reason(cell)
@@ -137,7 +137,10 @@ class MXNetFace(_Face):
         par = cell.param("parallel", "model")
         net, steps = cell.param("network", "r100"), measure.warmup_steps + measure.measure_steps
         if par == "partial_fc":  # DLPerf's PartailFC/run_test.sh: train_memory.py, sample_ratio in default.py
-            return [options["python"], "-m", PYCONFIG, "--module", "default",
+            # generate_config writes its dataset preset over config: the changes are applied after it
+            n = int(cell.param("num_classes", self.axis_defaults["num_classes"]))
+            return [options["python"], "-m", PYCONFIG, "--module", "default", "--after", "generate_config",
+                    "--set", f"config.num_classes={n}",
                     "--set", f"config.sample_ratio={cell.param('sample_ratio', 0.1)}",
                     "--set", f"config.batch_size={cell.batch_size}", "--set", f"config.max_update={steps}", "--",
                     f"{options['partial_fc_workdir']}/train_memory.py", f"--dataset={options['dataset']}",
