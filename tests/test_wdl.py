@@ -307,3 +307,70 @@ def test_memwatch_local_rank_prefers_the_launchers_variable():
     assert memwatch.local_rank({"SLURM_LOCALID": "2"}) == 2 and memwatch.local_rank({}) == 0
     assert memwatch.command(["train.py", "--x"])[1:] == ["train.py", "--x"]
     assert memwatch.command(["huge_ctr", "--train", "c.json"]) == ["huge_ctr", "--train", "c.json"]
+
+
+_E2E = """
+suite = ["oneflow/wdl", "hugectr/wdl"]
+name = "wdl-e2e"
+[axes]
+devices = ["1x1"]
+batch_size = [16384]
+deep_vocab_size = [3200000, 51200000]
+embedding_vec_size = [16]
+[measure]
+repeats = 3
+warmup_steps = 100
+measure_steps = 1000
+"""
+
+
+def _hctr_log(ms: float, mib: float | None) -> str:
+    """A HugeCTR run in its core23 logger's format (as in the notebook fixture): Iter every 100, the interval's
+    seconds = 100 x ms / 1000; then memwatch's memory event."""
+    if mib is None:  # an allocation failure before the first iteration
+        return ("[HCTR][10:00:00.000][ERROR][RK0][main]: Runtime error: out of memory cudaMalloc(&ptr, size) "
+                "(/hugectr/HugeCTR/src/general_buffer2.cpp:56)\n")
+    lines = [f"[HCTR][10:00:{i // 100:02d}.000][INFO][RK0][main]: Iter: {i} Time(100 iters): {ms / 10:.6f}s "
+             f"Loss: 0.12 lr:0.001" for i in range(100, 1200, 100)]
+    lines.append(memwatch.ev.format_line(memwatch.ev.EV_MEMORY, **{memwatch.ev.NVML_GPU0_MIB: mib}))
+    return "\n".join(lines) + "\n"
+
+
+def _of_log(ms: float, mib: float) -> str:
+    """A OneFlow models train.py run in its 2021 format: millisecond stamps ``ms`` apart per iteration."""
+    out = []
+    for i in range(100, 1200, 100):
+        t = 1000.0 + i * ms / 1000
+        out.append(f"[rank:0] iter: {i}/1100, loss: 0.08, latency(ms): {ms:.4f} | 2021-12-01 13:"
+                   f"{int(t // 60) % 60:02d}:{t % 60:06.3f}")
+    out.append(memwatch.ev.format_line(memwatch.ev.EV_MEMORY, **{memwatch.ev.NVML_GPU0_MIB: mib}))
+    return "\n".join(out) + "\n"
+
+
+def test_collect_of_a_two_framework_campaign_gives_the_wdl_table(tmp_path):
+    """The pipeline end to end: a matrix of both suites, each run's log in its program's format, `collect`, and the
+    summary's W&D table (medians of 3 runs, GPU 0 memory, the ratio, OOM where HugeCTR ran out)."""
+    from dlperf_slurm import cli
+
+    path = tmp_path / "wdl.toml"
+    path.write_text(_E2E)
+    m = matrix.load(path, site=False)
+    published = {("oneflow", 3200000): (56.601, 2557.0), ("hugectr", 3200000): (65.664, 4427.0),
+                 ("oneflow", 51200000): (56.805, 11891.0), ("hugectr", 51200000): (None, None)}
+    for run in matrix.runs(m, tmp_path / "logs" / m.name):
+        ms, mib = published[(run.cell.framework, run.cell.param("deep_vocab_size"))]
+        run.log.parent.mkdir(parents=True, exist_ok=True)
+        if ms is not None:
+            ms += (-0.2, 0.0, 0.3)[run.repeat - 1] if run.repeat <= 3 else 0.0
+        text = _of_log(ms, mib) if run.cell.framework == "oneflow" else _hctr_log(ms, mib)
+        run.log.write_text(text)
+        run.marker.write_text(json.dumps({"rc": 0 if mib else 1, "signal": "", "end": 0, "job": "1"}))
+    out = tmp_path / "out"
+    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "--matrix", str(path), "--out", str(out),
+                     "--no-plots", "--quiet", "--jobs", "1"]) == 0
+    text = (out / "wdl-e2e.md").read_text()
+    section = text.split("## Wide & Deep")[1].split("\n## ")[0]
+    row = {int(r.split("|")[1]): [x.strip() for x in r.split("|")[2:-1]]
+           for r in section.splitlines() if re.match(r"\| \d", r)}
+    assert row[3200000] == ["56.601", "65.664", "2,557", "4,427", "58%"]
+    assert row[51200000] == ["56.805", "OOM", "11,891", "OOM", "-"]
