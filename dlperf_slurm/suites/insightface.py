@@ -1,0 +1,250 @@
+"""``insightface``: face recognition training throughput, DLPerf's InsightFace study (reports/insightface):
+``oneflow/insightface`` (oneflow_face) and ``mxnet/insightface`` (deepinsight/insightface, MXNet).
+
+Axes: ``network`` (``r100``: ResNet-100; ``y1``: fmobilefacenet), ``parallel`` (``data``, ``model``: the FC layer
+split over the GPUs, ``partial_fc``: model parallel with a sampled FC), ``num_classes`` (the FC width: DLPerf's "Max
+num_classes" table is the largest that trains) and ``sample_ratio`` (partial FC). Figure: samples/s; published
+flavour: speed (DLPerf's extractors average the printed speeds).
+
+Programs, with DLPerf's flags:
+- ``oneflow/insightface``: oneflow_face ``insightface_train.py`` (deepinsight/insightface 79aacd2,
+  recognition/oneflow_face), one process per node driving its GPUs (``--device_num_per_node``).
+- ``mxnet/insightface``: ArcFace ``train.py`` (data parallel) / ``train_parall.py`` (model parallel), one process
+  per node over ``CUDA_VISIBLE_DEVICES`` (Slurm sets it), and Partial FC ``train_memory.py`` under ``horovodrun``
+  (one rank per GPU).
+The settings DLPerf changed with ``sed`` in the programs' ``config.py`` (num_classes, data parts, max_steps) are set
+by ``python -m dlperf_slurm.workloads.pyconfig`` before the script runs: no file is edited or written.
+
+Launch: the one-process-per-node programs run under ``tf_config`` (the registry's launcher that starts one plain
+process per node; the TF_CONFIG it exports is ignored), on one node only: across nodes oneflow_face wants
+``--node_ips`` and ArcFace's kvstore a dmlc scheduler, launchers this branch does not have (``node_ips`` and
+``dmlc`` are being added elsewhere), so those cells are dropped with that reason. Partial FC runs anywhere
+``horovodrun`` does.
+
+Validation (lfw / cfp_fp / agedb_30) runs inside training and prints between two speed lines; the speed line after
+it covers the validation's time too. Such an interval is left out whole (its steps and its seconds), and the
+later steps are renumbered (``extra.dropped_steps``); its printed speed is not averaged either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.suites import RUN_DIR, Suite, register
+from dlperf_slurm.suites.wdl import Gaps
+
+PYCONFIG = "dlperf_slurm.workloads.pyconfig"
+_MULTI_NODE = ("{name}: one process per node across nodes needs the {launcher} launcher (not on this branch): "
+               "run it on one node")
+
+
+class _Face(Suite):
+    model = "insightface"
+    sample_unit = "samples/s"
+    published = "speed"
+    axes = {"network": ("r100", "y1"), "parallel": ("data", "model", "partial_fc"), "num_classes": (),
+            "sample_ratio": ()}
+    axis_defaults = {"network": "r100", "parallel": "model", "num_classes": 85744, "sample_ratio": 0.1}
+
+    def drop_reason(self, cell):
+        why = super().drop_reason(cell)
+        if why:
+            return why
+        n = cell.param("num_classes", self.axis_defaults["num_classes"])
+        if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+            return f"{self.name}: num_classes must be an integer >= 2, got {n!r}"
+        r = cell.param("sample_ratio", self.axis_defaults["sample_ratio"])
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 1:
+            return f"{self.name}: sample_ratio must be in (0, 1], got {r!r}"
+        return None
+
+    def config_args(self, cell, options, extra: list[str]) -> list[str]:
+        ds = options["dataset"]
+        n = int(cell.param("num_classes", self.axis_defaults["num_classes"]))
+        sets = [f"dataset.{ds}.num_classes={n}"]
+        sets += extra
+        argv = [options["python"], "-m", PYCONFIG, "--module", options["config_module"]]
+        for s in sets:
+            argv += ["--set", s]
+        return argv + ["--"]
+
+    def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+        return _parse(lines, ctx)
+
+
+@register
+class OneFlowFace(_Face):
+    framework = "oneflow"
+    description = ("oneflow_face insightface_train.py (ArcFace r100 / y1 = fmobilefacenet; data, model parallel, "
+                   "partial FC), DLPerf's flags; one process per node")
+    launcher = "tf_config"
+    launchers = ("tf_config",)
+    precisions = ("fp32", "amp")
+    options = {"python": "python3", "workdir": "/workspace/oneflow_face", "script": "insightface_train.py",
+               "config_module": "config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
+               "synthetic": False}
+
+    def drop_reason(self, cell):
+        if cell.nodes > 1:
+            return _MULTI_NODE.format(name=self.name, launcher="node_ips (--node_ips from the allocation)")
+        return super().drop_reason(cell)
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        par = cell.param("parallel", "model")
+        g = cell.gpus_per_node
+        parts = options["train_data_part_num"] if g > 1 else 1  # DLPerf's train_insightface.sh
+        argv = self.config_args(cell, options, [f"dataset.{options['dataset']}.train_data_part_num={parts}"])
+        return argv + [
+            f"{options['workdir']}/{options['script']}", f"--network={cell.param('network', 'r100')}",
+            f"--dataset={options['dataset']}", f"--loss={options['loss']}", f"--num_nodes={cell.nodes}",
+            f"--train_batch_size={cell.global_batch}", "--train_unit=batch",
+            f"--train_iter={measure.warmup_steps + measure.measure_steps}", f"--device_num_per_node={g}",
+            f"--model_parallel={int(par != 'data')}", f"--partial_fc={int(par == 'partial_fc')}",
+            f"--sample_ratio={cell.param('sample_ratio', 0.1)}", f"--log_dir={RUN_DIR}/log",
+            f"--models_root={RUN_DIR}/models", f"--use_fp16={cell.precision == 'amp'}",
+            f"--use_synthetic_data={bool(options['synthetic'])}", "--iter_num_in_snapshot=5000",
+            "--validation_interval=5000"]
+
+
+@register
+class MXNetFace(_Face):
+    framework = "mxnet"
+    description = ("deepinsight/insightface MXNet: ArcFace train.py (data parallel) / train_parall.py (model "
+                   "parallel), Partial FC train_memory.py (horovodrun)")
+    launcher = "tf_config"
+    launchers = ("tf_config", "horovodrun")
+    precisions = ("fp32",)
+    # ArcFace MXNet's config.py has emore's classes as 85742 (oneflow_face's sample_config.py: 85744)
+    axis_defaults = {**_Face.axis_defaults, "num_classes": 85742}
+    options = {"python": "python3", "workdir": "/workspace/insightface/recognition/arcface_mxnet",
+               "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
+               "config_module": "config", "dataset": "emore", "loss": "arcface", "frequent": 20}
+
+    def drop_reason(self, cell):
+        pfc = cell.param("parallel", "model") == "partial_fc"
+        if pfc and cell.launcher != "horovodrun":
+            return f"{self.name}: partial_fc runs train_memory.py under horovodrun (launcher = \"horovodrun\")"
+        if not pfc and cell.launcher == "horovodrun":
+            return f"{self.name}: ArcFace train.py / train_parall.py start one process per node, not per GPU"
+        if not pfc and cell.nodes > 1:
+            return _MULTI_NODE.format(name=self.name, launcher="dmlc (kvstore scheduler)")
+        return super().drop_reason(cell)
+
+    def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        par = cell.param("parallel", "model")
+        net, steps = cell.param("network", "r100"), measure.warmup_steps + measure.measure_steps
+        if par == "partial_fc":  # DLPerf's PartailFC/run_test.sh: train_memory.py, sample_ratio in default.py
+            # generate_config writes its dataset preset over config: the changes are applied after it
+            n = int(cell.param("num_classes", self.axis_defaults["num_classes"]))
+            return [options["python"], "-m", PYCONFIG, "--module", "default", "--after", "generate_config",
+                    "--set", f"config.num_classes={n}",
+                    "--set", f"config.sample_ratio={cell.param('sample_ratio', 0.1)}",
+                    "--set", f"config.batch_size={cell.batch_size}", "--set", f"config.max_update={steps}", "--",
+                    f"{options['partial_fc_workdir']}/train_memory.py", f"--dataset={options['dataset']}",
+                    f"--network={net}", f"--loss={options['loss']}", f"--models-root={RUN_DIR}/models"]
+        script = "train_parall.py" if par == "model" else "train.py"
+        argv = self.config_args(cell, options, [f"config.max_steps={steps}"])
+        return argv + [f"{options['workdir']}/{script}", "--network", net, "--loss", options["loss"],
+                       "--dataset", options["dataset"], "--per-batch-size", str(cell.batch_size),
+                       "--frequent", str(options["frequent"]), "--models-root", f"{RUN_DIR}/models"]
+
+    def environment(self, cell, options):
+        if cell.param("parallel", "model") != "partial_fc":
+            return {}
+        # DLPerf's PartailFC scripts
+        return {"HOROVOD_GPU_ALLREDUCE": "NCCL", "HOROVOD_GPU_ALLGATHER": "NCCL", "HOROVOD_CACHE_CAPACITY": "1024",
+                "MXNET_CPU_WORKER_NTHREADS": "3", "OMP_NUM_THREADS": "2", "MXNET_USE_OPERATOR_TUNING": "1",
+                "MXNET_CUDNN_AUTOTUNE_DEFAULT": "1"}
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+# Speed records (each the end of an interval of logged steps), as the programs print them:
+#   oneflow_face insightface_train.py  train: iter 19, loss 16.53, throughput: 1935.417   (step index from 0; global)
+#   oneflow_face train.py / arcface_torch   Training: 2021-05-12 00:00:42,110-Speed 884.42 samples/sec   Loss 47.2532 ...
+#                                          Epoch: 0   Global Step: 100   (global samples/s)
+#   ArcFace MXNet (Speedometer)        INFO:root:Epoch[0] Batch [32400-32420]\tSpeed: 224.07 samples/sec\tacc=...
+#                                      (or Batch [4900]; samples/s of this process, i.e. of its node: x nodes)
+#   Partial FC MXNet                   rank-id:0:2021-01-08 19:22:59,208-Iter:460 Rank:207.42 it/sec Total:1659.38
+#                                      it/sec [0][loss]:0.01   ("it/sec" are samples/s; Total is global)
+# Validation between two records: "testing verification..", "[lfw][32500]XNorm: ...", "[cfp_fp][..]Accuracy-Flip:
+# ...", "[32500]Accuracy-Highest: ...", oneflow_face's "Validation on [lfw]:" / "validation: time: ...".
+# Clock: each interval's seconds = its samples / its printed global speed, summed over the clean intervals.
+
+_OF_LEGACY = re.compile(r"train: iter (\d+), loss:? (" + lp.NUM + r"), throughput: (" + lp.NUM + r")")
+_OF_NEW = re.compile(r"Speed (" + lp.NUM + r") samples/sec\s+Loss (" + lp.NUM + r").*?Global Step: (\d+)")
+_MX = re.compile(r"Epoch\[(\d+)\] Batch \[(?:(\d+)-)?(\d+)\]\s+Speed: (" + lp.NUM + r") samples/sec"
+                 r"(?:.*?lossvalue=(" + lp.NUM + r"))?")
+_PFC = re.compile(r"Iter:(\d+) Rank:(" + lp.NUM + r") it/sec Total:(" + lp.NUM + r") it/sec"
+                  r"(?: \[\d+\]\[loss\]:(" + lp.NUM + r"))?")
+_VALIDATION = ("testing verification", "XNorm", "Accuracy-Flip", "Accuracy-Highest", "Validation on [",
+               "validation: time")
+
+
+def _wanted(text: str) -> bool:
+    return ("throughput" in text or "samples/sec" in text or "it/sec" in text
+            or any(v in text for v in _VALIDATION))
+
+
+def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    gaps = Gaps()
+    gb = float(ctx.global_batch)
+    st: dict[str, Any] = {"prev": 0, "clock": 0.0, "forms": set(), "validations": 0, "tainted": False,
+                          "epoch": None, "offset": 0}
+
+    def record(step: int, speed: float | None, loss: float | None, form: str, span: int | None = None) -> None:
+        st["forms"].add(form)
+        width = span if span is not None else step - st["prev"]
+        st["prev"] = max(st["prev"], step)
+        if speed is None or not speed > 0 or width <= 0:
+            window.add(step, None, loss=loss)
+            return
+        st["clock"] += width * gb / speed
+        tainted = st["tainted"]
+        st["tainted"] = False
+        s, t = gaps.point(step, st["clock"])
+        window.add(s, t, loss=loss, speed=None if tainted else speed, span_from=s - width, span_seconds=None)
+
+    def handler(text: str, rank: int | None, final: bool) -> int:
+        if any(v in text for v in _VALIDATION):
+            if not st["tainted"]:
+                st["validations"] += 1
+            st["tainted"] = True
+            gaps.drop()
+            return lp.CONSUMED
+        if not final and text.endswith(tuple("0123456789")) and "Global Step" not in text:
+            if _OF_LEGACY.search(text) or _PFC.search(text) or _MX.search(text):
+                return lp.FRAGMENT
+        if (m := _OF_LEGACY.search(text)) is not None:
+            record(int(m.group(1)) + 1, lp.to_float(m.group(3)), lp.to_float(m.group(2)), "oneflow_face")
+        elif (m := _OF_NEW.search(text)) is not None:
+            record(int(m.group(3)), lp.to_float(m.group(1)), lp.to_float(m.group(2)), "oneflow_face-2021")
+        elif (m := _PFC.search(text)) is not None:
+            record(int(m.group(1)), lp.to_float(m.group(3)), lp.to_float(m.group(4)) if m.group(4) else None,
+                   "partial_fc")
+        elif (m := _MX.search(text)) is not None:
+            epoch, end = int(m.group(1)), int(m.group(3))
+            if st["epoch"] is not None and epoch > st["epoch"]:
+                st["offset"] = st["prev"]
+            st["epoch"] = epoch
+            v = lp.to_float(m.group(4))
+            span = end - int(m.group(2)) if m.group(2) is not None else None
+            record(st["offset"] + end, v * ctx.nodes if v is not None else None,
+                   lp.to_float(m.group(5)) if m.group(5) else None, "arcface-mxnet", span)
+        else:
+            return lp.NOT_MINE
+        return lp.CONSUMED
+
+    facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
+        "throughput", "samples/sec", "it/sec", *_VALIDATION)).run(lines)
+    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+                             "clock": "each interval's samples / its printed global samples/s, summed"}
+    if st["validations"]:
+        extra["validations"] = st["validations"]
+    if gaps.steps:
+        extra["dropped_steps"], extra["dropped_seconds"] = gaps.steps, gaps.seconds
+    return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+                     no_memory_reason="the InsightFace programs' logs report no GPU memory")

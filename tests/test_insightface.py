@@ -1,0 +1,197 @@
+"""The InsightFace suites (oneflow/insightface, mxnet/insightface): the parser on real lines (sources in
+tests/fixtures/real/insightface/SOURCES.md) with validation interleaved, the launch specs, pyconfig (the config
+changes DLPerf made with sed), golden scripts, and DLPerf's "Max num_classes" table kept as a documented fixture."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from dlperf_slurm import matrix, parsing as lp, render, suites
+from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm.workloads import pyconfig
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = Path(__file__).parent / "fixtures" / "real" / "insightface"
+GOLDEN = Path(__file__).parent / "golden"
+OF, MX = suites.get("oneflow/insightface"), suites.get("mxnet/insightface")
+
+
+def _parse(suite, path_or_text, ctx: ParseContext):
+    src = lp.read_lines(path_or_text) if isinstance(path_or_text, Path) else lp.iter_text_lines(path_or_text)
+    return suite.parse(src, ctx)
+
+
+# ------------------------------------------------------------------------------------------ real lines
+
+def test_arcface_mxnet_validation_interval_left_out():
+    path = REAL / "arcface_mxnet_issue807.excerpt.log"
+    text = path.read_text()
+    recs = [(int(b), float(v)) for b, v in re.findall(r"Batch \[\d+-(\d+)\]\tSpeed: ([\d.]+)", text)]
+    # the interval that holds the verification (ending at 32500) printed a speed 8x below its neighbours
+    slow = dict(recs)[32500]
+    assert slow * 8 < min(v for b, v in recs if b != 32500)
+    bs = 8  # any batch: the clock is samples / speed, so the figures scale with it
+    res = _parse(MX, path, ParseContext(1, 1, bs, 32420, 120))
+    assert res.status == Status.OK, res.reason
+    assert res.extra["validations"] == 1 and res.extra["dropped_steps"] == 20
+    assert res.extra["dropped_seconds"] == pytest.approx(20 * bs / slow)
+    clean = [v for b, v in recs if b > 32420 and b != 32500]
+    assert len(clean) == 6 and res.extra["window"]["steps"] == 120
+    assert res.throughput_speed == pytest.approx(sum(clean) / len(clean))  # the slow speed is not averaged
+    assert res.throughput == pytest.approx(120 * bs / sum(20 * bs / v for v in clean))
+    assert res.loss_finite is True
+
+
+def test_arcface_mxnet_speed_is_per_node():
+    path = REAL / "arcface_mxnet_issue807.excerpt.log"
+    one = _parse(MX, path, ParseContext(1, 1, 8, 32420, 120))
+    two = _parse(MX, path, ParseContext(2, 1, 8, 32420, 120))
+    assert two.throughput_speed == pytest.approx(2 * one.throughput_speed)  # DLPerf: Speed x node_num
+
+
+def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
+    path = REAL / "partial_fc_mxnet_dlperf_pr106.excerpt.log"
+    text = path.read_text()
+    res = _parse(MX, path, ParseContext(1, 8, 64, 460, 220))
+    assert res.status == Status.OK, res.reason
+    totals = [float(x) for x in re.findall(r"Total:([\d.]+) it/sec", text)][1:]
+    assert res.throughput_speed == pytest.approx(sum(totals) / len(totals))
+    # the clock (each interval's samples / its Total) against the lines' own millisecond stamps: within 0.1 %
+    stamps = [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f") for s in re.findall(r"0:(\S+ \S+)-Iter", text)]
+    assert res.extra["window"]["seconds"] == pytest.approx((stamps[-1] - stamps[0]).total_seconds(), rel=1e-3)
+
+
+def test_oneflow_face_2021_speed_lines():
+    path = REAL / "arcface_torch_callback_iccv21_tutorial.excerpt.log"
+    res = _parse(OF, path, ParseContext(1, 4, 128, 100, 200, precision="amp"))
+    assert res.status == Status.OK, res.reason
+    speeds = [float(x) for x in re.findall(r"Speed ([\d.]+) samples/sec", path.read_text())][1:]
+    assert res.throughput_speed == pytest.approx(sum(speeds) / len(speeds))
+    assert res.extra["formats"] == ["oneflow_face-2021"]
+
+
+def _legacy(iters: int, validate_at: int | None = None) -> str:
+    """Lines in the format of oneflow_face's insightface_train.py, built from its format string
+    (callback_util.TrainMetric: "{}: iter {}, loss {}, throughput: {:.3f}", step from 0): no real log of it was
+    found (SOURCES.md). Validation output as validation_util / insightface_val print it."""
+    out = []
+    for step in range(iters):
+        if validate_at is not None and step == validate_at:
+            out += ["Validation on [lfw]:", "validation: time: 12.345", "[lfw][%d]Accuracy-Flip: 0.99117+-0.00400" % step]
+        out.append("train: iter {}, loss {}, throughput: {:.3f}".format(step, 16.5 - step / 100, 2000.0 + step % 3))
+    return "\n".join(out) + "\n"
+
+
+def test_oneflow_face_legacy_lines_and_a_validation():
+    res = _parse(OF, _legacy(150), ParseContext(1, 8, 64, 20, 100))
+    assert res.status == Status.OK and res.throughput_speed == pytest.approx(2001.0, abs=0.01)
+    res = _parse(OF, _legacy(150, validate_at=60), ParseContext(1, 8, 64, 20, 100))
+    assert res.status == Status.OK and res.extra["validations"] == 1 and res.extra["dropped_steps"] == 1
+
+
+def test_a_log_that_stops_early_is_incomplete_and_oom_reads_oom():
+    res = _parse(OF, _legacy(60), ParseContext(1, 8, 64, 20, 100))
+    assert res.status == Status.INCOMPLETE
+    oom = _legacy(30) + "Check failed: (cudaMalloc) out of memory\n"
+    assert _parse(OF, oom, ParseContext(1, 8, 64, 20, 100)).status == Status.OOM
+
+
+@pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
+@pytest.mark.parametrize("suite", [OF, MX], ids=["oneflow", "mxnet"])
+def test_block_path_reads_like_the_line_loop(suite, path):
+    for ctx in (ParseContext(1, 8, 64, 460, 220), ParseContext(1, 1, 8, 32420, 120)):
+        assert repr(suite.parse(lp.read_lines(path), ctx)) == repr(
+            suite.parse((line for line in lp.read_lines(path)), ctx))
+
+
+# ------------------------------------------------------------------------------------------ launch
+
+def _cell(suite, nodes, gpus, bs=64, launcher=None, **params):
+    return Cell(suite=suite.name, model="insightface", framework=suite.framework, nodes=nodes, gpus_per_node=gpus,
+                batch_size=bs, precision="fp32", xla=False, launcher=launcher or suite.launcher,
+                params=tuple(sorted(params.items())))
+
+
+def test_oneflow_flags_follow_dlperfs_script():
+    cell = _cell(OF, 1, 8, parallel="partial_fc", num_classes=1500000)
+    argv = OF.program(cell, Measure(repeats=1, warmup_steps=20, measure_steps=130), OF.options)
+    i = argv.index("--")
+    assert argv[:5] == ["python3", "-m", "dlperf_slurm.workloads.pyconfig", "--module", "config"]
+    assert "dataset.emore.num_classes=1500000" in argv[:i] and "dataset.emore.train_data_part_num=32" in argv[:i]
+    rest = argv[i + 1:]
+    assert rest[0] == "/workspace/oneflow_face/insightface_train.py"
+    for flag in ("--train_batch_size=512", "--train_iter=150", "--device_num_per_node=8", "--model_parallel=1",
+                 "--partial_fc=1", "--sample_ratio=0.1", "--num_nodes=1", "--use_fp16=False"):
+        assert flag in rest
+    assert "--log_dir={run_dir}/log" in rest  # the run's own folder
+    assert "node_ips" in OF.drop_reason(_cell(OF, 2, 8))
+    assert OF.drop_reason(_cell(OF, 1, 1)) is None
+    assert "num_classes" in OF.drop_reason(_cell(OF, 1, 1, num_classes=1.5))
+
+
+def test_mxnet_programs_per_parallel_mode():
+    m = Measure(repeats=1, warmup_steps=20, measure_steps=100)
+    data = MX.program(_cell(MX, 1, 8, parallel="data"), m, MX.options)
+    model = MX.program(_cell(MX, 1, 8, parallel="model"), m, MX.options)
+    assert data[data.index("--") + 1].endswith("/train.py") and model[model.index("--") + 1].endswith("/train_parall.py")
+    assert "config.max_steps=120" in data and "dataset.emore.num_classes=85742" in data
+    assert data[data.index("--per-batch-size") + 1] == "64"
+    pfc_cell = _cell(MX, 2, 8, launcher="horovodrun", parallel="partial_fc", num_classes=12000000)
+    pfc = MX.program(pfc_cell, m, MX.options)
+    assert pfc[pfc.index("--") + 1].endswith("/partial_fc/mxnet/train_memory.py")
+    assert ["--after", "generate_config"] == pfc[5:7] and "config.num_classes=12000000" in pfc
+    assert MX.drop_reason(pfc_cell) is None and MX.environment(pfc_cell, MX.options)["HOROVOD_CACHE_CAPACITY"] == "1024"
+    assert "horovodrun" in MX.drop_reason(_cell(MX, 1, 8, parallel="partial_fc"))
+    assert "dmlc" in MX.drop_reason(_cell(MX, 2, 8, parallel="model"))
+
+
+def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
+    (tmp_path / "config.py").write_text(
+        "class D(dict):\n    __getattr__ = dict.__getitem__\n    def __setattr__(s, k, v): s[k] = v\n"
+        "config = D(num_classes=0)\ndataset = D(emore=D(num_classes=85742, parts=16))\n"
+        "def generate_config(ds):\n    config.num_classes = dataset[ds]['num_classes']\n")
+    (tmp_path / "train.py").write_text(
+        "import sys\nfrom config import config, dataset, generate_config\ngenerate_config('emore')\n"
+        "print('classes', config.num_classes, dataset.emore.parts, sys.argv[1:])\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.workloads.pyconfig", "--set",
+                        "dataset.emore.num_classes=1800000", "--set", "dataset.emore.parts=1", "--",
+                        str(tmp_path / "train.py"), "--network", "r100"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "classes 1800000 1 ['--network', 'r100']"
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.workloads.pyconfig", "--after", "generate_config",
+                        "--set", "config.num_classes=7", "--", str(tmp_path / "train.py")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and p.stdout.splitlines()[-1] == "classes 7 16 []", p.stderr
+    assert pyconfig.literal("0.1") == 0.1 and pyconfig.literal("emore") == "emore"
+
+
+@pytest.mark.parametrize("name", ["oneflow-insightface", "mxnet-insightface"])
+def test_golden_scripts(name, request):
+    m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
+    run = matrix.runs(m, Path("logs") / m.name)[-1]
+    text = render.render_run(m, run)
+    golden = GOLDEN / f"insightface_{name}.sbatch"
+    if request.config.getoption("--update-golden"):
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{golden} differs (pytest --update-golden)"
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+
+
+# ------------------------------------------------------------------- DLPerf's Max num_classes (documentation)
+
+def test_dlperfs_max_num_classes_table_transcribed():
+    """DLPerf's "Max num_classes" (found by hand; the search for it is another feature): kept verbatim as a fixture
+    so the search has the published boundary to compare with; here only its transcription is checked."""
+    rows = [[x.strip() for x in line.strip().strip("|").split("|")]
+            for line in (REAL / "dlperf_insightface_report_v1_max_num_classes.md").read_text().splitlines()
+            if line.startswith("| 1 ")]
+    table = {(int(r[0]), int(r[1])): (int(r[6]), int(r[7])) for r in rows}
+    assert all(r[2] == "64" and r[3:6] == ["True", "True", "True"] for r in rows)
+    assert table == {(1, 1): (2_000_000, 1_800_000), (1, 8): (13_500_000, 12_000_000)}
