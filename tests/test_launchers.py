@@ -274,5 +274,8 @@ def test_hostile_container_values_stay_inert(launcher, tmp_path, stub_bin):
     rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
     assert rc == 0, log
     assert not pwned.exists(), "a hostile container value was executed"
-    [call] = [r for r in records if r["stub"] == "apptainer"]
+    calls = [r for r in records if r["stub"] == "apptainer"]
+    # the health gate's probe enters the image too (apptainer exec ... python3 -m dlperf_slurm.health): same words
+    [call] = [r for r in calls if "dlperf_slurm.health" not in r["argv"]]
     assert call["image"] == image and call["argv"][:4] == ["exec", "--nv", "--bind", mount]
+    assert all(r["image"] == image and mount in r["argv"] for r in calls)
