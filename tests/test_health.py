@@ -216,7 +216,8 @@ def test_the_gate_in_the_job_script(tmp_path):
     gate, launch = text.index("python3 -m dlperf_slurm.health judge"), text.index("# launch (torchrun)")
     assert gate < launch and f'-eq {health.UNHEALTHY_EXIT} ]' in text and "--min-busbw-gbs 1.5" in text
     assert "--ranks 2" in text and "--ranks-per-node 2 --expect-gpus 0" in text
-    assert "timeout -k 5 30 srun --nodes=1 --ntasks-per-node=1" in text
+    assert "timeout -k 5 30 srun --nodes=1 --ntasks=1 --ntasks-per-node=1" in text  # one probe per node, whatever
+    # the allocation's task count (srun would inherit SLURM_NTASKS and start one per GPU otherwise)
     off = matrix.load(_write(tmp_path, MX + "[health]\nenabled = false\n"), site=False)
     assert "dlperf_slurm.health" not in render.render_run(off, matrix.runs(off, tmp_path / "logs")[0])
 

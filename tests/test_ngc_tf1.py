@@ -357,6 +357,6 @@ def test_suites_command_lists_both_with_their_example_matrices(capsys):
     assert cli.main(["suites", "--json"]) == 0
     rows = {r["suite"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["ngc-tf1/resnet50"]["published"] == "speed" and rows["ngc-tf1/bert-base"]["published"] == "time"
-    assert rows["ngc-tf1/resnet50"]["examples"] == ["matrices/ngc-tf1-resnet50.toml"]
-    assert rows["ngc-tf1/bert-base"]["examples"] == ["matrices/ngc-tf1-bert.toml"]
+    assert "matrices/ngc-tf1-resnet50.toml" in rows["ngc-tf1/resnet50"]["examples"]  # (and the cross-framework one)
+    assert "matrices/ngc-tf1-bert.toml" in rows["ngc-tf1/bert-base"]["examples"]
     assert all(rows[s]["launchers"] == ["mpirun", "horovodrun", "srun"] for s in ("ngc-tf1/resnet50", "ngc-tf1/bert-base"))
