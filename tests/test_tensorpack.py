@@ -82,6 +82,20 @@ def test_cut_lines_are_glued_and_a_truncated_log_is_incomplete():
     assert res.status == Status.INCOMPLETE and res.throughput is None
 
 
+@pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
+def test_block_path_reads_like_the_line_loop(path):
+    for ctx in (ParseContext(1, 1, 4, 10, 20), ParseContext(1, 1, 4, 20, 60)):
+        assert repr(TP.parse(lp.read_lines(path), ctx)) == repr(TP.parse((x for x in lp.read_lines(path)), ctx))
+
+
+def test_oom_reads_oom():
+    text = (REAL / "tiny_1x1_gpu_b4_spe20.log").read_text()
+    stop = text.index("[1123 12:54:12 @base.py:282] Epoch 3")
+    oom = text[:stop] + ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+                         "tensor with shape[64,256,56,56]\n")
+    assert _parse(oom, 4, 20, 60).status == Status.OOM
+
+
 def test_humanize_time_delta_forms():
     # tensorpack.utils.utils.humanize_time_delta's docstring examples
     assert humanized_seconds("0.264 second") == 0.264
