@@ -53,6 +53,20 @@ def test_real_epoch_lines_first_epoch_is_the_warmup(name, bs):
     assert "GPUMemoryTracker" in res.mem_reason or "PeakMemory" in res.mem_reason
 
 
+def test_issue_1298_minutes_peak_memory_and_throughput():
+    """A FasterRCNN log pasted in tensorpack issue #1298: 2 GPUs x 1 image, 500 steps per epoch, epoch 4 only."""
+    text = (REAL / "issue1298_fasterrcnn_epoch4.excerpt.log").read_text()
+    res = _parse(text, 1, 1500, 500, gpus=2)
+    assert res.status == Status.OK, res.reason
+    seconds = 3 * 60 + 43  # "3 minutes 43 seconds": the span of the epoch's 500 steps
+    assert res.throughput == pytest.approx(2 * 500 / seconds) and res.latency_ms == pytest.approx(seconds * 2)
+    assert res.throughput_speed == pytest.approx(float(_TPUT.search(text).group(1)))
+    # the two flavours agree within ThroughputTracker's own timing (it leaves out the epoch's setup)
+    assert res.throughput_speed == pytest.approx(res.throughput, rel=0.01)
+    assert res.mem_gpu0_mib == pytest.approx(7201.6e6 / 2**20) == res.mem_peak_mib
+    assert res.extra["epochs_logged"] == 1  # "Estimated Time Left: 3 days ..." is no epoch
+
+
 def test_window_is_whole_epochs():
     text = (REAL / "tiny_1x1_gpu_b4_spe20.log").read_text()
     epochs = _epochs(text)

@@ -96,7 +96,9 @@ class TensorpackResNet50(Suite):
 #   [.. @monitor.py:476] PeakMemory(MB)/gpu:0: 1.2e+04                       GPUMemoryTracker, per epoch and GPU
 #   [.. @base.py:287] Training has finished!
 # The stamps are whole seconds (no clock). An epoch line gives the epoch's global step at its end and its
-# duration (humanize_time_delta: 3 significant digits below a minute, whole seconds above). Time flavour: the
+# duration (humanize_time_delta: 3 significant digits below a minute, whole seconds above); an epoch spans the
+# steps since the previous epoch line (the first line seen: global_step / epoch, epochs of equal steps from 0,
+# so an excerpt or a resumed log still times its first epoch). Time flavour: the
 # global batch x the window's steps / the sum of its epochs' durations; speed flavour: the mean of the window's
 # epochs' ThroughputTracker figures (samples_per_step = batch x GPUs, over the same span: callbacks after an epoch
 # are outside both).
@@ -144,9 +146,12 @@ def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if m is None:
                 return lp.NOT_MINE
             flush()
-            step = int(m.group(2))
+            epoch, step = int(m.group(1)), int(m.group(2))
             secs = humanized_seconds(m.group(3))
-            span = step - st["prev"] if step > st["prev"] else step
+            if st["prev"]:
+                span = step - st["prev"] if step > st["prev"] else step
+            else:  # the first epoch line (of a log that may start later): epochs of equal steps from step 0
+                span = step // epoch if epoch > 0 and step % epoch == 0 else step
             st["steps_per_epoch"].add(span)
             st["prev"] = max(st["prev"], step)
             st["epochs"] += 1
