@@ -16,7 +16,8 @@ rejects, and the per-GPU launchers would start one copy per GPU. Those cells run
 script trains only with ``--variable-update horovod`` (its ``--job ps:0 --ps-hosts --worker-hosts`` mode needs
 parameter-server processes this suite does not start). Horovod is one rank per GPU (HorovodTrainer) under mpirun
 or horovodrun. ``zmq-consume`` reads from a ``--fake-location zmq-serve`` producer on ``ipc://testpipe`` that
-must run beside it: cells of it are dropped with that reason.
+must run beside it: cells of it are dropped with that reason. (``python-dataset`` fails in tensorpack 0.11 on
+TF 2.21: its TFDatasetInput reads ``output_types``, which tf.data datasets no longer have.)
 
 The window. The script hard-codes ``steps_per_epoch=50, max_epoch=10`` (500 steps) and logs per epoch, not per
 step, so the window is made of whole epochs: set ``warmup_steps`` and ``measure_steps`` to multiples of 50
