@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import health, stragglers, wdltable
+from dlperf_slurm import health, stragglers, studytables, wdltable
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -112,6 +112,7 @@ def markdown(result) -> str:
         lines += [f"## Set-ups compared: {title}", "",
                   tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     lines += wdltable.markdown(cells)  # DLPerf's W&D table, only when W&D cells are present
+    lines += studytables.markdown(cells)  # Tensorpack vs tf_cnn, only when both suites have cells
     shared = shared_suites(cells)
     for key, gc in groups(cells):
         lines.append(f"## {group_title(key, gc, launchers, shared)}")

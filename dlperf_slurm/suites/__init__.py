@@ -14,7 +14,7 @@ from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  #
 
 # Every suite module, imported on first use of the registry.
 _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow",
-            "mxnet", "ngc_tf1", "wdl", "insightface")
+            "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 

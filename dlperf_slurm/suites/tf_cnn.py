@@ -20,13 +20,32 @@ class TfCnnResNet50(Suite):
     description = "tf_cnn_benchmarks.py --model=resnet50 (synthetic unless data = real)"
     sample_unit = "img/s"
     launcher = "mpirun"
-    launchers = ("mpirun", "horovodrun", "srun")
+    launchers = ("mpirun", "horovodrun", "srun", "tf_config")
     precisions = ("fp32", "fp16", "amp")
     supports_xla = True
-    axes = {"variable_update": ("horovod", "replicated", "parameter_server"), "data": ("synthetic", "real")}
-    axis_defaults = {"variable_update": "horovod", "data": "synthetic"}
+    # local_parameter_device: where replicated / parameter_server keep the shared variables (tf_cnn_benchmarks'
+    # default gpu; Tensorpack's benchmark compares against --local_parameter_device=cpu)
+    axes = {"variable_update": ("horovod", "replicated", "parameter_server"), "data": ("synthetic", "real"),
+            "local_parameter_device": ("gpu", "cpu")}
+    axis_defaults = {"variable_update": "horovod", "data": "synthetic", "local_parameter_device": "gpu"}
     options = {"workdir": "/workspace/benchmarks/scripts/tf_cnn_benchmarks", "data_dir": "/data/imagenet",
                "python": "python3"}
+
+    def drop_reason(self, cell) -> str | None:
+        if (why := super().drop_reason(cell)) is not None:
+            return why
+        update = cell.param("variable_update", "horovod")
+        if update == "horovod":
+            return "variable_update horovod is one rank per GPU: not under tf_config" \
+                if cell.launcher == "tf_config" else None
+        # replicated / parameter_server: one process per node drives its GPUs (--num_gpus)
+        if cell.nodes > 1:
+            return (f"variable_update {update} across nodes needs tf_cnn_benchmarks' --job_name/--ps_hosts/"
+                    "--worker_hosts processes, which this suite does not start")
+        if cell.launcher != "tf_config" and cell.gpus_per_node > 1:
+            return (f"variable_update {update}: one process drives all of the node's GPUs (--num_gpus): launcher "
+                    f"tf_config, not one per GPU under {cell.launcher}")
+        return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         update = cell.param("variable_update", "horovod")
@@ -34,6 +53,8 @@ class TfCnnResNet50(Suite):
                 f"--batch_size={cell.batch_size}", f"--num_batches={measure.measure_steps}",
                 f"--num_warmup_batches={measure.warmup_steps}", f"--variable_update={update}",
                 "--display_every=10", "--num_gpus=" + ("1" if update == "horovod" else str(cell.gpus_per_node))]
+        if update != "horovod" and cell.param("local_parameter_device", "gpu") != "gpu":
+            argv.append(f"--local_parameter_device={cell.param('local_parameter_device', 'gpu')}")
         if cell.precision in ("fp16", "amp"):
             argv.append("--use_fp16")
         if cell.xla:

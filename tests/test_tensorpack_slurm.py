@@ -1,0 +1,131 @@
+"""A real launch of the ``tensorpack/resnet50`` suite on the Slurm test cluster: its rendered launch (tf_config on
+one node: the program itself, one process driving the node's devices) with the entry script swapped for a tiny
+genuine tensorpack 0.11 program (tests/frameworks/tensorpack/resnet-multigpu.py: tensorpack layers, FakeData /
+DummyConstantInput / QueueInput, SimpleTrainer, ThroughputTracker) that takes resnet-multigpu.py's arguments; the
+job is submitted through the CLI and read back by ``collect``.
+
+Needs the test cluster (tests/slurm/start.sh 2) and the tensorpack venv (``python tests/frameworks/venvs.py
+tensorpack``); skipped with the reason otherwise. About half a minute.
+
+The seed's one campaign (both suites, the summary's "Tensorpack vs tf_cnn_benchmarks" table) also runs the real
+tf_cnn_benchmarks.py (ResNet-50 on TF 2.21 CPU through tf.compat.v1, soft placement) when ``TF_CNN_BENCHMARKS_DIR``
+names a checkout's ``scripts/tf_cnn_benchmarks`` (tensorflow/benchmarks is GitHub-only: not vendored here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "slurm"))
+from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+
+from dlperf_slurm import manifest  # noqa: E402
+from dlperf_slurm.model import Status  # noqa: E402
+
+_py, pytestmark = framework_on_cluster("tensorpack")
+
+# the tiny program runs 3 epochs of 10 steps (resnet-multigpu.py: 10 of 50): epoch 1 warm-up, epochs 2-3 timed
+MATRIX = """suite = "tensorpack/resnet50"
+name = "tensorpack-1x1"
+[axes]
+devices = ["1x1"]
+batch_size = [4]
+fake_location = ["gpu", "python-queue"]
+[options]
+python = "{python}"
+script = "{script}"
+[measure]
+repeats = 1
+warmup_steps = 10
+measure_steps = 20
+[slurm]
+time = "00:04:00"
+gpu_request = "none"
+[environment.env]
+OMP_NUM_THREADS = "1"
+"""
+
+
+def test_tensorpack_resnet50_1x1_on_the_cluster_and_collect_reads_it(tmp_path):
+    mx = tmp_path / "tensorpack.toml"
+    mx.write_text(MATRIX.format(python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py"))
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 0, p.stdout + p.stderr
+    cdir = logs / "tensorpack-1x1"
+    wait_campaign(cdir, 240)
+    runs = manifest.load_manifest(cdir)
+    assert len(runs) == 2
+    for run in runs:
+        text = run.log.read_text()
+        assert run.status == Status.OK, text[-4000:]
+        assert "Epoch 3 (global_step 30) finished, time:" in text and "Throughput (samples/sec): " in text
+        assert "Training has finished!" in text
+    out = tmp_path / "summaries"
+    p = cli("--logs", str(logs), "collect", "tensorpack-1x1", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    cells = json.loads((out / "tensorpack-1x1.json").read_text())["cells"]
+    assert len(cells) == 2
+    for cell in cells:
+        assert cell["shape"] == "1n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
+        assert cell["median_speed"] > 0, cell  # ThroughputTracker's samples/sec over the same two epochs
+    print({c["cell_id"] if "cell_id" in c else c.get("id"): (c["median"], c["median_speed"]) for c in cells})
+
+
+SEED = """suite = ["tensorpack/resnet50", "tf-cnn/resnet50"]
+name = "tp-vs-tfcnn"
+[axes]
+devices = ["1x1"]
+batch_size = [2]
+launcher = ["tf_config"]
+variable_update = ["replicated"]
+fake_location = ["gpu", "cpu", "python-queue"]
+local_parameter_device = ["cpu"]
+[options]
+python = "{python}"
+[options."tensorpack/resnet50"]
+script = "{script}"
+[options."tf-cnn/resnet50"]
+workdir = "{workdir}"
+[measure]
+repeats = 1
+warmup_steps = 10
+measure_steps = 20
+[slurm]
+time = "00:06:00"
+gpu_request = "none"
+[environment.env]
+OMP_NUM_THREADS = "1"
+TF_USE_LEGACY_KERAS = "1"  # tf_cnn_benchmarks too uses TF1 layers (tf.nn.rnn_cell) that Keras 3 removed
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("TF_CNN_BENCHMARKS_DIR"),
+                    reason="TF_CNN_BENCHMARKS_DIR (tensorflow/benchmarks scripts/tf_cnn_benchmarks) is not set")
+def test_seed_campaign_both_suites_one_table(tmp_path):
+    mx = tmp_path / "seed.toml"
+    mx.write_text(SEED.format(python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py",
+                              workdir=os.environ["TF_CNN_BENCHMARKS_DIR"]))
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_campaign(logs / "tp-vs-tfcnn", 400)
+    runs = manifest.load_manifest(logs / "tp-vs-tfcnn")
+    assert len(runs) == 4 and all(r.status == Status.OK for r in runs), [(r.key, r.status) for r in runs]
+    out = tmp_path / "summaries"
+    p = cli("--logs", str(logs), "collect", "tp-vs-tfcnn", "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = (out / "tp-vs-tfcnn.md").read_text()
+    section = text[text.index("## Tensorpack vs tf_cnn_benchmarks"):]
+    header = "| GPUs   | tensorpack gpu (img/s)   | tensorpack cpu (img/s)   | tensorpack python-queue (img/s)   |"
+    assert header in section, section[:2000]
+    row = next(line for line in section.splitlines() if line.startswith("| 1 "))
+    values = [float(x) for x in row.strip("| ").split("|")[1:]]
+    assert len(values) == 4 and all(v > 0 for v in values), row
+    print(section[:1200])
