@@ -97,6 +97,8 @@ def _load(tmp_path: Path, launchers, kind: str = "none", devices: str = "1x2", *
         repeats = 1
         warmup_steps = 1
         measure_steps = 1
+        [health]
+        enabled = false  # the launchers are tested here (the gate, with its own srun step, in test_health.py)
         """) + _container_table(kind, **container)
     p = tmp_path / "m.toml"
     p.write_text(text)
