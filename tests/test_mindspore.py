@@ -304,6 +304,8 @@ def test_msrun_streams_every_ranks_worker_log_into_the_run_log(tmp_path, stub_bi
         measure_steps = 40
         [environment.env]
         FIXTURE = "{fixture}"
+        [health]
+        enabled = false  # stand-in launchers on one machine: the gate's own srun step is tested in test_health.py
         """)
     rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
     assert rc == 0, log
