@@ -10,16 +10,14 @@ skipped with the reason otherwise. About a minute.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("mxnet")
@@ -48,14 +46,7 @@ OMP_NUM_THREADS = "1"
 
 
 def test_mxnet_gluon_resnet50_dmlc_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
-    mx = tmp_path / "mxnet.toml"
-    mx.write_text(MATRIX.format(python=_py, workdir=HERE / "frameworks" / "mxnet"))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "mxnet-2x1"
-    wait_campaign(cdir, 300)
-    (run,) = manifest.load_manifest(cdir)
+    logs, (run,) = submit_and_wait(tmp_path, MATRIX.format(python=_py, workdir=HERE / "frameworks" / "mxnet"), 300)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
     assert run.nodes == "n[1-2]"
@@ -70,10 +61,7 @@ def test_mxnet_gluon_resnet50_dmlc_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_
     (label0,) = [label for label, (r, _, _, _) in joined.items() if r == 0]
     assert f"{label0}: INFO:root:Epoch[0] Batch[8]\tSpeed: " in text, text[-4000:]
     assert f"{1 - label0}: INFO:root:Epoch[0] Batch[" not in text, text[-4000:]
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "mxnet-2x1", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    (cell,) = json.loads((out / "mxnet-2x1.json").read_text())["cells"]
+    (cell,) = collect_summary(logs, "mxnet-2x1")["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
     assert cell["published"] == "speed" and cell["median"] == cell["median_speed"], cell
     speeds = [float(v) for v in re.findall(rf"^{label0}: INFO:root:Epoch\[0\] Batch\[(?:[3-8])\]\tSpeed: (\S+) samples/sec",

@@ -11,7 +11,6 @@ skipped with the reason otherwise. About a minute.
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import sys
@@ -19,9 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("oneflow")
@@ -51,14 +49,7 @@ LD_LIBRARY_PATH = "{libs}"
 
 def test_oneflow_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     libs = ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
-    mx = tmp_path / "oneflow.toml"
-    mx.write_text(MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "oneflow-2x1"
-    wait_campaign(cdir, 240)
-    (run,) = manifest.load_manifest(cdir)
+    logs, (run,) = submit_and_wait(tmp_path, MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs), 240)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
     assert run.nodes == "n[1-2]"
@@ -72,10 +63,7 @@ def test_oneflow_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     assert joined[0][4] == joined[1][4] and joined[0][4] != 50051  # the job's port, not OneFlow's default
     assert re.search(r"^0: train: epoch 0, iter 8, loss: \S+, .*samples/s: \S+ \d+\.\d+$", text, re.M), text[-4000:]
     assert not re.search(r"^1: train:", text, re.M)  # the first node prints for the job
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "oneflow-2x1", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    (cell,) = json.loads((out / "oneflow-2x1.json").read_text())["cells"]
+    (cell,) = collect_summary(logs, "oneflow-2x1")["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
     assert cell["published"] == "time", cell
 
@@ -87,22 +75,12 @@ def test_oneflow_resnet50_under_oneflow_distributed_launch_uses_the_suites_pytho
     text = MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs)
     text = text.replace('name = "oneflow-2x1"', 'name = "oneflow-1x2"').replace('devices = ["2x1"]',
                                                                               'devices = ["1x2"]\nlauncher = ["oneflow"]')
-    mx = tmp_path / "oneflow.toml"
-    mx.write_text(text)
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "oneflow-1x2"
-    wait_campaign(cdir, 240)
-    (run,) = manifest.load_manifest(cdir)
+    logs, (run,) = submit_and_wait(tmp_path, text, 240)
     log = run.log.read_text()
     assert run.status == Status.OK, log[-4000:]
     assert f"{_py} -m oneflow.distributed.launch --nnodes 1 --nproc_per_node 2" in run.script.read_text()
     ranks = sorted((int(r), int(w), int(s)) for r, w, s in re.findall(
         r"^dlperf-test: rank (\d+) of (\d+) on \S+: all_reduce\(1\) = (\d+);", log, re.M))
     assert ranks == [(0, 2, 2), (1, 2, 2)], log[-4000:]
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "oneflow-1x2", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    (cell,) = json.loads((out / "oneflow-1x2.json").read_text())["cells"]
+    (cell,) = collect_summary(logs, "oneflow-1x2")["cells"]
     assert cell["shape"] == "1n2g" and cell["n_ok"] == 1 and cell["median"] > 0, cell

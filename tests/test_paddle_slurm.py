@@ -9,16 +9,14 @@ skipped with the reason otherwise. About a minute.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("paddle")
@@ -46,14 +44,7 @@ GLOO_SOCKET_IFNAME = "lo"
 
 
 def test_paddle_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
-    mx = tmp_path / "paddle.toml"
-    mx.write_text(MATRIX.format(python=_py, workdir=HERE / "frameworks" / "paddle"))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "paddle-2x1"
-    wait_campaign(cdir, 240)
-    (run,) = manifest.load_manifest(cdir)
+    logs, (run,) = submit_and_wait(tmp_path, MATRIX.format(python=_py, workdir=HERE / "frameworks" / "paddle"), 240)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
     assert run.nodes == "n[1-2]"
@@ -66,9 +57,6 @@ def test_paddle_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     assert [w.relative_to(f"{run.log}.workerlogs").as_posix() for w in workerlogs] == \
         ["node0/workerlog.0", "node1/workerlog.0"]
     assert "[Pass 0, train batch 7]" in text and "1: INFO:utils.utility:[Pass" not in text  # trainer 0 only
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "paddle-2x1", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    (cell,) = json.loads((out / "paddle-2x1.json").read_text())["cells"]
+    (cell,) = collect_summary(logs, "paddle-2x1")["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
     assert cell["published"] == "speed" and cell["median"] == cell["median_speed"], cell

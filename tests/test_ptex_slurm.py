@@ -10,7 +10,6 @@ skipped with the reason otherwise. About a minute.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -19,9 +18,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("ptex")
@@ -53,14 +51,7 @@ TINY_IMAGES = "40"
 
 
 def test_pytorch_examples_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
-    mx = tmp_path / "ptex.toml"
-    mx.write_text(MATRIX.format(python=_py, workdir=HERE / "frameworks" / "ptex"))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "ptex-2x1"
-    wait_campaign(cdir, 240)
-    (run,) = manifest.load_manifest(cdir)
+    logs, (run,) = submit_and_wait(tmp_path, MATRIX.format(python=_py, workdir=HERE / "frameworks" / "ptex"), 240)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
     assert run.nodes == "n[1-2]"
@@ -74,10 +65,7 @@ def test_pytorch_examples_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
     for label in (0, 1):
         steps = re.findall(rf"^{label}: Epoch: \[0\]\[\s*(\d+)/10\]\tTime ", text, re.M)
         assert [int(s) for s in steps] == list(range(1, 11)), text[-4000:]
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "ptex-2x1", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    (cell,) = json.loads((out / "ptex-2x1.json").read_text())["cells"]
+    (cell,) = collect_summary(logs, "ptex-2x1")["cells"]
     assert cell["shape"] == "2n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
     assert cell["published"] == "time", cell
     # the figure is the suite's time flavour: global batch 4 x 6 steps / the window's summed mean Time (3..8)

@@ -93,6 +93,32 @@ def wait_campaign(cdir: Path, timeout: float = 300) -> dict[str, str]:
     return {r.key: r.status for r in manifest.load_manifest(cdir)}
 
 
+def submit_and_wait(tmp_path: Path, matrix_text: str, timeout: float = 300) -> tuple[Path, list]:
+    """Write the matrix, ``submit`` it to the test cluster through the CLI, wait for it: (logs folder, its runs)."""
+    import tomllib
+
+    from dlperf_slurm import manifest
+
+    name = tomllib.loads(matrix_text)["name"]
+    mx = tmp_path / f"{name}.toml"
+    mx.write_text(matrix_text)
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
+    assert p.returncode == 0, p.stdout + p.stderr
+    wait_campaign(logs / name, timeout)
+    return logs, manifest.load_manifest(logs / name)
+
+
+def collect_summary(logs: Path, name: str) -> dict:
+    """``collect`` a campaign through the CLI (no plots); its JSON summary."""
+    import json
+
+    out = logs.parent / "summaries"
+    p = cli("--logs", str(logs), "collect", name, "--no-plots", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads((out / f"{name}.json").read_text())
+
+
 def framework_on_cluster(name: str) -> tuple[Path | None, list]:
     """For a test that launches a real framework on the test cluster: the framework venv's python
     (``tests/frameworks/<name>.txt``) and the test module's marks, which skip it with the reason when the cluster
