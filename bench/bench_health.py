@@ -1,7 +1,8 @@
 """Cost of the health gate: the same built-in workload job with the gate and without it, side by side.
 
-Each round submits one job with ``[health] enabled = true`` and one with ``enabled = false`` (the same cell, the
-same window), one after the other, so machine drift hits both; it waits for each. Per job it reads the job
+Each round submits one job with ``[health] enabled = true``, one with ``enabled = false`` and one with the gate off
+and ``[measure] hang_timeout = 0`` (no hang watchdog, no heartbeat): the same cell, the same window, one after the
+other, so machine drift hits all three; it waits for each. Per job it reads the job
 script's own clock: from its provenance line (the script's start) to its exit marker's end, and for the gated job
 the gate's own ``seconds`` from its ``:::DLPERF health`` line. It prints the medians: seconds the gate adds per
 job, and that as a share of the job without it.
@@ -45,6 +46,7 @@ threads = 1
 repeats = 1
 warmup_steps = {warmup}
 measure_steps = {measure}
+hang_timeout = {hang}
 [slurm]
 time = "00:15:00"
 gpu_request = "none"
@@ -56,10 +58,11 @@ enabled = {enabled}
 """
 
 
-def one_job(root: Path, name: str, args: argparse.Namespace, enabled: bool) -> dict:
+def one_job(root: Path, name: str, args: argparse.Namespace, enabled: bool, watchdog: bool = True) -> dict:
     mx = root / f"{name}.toml"
     mx.write_text(MATRIX.format(name=name, devices=args.devices, warmup=args.warmup_steps, measure=args.measure_steps,
-                                enabled=str(enabled).lower(), tiny=str(not args.full).lower()))
+                                enabled=str(enabled).lower(), tiny=str(not args.full).lower(),
+                                hang=900 if watchdog else 0))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     p = subprocess.run([sys.executable, "-m", "dlperf_slurm", "--logs", str(root / "logs"), "submit", str(mx),
                         "--executor", args.executor, "--no-site", "--wait"], capture_output=True, text=True, env=env)
@@ -82,22 +85,28 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="the full-size ResNet-50, not the tiny one")
     args = ap.parse_args()
     args.devices = "2x1" if args.executor == "slurm" else "1x2"
-    on, off = [], []
+    on, off, bare = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-health-") as tmp:
         root = Path(tmp)
         for i in range(args.rounds):
             on.append(one_job(root, f"on{i}", args, True))
             off.append(one_job(root, f"off{i}", args, False))
+            bare.append(one_job(root, f"bare{i}", args, False, watchdog=False))
             print(f"round {i}: with the gate {on[-1]['wall']:.1f} s (gate {on[-1]['gate']:.2f} s, busbw "
-                  f"{on[-1]['busbw']:.3g} GB/s), without {off[-1]['wall']:.1f} s", flush=True)
+                  f"{on[-1]['busbw']:.3g} GB/s), without {off[-1]['wall']:.1f} s, without the gate and without "
+                  f"the watchdog + heartbeat {bare[-1]['wall']:.1f} s", flush=True)
     w_on = statistics.median(r["wall"] for r in on)
     w_off = statistics.median(r["wall"] for r in off)
     gate = statistics.median(r["gate"] for r in on)
+    w_bare = statistics.median(r["wall"] for r in bare)
     print(json.dumps({"executor": args.executor, "devices": args.devices, "rounds": args.rounds, "full": args.full,
                       "window": [args.warmup_steps, args.measure_steps]}))
     print(f"job wall time, median of {args.rounds}: with the gate {w_on:.1f} s, without {w_off:.1f} s: "
           f"{w_on - w_off:+.1f} s per job ({(w_on - w_off) / w_off:+.1%})")
     print(f"the gate's own time (its health line), median: {gate:.2f} s = {gate / w_off:.1%} of the job without it")
+    print(f"the watchdog + heartbeat (hang_timeout 900 vs 0, gate off): {w_off - w_bare:+.1f} s per job "
+          f"({(w_off - w_bare) / w_bare:+.1%}); gate, watchdog and heartbeat together: {w_on - w_bare:+.1f} s "
+          f"({(w_on - w_bare) / w_bare:+.1%})")
 
 
 if __name__ == "__main__":
