@@ -18,7 +18,6 @@ from dlperf_slurm.workloads import pyconfig
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = Path(__file__).parent / "fixtures" / "real" / "insightface"
-GOLDEN = Path(__file__).parent / "golden"
 OF, MX = suites.get("oneflow/insightface"), suites.get("mxnet/insightface")
 
 
@@ -173,14 +172,11 @@ def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["oneflow-insightface", "mxnet-insightface"])
-def test_golden_scripts(name, request):
+def test_golden_scripts(name, golden):
     m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
     run = matrix.runs(m, Path("logs") / m.name)[-1]
     text = render.render_run(m, run)
-    golden = GOLDEN / f"insightface_{name}.sbatch"
-    if request.config.getoption("--update-golden"):
-        golden.write_text(text)
-    assert text == golden.read_text(), f"{golden} differs (pytest --update-golden)"
+    golden(f"insightface_{name}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
 
 

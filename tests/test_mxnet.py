@@ -250,17 +250,13 @@ GOLDEN_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-def test_golden(case, tmp_path, request):
+def test_golden(case, tmp_path, golden):
     p = tmp_path / "m.toml"
     p.write_text(textwrap.dedent(GOLDEN_CASES[case]))
     m = matrix.load(p, site=False)
     run = matrix.runs(m, Path("logs") / m.name)[0]
     text = render.render_run(m, run)
-    golden = GOLDEN / f"{case}.sbatch"
-    if request.config.getoption("--update-golden"):
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden}: run pytest --update-golden"
-    assert text == golden.read_text(), f"{case}: rendered script differs from {golden} (pytest --update-golden)"
+    golden(f"{case}", text)
     check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 

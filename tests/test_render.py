@@ -452,16 +452,11 @@ def _matrix(tmp_path: Path, text: str, name: str = "m.toml") -> matrix.Matrix:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_golden(case, tmp_path, request):
+def test_golden(case, tmp_path, golden):
     m = _matrix(tmp_path, CASES[case])
     run = matrix.runs(m, Path("logs") / m.name)[0]
     text = render.render_run(m, run)
-    golden = GOLDEN / f"{case}.sbatch"
-    if request.config.getoption("--update-golden"):
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(text)
-    assert golden.is_file(), f"no golden file {golden}: run pytest --update-golden"
-    assert text == golden.read_text(), f"{case}: rendered script differs from {golden} (pytest --update-golden)"
+    golden(case, text)
     check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 

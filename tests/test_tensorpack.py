@@ -266,12 +266,9 @@ def test_matrix_plans_the_seed_campaign():
 
 
 @pytest.mark.parametrize("name", sorted(_GOLDEN_CELLS))
-def test_golden_scripts(name, request):
+def test_golden_scripts(name, golden):
     m = matrix.load(ROOT / "matrices" / "tensorpack-vs-tfcnn.toml", site=False)
     run = next(r for r in matrix.runs(m, Path("logs") / m.name) if r.cell.id == _GOLDEN_CELLS[name])
     text = render.render_run(m, run)
-    golden = GOLDEN / f"{name}.sbatch"
-    if request.config.getoption("--update-golden"):
-        golden.write_text(text)
-    assert text == golden.read_text(), f"{golden} differs (pytest --update-golden)"
+    golden(f"{name}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0

@@ -22,7 +22,6 @@ from dlperf_slurm.workloads import memwatch
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = Path(__file__).parent / "fixtures" / "real" / "wdl"
-GOLDEN = Path(__file__).parent / "golden"
 OF, HC = suites.get("oneflow/wdl"), suites.get("hugectr/wdl")
 
 
@@ -201,14 +200,11 @@ def test_memwatch_runs_the_program_and_reports(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["oneflow-wdl", "hugectr-wdl"])
-def test_golden_scripts(name, request):
+def test_golden_scripts(name, golden):
     m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
     run = matrix.runs(m, Path("logs") / m.name)[-1]  # the largest cell
     text = render.render_run(m, run)
-    golden = GOLDEN / f"wdl_{name}.sbatch"
-    if request.config.getoption("--update-golden"):
-        golden.write_text(text)
-    assert text == golden.read_text(), f"{golden} differs (pytest --update-golden)"
+    golden(f"wdl_{name}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
 
 
