@@ -153,6 +153,26 @@ def big_log(path: Path, mb: int, dense: bool = False) -> tuple[int, int]:
     return size, k
 
 
+def floors(trees, needles: tuple[str, ...]) -> tuple[float, float, int]:
+    """Where a cold parse's time goes, one process, no suite parser: (seconds to read() every log into memory,
+    seconds of the block reader alone — every log sieved for the lines holding ``needles`` or the Scanner's own,
+    which are decoded —, those lines)."""
+    from dlperf_slurm.parsing import blocks, lines as lp
+
+    files = [p for _, tree in trees for p in sorted(tree.rglob("*.log"))]
+    t = time.perf_counter()
+    for p in files:
+        with open(p, "rb") as f:
+            f.read()
+    t_read = time.perf_counter() - t
+    sv = blocks.sieve(needles + lp.SCANNER_NEEDLES, lp._OOM_WORDS)
+    t, n = time.perf_counter(), 0
+    for p in files:
+        for _ in blocks.BlockLines(p, sv, {}):
+            n += 1
+    return t_read, time.perf_counter() - t, n
+
+
 def collect_once(trees, out: Path, jobs, changed: list[Path] | None = None) -> dict:
     """One ``collect --from`` over every tree (its cache and writer state beside the summaries in ``out``)."""
     t0 = time.perf_counter()
@@ -212,6 +232,7 @@ def main() -> None:
             with open(p, "a") as f:
                 f.write("node0:1234:1250 [0] NCCL INFO comm 0x55d5c8 rank 0 nranks 8 - Destroy COMPLETE\n")
         after = collect_once(trees, out, args.jobs)
+        t_read, t_sieve, n_cand = floors(trees, tuple(pattern.split("|")))
         res = cold["res"]
         statuses: dict[str, int] = {}
         for r in res.runs:
@@ -228,6 +249,8 @@ def main() -> None:
         row("cat (all files, warm cache)", t_cat)
         row("grep -c -E (one process)", t_grep)
         row(f"grep -c -E (xargs -P {cpus})", t_grep1)
+        row("python read() of every log (one process)", t_read)
+        row("block reader alone (one process)", t_sieve, note=f"{n_cand} lines: the grep's words or the Scanner's")
         row("collect cold: find the runs", cold["gather"], None)
         row("collect cold: parse + cells", cold["parse"], note=f"{cold['read']} logs read")
         row("collect cold: write md/csv/json/png", cold["write"], None, f"{len(cold['written'])} files")
