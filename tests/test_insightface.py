@@ -129,9 +129,25 @@ def test_oneflow_flags_follow_dlperfs_script():
                  "--partial_fc=1", "--sample_ratio=0.1", "--num_nodes=1", "--use_fp16=False"):
         assert flag in rest
     assert "--log_dir={run_dir}/log" in rest  # the run's own folder
-    assert "node_ips" in OF.drop_reason(_cell(OF, 2, 8))
     assert OF.drop_reason(_cell(OF, 1, 1)) is None
     assert "num_classes" in OF.drop_reason(_cell(OF, 1, 1, num_classes=1.5))
+
+
+def test_oneflow_across_nodes_under_node_ips_with_the_addresses_in_the_config():
+    """insightface_train.py's --node_ips type evals each address (a SyntaxError for "10.0.0.1") and its parse_args
+    rejects --ctrl_port: pyconfig moves the launcher's --node_ips into default.node_ips and drops --ctrl_port."""
+    cell = _cell(OF, 2, 8, parallel="partial_fc")
+    assert OF.launcher == "node_ips" and OF.drop_reason(cell) is None
+    argv = OF.program(cell, Measure(repeats=1, warmup_steps=20, measure_steps=100), OF.options)
+    head = argv[:argv.index("--")]
+    for a, b in (("--list-arg", "node_ips=default.node_ips"), ("--drop-arg", "ctrl_port"),
+                 ("--per-node", "models_root")):
+        assert head[head.index(a) + 1] == b
+    rest = argv[argv.index("--") + 1:]
+    assert {"--num_nodes=2", "--device_num_per_node=8", "--train_batch_size=1024"} <= set(rest)
+    assert not any(a.startswith(("--node_ips", "--ctrl_port")) for a in rest)  # the launcher adds them
+    with pytest.raises(SyntaxError):  # why: the program's own str2list on an address
+        [float(y) if type(eval(y)) == float else int(y) for y in "10.0.0.1".split(",")]
 
 
 def test_mxnet_programs_per_parallel_mode():
@@ -147,7 +163,21 @@ def test_mxnet_programs_per_parallel_mode():
     assert ["--after", "generate_config"] == pfc[5:7] and "config.num_classes=12000000" in pfc
     assert MX.drop_reason(pfc_cell) is None and MX.environment(pfc_cell, MX.options)["HOROVOD_CACHE_CAPACITY"] == "1024"
     assert "horovodrun" in MX.drop_reason(_cell(MX, 1, 8, parallel="partial_fc"))
-    assert "dmlc" in MX.drop_reason(_cell(MX, 2, 8, parallel="model"))
+    assert "--kvstore" not in data  # one node: the program's own "device" kvstore, as DLPerf ran it
+
+
+def test_mxnet_train_py_across_nodes_under_dmlc_and_train_parall_on_one_node():
+    m = Measure(repeats=1, warmup_steps=20, measure_steps=100)
+    cell = _cell(MX, 2, 8, launcher="dmlc", parallel="data")
+    assert MX.drop_reason(cell) is None
+    argv = MX.program(cell, m, MX.options)
+    rest = argv[argv.index("--") + 1:]
+    assert rest[0].endswith("/train.py") and rest[rest.index("--kvstore") + 1] == "dist_device_sync"
+    assert argv[argv.index("--per-node") + 1] == "models-root"
+    assert "dmlc" in MX.drop_reason(_cell(MX, 2, 8, parallel="data"))  # tf_config cannot join the nodes
+    for c in (_cell(MX, 2, 8, launcher="dmlc", parallel="model"), _cell(MX, 1, 8, launcher="dmlc", parallel="model")):
+        assert "parall_module_dist" in MX.drop_reason(c)
+    assert "dist kvstore" in MX.option_error("kvstore", "device") and MX.option_error("kvstore", "dist_sync") is None
 
 
 def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
@@ -171,12 +201,34 @@ def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
     assert pyconfig.literal("0.1") == 0.1 and pyconfig.literal("emore") == "emore"
 
 
-@pytest.mark.parametrize("name", ["oneflow-insightface", "mxnet-insightface"])
-def test_golden_scripts(name, golden):
+def test_pyconfig_takes_launcher_flags_off_the_command_line(tmp_path):
+    """What the node_ips launcher appends, as insightface_train.py needs it: the addresses into the config, the
+    control port dropped, the models root one folder per node (SLURM_NODEID)."""
+    (tmp_path / "cfg.py").write_text("class D(dict):\n    __getattr__ = dict.__getitem__\n"
+                                     "default = D(node_ips=['192.168.1.13'])\n")
+    (tmp_path / "train.py").write_text("import sys\nfrom cfg import default\nprint(default.node_ips, sys.argv[1:])\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "SLURM_NODEID": "1"}
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.workloads.pyconfig", "--module", "cfg",
+                        "--list-arg", "node_ips=default.node_ips", "--drop-arg", "ctrl_port",
+                        "--per-node", "models_root", "--", str(tmp_path / "train.py"), "--num_nodes=2",
+                        "--models_root=/r/models", "--node_ips=10.0.0.1,10.0.0.2", "--ctrl_port=29511"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "['10.0.0.1', '10.0.0.2'] ['--num_nodes=2', '--models_root=/r/models/node1']"
+    assert "--ctrl_port=29511 taken off" in p.stdout
+    assert pyconfig.take_arg(["--a", "1", "--b=2", "--a=3"], "a") == (["--b=2"], "3")
+
+
+@pytest.mark.parametrize("name, cell, suffix", [
+    ("oneflow-insightface", "insightface.oneflow.1x8.b64.fp32.xla0.parallel-partial_fc", ""),
+    ("oneflow-insightface", "insightface.oneflow.2x8.b64.fp32.xla0.parallel-partial_fc", "_2x8"),
+    ("mxnet-insightface", "insightface.mxnet.4x8.b64.fp32.xla0.launcher-horovodrun.parallel-partial_fc", ""),
+    ("mxnet-insightface", "insightface.mxnet.2x8.b64.fp32.xla0.launcher-dmlc.parallel-data", "_2x8_dmlc")])
+def test_golden_scripts(name, cell, suffix, golden):
     m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
-    run = matrix.runs(m, Path("logs") / m.name)[-1]
+    run = [r for r in matrix.runs(m, Path("logs") / m.name) if r.cell.id == cell][-1]  # its last repeat
     text = render.render_run(m, run)
-    golden(f"insightface_{name}", text)
+    golden(f"insightface_{name}{suffix}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
 
 
