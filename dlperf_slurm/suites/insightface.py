@@ -131,8 +131,8 @@ class MXNetFace(_Face):
     axis_defaults = {**_Face.axis_defaults, "num_classes": 85742}
     options = {"python": "python3", "workdir": "/workspace/insightface/recognition/arcface_mxnet",
                "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
-               "config_module": "config", "dataset": "emore", "loss": "arcface", "frequent": 20,
-               "kvstore": "dist_device_sync"}
+               "script": "train.py", "parall_script": "train_parall.py", "config_module": "config",
+               "dataset": "emore", "loss": "arcface", "frequent": 20, "kvstore": "dist_device_sync"}
 
     def option_error(self, name: str, value: Any) -> str | None:
         if name == "kvstore" and not str(value).startswith("dist_"):
@@ -165,7 +165,7 @@ class MXNetFace(_Face):
                     "--set", f"config.batch_size={cell.batch_size}", "--set", f"config.max_update={steps}", "--",
                     f"{options['partial_fc_workdir']}/train_memory.py", f"--dataset={options['dataset']}",
                     f"--network={net}", f"--loss={options['loss']}", f"--models-root={RUN_DIR}/models"]
-        script = "train_parall.py" if par == "model" else "train.py"
+        script = options["parall_script"] if par == "model" else options["script"]
         dmlc = cell.launcher == "dmlc"  # train.py, a worker per node: a models root each (shared run folder)
         argv = self.config_args(cell, options, [f"config.max_steps={steps}"],
                                 ("--per-node", "models-root") if dmlc else ())
