@@ -243,3 +243,44 @@ def test_dlperfs_max_num_classes_table_transcribed():
     table = {(int(r[0]), int(r[1])): (int(r[6]), int(r[7])) for r in rows}
     assert all(r[2] == "64" and r[3:6] == ["True", "True", "True"] for r in rows)
     assert table == {(1, 1): (2_000_000, 1_800_000), (1, 8): (13_500_000, 12_000_000)}
+
+
+@pytest.mark.parametrize("suite, column, extra", [
+    ("oneflow/insightface", 6, 'precision = ["amp"]'),  # DLPerf's runs: FP16, model parallel + partial FC
+    ("mxnet/insightface", 7, 'precision = ["fp32"]\nlauncher = ["horovodrun"]')])  # this suite has no fp16
+def test_search_num_classes_renders_each_probe_with_its_num_classes(tmp_path, suite, column, extra):
+    """``search --axis num_classes`` at render level (DLPerf's "Max num_classes" table): every probe cell's script
+    sets the FC width it probes in the config, and a probe that runs out of memory above DLPerf's published value
+    (the fixture's table) makes the search land on that value."""
+    import dataclasses
+
+    from dlperf_slurm import search
+
+    rows = [[x.strip() for x in line.strip().strip("|").split("|")]
+            for line in (REAL / "dlperf_insightface_report_v1_max_num_classes.md").read_text().splitlines()
+            if line.startswith("| 1 ")]
+    published = {f"{r[0]}x{r[1]}": int(r[column]) for r in rows}
+    (tmp_path / "m.toml").write_text(f'suite = "{suite}"\nname = "maxc"\n[axes]\ndevices = {list(published)!r}\n'
+                                     f'batch_size = [64]\nparallel = ["partial_fc"]\n{extra}\n'.replace("'", '"'))
+    m = matrix.load(tmp_path / "m.toml", site=False)
+    key = "dataset.emore.num_classes" if suite.startswith("oneflow") else "config.num_classes"
+    seen: list[tuple[str, int]] = []
+
+    def probe(cells, measure):
+        pm = dataclasses.replace(m, cells=cells, dropped=[], measure=measure)
+        out = {}
+        for run in matrix.runs(pm, Path("logs") / pm.name):
+            text = render.render_run(pm, run)
+            (value,) = {int(v) for v in re.findall(rf"--set {re.escape(key)}=(\d+)", text)}
+            assert value == run.cell.param("num_classes", suites.get(suite).axis_defaults["num_classes"])
+            shape = f"{run.cell.nodes}x{run.cell.gpus_per_node}"
+            seen.append((shape, value))
+            out[run.cell.id] = Status.OK if value <= published[shape] else Status.OOM
+        return out
+
+    found = search.run_search(m, "num_classes", tmp_path, probe, 100_000, 25_600_000, 100_000, (2, 3),
+                              out=lambda s: None)
+    assert {s.key.split(".")[2]: s.ok for s in found} == published
+    assert all(s.oom == s.ok + 100_000 for s in found)
+    assert {shape for shape, _ in seen} == set(published) and len(seen) == sum(len(s.probes) for s in found)
+    assert all(len(s.probes) <= search.bound(100_000, 25_600_000, 100_000) for s in found)
