@@ -293,6 +293,27 @@ def test_megatron_deepspeed_unwrapped_line_samples_per_second_and_tflops():
     assert x["engine_max_mem_allocated_gib"] == 19.52
 
 
+def test_bigscience_fork_elapsed_time_in_seconds():
+    """bigscience-workshop's Megatron-DeepSpeed (BLOOM-176B, real lines behind torchrun's [default7] label) prints
+    the iteration time in seconds, "(s): 106.46": the clock takes it as seconds, and its own figures are read."""
+    name = "bigscience_bloom176b_seconds.excerpt.log"
+    rows = [(int(i), float(sec), int(gb), float(sps), float(t)) for i, sec, gb, sps, t in _fields(
+        name, r"iteration\s+(\d+)/.*?iteration \(s\): (\S+) \|.*global batch size:\s+(\d+) \|"
+              r".*samples per second: (\S+) \| TFLOPs: (\S+) \|$")]
+    first, window = rows[0][0], rows[1:]
+    res = _parse(DS, name, nodes=48, gpus=8, bs=2, warmup=first, measure=len(window), precision="bf16")
+    assert res.status == Status.OK, res.reason
+    seconds = sum(sec for _, sec, _, _, _ in window)
+    assert res.extra["window"]["seconds"] == pytest.approx(seconds)
+    assert res.throughput == pytest.approx(sum(gb for _, _, gb, _, _ in window) / seconds)
+    assert res.latency_ms == pytest.approx(1000 * seconds / len(window))
+    assert res.extra["reported_samples_per_s_mean"] == pytest.approx(sum(r[3] for r in window) / len(window))
+    assert res.extra["reported_tflops_per_gpu_mean"] == pytest.approx(sum(r[4] for r in window) / len(window))
+    # the printed samples/s is the global batch over the printed seconds (to their 2 decimals)
+    assert all(sps == pytest.approx(gb / sec, rel=2e-3) for _, sec, gb, sps, _ in rows)
+    assert res.loss_finite is True  # a loss spike (5.10), not a NaN
+
+
 def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     """The job's provenance line (written by every job script: nvidia-smi's GPUs, the launch command) gives the peak
     and, with no arguments dump in the log, the model's size: cells turns flops_per_sample and peak_tflops_per_gpu
