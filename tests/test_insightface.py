@@ -101,6 +101,29 @@ def test_a_log_that_stops_early_is_incomplete_and_oom_reads_oom():
     assert _parse(OF, oom, ParseContext(1, 8, 64, 20, 100)).status == Status.OOM
 
 
+def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
+    """The real 2-node dmlc run (tests/test_insightface_slurm.py): both workers print MXNet's Speedometer lines, each
+    its own node's samples/s; the first node's (srun label 0) are read, x nodes, never mixed with node 1's."""
+    text = (REAL / "arcface_mxnet_dmlc_2x1_tiny_cpu_srun_label.log").read_text()
+    speeds = {label: [float(v) for v in re.findall(rf"^{label}: INFO:root:Epoch\[0\] Batch \[\d+-(?:[3-8])\]\t"
+                                                    r"Speed: (\S+) samples/sec", text, re.M)] for label in (0, 1)}
+    assert len(speeds[0]) == len(speeds[1]) == 6 and speeds[0] != speeds[1]
+    res = _parse(MX, text, ParseContext(2, 1, 2, 2, 6))
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx(2 * sum(speeds[0]) / 6)
+    assert res.extra["ranks_seen"] == 2 and res.extra["formats"] == ["arcface-mxnet"]
+
+
+def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
+    text = (REAL / "oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log").read_text()
+    tput = [float(v) for i, v in re.findall(r"^0: train: iter (\d+), loss \S+, throughput: (\S+)$", text, re.M)
+            if 2 <= int(i) <= 7]
+    res = _parse(OF, text, ParseContext(2, 1, 2, 2, 6))
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx(sum(tput) / 6) and res.extra["formats"] == ["oneflow_face"]
+    assert res.loss_finite is True
+
+
 @pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
 @pytest.mark.parametrize("suite", [OF, MX], ids=["oneflow", "mxnet"])
 def test_block_path_reads_like_the_line_loop(suite, path):
