@@ -146,8 +146,8 @@ class MXNetFace(_Face):
         if not pfc and cell.launcher == "horovodrun":
             return f"{self.name}: ArcFace train.py / train_parall.py start one process per node, not per GPU"
         if cell.param("parallel", "model") == "model" and (cell.nodes > 1 or cell.launcher == "dmlc"):
-            return (f"{self.name}: train_parall.py (model parallel) runs on one node: with DMLC_NUM_WORKER > 1 it "
-                    "imports parall_module_dist, which deepinsight/insightface never shipped")
+            return (f"{self.name}: train_parall.py (model parallel) runs on one node, under tf_config: with "
+                    "DMLC_NUM_WORKER > 1 it imports parall_module_dist, which deepinsight/insightface never shipped")
         if not pfc and cell.nodes > 1 and cell.launcher != "dmlc":
             return (f"{self.name}: train.py across nodes joins through MXNet's kvstore: launcher = \"dmlc\" "
                     "(one worker per node, --kvstore dist_device_sync)")
