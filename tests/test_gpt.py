@@ -267,6 +267,53 @@ def test_megatron_deepspeed_line_from_the_last_rank_memory_lines_and_an_oom_kill
     assert res.extra["ranks_seen"] == 3
 
 
+def test_megatron_deepspeed_unwrapped_line_samples_per_second_and_tflops():
+    """Megatron-DeepSpeed's own figures on a real unwrapped iteration line (argonne-lcf ALCF/README.md), beside the
+    DeepSpeed engine's timer lines: its "samples per second" and "TFLOPs" (per GPU) are read in the window, and the
+    interval's clock (its elapsed ms) gives the same samples/s as the program printed."""
+    name = "megatron_deepspeed_alcf_tgs.excerpt.log"
+    rows = _fields(name, r"^iteration\s+(\d+)/.*?\(ms\): (\S+) \|.*global batch size:\s+(\d+) \|.*actual seqlen:\s+(\d+) "
+                         r"\|.*samples per second: (\S+) \| tokens per gpu per second \(tgs\): (\S+) \| TFLOPs: (\S+) \|$")
+    assert [int(r[0]) for r in rows] == [199, 200]
+    it, ms, gb, seq, sps, tgs, tflops = rows[1]
+    world = round(float(sps) * int(seq) / float(tgs))  # the line's own tokens per GPU per second give the GPUs
+    res = _parse(DS, name, nodes=world // 4, gpus=4, bs=8, warmup=199, measure=1)
+    assert res.status == Status.OK, res.reason
+    x = res.extra
+    assert x["format"] == "megatron" and x["window"]["steps"] == 1
+    assert x["reported_samples_per_s_mean"] == float(sps) and x["reported_tflops_per_gpu_mean"] == float(tflops)
+    assert res.throughput == pytest.approx(int(gb) / (float(ms) / 1000)) == pytest.approx(float(sps), rel=1e-4)
+    assert x["flops_per_sample"] == pytest.approx(float(tflops) * 1e12 * world / float(sps))
+    # the program's TFLOPs agree with the paper's formula for its model (32 x 4096, seq 4096, full recomputation)
+    # with the Llama tokenizer's 32000 tokens (ALCF's train_llama_alcf_*.sh): a check of the GPUs, not a figure
+    assert x["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(int(seq), 32, 4096, 32000, True), rel=1e-3)
+    # the DeepSpeed engine's own figure of the same step (its running mean) is kept beside it, not mixed in
+    engine = {int(st): float(v) for st, v in _fields(name, r"global_step=(\d+), RunningAvgSamplesPerSec=(\S+),")}
+    assert x["deepspeed_reported_samples_per_s_mean"] == engine[200]
+    assert x["engine_max_mem_allocated_gib"] == 19.52
+
+
+def test_bigscience_fork_elapsed_time_in_seconds():
+    """bigscience-workshop's Megatron-DeepSpeed (BLOOM-176B, real lines behind torchrun's [default7] label) prints
+    the iteration time in seconds, "(s): 106.46": the clock takes it as seconds, and its own figures are read."""
+    name = "bigscience_bloom176b_seconds.excerpt.log"
+    rows = [(int(i), float(sec), int(gb), float(sps), float(t)) for i, sec, gb, sps, t in _fields(
+        name, r"iteration\s+(\d+)/.*?iteration \(s\): (\S+) \|.*global batch size:\s+(\d+) \|"
+              r".*samples per second: (\S+) \| TFLOPs: (\S+) \|$")]
+    first, window = rows[0][0], rows[1:]
+    res = _parse(DS, name, nodes=48, gpus=8, bs=2, warmup=first, measure=len(window), precision="bf16")
+    assert res.status == Status.OK, res.reason
+    seconds = sum(sec for _, sec, _, _, _ in window)
+    assert res.extra["window"]["seconds"] == pytest.approx(seconds)
+    assert res.throughput == pytest.approx(sum(gb for _, _, gb, _, _ in window) / seconds)
+    assert res.latency_ms == pytest.approx(1000 * seconds / len(window))
+    assert res.extra["reported_samples_per_s_mean"] == pytest.approx(sum(r[3] for r in window) / len(window))
+    assert res.extra["reported_tflops_per_gpu_mean"] == pytest.approx(sum(r[4] for r in window) / len(window))
+    # the printed samples/s is the global batch over the printed seconds (to their 2 decimals)
+    assert all(sps == pytest.approx(gb / sec, rel=2e-3) for _, sec, gb, sps, _ in rows)
+    assert res.loss_finite is True  # a loss spike (5.10), not a NaN
+
+
 def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     """The job's provenance line (written by every job script: nvidia-smi's GPUs, the launch command) gives the peak
     and, with no arguments dump in the log, the model's size: cells turns flops_per_sample and peak_tflops_per_gpu

@@ -101,6 +101,29 @@ def test_a_log_that_stops_early_is_incomplete_and_oom_reads_oom():
     assert _parse(OF, oom, ParseContext(1, 8, 64, 20, 100)).status == Status.OOM
 
 
+def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
+    """The real 2-node dmlc run (tests/test_insightface_slurm.py): both workers print MXNet's Speedometer lines, each
+    its own node's samples/s; the first node's (srun label 0) are read, x nodes, never mixed with node 1's."""
+    text = (REAL / "arcface_mxnet_dmlc_2x1_tiny_cpu_srun_label.log").read_text()
+    speeds = {label: [float(v) for v in re.findall(rf"^{label}: INFO:root:Epoch\[0\] Batch \[\d+-(?:[3-8])\]\t"
+                                                    r"Speed: (\S+) samples/sec", text, re.M)] for label in (0, 1)}
+    assert len(speeds[0]) == len(speeds[1]) == 6 and speeds[0] != speeds[1]
+    res = _parse(MX, text, ParseContext(2, 1, 2, 2, 6))
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx(2 * sum(speeds[0]) / 6)
+    assert res.extra["ranks_seen"] == 2 and res.extra["formats"] == ["arcface-mxnet"]
+
+
+def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
+    text = (REAL / "oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log").read_text()
+    tput = [float(v) for i, v in re.findall(r"^0: train: iter (\d+), loss \S+, throughput: (\S+)$", text, re.M)
+            if 2 <= int(i) <= 7]
+    res = _parse(OF, text, ParseContext(2, 1, 2, 2, 6))
+    assert res.status == Status.OK, res.reason
+    assert res.throughput_speed == pytest.approx(sum(tput) / 6) and res.extra["formats"] == ["oneflow_face"]
+    assert res.loss_finite is True
+
+
 @pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
 @pytest.mark.parametrize("suite", [OF, MX], ids=["oneflow", "mxnet"])
 def test_block_path_reads_like_the_line_loop(suite, path):
@@ -129,9 +152,25 @@ def test_oneflow_flags_follow_dlperfs_script():
                  "--partial_fc=1", "--sample_ratio=0.1", "--num_nodes=1", "--use_fp16=False"):
         assert flag in rest
     assert "--log_dir={run_dir}/log" in rest  # the run's own folder
-    assert "node_ips" in OF.drop_reason(_cell(OF, 2, 8))
     assert OF.drop_reason(_cell(OF, 1, 1)) is None
     assert "num_classes" in OF.drop_reason(_cell(OF, 1, 1, num_classes=1.5))
+
+
+def test_oneflow_across_nodes_under_node_ips_with_the_addresses_in_the_config():
+    """insightface_train.py's --node_ips type evals each address (a SyntaxError for "10.0.0.1") and its parse_args
+    rejects --ctrl_port: pyconfig moves the launcher's --node_ips into default.node_ips and drops --ctrl_port."""
+    cell = _cell(OF, 2, 8, parallel="partial_fc")
+    assert OF.launcher == "node_ips" and OF.drop_reason(cell) is None
+    argv = OF.program(cell, Measure(repeats=1, warmup_steps=20, measure_steps=100), OF.options)
+    head = argv[:argv.index("--")]
+    for a, b in (("--list-arg", "node_ips=default.node_ips"), ("--drop-arg", "ctrl_port"),
+                 ("--per-node", "models_root")):
+        assert head[head.index(a) + 1] == b
+    rest = argv[argv.index("--") + 1:]
+    assert {"--num_nodes=2", "--device_num_per_node=8", "--train_batch_size=1024"} <= set(rest)
+    assert not any(a.startswith(("--node_ips", "--ctrl_port")) for a in rest)  # the launcher adds them
+    with pytest.raises(SyntaxError):  # why: the program's own str2list on an address
+        [float(y) if type(eval(y)) == float else int(y) for y in "10.0.0.1".split(",")]
 
 
 def test_mxnet_programs_per_parallel_mode():
@@ -147,7 +186,21 @@ def test_mxnet_programs_per_parallel_mode():
     assert ["--after", "generate_config"] == pfc[5:7] and "config.num_classes=12000000" in pfc
     assert MX.drop_reason(pfc_cell) is None and MX.environment(pfc_cell, MX.options)["HOROVOD_CACHE_CAPACITY"] == "1024"
     assert "horovodrun" in MX.drop_reason(_cell(MX, 1, 8, parallel="partial_fc"))
-    assert "dmlc" in MX.drop_reason(_cell(MX, 2, 8, parallel="model"))
+    assert "--kvstore" not in data  # one node: the program's own "device" kvstore, as DLPerf ran it
+
+
+def test_mxnet_train_py_across_nodes_under_dmlc_and_train_parall_on_one_node():
+    m = Measure(repeats=1, warmup_steps=20, measure_steps=100)
+    cell = _cell(MX, 2, 8, launcher="dmlc", parallel="data")
+    assert MX.drop_reason(cell) is None
+    argv = MX.program(cell, m, MX.options)
+    rest = argv[argv.index("--") + 1:]
+    assert rest[0].endswith("/train.py") and rest[rest.index("--kvstore") + 1] == "dist_device_sync"
+    assert argv[argv.index("--per-node") + 1] == "models-root"
+    assert "dmlc" in MX.drop_reason(_cell(MX, 2, 8, parallel="data"))  # tf_config cannot join the nodes
+    for c in (_cell(MX, 2, 8, launcher="dmlc", parallel="model"), _cell(MX, 1, 8, launcher="dmlc", parallel="model")):
+        assert "parall_module_dist" in MX.drop_reason(c)
+    assert "dist kvstore" in MX.option_error("kvstore", "device") and MX.option_error("kvstore", "dist_sync") is None
 
 
 def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
@@ -171,12 +224,34 @@ def test_pyconfig_changes_the_config_the_script_imports(tmp_path):
     assert pyconfig.literal("0.1") == 0.1 and pyconfig.literal("emore") == "emore"
 
 
-@pytest.mark.parametrize("name", ["oneflow-insightface", "mxnet-insightface"])
-def test_golden_scripts(name, golden):
+def test_pyconfig_takes_launcher_flags_off_the_command_line(tmp_path):
+    """What the node_ips launcher appends, as insightface_train.py needs it: the addresses into the config, the
+    control port dropped, the models root one folder per node (SLURM_NODEID)."""
+    (tmp_path / "cfg.py").write_text("class D(dict):\n    __getattr__ = dict.__getitem__\n"
+                                     "default = D(node_ips=['192.168.1.13'])\n")
+    (tmp_path / "train.py").write_text("import sys\nfrom cfg import default\nprint(default.node_ips, sys.argv[1:])\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "SLURM_NODEID": "1"}
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.workloads.pyconfig", "--module", "cfg",
+                        "--list-arg", "node_ips=default.node_ips", "--drop-arg", "ctrl_port",
+                        "--per-node", "models_root", "--", str(tmp_path / "train.py"), "--num_nodes=2",
+                        "--models_root=/r/models", "--node_ips=10.0.0.1,10.0.0.2", "--ctrl_port=29511"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "['10.0.0.1', '10.0.0.2'] ['--num_nodes=2', '--models_root=/r/models/node1']"
+    assert "--ctrl_port=29511 taken off" in p.stdout
+    assert pyconfig.take_arg(["--a", "1", "--b=2", "--a=3"], "a") == (["--b=2"], "3")
+
+
+@pytest.mark.parametrize("name, cell, suffix", [
+    ("oneflow-insightface", "insightface.oneflow.1x8.b64.fp32.xla0.parallel-partial_fc", ""),
+    ("oneflow-insightface", "insightface.oneflow.2x8.b64.fp32.xla0.parallel-partial_fc", "_2x8"),
+    ("mxnet-insightface", "insightface.mxnet.4x8.b64.fp32.xla0.launcher-horovodrun.parallel-partial_fc", ""),
+    ("mxnet-insightface", "insightface.mxnet.2x8.b64.fp32.xla0.launcher-dmlc.parallel-data", "_2x8_dmlc")])
+def test_golden_scripts(name, cell, suffix, golden):
     m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
-    run = matrix.runs(m, Path("logs") / m.name)[-1]
+    run = [r for r in matrix.runs(m, Path("logs") / m.name) if r.cell.id == cell][-1]  # its last repeat
     text = render.render_run(m, run)
-    golden(f"insightface_{name}", text)
+    golden(f"insightface_{name}{suffix}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
 
 
@@ -191,3 +266,44 @@ def test_dlperfs_max_num_classes_table_transcribed():
     table = {(int(r[0]), int(r[1])): (int(r[6]), int(r[7])) for r in rows}
     assert all(r[2] == "64" and r[3:6] == ["True", "True", "True"] for r in rows)
     assert table == {(1, 1): (2_000_000, 1_800_000), (1, 8): (13_500_000, 12_000_000)}
+
+
+@pytest.mark.parametrize("suite, column, extra", [
+    ("oneflow/insightface", 6, 'precision = ["amp"]'),  # DLPerf's runs: FP16, model parallel + partial FC
+    ("mxnet/insightface", 7, 'precision = ["fp32"]\nlauncher = ["horovodrun"]')])  # this suite has no fp16
+def test_search_num_classes_renders_each_probe_with_its_num_classes(tmp_path, suite, column, extra):
+    """``search --axis num_classes`` at render level (DLPerf's "Max num_classes" table): every probe cell's script
+    sets the FC width it probes in the config, and a probe that runs out of memory above DLPerf's published value
+    (the fixture's table) makes the search land on that value."""
+    import dataclasses
+
+    from dlperf_slurm import search
+
+    rows = [[x.strip() for x in line.strip().strip("|").split("|")]
+            for line in (REAL / "dlperf_insightface_report_v1_max_num_classes.md").read_text().splitlines()
+            if line.startswith("| 1 ")]
+    published = {f"{r[0]}x{r[1]}": int(r[column]) for r in rows}
+    (tmp_path / "m.toml").write_text(f'suite = "{suite}"\nname = "maxc"\n[axes]\ndevices = {list(published)!r}\n'
+                                     f'batch_size = [64]\nparallel = ["partial_fc"]\n{extra}\n'.replace("'", '"'))
+    m = matrix.load(tmp_path / "m.toml", site=False)
+    key = "dataset.emore.num_classes" if suite.startswith("oneflow") else "config.num_classes"
+    seen: list[tuple[str, int]] = []
+
+    def probe(cells, measure):
+        pm = dataclasses.replace(m, cells=cells, dropped=[], measure=measure)
+        out = {}
+        for run in matrix.runs(pm, Path("logs") / pm.name):
+            text = render.render_run(pm, run)
+            (value,) = {int(v) for v in re.findall(rf"--set {re.escape(key)}=(\d+)", text)}
+            assert value == run.cell.param("num_classes", suites.get(suite).axis_defaults["num_classes"])
+            shape = f"{run.cell.nodes}x{run.cell.gpus_per_node}"
+            seen.append((shape, value))
+            out[run.cell.id] = Status.OK if value <= published[shape] else Status.OOM
+        return out
+
+    found = search.run_search(m, "num_classes", tmp_path, probe, 100_000, 25_600_000, 100_000, (2, 3),
+                              out=lambda s: None)
+    assert {s.key.split(".")[2]: s.ok for s in found} == published
+    assert all(s.oom == s.ok + 100_000 for s in found)
+    assert {shape for shape, _ in seen} == set(published) and len(seen) == sum(len(s.probes) for s in found)
+    assert all(len(s.probes) <= search.bound(100_000, 25_600_000, 100_000) for s in found)

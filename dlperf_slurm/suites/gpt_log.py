@@ -14,7 +14,8 @@ prints its iteration line on the *last* rank, ``print_rank_last``):
   (the stamp and the TFLOP/s field only in 2024+ builds; ``lm loss`` is missing while fp16 loss scaling skips every
   iteration of the interval). Megatron-DeepSpeed adds ``samples per second: X | ... | TFLOPs: Y |``; GPT-NeoX
   (DeepSpeed's issue threads) prints ``samples/sec: X | iteration N/ M | ... | approx flops per GPU: 112.9TFLOPS |
-  lm_loss: ...`` with the unit glued on. The interval's ``elapsed time per iteration (ms)`` is timed with a barrier
+  lm_loss: ...`` with the unit glued on; bigscience-workshop's fork (BLOOM) prints ``elapsed time per iteration
+  (s): 105.22``. The interval's ``elapsed time per iteration`` is timed with a barrier
   over the whole interval: the clock is the sum of those intervals; the speed is the line's global batch over it
   (or the program's own ``samples per second``).
 - The DeepSpeed engine's ``ThroughputTimer`` (``deepspeed/utils/timer.py``), every ``steps_per_print`` steps and only
@@ -60,7 +61,7 @@ _NUM = lp.NUM
 _F = r"(" + _NUM + r")"
 # ---- Megatron family
 _MEG_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
-_MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*" + _F)
+_MEG_MS = re.compile(r"elapsed time per iteration \((ms|s)\):\s*" + _F)  # (s): bigscience's fork
 _MEG_GB = re.compile(r"global batch size:\s*(\d+)")
 _MEG_LOSS = re.compile(r"\blm[ _]loss:\s*" + _F)
 _MEG_SKIP = re.compile(r"number of skipped iterations:\s*(\d+)")
@@ -145,7 +146,7 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
             return lp.FRAGMENT  # the record ends with " |": a line cut by buffering is glued with its tail first
         k, step = kinds["megatron"], int(m.group(1))
         span = step - k.prev if step > k.prev else 1
-        sec = (lp.to_float(ms.group(1)) or 0.0) / 1000.0
+        sec = (lp.to_float(ms.group(2)) or 0.0) / (1000.0 if ms.group(1) == "ms" else 1.0)
         gbm, sps, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
         gb = float(gbm.group(1)) if gbm else (lp.to_float(sps.group(1)) * sec if sps and sec > 0 else None)
         loss_m, nan_m, skip_m = _MEG_LOSS.search(text), _MEG_NAN.search(text), _MEG_SKIP.search(text)

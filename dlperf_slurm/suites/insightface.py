@@ -8,18 +8,29 @@ flavour: speed (DLPerf's extractors average the printed speeds).
 
 Programs, with DLPerf's flags:
 - ``oneflow/insightface``: oneflow_face ``insightface_train.py`` (deepinsight/insightface 79aacd2,
-  recognition/oneflow_face), one process per node driving its GPUs (``--device_num_per_node``).
+  recognition/oneflow_face; Oneflow-Inc/oneflow_face), one process per node driving its GPUs
+  (``--device_num_per_node``).
 - ``mxnet/insightface``: ArcFace ``train.py`` (data parallel) / ``train_parall.py`` (model parallel), one process
   per node over ``CUDA_VISIBLE_DEVICES`` (Slurm sets it), and Partial FC ``train_memory.py`` under ``horovodrun``
   (one rank per GPU).
-The settings DLPerf changed with ``sed`` in the programs' ``config.py`` (num_classes, data parts, max_steps) are set
-by ``python -m dlperf_slurm.workloads.pyconfig`` before the script runs: no file is edited or written.
+The settings DLPerf changed with ``sed`` in the programs' ``config.py`` (num_classes, data parts, max_steps, the
+nodes' addresses) are set by ``python -m dlperf_slurm.workloads.pyconfig`` before the script runs: no file is edited.
 
-Launch: the one-process-per-node programs run under ``tf_config`` (the registry's launcher that starts one plain
-process per node; the TF_CONFIG it exports is ignored), on one node only: across nodes oneflow_face wants
-``--node_ips`` and ArcFace's kvstore a dmlc scheduler, launchers this branch does not have (``node_ips`` and
-``dmlc`` are being added elsewhere), so those cells are dropped with that reason. Partial FC runs anywhere
-``horovodrun`` does.
+Launch across nodes:
+- oneflow_face: the ``node_ips`` launcher, on one node too (its only launcher): one process per node, the nodes'
+  addresses from the allocation. insightface_train.py cannot take them as the launcher gives them: its
+  ``--node_ips`` type (``str2list``) ``eval``s each address (a SyntaxError) and its strict ``parse_args`` rejects
+  ``--ctrl_port`` (the port is fixed in the program, ``flow.env.ctrl_port(12138)``: two such jobs must not share a
+  node, hence ``exclusive``). So pyconfig takes ``--node_ips`` off the command line into ``default.node_ips`` (what
+  DLPerf's run_multi_nodes.sh wrote into sample_config.py) and drops ``--ctrl_port``. ``--models_root`` gets a
+  ``node<N>`` folder per node: the program asserts its models root is empty, and the nodes share the run's folder.
+- ArcFace MXNet ``train.py``: the ``dmlc`` launcher (MXNet's kvstore over ps-lite: one worker per node, scheduler
+  and server on the first node) with ``--kvstore dist_device_sync`` (option ``kvstore``; the program's default
+  ``device`` is one node's); every worker prints its own node's Speedometer line, the first node's are read
+  (x nodes, as DLPerf's extractor). ``train_parall.py`` stays on one node: with ``DMLC_NUM_WORKER`` > 1 it imports
+  ``parall_module_dist``, which deepinsight/insightface never shipped (DLPerf's ArcFace README: no multi-node code
+  upstream, one node tested). One node runs under ``tf_config`` (a plain process per node; the TF_CONFIG it exports
+  is ignored), as DLPerf ran it with the ``device`` kvstore. Partial FC runs anywhere ``horovodrun`` does.
 
 Validation (lfw / cfp_fp / agedb_30) runs inside training and prints between two speed lines; the speed line after
 it covers the validation's time too. Such an interval is left out whole (its steps and its seconds), and the
@@ -37,8 +48,6 @@ from dlperf_slurm.suites import RUN_DIR, Suite, register
 from dlperf_slurm.suites.wdl import Gaps
 
 PYCONFIG = "dlperf_slurm.workloads.pyconfig"
-_MULTI_NODE = ("{name}: one process per node across nodes needs the {launcher} launcher (not on this branch): "
-               "run it on one node")
 
 
 class _Face(Suite):
@@ -61,7 +70,9 @@ class _Face(Suite):
             return f"{self.name}: sample_ratio must be in (0, 1], got {r!r}"
         return None
 
-    def config_args(self, cell, options, extra: list[str]) -> list[str]:
+    def config_args(self, cell, options, extra: list[str], args: tuple[str, ...] = ()) -> list[str]:
+        """``python -m pyconfig --module M --set ... [args] --``: num_classes and ``extra`` set in the config,
+        ``args`` pyconfig's own (what it does to the script's command line)."""
         ds = options["dataset"]
         n = int(cell.param("num_classes", self.axis_defaults["num_classes"]))
         sets = [f"dataset.{ds}.num_classes={n}"]
@@ -69,7 +80,7 @@ class _Face(Suite):
         argv = [options["python"], "-m", PYCONFIG, "--module", options["config_module"]]
         for s in sets:
             argv += ["--set", s]
-        return argv + ["--"]
+        return argv + list(args) + ["--"]
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return _parse(lines, ctx)
@@ -79,24 +90,23 @@ class _Face(Suite):
 class OneFlowFace(_Face):
     framework = "oneflow"
     description = ("oneflow_face insightface_train.py (ArcFace r100 / y1 = fmobilefacenet; data, model parallel, "
-                   "partial FC), DLPerf's flags; one process per node")
-    launcher = "tf_config"
-    launchers = ("tf_config",)
+                   "partial FC), DLPerf's flags; one process per node (node_ips)")
+    launcher = "node_ips"
+    launchers = ("node_ips",)
     precisions = ("fp32", "amp")
     options = {"python": "python3", "workdir": "/workspace/oneflow_face", "script": "insightface_train.py",
                "config_module": "config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
                "synthetic": False}
 
-    def drop_reason(self, cell):
-        if cell.nodes > 1:
-            return _MULTI_NODE.format(name=self.name, launcher="node_ips (--node_ips from the allocation)")
-        return super().drop_reason(cell)
-
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         par = cell.param("parallel", "model")
         g = cell.gpus_per_node
         parts = options["train_data_part_num"] if g > 1 else 1  # DLPerf's train_insightface.sh
-        argv = self.config_args(cell, options, [f"dataset.{options['dataset']}.train_data_part_num={parts}"])
+        # the node_ips launcher's --node_ips into the config (the flag's own type cannot read addresses), its
+        # --ctrl_port off the command line (strict parse_args; the port is fixed at 12138), a models root per node
+        argv = self.config_args(cell, options, [f"dataset.{options['dataset']}.train_data_part_num={parts}"],
+                                ("--list-arg", "node_ips=default.node_ips", "--drop-arg", "ctrl_port",
+                                 "--per-node", "models_root"))
         return argv + [
             f"{options['workdir']}/{options['script']}", f"--network={cell.param('network', 'r100')}",
             f"--dataset={options['dataset']}", f"--loss={options['loss']}", f"--num_nodes={cell.nodes}",
@@ -113,15 +123,21 @@ class OneFlowFace(_Face):
 class MXNetFace(_Face):
     framework = "mxnet"
     description = ("deepinsight/insightface MXNet: ArcFace train.py (data parallel) / train_parall.py (model "
-                   "parallel), Partial FC train_memory.py (horovodrun)")
+                   "parallel), Partial FC train_memory.py (horovodrun); train.py across nodes under dmlc")
     launcher = "tf_config"
-    launchers = ("tf_config", "horovodrun")
+    launchers = ("tf_config", "dmlc", "horovodrun")
     precisions = ("fp32",)
     # ArcFace MXNet's config.py has emore's classes as 85742 (oneflow_face's sample_config.py: 85744)
     axis_defaults = {**_Face.axis_defaults, "num_classes": 85742}
     options = {"python": "python3", "workdir": "/workspace/insightface/recognition/arcface_mxnet",
                "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
-               "config_module": "config", "dataset": "emore", "loss": "arcface", "frequent": 20}
+               "script": "train.py", "parall_script": "train_parall.py", "config_module": "config",
+               "dataset": "emore", "loss": "arcface", "frequent": 20, "kvstore": "dist_device_sync"}
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "kvstore" and not str(value).startswith("dist_"):
+            return "the dmlc launcher's workers meet in a dist kvstore (dist_device_sync, dist_sync, ...)"
+        return None
 
     def drop_reason(self, cell):
         pfc = cell.param("parallel", "model") == "partial_fc"
@@ -129,8 +145,12 @@ class MXNetFace(_Face):
             return f"{self.name}: partial_fc runs train_memory.py under horovodrun (launcher = \"horovodrun\")"
         if not pfc and cell.launcher == "horovodrun":
             return f"{self.name}: ArcFace train.py / train_parall.py start one process per node, not per GPU"
-        if not pfc and cell.nodes > 1:
-            return _MULTI_NODE.format(name=self.name, launcher="dmlc (kvstore scheduler)")
+        if cell.param("parallel", "model") == "model" and (cell.nodes > 1 or cell.launcher == "dmlc"):
+            return (f"{self.name}: train_parall.py (model parallel) runs on one node, under tf_config: with "
+                    "DMLC_NUM_WORKER > 1 it imports parall_module_dist, which deepinsight/insightface never shipped")
+        if not pfc and cell.nodes > 1 and cell.launcher != "dmlc":
+            return (f"{self.name}: train.py across nodes joins through MXNet's kvstore: launcher = \"dmlc\" "
+                    "(one worker per node, --kvstore dist_device_sync)")
         return super().drop_reason(cell)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
@@ -145,11 +165,14 @@ class MXNetFace(_Face):
                     "--set", f"config.batch_size={cell.batch_size}", "--set", f"config.max_update={steps}", "--",
                     f"{options['partial_fc_workdir']}/train_memory.py", f"--dataset={options['dataset']}",
                     f"--network={net}", f"--loss={options['loss']}", f"--models-root={RUN_DIR}/models"]
-        script = "train_parall.py" if par == "model" else "train.py"
-        argv = self.config_args(cell, options, [f"config.max_steps={steps}"])
-        return argv + [f"{options['workdir']}/{script}", "--network", net, "--loss", options["loss"],
-                       "--dataset", options["dataset"], "--per-batch-size", str(cell.batch_size),
-                       "--frequent", str(options["frequent"]), "--models-root", f"{RUN_DIR}/models"]
+        script = options["parall_script"] if par == "model" else options["script"]
+        dmlc = cell.launcher == "dmlc"  # train.py, a worker per node: a models root each (shared run folder)
+        argv = self.config_args(cell, options, [f"config.max_steps={steps}"],
+                                ("--per-node", "models-root") if dmlc else ())
+        argv += [f"{options['workdir']}/{script}", "--network", net, "--loss", options["loss"],
+                 "--dataset", options["dataset"], "--per-batch-size", str(cell.batch_size),
+                 "--frequent", str(options["frequent"]), "--models-root", f"{RUN_DIR}/models"]
+        return argv + (["--kvstore", str(options["kvstore"])] if dmlc else [])
 
     def environment(self, cell, options):
         if cell.param("parallel", "model") != "partial_fc":
