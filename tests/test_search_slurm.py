@@ -40,29 +40,30 @@ PROBE_STEPS = (1, 1)
 LOW, HIGH = 0.7, 1.25
 
 
-def _cell(batch: int, launcher: str) -> Cell:
+def _cell(batch: int, launcher: str, classes: int = 0) -> Cell:
     return Cell(suite="pytorch-ddp/resnet50", model="resnet50", framework="pytorch-ddp", nodes=1, gpus_per_node=1,
-                batch_size=batch, precision="fp32", xla=False, launcher=launcher, default_launcher="torchrun")
+                batch_size=batch, precision="fp32", xla=False, launcher=launcher, default_launcher="torchrun",
+                params=(("num_classes", classes),) if classes else ())
 
 
-def _command(batch: int, launcher: str) -> str:
+def _command(batch: int, launcher: str, classes: int = 0, options: dict | None = None) -> str:
     """The program the campaign's job runs (the suite's own argv), launched the way its launcher template does."""
     suite = suites.get("pytorch-ddp/resnet50")
-    argv = suite.program(_cell(batch, launcher), Measure(repeats=1, warmup_steps=PROBE_STEPS[0],
-                                                        measure_steps=PROBE_STEPS[1], hang_timeout=0),
-                         {**suite.options, **OPTIONS})
+    argv = suite.program(_cell(batch, launcher, classes), Measure(repeats=1, warmup_steps=PROBE_STEPS[0],
+                                                                 measure_steps=PROBE_STEPS[1], hang_timeout=0),
+                         {**suite.options, **(OPTIONS if options is None else options)})
     if launcher == "srun":
         return "srun --nodes=1 --ntasks-per-node=1 --kill-on-bad-exit=1 " + shlex.join(argv)
     return "torchrun --standalone --nnodes=1 --nproc_per_node=1 " + shlex.join(argv[1:])
 
 
-def _cgroup_peak(tmp: Path, batch: int, launcher: str) -> int:
-    """Peak memory (bytes) of the job's memory cgroup for one unlimited run of the program."""
-    out = tmp / f"peak-{launcher}-{batch}.out"
-    script = tmp / f"peak-{launcher}-{batch}.sh"
+def _cgroup_peak(tmp: Path, command: str) -> int:
+    """Peak memory (bytes) of the job's memory cgroup for one unlimited run of ``command``."""
+    name = f"peak-{len(list(tmp.glob('peak-*.sh')))}"
+    out, script = tmp / f"{name}.out", tmp / f"{name}.sh"
     script.write_text(f"""#!/bin/bash
 #SBATCH --nodes=1 --ntasks-per-node=1 --mem=4000M --time=00:05:00 --output={out}
-{_command(batch, launcher)} >/dev/null || exit 1
+{command} >/dev/null || exit 1
 cg=$(awk -F: '$2 == "memory" {{print $3}}' /proc/self/cgroup)
 echo "peak $(cat "/sys/fs/cgroup/memory${{cg%%/step_*}}/memory.max_usage_in_bytes")"
 """)
@@ -75,7 +76,7 @@ echo "peak $(cat "/sys/fs/cgroup/memory${{cg%%/step_*}}/memory.max_usage_in_byte
 def test_search_finds_the_batch_the_cgroup_limit_implies_and_its_probes_read_oom(tmp_path):
     fit = {}
     for launcher in ("srun", "torchrun"):
-        lo, hi = (_cgroup_peak(tmp_path, b, launcher) for b in MEASURED_AT)
+        lo, hi = (_cgroup_peak(tmp_path, _command(b, launcher)) for b in MEASURED_AT)
         b = (hi - lo) / (MEASURED_AT[1] - MEASURED_AT[0])
         assert b > 1e6, f"{launcher}: the peak does not grow with the batch ({lo} -> {hi} bytes): no boundary to find"
         fit[launcher] = (lo - b * MEASURED_AT[0], b)
@@ -140,3 +141,61 @@ mem = "{mem_mib}M"
     cells = collect_summary(logs, "cg")["cells"]
     assert sorted(c["searched"] for c in cells) == sorted(
         f"max {c['max']} (batch_size, {len(c['probes'])} probes)" for c in found.values())
+
+
+CLASSES_OPTIONS = {"tiny": True, "threads": 1, "ceiling": False}  # 32 px: the classifier's width dominates
+CLASSES_AT = (8192, 32768)  # measured there; ~8 KB per class (weights, gradients, momentum, logits)
+CLASSES_TARGET = 49152
+CLASSES_START, CLASSES_LIMIT, CLASSES_STEP = 4096, 262144, 1024
+
+
+def test_search_finds_the_widest_classifier_the_cgroup_limit_implies(tmp_path):
+    """InsightFace's "max num_classes" (found by hand in DLPerf) on the built-in workload: --axis num_classes."""
+    lo, hi = (_cgroup_peak(tmp_path, _command(8, "srun", n, CLASSES_OPTIONS)) for n in CLASSES_AT)
+    b = (hi - lo) / (CLASSES_AT[1] - CLASSES_AT[0])
+    assert b > 1e3, f"the peak does not grow with num_classes ({lo} -> {hi} bytes): no boundary to find"
+    a = lo - b * CLASSES_AT[0]
+    mem_mib = math.ceil((a + CLASSES_TARGET * b) / 2**20)
+    predicted = (mem_mib * 2**20 - a) / b
+    print(f"fit: a {a / 2**20:.0f} MiB, b {b / 1024:.2f} KiB/class; mem {mem_mib}M; predicted boundary {predicted:.0f}")
+
+    mx = tmp_path / "cgc.toml"
+    mx.write_text(f"""suite = "pytorch-ddp/resnet50"
+name = "cgc"
+[axes]
+devices = ["1x1"]
+batch_size = [8]
+launcher = ["srun"]
+num_classes = [{CLASSES_START}]
+[options]
+{chr(10).join(f'{k} = {json.dumps(v)}' for k, v in CLASSES_OPTIONS.items())}
+[measure]
+repeats = 1
+warmup_steps = {PROBE_STEPS[0]}
+measure_steps = {PROBE_STEPS[1]}
+[slurm]
+time = "00:05:00"
+gpu_request = "none"
+mem = "{mem_mib}M"
+""")
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "search", str(mx), "--axis", "num_classes", "--executor", "slurm", "--no-site",
+            "--start", str(CLASSES_START), "--limit", str(CLASSES_LIMIT), "--step", str(CLASSES_STEP),
+            "--probe-steps", ",".join(map(str, PROBE_STEPS)), "--wait", timeout=900)
+    print(p.stdout)
+    assert p.returncode == 0, p.stdout + p.stderr
+    [c] = json.loads((logs / "cgc.search" / "search.json").read_text())["cells"]
+    probes = [(q["value"], q["status"]) for q in c["probes"]]
+    assert c["cell"].endswith(".num_classes-max") and c["result"] == f"max {c['max']}", c
+    assert all(s in (Status.OK, Status.OOM) for _v, s in probes), probes
+    assert all((s == Status.OK) == (v <= c["max"]) for v, s in probes), probes
+    assert c["first_oom"] - c["max"] <= CLASSES_STEP, c
+    assert len(probes) <= search.bound(CLASSES_START, CLASSES_LIMIT, CLASSES_STEP), probes
+    assert LOW * predicted - CLASSES_STEP <= c["max"] <= HIGH * predicted + CLASSES_STEP, (c["max"], predicted)
+    runs = collect_summary(logs, "cgc.search")["runs"]
+    assert sorted(r["status"] for r in runs) == sorted(s for _v, s in probes) and Status.OOM in {r["status"] for r in runs}
+    main = manifest.load_manifest(logs / "cgc")
+    assert [r.cell.param("num_classes") for r in main] == [c["max"]]
+    assert all(r.status in (Status.OK, Status.OOM) for r in main), [(r.key, r.status, r.reason) for r in main]
+    [cell] = collect_summary(logs, "cgc")["cells"]
+    assert cell["searched"] == f"max {c['max']} (num_classes, {len(probes)} probes)"

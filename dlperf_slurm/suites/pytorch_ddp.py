@@ -64,6 +64,8 @@ class _PytorchDDP(Suite):
             argv += ["--hang-at-step", str(options["hang_at_step"])]
         if options["image_size"]:
             argv += ["--image-size", str(options["image_size"])]
+        if cell.param("num_classes", 0):
+            argv += ["--num-classes", str(cell.param("num_classes"))]
         return argv
 
     # ------------------------------------------------------------------------------------------- parsing
@@ -158,6 +160,16 @@ class ResNet50(_PytorchDDP):
     model = "resnet50"
     description = "ResNet-50 v1.5, synthetic ImageNet-shaped data, SGD+momentum, DDP"
     sample_unit = "img/s"
+    # num_classes: the classifier's width (0: the model's, 1000, tiny 10); its weights, gradients, momentum and
+    # logits grow with it: `search --axis num_classes` finds the widest that fits, as InsightFace's "max num_classes"
+    axes = {**_PytorchDDP.axes, "num_classes": ()}
+    axis_defaults = {**_PytorchDDP.axis_defaults, "num_classes": 0}
+
+    def drop_reason(self, cell):
+        n = cell.param("num_classes", 0)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n == 1:
+            return f"{self.name}: num_classes must be an integer >= 2 (0: the model's own), got {n!r}"
+        return super().drop_reason(cell)
 
 
 @register
