@@ -25,17 +25,20 @@ Precedence, first match wins:
  7    the job's health gate failed (the marker's ``health``, ok false):   UNHEALTHY (its problems and the nodes
       the job ended before training, so nothing later can explain more    it blamed, which ``submit
                                                                           --retry-failed`` excludes)
- 8    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
+ 8    the job script ended with a failure (its marker) while the         RUNNING (undecided until the scheduler's
+      scheduler still runs the job: a cgroup OOM kill is only stated     final state, e.g. OUT_OF_MEMORY)
+      when the job ends
+ 9    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
- 9    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
+10    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
-10    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
+11    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
                                                                           no step)
-11    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
+12    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
-12    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
+13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
 ====  ==================================================================  ==========================================
 """
@@ -146,11 +149,15 @@ def decide(ev: Evidence) -> Outcome | None:
     health = (marker or {}).get("health")
     if isinstance(health, Mapping) and health.get("ok") is False:
         return out(Status.UNHEALTHY, _health_reason(health))
-    # 8. killed
+    # 8. the script failed but the job has not ended: a cgroup OOM kill (of the batch step) is only stated once it
+    # has (OUT_OF_MEMORY, the slurmstepd banner), so a FAILED now would be final and wrong
+    if sched == Status.RUNNING and (rc not in (None, 0) or sig):
+        return out(Status.RUNNING, f"the job script ended ({exit_note}); waiting for the scheduler's final state")
+    # 9. killed
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    # 9. no log
+    # 10. no log
     if not ev.has_log:
         if marker is None and job is None and ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -159,7 +166,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                              "record)")
         why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
-    # 10. a failure exit
+    # 11. a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
         note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
@@ -167,7 +174,7 @@ def decide(ev: Evidence) -> Outcome | None:
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
         return out(Status.FAILED, f"{note}; {log.reason}")
-    # 11. gone without a trace
+    # 12. gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -177,7 +184,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    # 12. ended well: the log decides
+    # 13. ended well: the log decides
     if log is None:
         return out(Status.OK, "")
     return out(log.status, log.reason)

@@ -105,6 +105,16 @@ def test_out_of_memory_anywhere_wins_once_the_run_ended(decided):
             assert o.status == Status.OOM, (sched, marker, log, banner, cancel, o)
 
 
+def test_a_failed_script_of_a_job_still_running_waits_for_the_schedulers_final_state(decided):
+    """Row 8: a cgroup OOM kill of the batch step is stated (OUT_OF_MEMORY, banner) only after the script ended."""
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if sched == Status.RUNNING and marker in ("rc3", "term", "kill") and log not in (Status.OOM, Status.NONFINITE) \
+                and banner != "oom":
+            assert o.status == Status.RUNNING and "waiting for the scheduler" in o.reason, (marker, log, banner, o)
+        if o is not None and o.status == Status.RUNNING:
+            assert sched == Status.RUNNING, (sched, marker, log, banner, o)
+
+
 def test_a_nonfinite_loss_is_never_hidden_by_an_exit_code_or_a_kill(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         ended = sched not in (UNKNOWN, NOT_ASKED) and not (sched in ACTIVE and marker == "none")
@@ -152,7 +162,7 @@ def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
 
 
 def test_each_log_verdict_survives_a_clean_exit(decided):
-    """Row 12: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
+    """Row 13: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
     the manifest (and --retry-failed) instead of an OK the exit code alone would give."""
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):

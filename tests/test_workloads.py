@@ -618,3 +618,31 @@ def test_nonfinite_loss_is_reported_and_training_goes_on(monkeypatch, capsys):
     assert len(errors) == 1 and errors[0]["kind"] == "nonfinite_loss"
     assert [e["step"] for e in events if e["event"] == "step"] == [1, 2, 3, 4]
     assert events[-1]["event"] == "summary" and events[-1]["nonfinite_loss"] is True
+
+
+def test_num_classes_and_image_size_reach_the_resnet_from_the_matrix():
+    """The pytorch-ddp/resnet50 axis num_classes and option image_size (what `search --axis num_classes` and the
+    cgroup test vary) become the workload's flags and its model's classifier width and input size."""
+    torch = _torch()
+    import dataclasses
+
+    from dlperf_slurm import suites
+    from dlperf_slurm.model import Cell, Measure
+    from dlperf_slurm.workloads import train
+    from dlperf_slurm.workloads.workload import WorkloadConfig, build
+
+    suite = suites.get("pytorch-ddp/resnet50")
+    cell = Cell(suite=suite.name, model="resnet50", framework="pytorch-ddp", nodes=1, gpus_per_node=1, batch_size=2,
+                precision="fp32", xla=False, launcher="torchrun", params=(("num_classes", 37),))
+    argv = suite.program(cell, Measure(repeats=1, warmup_steps=1, measure_steps=1),
+                         {**suite.options, "tiny": True, "image_size": 48})
+    args = train.parse_args(argv[3:])
+    assert (args.num_classes, args.image_size) == (37, 48)
+    assert "--num-classes" not in suite.program(dataclasses.replace(cell, params=()), Measure(), suite.options)
+    assert suite.drop_reason(dataclasses.replace(cell, params=(("num_classes", 1),))) is not None
+    assert suite.drop_reason(cell) is None
+    cfg = WorkloadConfig(model="resnet50", tiny=True, batch_size=2, precision="fp32", device=torch.device("cpu"),
+                         channels_last=False, data_location="device", workers=0, seed=0, total_steps=1,
+                         image_size=args.image_size, num_classes=args.num_classes)
+    work = build(cfg)
+    assert work.model.fc.out_features == 37 and work.details["num_classes"] == 37 and work.details["image_size"] == 48

@@ -29,12 +29,15 @@ class _PytorchDDP(Suite):
     # nan_at_step K > 0: the workload makes its loss NaN from step K on (a NONFINITE run on purpose, for tests);
     # hang_at_step K > 0: every rank stops at step K (a HANG on purpose: a test of the job script's watchdog)
     # ceiling: rank 0 reads, or measures once per campaign, the device's matmul ceiling (MFU against it)
+    # image_size N > 0: ResNet's input size (0: the model's, 224, tiny 32); memory per sample grows as N^2
     options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0,
-               "ceiling": True}
+               "ceiling": True, "image_size": 0}
 
     def option_error(self, name: str, value: Any) -> str | None:
-        if name in ("nan_at_step", "hang_at_step") and value < 0:
-            return "must be >= 0 (0: off)"
+        if name in ("nan_at_step", "hang_at_step", "image_size") and value < 0:
+            return "must be >= 0 (0: off)" if name != "image_size" else "must be >= 0 (0: the model's own)"
+        if name == "image_size" and value and self.model != "resnet50":
+            return "only ResNet-50 takes an image size"
         return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
@@ -59,6 +62,10 @@ class _PytorchDDP(Suite):
             argv += ["--nan-at-step", str(options["nan_at_step"])]
         if options["hang_at_step"]:
             argv += ["--hang-at-step", str(options["hang_at_step"])]
+        if options["image_size"]:
+            argv += ["--image-size", str(options["image_size"])]
+        if cell.param("num_classes", 0):
+            argv += ["--num-classes", str(cell.param("num_classes"))]
         return argv
 
     # ------------------------------------------------------------------------------------------- parsing
@@ -153,6 +160,16 @@ class ResNet50(_PytorchDDP):
     model = "resnet50"
     description = "ResNet-50 v1.5, synthetic ImageNet-shaped data, SGD+momentum, DDP"
     sample_unit = "img/s"
+    # num_classes: the classifier's width (0: the model's, 1000, tiny 10); its weights, gradients, momentum and
+    # logits grow with it: `search --axis num_classes` finds the widest that fits, as InsightFace's "max num_classes"
+    axes = {**_PytorchDDP.axes, "num_classes": ()}
+    axis_defaults = {**_PytorchDDP.axis_defaults, "num_classes": 0}
+
+    def drop_reason(self, cell):
+        n = cell.param("num_classes", 0)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n == 1:
+            return f"{self.name}: num_classes must be an integer >= 2 (0: the model's own), got {n!r}"
+        return super().drop_reason(cell)
 
 
 @register

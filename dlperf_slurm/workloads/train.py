@@ -46,6 +46,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=None,
                    help="DataLoader workers for --data-location host (default: 4 on GPU, capped by CPUs; 0 on CPU)")
     p.add_argument("--image-size", type=int, default=None, help="ResNet input size (default 224; tiny 32)")
+    p.add_argument("--num-classes", type=int, default=None,
+                   help="ResNet's classifier width (default 1000; tiny 10): its memory grows with it")
     p.add_argument("--seq-len", type=int, default=None, help="BERT sequence length (default 128; tiny 32)")
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's recipe)")
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
@@ -240,7 +242,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
                          device=device, channels_last=channels_last, data_location=args.data_location,
                          workers=workers, seed=args.seed + env.rank, total_steps=total, image_size=args.image_size,
-                         seq_len=args.seq_len, lr=args.lr, world_size=env.world_size)
+                         num_classes=args.num_classes, seq_len=args.seq_len, lr=args.lr, world_size=env.world_size)
     work = build(cfg)
     global_batch = args.batch_size * env.world_size
     adt = amp_dtype(args.precision, device)

@@ -35,6 +35,7 @@ class WorkloadConfig:
     seed: int
     total_steps: int
     image_size: int | None = None  # ResNet; default 224 (tiny 32)
+    num_classes: int | None = None  # ResNet's classifier width; default 1000 (tiny 10)
     seq_len: int | None = None  # BERT; default 128 (tiny 32)
     lr: float | None = None
     world_size: int = 1
@@ -135,6 +136,7 @@ class _BertSamples(torch.utils.data.Dataset):
 
 def build_resnet50(cfg: WorkloadConfig) -> Workload:
     classes, width = (10, 16) if cfg.tiny else (1000, 64)
+    classes = cfg.num_classes or classes
     size = cfg.image_size or (32 if cfg.tiny else 224)
     dev, fmt = cfg.device, (torch.channels_last if cfg.channels_last else torch.contiguous_format)
     dtype = _explicit_dtype(cfg.precision)

@@ -81,6 +81,29 @@ def cluster_up() -> str | None:
     return None
 
 
+def memory_enforced() -> str | None:
+    """Why the running test cluster does not enforce a job's memory (None: it does: proctrack/cgroup, task/cgroup
+    with ConstrainRAMSpace and memory as a consumable resource, i.e. tests/slurm/start.sh with SLURM_CI_CGROUP=1)."""
+    why = cluster_up()
+    if why is not None:
+        return why
+    p = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
+    conf = {}
+    for line in p.stdout.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            conf[key.strip()] = value.strip()
+    missing = [f"{k} = {conf.get(k, '?')}" for k, want in (("ProctrackType", "proctrack/cgroup"),
+                                                            ("TaskPlugin", "task/cgroup"),
+                                                            ("ConstrainRAMSpace", "yes"),
+                                                            ("SelectTypeParameters", "MEMORY"))
+               if want not in conf.get(k, "")]
+    if missing:
+        return ("the running Slurm test cluster does not enforce memory (" + ", ".join(missing) + "); restart it "
+                "with SLURM_CI_CGROUP=1 bash tests/slurm/start.sh (.ci/run does, for `pytest -m cgroup`)")
+    return None
+
+
 def wait_campaign(cdir: Path, timeout: float = 300) -> dict[str, str]:
     """Wait (as ``status --wait`` does) until no run of the campaign is queued or running; its runs' statuses."""
     from dlperf_slurm import manifest, monitor, schedulers
