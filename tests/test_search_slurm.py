@@ -73,6 +73,49 @@ echo "peak $(cat "/sys/fs/cgroup/memory${{cg%%/step_*}}/memory.max_usage_in_byte
     return int(text.split("peak ")[-1].split()[0])
 
 
+def _search(tmp_path: Path, name: str, axes: str, options: dict, repeats: int, mem_mib: int, axis: str,
+            start: int, limit: int, step: int) -> tuple[Path, list[dict]]:
+    """``search --axis <axis>`` of a matrix of the built-in workload under ``mem_mib`` through the CLI, on the
+    cluster, waiting for it; the logs folder and search.json's cells."""
+    mx = tmp_path / f"{name}.toml"
+    mx.write_text(f"""suite = "pytorch-ddp/resnet50"
+name = "{name}"
+[axes]
+{axes}
+[options]
+{chr(10).join(f'{k} = {json.dumps(v)}' for k, v in options.items())}
+[measure]
+repeats = {repeats}
+warmup_steps = {PROBE_STEPS[0]}
+measure_steps = {PROBE_STEPS[1]}
+[slurm]
+time = "00:05:00"
+gpu_request = "none"
+mem = "{mem_mib}M"
+""")
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "search", str(mx), "--axis", axis, "--executor", "slurm", "--no-site",
+            "--start", str(start), "--limit", str(limit), "--step", str(step),
+            "--probe-steps", ",".join(map(str, PROBE_STEPS)), "--wait", timeout=900)
+    print(p.stdout)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return logs, json.loads((logs / f"{name}.search" / "search.json").read_text())["cells"]
+
+
+def _check_probes(c: dict, start: int, limit: int, step: int, predicted: float) -> list[tuple[int, str]]:
+    """One cell's search: a boundary below the limit, OOM probes read OOM (never FAILED), OK exactly up to the found
+    value, the probe just above it OOM, within the bound, the found value where the fit puts it."""
+    probes = [(q["value"], q["status"]) for q in c["probes"]]
+    assert c["max"] is not None and c["result"] == f"max {c['max']}", c
+    assert all(s in (Status.OK, Status.OOM) for _v, s in probes), probes
+    assert all((s == Status.OK) == (v <= c["max"]) for v, s in probes), probes
+    assert c["first_oom"] - c["max"] <= step, c
+    assert len(probes) <= search.bound(start, limit, step), probes
+    assert LOW * predicted - step <= c["max"] <= HIGH * predicted + step, \
+        f"found {c['max']}, the fit implies {predicted:.1f}"
+    return probes
+
+
 def test_search_finds_the_batch_the_cgroup_limit_implies_and_its_probes_read_oom(tmp_path):
     fit = {}
     for launcher in ("srun", "torchrun"):
@@ -87,42 +130,12 @@ def test_search_finds_the_batch_the_cgroup_limit_implies_and_its_probes_read_oom
           f"; mem {mem_mib}M; predicted boundaries {predicted}")
     assert predicted["torchrun"] > 2 * START, f"the torchrun agent alone leaves no room: {predicted}"
 
-    mx = tmp_path / "cg.toml"
-    mx.write_text(f"""suite = "pytorch-ddp/resnet50"
-name = "cg"
-[axes]
-devices = ["1x1"]
-batch_size = [{START}]
-launcher = ["srun", "torchrun"]
-[options]
-{chr(10).join(f'{k} = {json.dumps(v)}' for k, v in OPTIONS.items())}
-[measure]
-repeats = 2
-warmup_steps = {PROBE_STEPS[0]}
-measure_steps = {PROBE_STEPS[1]}
-[slurm]
-time = "00:05:00"
-gpu_request = "none"
-mem = "{mem_mib}M"
-""")
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "search", str(mx), "--axis", "batch_size", "--executor", "slurm", "--no-site",
-            "--start", str(START), "--limit", str(LIMIT), "--step", str(STEP),
-            "--probe-steps", ",".join(map(str, PROBE_STEPS)), "--wait", timeout=900)
-    print(p.stdout)
-    assert p.returncode == 0, p.stdout + p.stderr
-    doc = json.loads((logs / "cg.search" / "search.json").read_text())
+    logs, cells = _search(tmp_path, "cg", f'devices = ["1x1"]\nbatch_size = [{START}]\nlauncher = ["srun", "torchrun"]',
+                          OPTIONS, 2, mem_mib, "batch_size", START, LIMIT, STEP)
     found = {}
-    for c in doc["cells"]:
+    for c in cells:
         launcher = "srun" if "launcher-srun" in c["cell"] else "torchrun"
-        probes = [(q["value"], q["status"]) for q in c["probes"]]
-        assert c["max"] is not None and c["result"] == f"max {c['max']}", c  # a boundary, below the limit
-        assert all(s in (Status.OK, Status.OOM) for _v, s in probes), probes  # an OOM probe never reads FAILED
-        assert all((s == Status.OK) == (v <= c["max"]) for v, s in probes), probes
-        assert c["first_oom"] - c["max"] <= STEP, c  # the probe just above the found value ran out of memory
-        assert len(probes) <= search.bound(START, LIMIT, STEP), probes
-        lo, hi = LOW * predicted[launcher] - STEP, HIGH * predicted[launcher] + STEP
-        assert lo <= c["max"] <= hi, f"{launcher}: found {c['max']}, the fit implies {predicted[launcher]:.1f}"
+        _check_probes(c, START, LIMIT, STEP, predicted[launcher])
         found[launcher] = c
     assert found["torchrun"]["max"] < found["srun"]["max"]  # the same limit, plus the torchrun agent
 
@@ -159,41 +172,14 @@ def test_search_finds_the_widest_classifier_the_cgroup_limit_implies(tmp_path):
     predicted = (mem_mib * 2**20 - a) / b
     print(f"fit: a {a / 2**20:.0f} MiB, b {b / 1024:.2f} KiB/class; mem {mem_mib}M; predicted boundary {predicted:.0f}")
 
-    mx = tmp_path / "cgc.toml"
-    mx.write_text(f"""suite = "pytorch-ddp/resnet50"
-name = "cgc"
-[axes]
-devices = ["1x1"]
-batch_size = [8]
-launcher = ["srun"]
-num_classes = [{CLASSES_START}]
-[options]
-{chr(10).join(f'{k} = {json.dumps(v)}' for k, v in CLASSES_OPTIONS.items())}
-[measure]
-repeats = 1
-warmup_steps = {PROBE_STEPS[0]}
-measure_steps = {PROBE_STEPS[1]}
-[slurm]
-time = "00:05:00"
-gpu_request = "none"
-mem = "{mem_mib}M"
-""")
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "search", str(mx), "--axis", "num_classes", "--executor", "slurm", "--no-site",
-            "--start", str(CLASSES_START), "--limit", str(CLASSES_LIMIT), "--step", str(CLASSES_STEP),
-            "--probe-steps", ",".join(map(str, PROBE_STEPS)), "--wait", timeout=900)
-    print(p.stdout)
-    assert p.returncode == 0, p.stdout + p.stderr
-    [c] = json.loads((logs / "cgc.search" / "search.json").read_text())["cells"]
-    probes = [(q["value"], q["status"]) for q in c["probes"]]
-    assert c["cell"].endswith(".num_classes-max") and c["result"] == f"max {c['max']}", c
-    assert all(s in (Status.OK, Status.OOM) for _v, s in probes), probes
-    assert all((s == Status.OK) == (v <= c["max"]) for v, s in probes), probes
-    assert c["first_oom"] - c["max"] <= CLASSES_STEP, c
-    assert len(probes) <= search.bound(CLASSES_START, CLASSES_LIMIT, CLASSES_STEP), probes
-    assert LOW * predicted - CLASSES_STEP <= c["max"] <= HIGH * predicted + CLASSES_STEP, (c["max"], predicted)
+    logs, [c] = _search(tmp_path, "cgc", f'devices = ["1x1"]\nbatch_size = [8]\nlauncher = ["srun"]\n'
+                        f'num_classes = [{CLASSES_START}]', CLASSES_OPTIONS, 1, mem_mib, "num_classes",
+                        CLASSES_START, CLASSES_LIMIT, CLASSES_STEP)
+    assert c["cell"].endswith(".num_classes-max"), c
+    probes = _check_probes(c, CLASSES_START, CLASSES_LIMIT, CLASSES_STEP, predicted)
     runs = collect_summary(logs, "cgc.search")["runs"]
-    assert sorted(r["status"] for r in runs) == sorted(s for _v, s in probes) and Status.OOM in {r["status"] for r in runs}
+    assert sorted(r["status"] for r in runs) == sorted(s for _v, s in probes)
+    assert Status.OOM in {r["status"] for r in runs}
     main = manifest.load_manifest(logs / "cgc")
     assert [r.cell.param("num_classes") for r in main] == [c["max"]]
     assert all(r.status in (Status.OK, Status.OOM) for r in main), [(r.key, r.status, r.reason) for r in main]
