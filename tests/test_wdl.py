@@ -97,6 +97,29 @@ def test_oneflow_models_2021_stamps_and_dlperfs_printed_latency():
     assert res.extra["printed_latency_ms_mean"] == pytest.approx(sum(printed[1:-1]) / len(printed[1:-1]))
 
 
+def test_oneflow_models_train_py_real_cpu_run_under_memwatch():
+    """train.py itself (OneFlow 0.9.0, graph mode, CPU, tests/test_wdl_slurm.py's run): a line every iteration, the
+    window from iteration 2 to 8 on the lines' stamps, and the sampler's memory event with no figure and its reason."""
+    from datetime import datetime
+
+    path = REAL / "oneflow_models_wdl_of090_cpu_1x1.log"
+    text = path.read_text()
+    stamps = {int(i): datetime.strptime(s, "%Y-%m-%d %H:%M:%S.%f") for i, s in re.findall(
+        r"^\[rank:0\] iter: (\d+)/8, .* \| (\S+ \S+)$", text, re.M)}
+    assert sorted(stamps) == list(range(1, 9))
+    res = _parse(OF, path, bs=512, warmup=2, measure=6)
+    assert res.status == Status.OK, res.reason
+    seconds = (stamps[8] - stamps[2]).total_seconds()
+    assert res.extra["window"]["steps"] == 6
+    assert res.extra["window"]["seconds"] == pytest.approx(seconds)
+    assert res.latency_ms == pytest.approx(1000 * seconds / 6)
+    assert res.throughput == pytest.approx(512 * 6 / seconds) and res.loss_finite
+    printed = [float(x) for x in re.findall(r"latency\(ms\): ([\d.]+)", text)]
+    assert res.extra["printed_latency_ms_mean"] == pytest.approx(sum(printed[1:-1]) / len(printed[1:-1]))
+    reason = json.loads(text.split(":::DLPERF ")[-1])["reason"]
+    assert res.mem_gpu0_mib is None and res.mem_peak_mib is None and reason in res.mem_reason
+
+
 def test_oneflow_benchmark_2020_unix_stamps_dlperfs_rule():
     path = REAL / "oneflow_benchmark_wdl_2020.docstring.log"
     res = _parse(OF, path, bs=16384, warmup=100, measure=1000)
@@ -370,3 +393,18 @@ def test_collect_of_a_two_framework_campaign_gives_the_wdl_table(tmp_path):
            for r in section.splitlines() if re.match(r"\| \d", r)}
     assert row[3200000] == ["56.601", "65.664", "2,557", "4,427", "58%"]
     assert row[51200000] == ["56.805", "OOM", "11,891", "OOM", "-"]
+
+
+def test_vendored_wide_and_deep_is_upstreams_byte_for_byte():
+    """tests/frameworks/oneflow/wide_and_deep (what tests/test_wdl_slurm.py runs) against the git blob ids its
+    SOURCE.md lists (git's blob hash, computed here from each file's bytes), and nothing there beyond them."""
+    import hashlib
+
+    folder = ROOT / "tests" / "frameworks" / "oneflow" / "wide_and_deep"
+    listed = dict(re.findall(r"^\| `([\w/.]+\.py)` \| `([0-9a-f]{40})` \|$", (folder / "SOURCE.md").read_text(), re.M))
+    assert "train.py" in listed and len(listed) == 8
+    here = {p.relative_to(folder).as_posix() for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
+    assert here == set(listed)
+    for rel, blob in listed.items():
+        data = (folder / rel).read_bytes()
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, rel
