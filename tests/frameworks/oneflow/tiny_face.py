@@ -26,6 +26,7 @@ prints its rank, the world size, an all_reduce of 1 over the job, the node list 
 
 import argparse
 import os
+import sys
 import socket
 
 from face_config import config, default, generate_config
@@ -97,8 +98,9 @@ import oneflow as flow  # noqa: E402  (after the environment that joins the job)
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 one = flow.tensor([1.0])
 flow.comm.all_reduce(one)
-print(f"dlperf-test: rank {rank} of {world} on {socket.gethostname()}: all_reduce(1) = {one.item():.0f}; "
-      f"node_ips {','.join(ips)}; models_root {args.models_root}; num_classes {config.num_classes}", flush=True)
+sys.stdout.flush()  # one write(2) for the whole line: local ranks share the task's stdout (print's two writes interleave)
+os.write(1, (f"dlperf-test: rank {rank} of {world} on {socket.gethostname()}: all_reduce(1) = {one.item():.0f}; "
+             f"node_ips {','.join(ips)}; models_root {args.models_root}; num_classes {config.num_classes}\n").encode())
 
 flow.manual_seed(rank)
 net = flow.nn.Sequential(flow.nn.Conv2d(3, 8, 3, stride=2), flow.nn.ReLU(), flow.nn.AdaptiveAvgPool2d(1),

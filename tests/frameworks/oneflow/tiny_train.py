@@ -22,6 +22,7 @@ Every process also prints which rank of how many it is, what an all_reduce of 1 
 import argparse
 import math
 import os
+import sys
 import socket
 import time
 
@@ -53,8 +54,9 @@ import oneflow as flow  # noqa: E402  (after the environment that joins the job)
 rank, world = flow.env.get_rank(), flow.env.get_world_size()
 one = flow.tensor([1.0])
 flow.comm.all_reduce(one)
-print(f"dlperf-test: rank {rank} of {world} on {socket.gethostname()}: all_reduce(1) = {one.item():.0f}; "
-      f"node_ips {','.join(ips)} ctrl_port {args.ctrl_port}", flush=True)
+sys.stdout.flush()  # one write(2) for the whole line: the local ranks share the task's stdout (print's two writes interleave)
+os.write(1, (f"dlperf-test: rank {rank} of {world} on {socket.gethostname()}: all_reduce(1) = {one.item():.0f}; "
+             f"node_ips {','.join(ips)} ctrl_port {args.ctrl_port}\n").encode())
 
 flow.manual_seed(rank)
 net = flow.nn.Sequential(flow.nn.Conv2d(3, 8, 3, stride=2), flow.nn.ReLU(), flow.nn.AdaptiveAvgPool2d(1),

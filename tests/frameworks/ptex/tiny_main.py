@@ -28,6 +28,7 @@ On CPU main.py runs one process per node (ngpus_per_node = 1), and so does this.
 
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -76,8 +77,10 @@ def main_worker(gpu, ngpus_per_node, args):
                                 world_size=args.world_size, rank=args.rank)
         one = torch.ones(1)
         dist.all_reduce(one)
-        print(f"dlperf-test: rank {dist.get_rank()} of world {dist.get_world_size()} on {os.uname().nodename} "
-              f"(node rank {args.rank // ngpus_per_node}, local {gpu}): all_reduce(1) = {int(one.item())}", flush=True)
+        sys.stdout.flush()  # one write(2) for the line: the spawned ranks share stdout (print's two writes interleave)
+        os.write(1, (f"dlperf-test: rank {dist.get_rank()} of world {dist.get_world_size()} on {os.uname().nodename} "
+                     f"(node rank {args.rank // ngpus_per_node}, local {gpu}): all_reduce(1) = {int(one.item())}\n")
+                 .encode())
     print("=> creating model '{}'".format(args.arch))
     model = models.__dict__[args.arch](num_classes=10)
     if args.distributed:
