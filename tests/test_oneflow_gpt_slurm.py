@@ -7,7 +7,8 @@ One cell, 1x2 (one node, two data-parallel ranks); ``collect`` reads LiBai's own
 (``lb.utils.events``: consumed samples, ``time: X s/iter``, ``total_throughput``). Not 2x1: across n1 and n2 (one
 launcher per node under srun) OneFlow 0.9.0's graph on rank 1 aborts while it allocates the plan
 (``register_manager.cpp:89] Check failed: var_blob->AlignedByteSizeOfBlobBody() >= mem_block.mem_size() (0 vs.
-16384)``), and with ``graph.enabled=False`` two nodes on this machine hung at LiBai's first iteration (10 min).
+16384)``; the same with ``--nnodes 2`` on 127.0.0.1 outside Slurm), and with ``graph.enabled=False`` (and
+``dataloader.train.num_workers=0``) the two nodes hang at LiBai's first iteration (killed after 150 s).
 
 Needs the test cluster (tests/slurm/start.sh 2) and the oneflow venv (``python tests/frameworks/venvs.py oneflow``,
 which installs LiBai's pip requirements beside OneFlow 0.9.0); skipped with the reason otherwise. A few minutes.
