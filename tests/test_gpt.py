@@ -136,13 +136,46 @@ def test_oneflow_gpt_table_args_dump_and_nvidia_smi_memory():
     assert res.extra["tokens_per_s"] == pytest.approx(res.throughput * s)
 
 
-def test_libai_lines_zero_based_iterations_and_second_stamps():
+_LIBAI_LINE = r"iteration: (\d+)/\d+\s+consumed_samples: (\d+) .*?time: (\S+) s/iter.*?total_throughput: (\S+) samples/s"
+
+
+def _libai_clock(name: str) -> dict[int, tuple[int, float, float]]:
+    """1-based step -> (consumed samples, LiBai's timed seconds through it: mean s/iter x (step - 2), its
+    total_throughput), from the fixture's lines."""
+    return {int(i) + 1: (int(c), float(t) * (int(i) + 1 - 2), float(tp)) for i, c, t, tp in _fields(name, _LIBAI_LINE)}
+
+
+def test_libai_lines_zero_based_iterations_and_the_step_timer_clock():
     res = _parse(OF, "libai_gpt2_npu.excerpt.log", gpus=1, bs=4, warmup=20, measure=80)
     assert res.status == Status.OK, res.reason
     assert res.extra["format"] == "libai" and res.steps_seen == 100  # "iteration: 99/10000" is the 100th
-    # 10:40:56 -> 10:51:22, consumed samples 80 -> 400 over 80 iterations: 4 per iteration
-    assert res.throughput == pytest.approx(4 * 80 / (10 * 60 + 26))
-    assert res.throughput_speed == pytest.approx(0.52)
+    clock = _libai_clock("libai_gpt2_npu.excerpt.log")
+    # consumed samples 80 -> 400 over 80 iterations: 4 per iteration; LiBai's own timer from step 20 to 100
+    assert res.throughput == pytest.approx((clock[100][0] - clock[20][0]) / (clock[100][1] - clock[20][1]))
+    assert res.throughput_speed == pytest.approx(sum(clock[s][2] for s in (40, 60, 80, 100)) / 4)
+    # the stamps (10:40:56 -> 10:51:22) agree to their second
+    assert 4 * 80 / res.throughput == pytest.approx(10 * 60 + 26, abs=1.0)
+
+
+def test_libai_on_cpu_two_ranks_times_a_window_inside_one_second():
+    """The real program on CPU (the suite's argv, 1x2): every iteration's line falls in the same second, so only
+    LiBai's own step timer can time the window; the first two iterations print no time (its timer skips them)."""
+    name = "libai_cpu_dp2.excerpt.log"
+    res = _parse(OF, name, gpus=2, bs=2, warmup=3, measure=6, precision="fp32")
+    assert res.status == Status.OK, res.reason
+    assert res.extra["format"] == "libai" and res.steps_seen == 9
+    clock = _libai_clock(name)
+    assert sorted(clock) == list(range(3, 10))  # steps 1 and 2: no time, no throughput
+    stamps = set(re.findall(r"^\[(\S+ \S+) lb\.utils\.events\]", (GPT / name).read_text(), re.M))
+    assert len(stamps) == 1  # one second: the stamps cannot time it
+    gb = (clock[9][0] - clock[3][0]) / 6
+    assert gb == 4  # micro batch 2 x 2 ranks
+    assert res.throughput == pytest.approx(gb * 6 / (clock[9][1] - clock[3][1]))
+    assert res.latency_ms == pytest.approx(1000 * (clock[9][1] - clock[3][1]) / 6)
+    assert res.throughput_speed == pytest.approx(sum(clock[s][2] for s in range(4, 10)) / 6)
+    # LiBai's own summary says the same: 7 timed iterations at the last line's mean
+    overall = re.search(r"Overall training speed: (\d+) iterations in \S+ \((\S+) s / it\)", (GPT / name).read_text())
+    assert int(overall.group(1)) == 9 - gpt_log.LIBAI_UNTIMED and float(overall.group(2)) * 7 == clock[9][1]
 
 
 @pytest.mark.parametrize("suite", ["megatron/gpt", "deepspeed/gpt", "oneflow/gpt"])
@@ -227,10 +260,35 @@ def test_libai_overrides():
     argv = OF.program(cell, Measure(warmup_steps=2, measure_steps=3), OF.options)
     over = dict(a.split("=", 1) for a in argv[4:])
     layers, hidden, heads = gpt.PRESETS["2.7B"]
-    assert over["model.cfg.num_layers"] == str(layers) and over["model.cfg.hidden_size"] == str(hidden)
+    # LiBai's GPT config key for the depth is hidden_layers (num_layers would be a new, ignored key)
+    assert over["model.cfg.hidden_layers"] == str(layers) and over["model.cfg.hidden_size"] == str(hidden)
+    assert "model.cfg.num_layers" not in over
     assert over["train.dist.data_parallel_size"] == "4" and over["train.train_iter"] == "5"
     assert over["train.amp.enabled"] == "True" and over["train.activation_checkpoint.enabled"] == "False"
     assert over["train.output_dir"] == "{run_dir}" and over["train.log_period"] == "1"
+    # the data sets get the model's sequence and the data (gpt2_pretrain.py copied its own at load time; the test
+    # loader is built even with evaluation off)
+    seq = over["model.cfg.max_seq_length"]
+    assert over["dataloader.train.dataset.0.max_seq_length"] == seq == over["dataloader.test.0.dataset.max_seq_length"]
+    prefix = OF.options["data_prefix"]
+    assert {over[f"dataloader.{d}.{p}data_prefix"] for d in ("train.dataset.0", "test.0.dataset")
+            for p in ("", "indexed_dataset.")} == {prefix}
+    assert over["train.dist.device_type"] == "cuda" and not any(k.endswith("_fusion") for k in over)
+
+
+def test_libai_on_cpu_turns_the_fused_cuda_ops_off_and_takes_more_overrides():
+    cell = _cell(OF, "1x2", bs=2, precision="fp32", model_size="2x64x4", seq_length=32, activation_checkpointing="none")
+    opts = {**OF.options, "device": "cpu", "overrides": "graph.enabled=False 'train.seed=7'"}
+    argv = OF.program(cell, Measure(warmup_steps=3, measure_steps=6), opts)
+    over = dict(a.split("=", 1) for a in argv[4:])
+    assert over["train.dist.device_type"] == "cpu"
+    assert {k: v for k, v in over.items() if k.endswith("_fusion")} == {
+        "model.cfg.scale_mask_softmax_fusion": "False", "model.cfg.bias_gelu_fusion": "False",
+        "model.cfg.bias_dropout_fusion": "False"}
+    assert argv[-2:] == ["graph.enabled=False", "train.seed=7"]  # after the suite's: LiBai applies them last
+    assert OF.option_error("device", "tpu") and OF.option_error("device", "cpu") is None
+    assert OF.option_error("overrides", "graph.enabled") and OF.option_error("overrides", "a='b") is not None
+    assert OF.option_error("overrides", "graph.enabled=False") is None
 
 
 def test_the_flops_formula_is_the_papers():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult
@@ -224,29 +225,55 @@ class OneFlowGPT(_GPT):
     precisions = ("fp16", "fp32")  # LiBai's train.amp is fp16
     options = {"python": "python3", "workdir": "/workspace/libai", "script": "tools/train_net.py",
                "config_file": "configs/gpt2_pretrain.py", "data_prefix": "/data/gpt/loss_compara_content_sentence",
-               "vocab_file": "/data/gpt/gpt2-vocab.json", "merge_file": "/data/gpt/gpt2-merges.txt"}
+               "vocab_file": "/data/gpt/gpt2-vocab.json", "merge_file": "/data/gpt/gpt2-merges.txt",
+               "device": "cuda",  # train.dist.device_type: cuda, cpu (npu, xpu with OneFlow's plug-ins)
+               "overrides": ""}  # more LiBai key=value overrides, after this suite's (split as a shell would)
     memory_note = "LiBai's log reports no GPU memory"
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "device" and value not in ("cuda", "cpu", "npu", "xpu"):
+            return "must be cuda, cpu, npu or xpu (LiBai's train.dist.device_type)"
+        if name == "overrides":
+            try:
+                words = shlex.split(value)
+            except ValueError as err:
+                return f"cannot be split into arguments: {err}"
+            bad = [w for w in words if "=" not in w]
+            if bad:
+                return f"LiBai's overrides are key=value: {bad}"
+        return None
 
     def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
         lay = self.layout(cell)
         ckpt = cell.param("activation_checkpointing", "full")
-        over = {"model.cfg.num_layers": lay["layers"], "model.cfg.hidden_size": lay["hidden"],
+        # LiBai's GPT config names the depth hidden_layers (an unknown key such as num_layers is added to the
+        # config and ignored); gpt2_pretrain.py copies max_seq_length into the data set when it is loaded, so the
+        # data set's own max_seq_length is overridden too (else it cuts 1024-token samples for a shorter model)
+        over = {"model.cfg.hidden_layers": lay["layers"], "model.cfg.hidden_size": lay["hidden"],
                 "model.cfg.ffn_hidden_size": 4 * lay["hidden"], "model.cfg.num_attention_heads": lay["heads"],
-                "model.cfg.max_seq_length": lay["seq"], "train.train_micro_batch_size": lay["micro"],
+                "model.cfg.max_seq_length": lay["seq"], "dataloader.train.dataset.0.max_seq_length": lay["seq"],
+                "train.train_micro_batch_size": lay["micro"],
                 "train.global_batch_size": lay["global"], "train.num_accumulation_steps": lay["accumulation"],
                 "train.train_iter": self.steps(measure), "train.log_period": 1,
                 "train.dist.data_parallel_size": lay["dp"], "train.dist.tensor_parallel_size": lay["tp"],
                 "train.dist.pipeline_parallel_size": lay["pp"], "train.dist.pipeline_num_layers": lay["layers"],
+                "train.dist.device_type": options["device"],
                 "train.amp.enabled": cell.precision == "fp16", "model.cfg.amp_enabled": cell.precision == "fp16",
                 "train.activation_checkpoint.enabled": ckpt != "none", "train.evaluation.enabled": False,
                 "train.checkpointer.period": self.steps(measure) + 1, "train.output_dir": RUN_DIR,
                 "tokenization.tokenizer.vocab_file": options["vocab_file"],
                 "tokenization.tokenizer.merges_file": options["merge_file"],
                 "dataloader.train.dataset.0.data_prefix": options["data_prefix"],
-                "dataloader.train.dataset.0.indexed_dataset.data_prefix": options["data_prefix"]}
+                "dataloader.train.dataset.0.indexed_dataset.data_prefix": options["data_prefix"],
+                # LiBai builds the test loader even with evaluation off: it must find the data too
+                "dataloader.test.0.dataset.data_prefix": options["data_prefix"],
+                "dataloader.test.0.dataset.indexed_dataset.data_prefix": options["data_prefix"],
+                "dataloader.test.0.dataset.max_seq_length": lay["seq"]}
+        if options["device"] == "cpu":  # gpt.py's fused CUDA ops (OneFlow 0.9.0 has no CPU kernel for them)
+            over.update({f"model.cfg.{k}_fusion": False for k in ("scale_mask_softmax", "bias_gelu", "bias_dropout")})
         return [options["python"], f"{options['workdir']}/{options['script']}", "--config-file",
                 f"{options['workdir']}/{options['config_file']}",
-                *(f"{k}={v}" for k, v in over.items())]
+                *(f"{k}={v}" for k, v in over.items()), *shlex.split(options["overrides"])]
 
     def drop_reason(self, cell: Cell) -> str | None:
         why = super().drop_reason(cell)

@@ -31,7 +31,11 @@ prints its iteration line on the *last* rank, ``print_rank_last``):
   5120,throughput=35.88042,latency=14.26962,loss=11.23708,``; clock: the interval's samples over its throughput.
 - LiBai (``libai/utils/events.py``): ``[09/10 10:40:56 lb.utils.events]:  eta: ...  iteration: 19/10000
   consumed_samples: 80  total_loss: 9.895  time: 7.5187 s/iter ... total_throughput: 0.53 samples/s`` (0-based
-  iteration); clock: the stamps (1 s resolution).
+  iteration); clock: LiBai's own step timer. Its ``IterationTimer`` hook (``libai/engine/hooks.py``, warm-up 3)
+  times every iteration from the 3rd on, and ``time`` is the mean of those so far, so ``time x (N - 2)`` is the
+  timed seconds through the N-th iteration (the 2nd ends at 0; a line without ``time`` is one of the first two).
+  The timer leaves out the hooks' work after each step (logging, checkpoints); the stamps, to the second, cannot
+  time iterations of a few ms. (A resumed run, LiBai's ``--resume``, counts from its start iteration: not read.)
 
 When a log holds several forms (Megatron-DeepSpeed with the engine at INFO), the first of Megatron, OneFlow, LiBai,
 DeepSpeed that it holds is measured; the others' figures are kept in ``extra``.
@@ -86,12 +90,14 @@ _LIBAI = re.compile(r"^\[(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) lb\.utils\.events\]:
                     r"\s+consumed_samples: (\d+)")
 _LIBAI_LOSS = re.compile(r"\btotal_loss: " + _F)
 _LIBAI_TPUT = re.compile(r"total_throughput: " + _F + r" samples/s")
+_LIBAI_TIME = re.compile(r"\btime: " + _F + r" s/iter")
+LIBAI_UNTIMED = 2  # LiBai's IterationTimer(warmup_iter=3) times iterations from the 3rd on
 # ---- the model's size: an arguments dump line, or flags of the launch command
 _DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*) \.{2,} (\S.*?)\s*$")
 _DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "padded_vocab_size", "vocab_size",
               "checkpoint_activations", "recompute_granularity", "global_batch_size", "train_batch_size",
               "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage"}
-_FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.num_layers=(\d+)",
+_FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)",  # LiBai: hidden_layers
           "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
           "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
           "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
@@ -204,12 +210,13 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     def libai(m: re.Match, text: str) -> int:
         k = kinds["libai"]
         step, samples = int(m.group(6)) + 1, int(m.group(8))
-        mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 6))
-        t = ((((mo * 31 + d) * 24 + h) * 60 + mi) * 60) + s  # month/day/time, no year: only differences count
-        tp, loss = _LIBAI_TPUT.search(text), _LIBAI_LOSS.search(text)
+        tp, loss, tm = _LIBAI_TPUT.search(text), _LIBAI_LOSS.search(text), _LIBAI_TIME.search(text)
+        mean = lp.to_float(tm.group(1)) if tm else None
+        t = mean * (step - LIBAI_UNTIMED) if mean is not None and step > LIBAI_UNTIMED else (
+            0.0 if step == LIBAI_UNTIMED and tm is None else None)
         gb = (samples - k.samples) / (step - k.prev) if k.samples is not None and step > k.prev else None
         k.samples = samples
-        add(k, step, float(t), speed=lp.to_float(tp.group(1)) if tp else None, gb=gb,
+        add(k, step, t, speed=lp.to_float(tp.group(1)) if tp else None, gb=gb,
             loss=lp.to_float(loss.group(1)) if loss else None)
         return lp.CONSUMED
 
@@ -315,7 +322,8 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
         x["zero_stage"] = _int(dump["zero_optimization_stage"])
     x["clock"] = {"megatron": "sum of the printed per-interval iteration times",
                   "oneflow": "sum of each interval's samples / its throughput",
-                  "libai": "log stamps (1 s resolution)", "deepspeed": "log stamps"}[name]
+                  "libai": "LiBai's step timer: its mean s/iter x the iterations it timed (from the 3rd)",
+                  "deepspeed": "log stamps"}[name]
     res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
     x = res.extra  # finish copies what it is given
     # model FLOPs, tokens/s
