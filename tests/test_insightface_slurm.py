@@ -28,7 +28,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import REPO, collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
+from testlib import REPO, collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
 from dlperf_slurm.model import Status  # noqa: E402
 
@@ -97,7 +97,7 @@ def _marked(marks):
 
 @_marked(_of_marks)
 def test_oneflow_face_node_ips_2x1_joins_n1_and_n2_and_collect_reads_it(tmp_path):
-    libs = ":".join(str(p) for p in sorted(Path(_of).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
+    libs = nvidia_libs(_of)
     text = ONEFLOW.format(python=_of, workdir=HERE / "frameworks" / "oneflow", repo=REPO, libs=libs)
     logs, (run,) = submit_and_wait(tmp_path, text, 300)
     log = run.log.read_text()

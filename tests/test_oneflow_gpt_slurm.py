@@ -16,7 +16,6 @@ which installs LiBai's pip requirements beside OneFlow 0.9.0); skipped with the 
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 import shutil
@@ -28,9 +27,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("oneflow")
@@ -73,10 +71,6 @@ PYTHONPATH = "{shim}"
 OVERRIDES = "dataloader.train.num_workers=0"
 
 
-def _libs() -> str:
-    return ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
-
-
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     root = tmp_path_factory.mktemp("libai")
@@ -87,7 +81,7 @@ def campaign(tmp_path_factory):
 
     base = Path(venvs.interpreter("oneflow")[0]).parent  # the venv's base interpreter's bin: its python3-config
     bindirs = f"{Path(_py).parent}:{base}"
-    env = {**os.environ, "LD_LIBRARY_PATH": _libs(), "PATH": f"{bindirs}:{os.environ['PATH']}"}
+    env = {**os.environ, "LD_LIBRARY_PATH": nvidia_libs(_py), "PATH": f"{bindirs}:{os.environ['PATH']}"}
     p = subprocess.run([str(_py), str(HERE / "frameworks" / "libai_data.py"), str(libai), str(root / "data")],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -95,18 +89,12 @@ def campaign(tmp_path_factory):
     p = subprocess.run(["make", "-C", str(libai / "libai" / "data" / "data_utils")], capture_output=True, text=True,
                        env=env)
     assert p.returncode == 0, p.stdout + p.stderr
-    mx = root / "libai.toml"
-    mx.write_text(MATRIX.format(python=_py, workdir=libai, data=root / "data", overrides=OVERRIDES, micro=MICRO,
-                                warmup=WARMUP, measure=MEASURE, bindirs=bindirs, libs=_libs(),
-                                shim=HERE / "frameworks" / "libai_cpu"))
-    logs = root / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    wait_campaign(logs / "libai", 900)
-    p = cli("--logs", str(logs), "collect", "libai", "--no-plots", "--out", str(root / "out"))
-    assert p.returncode == 0, p.stdout + p.stderr
-    rows = {r["shape"]: r for r in csv.DictReader(open(root / "out" / "libai.runs.csv"))}
-    runs = {f"{r.cell.nodes}n{r.cell.gpus_per_node}g": r for r in manifest.load_manifest(logs / "libai")}
+    text = MATRIX.format(python=_py, workdir=libai, data=root / "data", overrides=OVERRIDES, micro=MICRO,
+                         warmup=WARMUP, measure=MEASURE, bindirs=bindirs, libs=nvidia_libs(_py),
+                         shim=HERE / "frameworks" / "libai_cpu")
+    logs, runs = submit_and_wait(root, text, 900)
+    rows = {r["shape"]: r for r in collect_summary(logs, "libai")["runs"]}
+    runs = {f"{r.cell.nodes}n{r.cell.gpus_per_node}g": r for r in runs}
     return rows, runs
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
 from dlperf_slurm.model import Status  # noqa: E402
 
@@ -48,7 +48,7 @@ LD_LIBRARY_PATH = "{libs}"
 
 
 def test_oneflow_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
-    libs = ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
+    libs = nvidia_libs(_py)
     logs, (run,) = submit_and_wait(tmp_path, MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs), 240)
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
@@ -71,7 +71,7 @@ def test_oneflow_resnet50_2x1_spans_n1_and_n2_and_collect_reads_it(tmp_path):
 def test_oneflow_resnet50_under_oneflow_distributed_launch_uses_the_suites_python(tmp_path):
     """The newer form: ``python -m oneflow.distributed.launch`` (one process per device) from the suite's own
     interpreter (the venv's: a bare ``python`` from PATH has no OneFlow), 1x2 on one node of the cluster."""
-    libs = ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
+    libs = nvidia_libs(_py)
     text = MATRIX.format(python=_py, workdir=HERE / "frameworks" / "oneflow", libs=libs)
     text = text.replace('name = "oneflow-2x1"', 'name = "oneflow-1x2"').replace('devices = ["2x1"]',
                                                                               'devices = ["1x2"]\nlauncher = ["oneflow"]')

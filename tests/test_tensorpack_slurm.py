@@ -15,18 +15,14 @@ checkout's ``scripts/tf_cnn_benchmarks`` that ``TF_CNN_BENCHMARKS_DIR`` names.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("tensorpack")
@@ -54,24 +50,15 @@ OMP_NUM_THREADS = "1"
 
 
 def test_tensorpack_resnet50_1x1_on_the_cluster_and_collect_reads_it(tmp_path):
-    mx = tmp_path / "tensorpack.toml"
-    mx.write_text(MATRIX.format(python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py"))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    cdir = logs / "tensorpack-1x1"
-    wait_campaign(cdir, 240)
-    runs = manifest.load_manifest(cdir)
+    logs, runs = submit_and_wait(
+        tmp_path, MATRIX.format(python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py"), 240)
     assert len(runs) == 2
     for run in runs:
         text = run.log.read_text()
         assert run.status == Status.OK, text[-4000:]
         assert "Epoch 3 (global_step 30) finished, time:" in text and "Throughput (samples/sec): " in text
         assert "Training has finished!" in text
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "tensorpack-1x1", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    cells = json.loads((out / "tensorpack-1x1.json").read_text())["cells"]
+    cells = collect_summary(logs, "tensorpack-1x1")["cells"]
     assert len(cells) == 2
     for cell in cells:
         assert cell["shape"] == "1n1g" and cell["n_ok"] == 1 and cell["median"] > 0, cell
@@ -112,19 +99,11 @@ TF_CNN = os.environ.get("TF_CNN_BENCHMARKS_DIR") or str(HERE / "frameworks" / "t
 
 
 def test_seed_campaign_both_suites_one_table(tmp_path):
-    mx = tmp_path / "seed.toml"
-    mx.write_text(SEED.format(python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py",
-                              workdir=TF_CNN))
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
-    assert p.returncode == 0, p.stdout + p.stderr
-    wait_campaign(logs / "tp-vs-tfcnn", 400)
-    runs = manifest.load_manifest(logs / "tp-vs-tfcnn")
+    logs, runs = submit_and_wait(tmp_path, SEED.format(
+        python=_py, script=HERE / "frameworks" / "tensorpack" / "resnet-multigpu.py", workdir=TF_CNN), 400)
     assert len(runs) == 4 and all(r.status == Status.OK for r in runs), [(r.key, r.status) for r in runs]
-    out = tmp_path / "summaries"
-    p = cli("--logs", str(logs), "collect", "tp-vs-tfcnn", "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
-    text = (out / "tp-vs-tfcnn.md").read_text()
+    collect_summary(logs, "tp-vs-tfcnn")  # its markdown beside the JSON
+    text = (logs.parent / "summaries" / "tp-vs-tfcnn.md").read_text()
     section = text[text.index("## Tensorpack vs tf_cnn_benchmarks"):]
     header = "| GPUs   | tensorpack gpu (img/s)   | tensorpack cpu (img/s)   | tensorpack python-queue (img/s)   |"
     assert header in section, section[:2000]

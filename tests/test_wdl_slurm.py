@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
-from testlib import collect_summary, framework_on_cluster, submit_and_wait  # noqa: E402
+from testlib import collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
 from dlperf_slurm.model import Status  # noqa: E402
 
@@ -59,18 +59,14 @@ LD_LIBRARY_PATH = "{libs}"
 """
 
 
-def _libs() -> str:
-    return ":".join(str(p) for p in sorted(Path(_py).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
-
-
 def test_oneflow_wdl_real_train_py_two_vocab_sizes_give_the_wdl_table(tmp_path):
     data = tmp_path / "wdl_ofrecord"
-    env = {**os.environ, "LD_LIBRARY_PATH": _libs()}
+    env = {**os.environ, "LD_LIBRARY_PATH": nvidia_libs(_py)}
     p = subprocess.run([str(_py), str(OF / "wdl_ofrecord.py"), str(data), "--records", "1024", "--vocab",
                         str(min(VOCABS))], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     text = MATRIX.format(batch=BATCH, vocabs=", ".join(map(str, VOCABS)), python=_py, script=OF / "wdl_on_cpu.py",
-                         data=data, warmup=WARMUP, measure=MEASURE, libs=_libs())
+                         data=data, warmup=WARMUP, measure=MEASURE, libs=nvidia_libs(_py))
     logs, runs = submit_and_wait(tmp_path, text, 420)
     assert len(runs) == len(VOCABS)
     steps = WARMUP + MEASURE

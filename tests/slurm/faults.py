@@ -101,14 +101,19 @@ def slurmd_pidfile(node: str) -> Path:
     return Path(pattern.replace("%n", node))
 
 
+def show_config() -> dict[str, str]:
+    """The running controller's ``scontrol show config``: key -> value."""
+    out = {}
+    for line in run("scontrol", "show", "config").stdout.splitlines():
+        k, sep, v = line.partition("=")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out
+
+
 def config_value(name: str) -> str | None:
     """A value of the running controller's ``scontrol show config`` (e.g. SlurmdTimeout -> '10 sec')."""
-    p = run("scontrol", "show", "config")
-    for line in p.stdout.splitlines():
-        k, _, v = line.partition("=")
-        if k.strip().lower() == name.lower():
-            return v.strip()
-    return None
+    return next((v for k, v in show_config().items() if k.lower() == name.lower()), None)
 
 
 # ------------------------------------------------------------------------------------------ processes

@@ -87,12 +87,9 @@ def memory_enforced() -> str | None:
     why = cluster_up()
     if why is not None:
         return why
-    p = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
-    conf = {}
-    for line in p.stdout.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            conf[key.strip()] = value.strip()
+    import faults
+
+    conf = faults.show_config()
     missing = [f"{k} = {conf.get(k, '?')}" for k, want in (("ProctrackType", "proctrack/cgroup"),
                                                             ("TaskPlugin", "task/cgroup"),
                                                             ("ConstrainRAMSpace", "yes"),
@@ -140,6 +137,12 @@ def collect_summary(logs: Path, name: str) -> dict:
     p = cli("--logs", str(logs), "collect", name, "--no-plots", "--out", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     return json.loads((out / f"{name}.json").read_text())
+
+
+def nvidia_libs(python: Path | str) -> str:
+    """LD_LIBRARY_PATH for a framework venv whose CUDA build links the nvidia-* wheels' libraries (OneFlow 0.9:
+    cuDNN 8, cuBLAS 11; tests/frameworks/oneflow.txt): their lib folders in the venv of ``python``."""
+    return ":".join(str(p) for p in sorted(Path(python).parent.parent.glob("lib/python3*/site-packages/nvidia/*/lib")))
 
 
 def framework_on_cluster(name: str) -> tuple[Path | None, list]:
