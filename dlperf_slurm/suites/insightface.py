@@ -140,12 +140,13 @@ class MXNetFace(_Face):
         return None
 
     def drop_reason(self, cell):
-        pfc = cell.param("parallel", "model") == "partial_fc"
+        par = cell.param("parallel", "model")
+        pfc = par == "partial_fc"
         if pfc and cell.launcher != "horovodrun":
             return f"{self.name}: partial_fc runs train_memory.py under horovodrun (launcher = \"horovodrun\")"
         if not pfc and cell.launcher == "horovodrun":
             return f"{self.name}: ArcFace train.py / train_parall.py start one process per node, not per GPU"
-        if cell.param("parallel", "model") == "model" and (cell.nodes > 1 or cell.launcher == "dmlc"):
+        if par == "model" and (cell.nodes > 1 or cell.launcher == "dmlc"):
             return (f"{self.name}: train_parall.py (model parallel) runs on one node, under tf_config: with "
                     "DMLC_NUM_WORKER > 1 it imports parall_module_dist, which deepinsight/insightface never shipped")
         if not pfc and cell.nodes > 1 and cell.launcher != "dmlc":

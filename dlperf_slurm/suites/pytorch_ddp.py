@@ -34,8 +34,10 @@ class _PytorchDDP(Suite):
                "ceiling": True, "image_size": 0}
 
     def option_error(self, name: str, value: Any) -> str | None:
-        if name in ("nan_at_step", "hang_at_step", "image_size") and value < 0:
-            return "must be >= 0 (0: off)" if name != "image_size" else "must be >= 0 (0: the model's own)"
+        if name in ("nan_at_step", "hang_at_step") and value < 0:
+            return "must be >= 0 (0: off)"
+        if name == "image_size" and value < 0:
+            return "must be >= 0 (0: the model's own)"
         if name == "image_size" and value and self.model != "resnet50":
             return "only ResNet-50 takes an image size"
         return None
