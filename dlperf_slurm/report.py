@@ -228,7 +228,7 @@ def write_json(result, out: Path, stem: str) -> list[Path]:
 def _json_lines(doc: dict[str, Any]) -> str:
     """``doc`` as JSON with each top-level key on its own line and each element of a list on its own line: one cell
     or run per line (greppable, diffable), every line written by json's C encoder (an indented dump goes through its
-    pure-Python encoder: several times slower on a large campaign)."""
+    pure-Python encoder: 0.125 s against 0.05 s for 2,000 runs, a small part of the writers' time)."""
     parts = []
     for key, value in doc.items():
         head = json.dumps(key) + ": "
