@@ -1,7 +1,7 @@
 """Command line: ``python -m dlperf_slurm {plan,render,submit,status,cancel,collect}``.
 
 Each subcommand's work lives in its stage module, imported only when that subcommand runs, so
-``--help`` and ``plan`` never import submitit, pandas or torch.
+``--help`` and ``plan`` never import submitit, numpy or torch.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------- submit / status / cancel / collect
 # The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/, collect.py,
-# report.py), imported inside the handlers, so --help imports none of them, nor submitit, pandas or matplotlib.
+# report.py), imported inside the handlers, so --help imports none of them, nor submitit, numpy or matplotlib.
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

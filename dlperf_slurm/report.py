@@ -8,12 +8,14 @@
 ``summaries/<name>.<suite>.png``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
 
 The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
-pandas, tabulate and matplotlib are imported inside the functions that need them.
+tabulate and matplotlib are imported inside the functions that need them; the CSV is the csv module's.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -38,7 +40,7 @@ def _write(path: Path, data: bytes | str) -> Path:
     return atomic_write(path, data, durable=True)
 
 
-# ============================================================================================== frames
+# ============================================================================================== values
 
 
 def _jsonable(v: Any) -> Any:
@@ -53,17 +55,24 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def frames(result) -> tuple[Any, Any]:
-    """``(runs, cells)`` as pandas DataFrames (lists and dicts as JSON text, so the CSV stays flat)."""
-    import pandas as pd
+def _csv_value(v: Any) -> Any:
+    """A field as the CSV holds it: None and NaN empty, lists and dicts as JSON text (so the CSV stays flat), the
+    rest as it is (the csv module writes floats as their ``repr``, ints as ints, bools as True/False)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, (dict, list)):
+        return json.dumps(_jsonable(v), sort_keys=True)
+    return v
 
-    def flat(rows: Sequence[RunRow | CellRow], cls: type):
-        cols = columns(cls)
-        data = [{c: (json.dumps(_jsonable(v), sort_keys=True) if isinstance(v, (dict, list)) else v)
-                 for c, v in as_dict(r).items()} for r in rows]
-        return pd.DataFrame(data, columns=list(cols))
 
-    return flat(result.runs, RunRow), flat(result.cells, CellRow)
+def csv_text(rows: Sequence[RunRow | CellRow], cls: type) -> str:
+    """``rows`` as CSV text: a header of :func:`~dlperf_slurm.rows.columns`, one line per row (minimal quoting,
+    ``\\n`` line ends)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns(cls))
+    w.writerows([_csv_value(v) for v in as_dict(r).values()] for r in rows)
+    return buf.getvalue()
 
 
 # ============================================================================================ markdown
@@ -205,9 +214,8 @@ def write_markdown(result, out: Path, stem: str) -> list[Path]:
 @writer("csv")
 def write_csv(result, out: Path, stem: str) -> list[Path]:
     """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
-    runs_df, cells_df = frames(result)
-    return [_write(out / f"{stem}.csv", cells_df.to_csv(index=False)),
-            _write(out / f"{stem}.runs.csv", runs_df.to_csv(index=False))]
+    return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow)),
+            _write(out / f"{stem}.runs.csv", csv_text(result.runs, RunRow))]
 
 
 @writer("json")
