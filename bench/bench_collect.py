@@ -253,7 +253,7 @@ def main() -> None:
         row("block reader alone (one process)", t_sieve, note=f"{n_cand} lines: the grep's words or the Scanner's")
         row("collect cold: find the runs", cold["gather"], None)
         row("collect cold: parse + cells", cold["parse"], note=f"{cold['read']} logs read")
-        row("collect cold: write md/csv/json/png", cold["write"], None, f"{len(cold['written'])} files")
+        row("collect cold: write md/csv/json/svg", cold["write"], None, f"{len(cold['written'])} files")
         row("collect cold: total", cold["total"], note=f"total / parse {cold['total'] / cold['parse']:.2f}x")
         row("collect warm (unchanged): parse + cells", warm["parse"], None, f"{warm['read']} logs read")
         row("collect warm (unchanged): total", warm["total"], None,

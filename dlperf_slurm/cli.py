@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------- submit / status / cancel / collect
 # The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/, collect.py,
-# report.py), imported inside the handlers, so --help imports none of them, nor submitit, numpy or matplotlib.
+# report.py), imported inside the handlers, so --help imports none of them, nor submitit, numpy or tabulate.
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -261,7 +261,7 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel parser processes (default: CPUs)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
     p.add_argument("--no-cache", action="store_true", help="read every log again (collect remembers the logs it "

@@ -10,8 +10,7 @@
    suite, precision, XLA, batch per device and variant (:func:`dlperf_slurm.cells.cells_of`).
 
 The results are typed rows (:class:`~dlperf_slurm.rows.RunRow`, :class:`~dlperf_slurm.rows.CellRow`);
-:mod:`dlperf_slurm.report`'s writers turn them into markdown, CSV, JSON and PNG. matplotlib is imported only
-there, and only when needed.
+:mod:`dlperf_slurm.report`'s writers turn them into markdown, CSV, JSON and SVG plots.
 """
 
 from __future__ import annotations

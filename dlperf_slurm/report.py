@@ -1,14 +1,14 @@
-"""Summaries of a collect: DLPerf-style markdown tables, CSV, JSON and PNG plots, each written atomically.
+"""Summaries of a collect: DLPerf-style markdown tables, CSV, JSON and SVG plots, each written atomically.
 
 ``summaries/<name>.md``        per (suite, precision, XLA, batch per device[, variant]) a table of device shapes
                                (``1n1g``, ``1n8g``, ``2n8g``, ...) with median throughput, speedup, efficiency,
                                latency, GPU memory and spread; a cross-suite table as in DLPerf's README.
 ``summaries/<name>.csv``       every cell (one row each); ``<name>.runs.csv``: every run.
 ``summaries/<name>.json``      both, with the sources and the method.
-``summaries/<name>.<suite>.png``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
+``summaries/<name>.<suite>.svg``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
 
 The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
-tabulate and matplotlib are imported inside the functions that need them; the CSV is the csv module's.
+tabulate is imported inside the functions that need it; the CSV is the csv module's, the SVG our own text.
 """
 
 from __future__ import annotations
@@ -248,58 +248,50 @@ def _json_lines(doc: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-@writer("png", plot=True)
-def write_plots(result, out: Path, stem: str) -> plotting.Rendering:
-    """One plot per suite with an OK cell, drawn in worker processes while the other formats are written (the
-    paths come from the result's ``wait()``); with ``result.output_state``, a plot whose cells did not change is
+@writer("svg", plot=True)
+def write_plots(result, out: Path, stem: str) -> list[Path]:
+    """One SVG plot per suite with an OK cell; with ``result.output_state``, a plot whose cells did not change is
     kept as it is."""
     state = getattr(result, "output_state", None)
     shared = shared_suites(result.cells)
-    jobs, paths = [], []
+    paths = []
     for suite in sorted({c.suite for c in result.cells}):
         gs = plotting.plottable(result.cells, suite)
         if not gs:
             continue
-        path = out / f"{stem}.{_slug(suite.replace('/', '_'))}.png"
+        path = out / f"{stem}.{_slug(suite.replace('/', '_'))}.svg"
         paths.append(path)
         if state is not None:
-            d = "png:" + digest(gs, suite in shared)
+            d = "svg:" + digest(gs, suite in shared)
             if state.fresh(path, d):
                 continue
             state.record(path, d)
-        jobs.append((gs, suite, suite in shared, path))
-    rendering = plotting.Rendering(jobs)
-    rendering.paths = paths
-    return rendering
+        _write(path, plotting.draw(gs, suite, suite in shared))
+    return paths
 
 
 def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True,
               state: OutputState | None = None) -> list[Path]:
     """Run every registered writer (but the plots when ``plots`` is false) over ``result`` under ``out_dir``;
-    each file is written atomically. The paths written, in :data:`WRITERS`' order. The plots start first (they
-    render in worker processes). With ``state`` (what was written last time), a writer whose inputs did not
-    change writes nothing (its files are still listed) and ``state`` records what is current."""
+    each file is written atomically. The paths written, in :data:`WRITERS`' order. With ``state`` (what was
+    written last time), a writer whose inputs did not change writes nothing (its files are still listed) and
+    ``state`` records what is current (the plots keep their own digest per file)."""
     out, stem = Path(out_dir), _slug(result.name)
     result.output_state = state
-    names = [n for n in WRITERS if plots or n not in _PLOTS]
     inputs = None
     if state is not None:
         inputs = digest(result.name, [(c.name, c.source, c.where, c.repeats, c.notes, len(c.runs),
                                        sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
                                       for c in result.collections], result.runs, result.cells)
-    got: dict[str, Any] = {}
-    for name in sorted(names, key=lambda n: n not in _PLOTS):
-        if state is not None and name not in _PLOTS:
-            mine = state.files(f"{name}:")
-            if mine and all(state.fresh(p, f"{name}:{inputs}") for p in mine):
-                got[name] = mine
-                continue
-        got[name] = WRITERS[name](result, out, stem)
     paths: list[Path] = []
-    for name in names:
-        written = got[name].wait() if hasattr(got[name], "wait") else list(got[name])
-        if state is not None and name not in _PLOTS:
-            for p in written:
-                state.record(p, f"{name}:{inputs}")
-        paths += written
+    for name in [n for n in WRITERS if plots or n not in _PLOTS]:
+        if state is None or name in _PLOTS:
+            paths += WRITERS[name](result, out, stem)
+            continue
+        mine = state.files(f"{name}:")
+        if not (mine and all(state.fresh(p, f"{name}:{inputs}") for p in mine)):
+            mine = list(WRITERS[name](result, out, stem))
+        for p in mine:
+            state.record(p, f"{name}:{inputs}")
+        paths += mine
     return paths

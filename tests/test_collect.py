@@ -1,5 +1,5 @@
 """collect end to end: DLPerf-style trees in every suite's format, campaigns with a manifest (jobs still
-running, then done), matrices without one, statuses and exit markers, summaries (markdown, CSV, JSON, PNG),
+running, then done), matrices without one, statuses and exit markers, summaries (markdown, CSV, JSON, SVG),
 atomic rewriting and the CLI."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -132,7 +133,7 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
         return [path]
 
     try:
-        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:4] == ["md", "csv", "json", "png"]
+        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:4] == ["md", "csv", "json", "svg"]
         out = tmp_path / "out"
         assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
                        "--measure-steps", "20", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
@@ -245,8 +246,11 @@ def test_campaign_while_running_then_finished(tmp_path, capsys):
                    "--jobs", "2", "--quiet") == 0
     after = {p.name for p in out.iterdir()}
     assert not [n for n in after if n.endswith(".tmp")]  # atomic rewrite leaves no temporary file
-    assert before <= after and "smoke.pytorch-ddp_resnet50.png" in after
-    assert (out / "smoke.pytorch-ddp_resnet50.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert before <= after and "smoke.pytorch-ddp_resnet50.svg" in after
+    svg = ElementTree.parse(out / "smoke.pytorch-ddp_resnet50.svg").getroot()  # well-formed, the plot's texts
+    texts = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert svg.get("viewBox") == "0 0 1320 528" and "pytorch-ddp/resnet50: throughput" in texts
+    assert texts.count("GPUs") == 2 and "fp32, b4 (tiny)" in texts and "scaling efficiency (%)" in texts
     cells = read_cells(out, "smoke")
     one, two = cells["1n1g"], cells["1n2g"]
     assert one["n_ok"] == 3 and one["median"] == pytest.approx(stats.median(e["throughput"] for k, e in exp.items()
@@ -352,8 +356,8 @@ def test_atomic_write_replaces_whole_files(tmp_path):
 
 
 def test_cli_start_imports_no_heavy_module():
-    heavy = ('numpy', 'matplotlib', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.submit',
-             'dlperf_slurm.collect', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking', 'dlperf_slurm.schedulers.slurm')
+    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.submit', 'dlperf_slurm.collect',
+             'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking', 'dlperf_slurm.schedulers.slurm')
     code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

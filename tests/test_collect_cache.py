@@ -63,7 +63,7 @@ def test_a_cache_hit_gives_byte_identical_summaries(tmp_path, capsys, monkeypatc
     assert collect_from(root, out, suite) == 0
     cold = summaries(out)
     assert "9 read, 0 from the parse cache" in capsys.readouterr().out
-    assert (out / ".tree.cache.sqlite").exists() and any(n.endswith(".png") for n in cold)
+    assert (out / ".tree.cache.sqlite").exists() and any(n.endswith(".svg") for n in cold)
     for name in cold:  # the summaries go; the cache stays
         (out / name).unlink()
     no_parsing(monkeypatch)
@@ -271,10 +271,10 @@ def test_only_the_plot_of_a_changed_suite_is_drawn_again(tmp_path, capsys):
     argv = ["collect", "--from", str(roots["tf-cnn/resnet50"]), "--suite", "tf-cnn/resnet50", *FROM, "--out",
             str(out), "--jobs", "1", "--quiet"]
     assert cli.main(argv) == 0
-    png = out / "tf-cnn_resnet50.tf-cnn_resnet50.png"
-    stamp = png.stat().st_mtime_ns
+    svg = out / "tf-cnn_resnet50.tf-cnn_resnet50.svg"
+    stamp = svg.stat().st_mtime_ns
     log = roots["tf-cnn/resnet50"] / "1n1g" / "m_b8_fp32_0.log"
     log.write_text(log.read_text())  # rewritten as it was: read again, same figures; only parse_seconds moves
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
-    assert "1 read" in printed and png.stat().st_mtime_ns == stamp and "1 unchanged" in printed
+    assert "1 read" in printed and svg.stat().st_mtime_ns == stamp and "1 unchanged" in printed

@@ -1,16 +1,22 @@
-"""The summary writers' file formats: the CSV written with the csv module (issue #13: no pandas)."""
+"""The summary writers' file formats: the CSV written with the csv module, the plots as SVG text (issue #13: no
+pandas, no matplotlib)."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
 import io
+import subprocess
+import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
-from dlperf_slurm import collect, report
+from dlperf_slurm import collect, plots, report, stats
 from dlperf_slurm.rows import CellRow, RunRow, columns
 
 from test_collect import make_tree
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _result(tmp_path: Path):
@@ -38,3 +44,44 @@ def test_csv_fields_read_back_as_written(tmp_path):
     assert list(cells[0]) == list(columns(CellRow)) and len(cells) == len(res.cells)
     oom = next(c for c in cells if c["status"] == "OOM")
     assert oom["median"] == "" and oom["statuses"] == '{"OOM": 3}' and oom["flags"].startswith("[")
+
+
+def test_svg_plot_is_well_formed_with_labels_from_user_data(tmp_path):
+    res = _result(tmp_path)
+    odd = 'a&b <c> "d"'  # a variant and a campaign as users may write them
+    cells = [dataclasses.replace(c, variant=odd, campaign=odd) for c in res.cells]
+    svg = plots.draw(plots.plottable(cells, "tf-cnn/resnet50"), "tf-cnn/resnet50", True)
+    assert odd not in svg and "&amp;b &lt;c&gt; &quot;d&quot;" in svg
+    root = ElementTree.fromstring(svg)
+    assert root.tag == f"{SVG}svg" and (root.get("width"), root.get("height")) == ("1320", "528")
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    label = f"fp32, b8, {odd} [{odd}]"
+    assert texts.count(label) == 2 and "tf-cnn/resnet50: scaling efficiency vs 1 GPU" in texts and "ideal" in texts
+    one = next(c for c in cells if c.shape == "1n1g")
+    titles = [t.text for t in root.iter(f"{SVG}title")]  # a tooltip per marker: 2 OK shapes, 2 panels
+    assert len(titles) == 4 and f"{label}: 1n1g, median {stats.fmt(one.median)} img/s" in titles[0]
+    assert titles[-1].startswith(f"{label}: 1n2g, efficiency ") and titles[-1].endswith("%")
+    assert [p for p in root.iter(f"{SVG}polyline") if p.get("stroke-dasharray") and p.get("stroke") == "#1f77b4"]
+
+
+def test_log_axis_ticks_and_labels():
+    lo, hi, ticks = plots.log_ticks(300, 6000)
+    assert ticks == [500, 1000, 2000, 5000] and lo < 300 and hi > 6000
+    assert [plots.tick_text(t) for t in ticks] == ["500", "1k", "2k", "5k"]
+    assert plots.log_ticks(1, 1e6)[2] == [10.0 ** k for k in range(7)]  # decades only over a wide range
+    lo, hi, ticks = plots.log_ticks(1197.7, 1198.0)  # a flat line: the axis widens to two ticks
+    assert len(ticks) >= 2 and lo <= 1197.7 and hi >= 1198.0 and ticks == sorted(ticks)
+    assert plots.tick_text(2500) == "2.5k" and plots.tick_text(0.5) == "0.5" and plots.tick_text(3e6) == "3M"
+    assert plots.lin_ticks(110) == [0, 20, 40, 60, 80, 100] and plots.lin_ticks(180)[-1] == 175
+
+
+def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
+    root = tmp_path / "t"
+    make_tree(root, "tf-cnn/resnet50", repeats=1)
+    code = ("import sys; from dlperf_slurm import collect, report; "
+            f"res = collect.collect([collect.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
+            f"paths = report.write_all(res, {str(tmp_path / 'out')!r}); "
+            "print(sorted(p.suffix for p in paths), [m for m in ('pandas', 'matplotlib') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.strip() == "['.csv', '.csv', '.json', '.md', '.svg'] []"
