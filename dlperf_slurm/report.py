@@ -43,13 +43,22 @@ def _write(path: Path, data: bytes | str) -> Path:
 # ============================================================================================== values
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # what JSON takes as it is: most values, looked up by exact type
+
+
 def _jsonable(v: Any) -> Any:
+    """``v`` with every float that is not finite as None, tuples as lists, paths and dict keys as strings."""
+    t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): x if type(x) in _PLAIN else _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [x if type(x) in _PLAIN else _jsonable(x) for x in v]
     if isinstance(v, Path):
         return str(v)
     return v
