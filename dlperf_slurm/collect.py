@@ -15,16 +15,17 @@ The results are typed rows (:class:`~dlperf_slurm.rows.RunRow`, :class:`~dlperf_
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dlperf_slurm import manifest, parsecache
 from dlperf_slurm.cells import cells_of
@@ -35,6 +36,7 @@ from dlperf_slurm.runparse import RunSpec, parse_all
 
 _TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)_(?P<rep>\d+)\.log$")
 _SHAPE_DIR = re.compile(r"^(\d+)n(\d+)g$")
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,6 +50,23 @@ class Collection:
     repeats: int | None = None  # planned repeats per cell (None: as many as found)
     cells: list[dict[str, Any]] = field(default_factory=list)  # every planned cell, runs or not
     notes: list[str] = field(default_factory=list)
+
+
+def _keeps_what_it_makes(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` without cycle collection: every object a gatherer or :func:`collect` makes lives to the end, so
+    collecting over them (and over a long-lived ``--watch`` process's last result) would be wasted work."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> T:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+
+    return run
 
 
 # ============================================================================================ gathering
@@ -67,6 +86,7 @@ def _slurm_out_index(dirs: Iterable[Path]) -> dict[str, list[str]]:
     return index
 
 
+@_keeps_what_it_makes
 def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
     """Runs of a campaign from its manifest (:func:`dlperf_slurm.manifest.load_campaign`), statuses as recorded."""
     info = manifest.load_campaign(campaign_dir)
@@ -85,6 +105,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
                       [c.as_dict() for c in info.cells])
 
 
+@_keeps_what_it_makes
 def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.PathLike | None = None,
                      logs: str = "logs", site: Any = None) -> Collection:
     """Runs of a matrix (``matrix.runs(m, campaign_dir)``); statuses from the manifest when there is one."""
@@ -113,6 +134,7 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
     return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)
 
 
+@_keeps_what_it_makes
 def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int | None = None,
                    measure_steps: int | None = None, options: dict[str, Any] | None = None,
                    name: str | None = None) -> Collection:
@@ -205,6 +227,7 @@ class Result:
     reread: int | None = None  # logs parsed this time (the others came from the parse cache); None: no cache
 
 
+@_keeps_what_it_makes
 def collect(collections: Sequence[Collection], jobs: int | None = None, name: str | None = None,
             cache: parsecache.Caches | None = None) -> Result:
     """Parse every run of ``collections`` (with ``cache``: only the logs it does not hold as they are now, adding
@@ -212,22 +235,16 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
     fresh: dict[str, parsecache.Entry | None] = {}
-    gc_was = gc.isenabled()
-    gc.disable()  # every object made here lives to the end: cycle collection over them would be wasted work
-    try:
-        rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
-        if cache is not None:
-            cache.save(fresh)
-        repeats: dict[Any, int] = {}
-        for c in collections:
-            if c.repeats:
-                for s in c.runs:
-                    repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
-        cells = cells_of(rows, repeats=repeats)
-        _mark_searched(collections, cells)
-    finally:
-        if gc_was:
-            gc.enable()
+    rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
+    if cache is not None:
+        cache.save(fresh)
+    repeats: dict[Any, int] = {}
+    for c in collections:
+        if c.repeats:
+            for s in c.runs:
+                repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
+    cells = cells_of(rows, repeats=repeats)
+    _mark_searched(collections, cells)
     total = sum(r.log_bytes or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
                   time.perf_counter() - t0, total, len(fresh) if cache is not None else None)
