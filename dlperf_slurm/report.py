@@ -31,8 +31,7 @@ from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
 from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, setup_study,
-                                 shared_suites,
-                                 xla_name)
+                                 shared_suites)
 
 
 def _write(path: Path, data: bytes | str) -> Path:
@@ -172,18 +171,6 @@ def terminal(result) -> str:
             out += ["", f"{model} across suites (largest shape)",
                     tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
     return "\n".join(out)
-
-
-# =============================================================================================== plots
-
-
-def plot_suite(cells: Sequence[CellRow], suite: str, path: Path) -> Path | None:
-    """Throughput and scaling efficiency against GPUs for one suite, a line per precision/XLA/batch/variant,
-    ideal linear scaling dashed (:mod:`dlperf_slurm.plots`). None when no cell of the suite has an OK run."""
-    gs = plotting.plottable(cells, suite)
-    if not gs:
-        return None
-    return _write(path, plotting.draw(gs, suite, bool(shared_suites(cells) & {suite})))
 
 
 # ============================================================================================== writing
