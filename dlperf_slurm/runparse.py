@@ -209,11 +209,8 @@ def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, 
 
     from dlperf_slurm.parsing import lines
 
-    if lines.BLOCKS:
-        try:  # numpy, once, before the workers fork
-            from dlperf_slurm.parsing import blocks  # noqa: F401
-        except ImportError:
-            pass
+    if lines.BLOCKS:  # numpy, once, before the workers fork
+        from dlperf_slurm.parsing import blocks  # noqa: F401
     suites.names()  # every suite module, once
     parsecache.parser_version()
     chunk = max(1, min(64, len(specs) // (jobs * 8)))

@@ -250,11 +250,9 @@ class Scanner:
         """Read ``lines`` (any iterable of lines; the unstarted result of :func:`read_lines` is read in blocks, only
         the lines that can matter reaching the loop) and return the log's :class:`Facts`."""
         if isinstance(lines, LogLines) and not lines.started and self._block_needles is not None and BLOCKS:
-            try:
-                from dlperf_slurm.parsing import blocks
-            except ImportError:  # no numpy: every line goes through the loop
-                blocks = None  # type: ignore[assignment]
-            if blocks is not None and all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
+            from dlperf_slurm.parsing import blocks  # numpy: imported by the first log read in blocks
+
+            if all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
                 src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
                                                                  _OOM_WORDS), self._pending)
                 facts = self._loop(src)
