@@ -9,7 +9,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
+from typing import Sequence, TextIO
 
 from dlperf_slurm import manifest, parsecache
 from dlperf_slurm.collect import (Collection, Result, _campaign_dir, _options, collect, keep_verdicts,
@@ -81,11 +81,11 @@ def cmd_collect(args) -> int:
     from dlperf_slurm import report
 
     t0 = time.perf_counter()
-    result, wrote, kept, _state = collect_once(args)
+    result, wrote, kept, state = collect_once(args)
     if not args.quiet:
         print(report.terminal(result))
         print()
-    print(f"{_parsed(result)}; {_written(wrote, kept)} ({time.perf_counter() - t0:.1f} s in all)")
+    print(f"{_parsed(result)}; {_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)")
     return 0
 
 
@@ -96,10 +96,12 @@ def _parsed(result: Result) -> str:
     return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s"
 
 
-def _written(wrote: list[Path], kept: list[Path]) -> str:
+def _written(wrote: list[Path], kept: list[Path], removed: Sequence[Path] = ()) -> str:
     text = f"wrote {', '.join(str(p) for p in wrote)}" if wrote else "summaries unchanged"
     if kept:
         text += f"; {len(kept)} unchanged" if wrote else f" ({len(kept)} files under {kept[0].parent})"
+    if removed:
+        text += f"; removed {', '.join(str(p) for p in removed)} (no longer made)"
     return text
 
 

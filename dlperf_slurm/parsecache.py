@@ -256,12 +256,13 @@ class OutputState:
         self.before: dict[str, str] = dict(digests or {})  # as the files are (as last written)
         self.now: dict[str, str] = {}  # as this collect leaves them
         self.kept: set[str] = set()  # files this collect found current
+        self.removed: list[Path] = []  # files the last collect wrote that this one no longer makes
 
     def begin(self) -> None:
         """Start a new round of writing (``--watch``): what the last one left is what is there."""
         if self.now:
             self.before = dict(self.now)
-        self.now, self.kept = {}, set()
+        self.now, self.kept, self.removed = {}, set(), []
 
     @classmethod
     def load(cls, path: Path) -> OutputState:

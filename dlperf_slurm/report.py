@@ -280,7 +280,8 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
                                        sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
                                       for c in result.collections], result.runs, result.cells)
     paths: list[Path] = []
-    for name in [n for n in WRITERS if plots or n not in _PLOTS]:
+    ran = [n for n in WRITERS if plots or n not in _PLOTS]
+    for name in ran:
         if state is None or name in _PLOTS:
             paths += WRITERS[name](result, out, stem)
             continue
@@ -290,4 +291,24 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
         for p in mine:
             state.record(p, f"{name}:{inputs}")
         paths += mine
+    if state is not None:
+        _drop_stale(state, out, stem, ran)
     return paths
+
+
+def _drop_stale(state: OutputState, out: Path, stem: str, ran: list[str]) -> None:
+    """Remove the files the last collect of these summaries wrote that this one no longer makes: the plot of a
+    suite gone from the campaign, a format no writer makes any more (the PNG plots of earlier versions). A writer
+    left out this time (``--no-plots``) keeps its files, still known as they were. What is removed is listed in
+    ``state.removed``."""
+    for p, d in state.before.items():
+        if p in state.now:
+            continue
+        kind = d.split(":", 1)[0]
+        if kind in WRITERS and kind not in ran:
+            state.now[p] = d
+            continue
+        path = Path(p)
+        if path.parent == out and path.name.startswith(f"{stem}.") and path.exists():
+            path.unlink()
+            state.removed.append(path)

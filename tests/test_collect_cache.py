@@ -278,3 +278,35 @@ def test_only_the_plot_of_a_changed_suite_is_drawn_again(tmp_path, capsys):
     assert cli.main(argv) == 0
     printed = capsys.readouterr().out
     assert "1 read" in printed and svg.stat().st_mtime_ns == stamp and "1 unchanged" in printed
+
+
+def test_a_summary_no_longer_made_is_removed_and_nothing_else(tmp_path, capsys):
+    root, out = tmp_path / "tree", tmp_path / "out"
+    make_tree(root, "tf-cnn/resnet50")
+    assert collect_from(root, out, "tf-cnn/resnet50") == 0
+    svg = out / "tree.tf-cnn_resnet50.svg"
+    assert svg.exists()
+    # what an earlier version wrote (PNG plots), as its side file recorded it; and files collect never wrote
+    old_png = out / "tree.tf-cnn_resnet50.png"
+    old_png.write_bytes(b"\x89PNG")
+    db = sqlite3.connect(out / ".tree.cache.sqlite")
+    with db:
+        db.execute("INSERT INTO outputs(path, digest) VALUES (?, ?)", (str(old_png), "png:0123"))
+    db.close()
+    mine = [out / "tree.by-hand.png", out / "notes.md"]
+    for p in mine:
+        p.write_text("the user's own file")
+    capsys.readouterr()
+    assert collect_from(root, out, "tf-cnn/resnet50") == 0
+    printed = capsys.readouterr().out
+    assert not old_png.exists() and f"removed {old_png} (no longer made)" in printed
+    assert svg.exists() and all(p.read_text() == "the user's own file" for p in mine)
+    # --no-plots leaves the plots as they are, and still known
+    assert collect_from(root, out, "tf-cnn/resnet50", "--no-plots") == 0
+    assert svg.exists() and "removed" not in capsys.readouterr().out
+    # every run fails now: no suite has an OK cell, so there is no plot to make; the old one goes
+    for log in root.rglob("*.log"):
+        log.write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
+    assert collect_from(root, out, "tf-cnn/resnet50") == 0
+    assert not svg.exists() and f"removed {svg}" in capsys.readouterr().out
+    assert (out / "tree.md").exists() and all(p.exists() for p in mine)
