@@ -13,6 +13,11 @@ venv's path (a ``.pth`` file naming this checkout), never installed into it.
 
     python tests/frameworks/venvs.py [NAME ...|--all]    # build what is missing, print each venv's python
     python tests/frameworks/venvs.py --list
+    python tests/frameworks/venvs.py --lock NAME ...     # write <name>.lock from its built venv
+
+A ``<name>.lock`` beside the file (``pip freeze`` of a venv that passed the tests, less what pip did not install
+from an index and this checkout) is passed to pip as constraints: a rebuild on a fresh machine gets the same versions of every
+package, the unpinned and the transitive ones included, not whatever was released since.
 
 Tests use :func:`python_for` (the venv's interpreter, or None with the reason: the test then skips and says how
 to build it). A failed build leaves ``<venv>.failed`` with pip's output, and is not retried until the file
@@ -87,11 +92,34 @@ def build_script(name: str) -> Path | None:
     return sh if sh.exists() else None
 
 
+def lock_file(name: str) -> Path | None:
+    """The framework's optional ``<name>.lock`` (pip constraints: every package's version, as last tested)."""
+    lock = HERE / f"{name}.lock"
+    return lock if lock.exists() else None
+
+
+def write_lock(name: str) -> Path:
+    """``<name>.lock`` from the built venv's ``pip freeze`` (packages pip installed from an index only)."""
+    py, why = python_for(name)
+    if py is None:
+        raise SystemExit(why)
+    frozen = subprocess.run([str(py), "-m", "pip", "freeze", "--disable-pip-version-check"], capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    pins = sorted((line for line in frozen if "==" in line and " @ " not in line  # from an index
+                   and not line.lower().startswith(("dlperf_slurm==", "dlperf-slurm=="))), key=str.lower)
+    lock = HERE / f"{name}.lock"
+    lock.write_text(f"# pip freeze of the {name} venv the tests passed with (`python tests/frameworks/venvs.py "
+                    f"--lock {name}`); pip constraints\n" + "\n".join(pins) + "\n")
+    return lock
+
+
 def venv_dir(name: str) -> Path:
     version = interpreter(name)[1] if wanted_python(name) else sys.version
     # the .sh, when there is one, is hashed after the .txt: a venv without one keeps the hash it always had
     sh = build_script(name)
-    text = (HERE / f"{name}.txt").read_bytes() + (sh.read_bytes() if sh else b"")
+    lock = lock_file(name)
+    text = ((HERE / f"{name}.txt").read_bytes() + (sh.read_bytes() if sh else b"")
+            + (lock.read_bytes() if lock else b""))
     digest = hashlib.sha256(text + version.encode()).hexdigest()[:12]
     return cache_dir() / f"{name}-{digest}"
 
@@ -131,6 +159,8 @@ def build(name: str, out=print) -> Path | None:
     log = []
     steps = [[exe, "-m", "venv", str(v)]]
     pip = [str(v / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if lock_file(name):
+        pip += ["-c", str(lock_file(name))]
     if deps:
         steps.append(pip + deps)
     if nodeps:
@@ -157,6 +187,10 @@ def main(argv: list[str]) -> int:
         for n in names():
             py, why = python_for(n)
             print(f"{n}: {py or why}")
+        return 0
+    if argv[:1] == ["--lock"]:
+        for n in argv[1:]:
+            print(f"{n}: {write_lock(n)}")
         return 0
     wanted = names() if (not argv or argv[:1] == ["--all"]) else argv
     unknown = [n for n in wanted if n not in names()]
