@@ -167,8 +167,9 @@ def build(name: str, out=print) -> Path | None:
         steps.append(pip + ["--no-deps"] + nodeps)
     if build_script(name):
         steps.append(["bash", str(build_script(name)), str(v)])
+    env = dict(os.environ, PIP_CONSTRAINT=str(lock_file(name))) if lock_file(name) else None  # the .sh's pip too
     for cmd in steps:
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         log.append(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
         if p.returncode != 0:
             failed.write_text("\n".join(log))
