@@ -38,6 +38,10 @@ class Window:
     Feed every logged step in log order with :meth:`add`. A step's ``time`` is the wall time at its end; a line
     that also says how long the steps since ``span_from`` took (``span_seconds``) lets the window's start be
     recovered when the line for the boundary step itself is missing (warm-up 0, a coarse log, a garbled line).
+
+    A timed step below the previous timed one starts another attempt (a restart in the same log: torchrun's
+    restarts, a requeued job's appended output): the window is timed within one attempt, the first that ran
+    through it, never across the gap between two.
     """
 
     COVERAGE = 0.9  # a window with fewer measured steps than this fraction of ``measure`` is not a measurement
@@ -55,6 +59,10 @@ class Window:
         self.nonfinite: tuple[int, float] | None = None  # first (step, loss) not finite
         self.last_loss: float | None = None
         self.out_of_order = 0
+        self.restarts = 0  # timed steps below the previous timed step: attempts after the first
+        self._prev_timed: int | None = None  # the last timed step, and the highest of the current attempt
+        self._attempt_max = 0
+        self._kept = False  # an earlier attempt ran through the window: later attempts are not measured
 
     def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
             span_from: int | None = None, span_seconds: float | None = None) -> None:
@@ -68,6 +76,19 @@ class Window:
                 self.nonfinite = (step, loss)
         if time is None or not math.isfinite(time):
             return
+        if self._prev_timed is not None and step < self._prev_timed:
+            self.restarts += 1
+            if not self._kept:
+                if self._attempt_max >= self.end_step:
+                    self._kept = True
+                else:  # the attempt stopped inside the window: time the window in a later one
+                    self._start = self._derived = self._last = None
+                    self._speeds.clear()
+                    self._attempt_max = 0
+        self._prev_timed = step
+        if self._kept:
+            return
+        self._attempt_max = max(self._attempt_max, step)
         if step >= self.warmup and self._start is None:
             self._start = (step, time)
         if step <= self.end_step and (self._last is None or step > self._last[0]):
@@ -106,7 +127,9 @@ class Window:
         first = min(x[0] for x in (s, d) if x) if (s or d) else None
         return (f"logged steps reach {self.max_step}; window {self.warmup}->{self.end_step}; first timed step at or "
                 f"after the warm-up: {first if first is not None else 'none'}; last timed step in the window: "
-                f"{self._last[0] if self._last else 'none'}")
+                f"{self._last[0] if self._last else 'none'}"
+                + (f"; the step counter went back {self.restarts} time(s) (a restart): the window is timed within "
+                   "one attempt" if self.restarts else ""))
 
 
 # ------------------------------------------------------------------------------------------------- finish
@@ -170,6 +193,8 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         x["ranks_seen"] = len(facts.ranks)
     if window.out_of_order:
         x["steps_out_of_order"] = window.out_of_order
+    if window.restarts:
+        x["restarts"] = window.restarts
     mem = _memory_fields(facts.memory)
     reserved = mem.pop("_reserved", None)
     if reserved is not None:
@@ -212,6 +237,9 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         if fig.steps != window.measure:
             res.reason = f"measured steps {fig.start}->{fig.end} ({fig.steps} of {window.measure}): " \
                          "the log times no step nearer the window's ends"
+        if window.restarts:
+            res.reason = "; ".join(x for x in (res.reason, f"the step counter went back {window.restarts} time(s) "
+                                               "(a restart): the window is timed within one attempt") if x)
     if res.status not in (Status.OK, Status.NONFINITE):
         # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
         if res.status != Status.OOM or not reached:
