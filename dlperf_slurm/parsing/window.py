@@ -6,7 +6,7 @@ which also weighs the scheduler's state and the exit marker, is decided in one p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,11 +135,14 @@ class Window:
 # ------------------------------------------------------------------------------------------------- finish
 
 
-def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
-    """RunResult memory fields from a ``:::DLPERF`` memory event."""
+def _memory_fields(mems: Sequence[Mapping[str, Any]], host: Any = None) -> dict[str, Any]:
+    """RunResult memory fields from the log's ``:::DLPERF`` memory events: one, or one per node where each node's
+    sampler reports its own GPUs (``workloads.memwatch``). The peaks are the largest over every event (every GPU
+    of every node), GPU 0 the batch host's (``host``, rank 0's node) else the first event's, the utilization
+    the mean over the events."""
     out: dict[str, Any] = {"mem_peak_mib": None, "mem_gpu0_mib": None, "mem_allocator_mib": None, "gpu_util": None,
                            "mem_reason": ""}
-    if not mem:
+    if not mems:
         return out
 
     def peak(obj: Any) -> float | None:
@@ -149,13 +152,22 @@ def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
         v = to_float(obj)
         return v if v is not None and math.isfinite(v) else None
 
-    out["mem_peak_mib"] = peak(mem.get(ev.NVML_PEAK_USED_MIB))
-    out["mem_gpu0_mib"] = peak(mem.get(ev.NVML_GPU0_MIB))
-    out["mem_allocator_mib"] = peak(mem.get(ev.MAX_ALLOCATED_MIB))
-    out["gpu_util"] = peak(mem.get(ev.GPU_UTIL_MEAN))
-    reason = mem.get(ev.REASON)
-    out["mem_reason"] = str(reason) if reason else ""
-    reserved = peak(mem.get(ev.MAX_RESERVED_MIB))
+    def each(key: str) -> list[float]:
+        return [v for v in (peak(m.get(key)) for m in mems) if v is not None]
+
+    def on_host(m: Mapping[str, Any]) -> bool:
+        peaks = m.get(ev.NVML_PEAK_USED_MIB)
+        return host is not None and isinstance(peaks, Mapping) and any(
+            str(k).rpartition(":")[0] == str(host) for k in peaks)
+
+    out["mem_peak_mib"] = max(each(ev.NVML_PEAK_USED_MIB), default=None)
+    gpu0 = [(not on_host(m), i, v) for i, m in enumerate(mems) if (v := peak(m.get(ev.NVML_GPU0_MIB))) is not None]
+    out["mem_gpu0_mib"] = min(gpu0)[2] if gpu0 else None
+    out["mem_allocator_mib"] = max(each(ev.MAX_ALLOCATED_MIB), default=None)
+    utils = each(ev.GPU_UTIL_MEAN)
+    out["gpu_util"] = sum(utils) / len(utils) if utils else None
+    out["mem_reason"] = "; ".join(dict.fromkeys(str(m[ev.REASON]) for m in mems if m.get(ev.REASON)))
+    reserved = max(each(ev.MAX_RESERVED_MIB), default=None)
     if reserved is not None:
         out["_reserved"] = reserved
     return out
@@ -195,7 +207,7 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         x["steps_out_of_order"] = window.out_of_order
     if window.restarts:
         x["restarts"] = window.restarts
-    mem = _memory_fields(facts.memory)
+    mem = _memory_fields(facts.memories, (facts.job or {}).get(ev.HOSTNAME))
     reserved = mem.pop("_reserved", None)
     if reserved is not None:
         x["mem_reserved_mib"] = reserved
