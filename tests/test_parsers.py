@@ -195,6 +195,17 @@ def test_a_restart_from_a_checkpoint_inside_the_window_is_not_a_measurement():
     assert "restart" in w.describe()
 
 
+def test_a_step_line_out_of_place_is_no_restart():
+    """Step 60's line before step 50's (both with their own times): no restart, the window as it was."""
+    w = lp.Window(20, 100)
+    seq = list(range(1, 121))
+    seq[49], seq[59] = seq[59], seq[49]
+    for s in seq:
+        w.add(s, 0.1 * s)
+    fig = w.figures(32.0)
+    assert w.restarts == 0 and (fig.start, fig.end) == (20, 120) and close(fig.throughput, 320.0)
+
+
 def test_pytorch_ddp_header_window_wins_over_the_context():
     spec = ls.Spec(warmup=5, measure=30)
     text, exp = ls.dlperf(spec)

@@ -39,9 +39,10 @@ class Window:
     that also says how long the steps since ``span_from`` took (``span_seconds``) lets the window's start be
     recovered when the line for the boundary step itself is missing (warm-up 0, a coarse log, a garbled line).
 
-    A timed step below the previous timed one starts another attempt (a restart in the same log: torchrun's
-    restarts, a requeued job's appended output): the window is timed within one attempt, the first that ran
-    through it, never across the gap between two.
+    A timed step below the previous timed one, at a later time, starts another attempt (a restart in the same
+    log: torchrun's restarts, a requeued job's appended output): the window is timed within one attempt, the
+    first that ran through it, never across the gap between two. (A line merely out of place goes back in time
+    too: no restart.)
     """
 
     COVERAGE = 0.9  # a window with fewer measured steps than this fraction of ``measure`` is not a measurement
@@ -60,8 +61,8 @@ class Window:
         self.last_loss: float | None = None
         self.out_of_order = 0
         self.restarts = 0  # timed steps below the previous timed step: attempts after the first
-        self._prev_timed: int | None = None  # the last timed step, and the highest of the current attempt
-        self._attempt_max = 0
+        self._prev_timed: tuple[int, float] | None = None  # the last timed step, with its time
+        self._attempt_max = 0  # the highest timed step of the current attempt
         self._kept = False  # an earlier attempt ran through the window: later attempts are not measured
 
     def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
@@ -76,7 +77,7 @@ class Window:
                 self.nonfinite = (step, loss)
         if time is None or not math.isfinite(time):
             return
-        if self._prev_timed is not None and step < self._prev_timed:
+        if self._prev_timed is not None and step < self._prev_timed[0] and time >= self._prev_timed[1]:
             self.restarts += 1
             if not self._kept:
                 if self._attempt_max >= self.end_step:
@@ -85,7 +86,7 @@ class Window:
                     self._start = self._derived = self._last = None
                     self._speeds.clear()
                     self._attempt_max = 0
-        self._prev_timed = step
+        self._prev_timed = (step, time)
         if self._kept:
             return
         self._attempt_max = max(self._attempt_max, step)
