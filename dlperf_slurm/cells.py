@@ -77,7 +77,9 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
     def median(key: str) -> float | None:
         return stats.median([v for v in (getattr(r, key) for r in ok) if _num(v)])
 
-    reasons = Counter(r.reason for r in rs if r.status != Status.OK and r.reason)
+    failed = [r for r in rs if r.status != Status.OK and r.reason]
+    # a cell without an OK run reads its status: the reason beside it is one of that status where one says why
+    reasons = Counter(r.reason for r in ([r for r in failed if r.status == status] if not ok else []) or failed)
     mem_reasons = Counter(r.mem_reason for r in ok if r.mem_reason and not _num(r.mem_peak_mib))
     tiny = any(r.tiny for r in rs)
     rate = _compute_rate(st.median, first.devices, (r.extra for r in ok))

@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import random
 import statistics
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
-from dlperf_slurm.model import Status
+from dlperf_slurm.model import Status, status_of
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -53,10 +54,12 @@ class Side:
 
     @property
     def status(self) -> str:
+        """OK with an OK figure; else what ``collect`` reads for the cell (:func:`outcome.cell_status`)."""
         if self.values:
             return Status.OK
-        failed = [s for s in self.statuses if s != Status.OK]
-        return max(set(failed), key=failed.count) if failed else Status.UNSUBMITTED
+        from dlperf_slurm.outcome import cell_status
+
+        return cell_status(Counter(s for s in map(status_of, self.statuses) if s is not None and s != Status.OK))
 
 
 @dataclass(kw_only=True)

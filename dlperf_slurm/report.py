@@ -97,9 +97,17 @@ def markdown(result) -> str:
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
                  f"from {len(runs)} runs in {', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
-    lines.append(f"Method (docs/method.md): window: {win}; throughput = global batch × measured steps / "
-                 "the log's own time between the window's ends (time flavour; the speed flavour, the mean of the "
-                 "printed per-step throughputs, is in the CSV/JSON); median over the OK runs of a cell (even count: "
+    time_flavour = "global batch × measured steps / the log's own time between the window's ends"
+    speed = sorted({c.suite for c in cells if c.published == "speed"})
+    if speed:  # the tables show each suite's published flavour
+        timed = sorted({c.suite for c in cells if c.published != "speed"})
+        flavour = ("throughput = each suite's published flavour (the other is in the CSV/JSON): "
+                   + (f"time flavour, {time_flavour}: {', '.join(timed)}; " if timed else "")
+                   + f"speed flavour, the mean of the printed per-step throughputs over the window: {', '.join(speed)}")
+    else:
+        flavour = (f"throughput = {time_flavour} (time flavour; the speed flavour, the mean of the printed per-step "
+                   "throughputs, is in the CSV/JSON)")
+    lines.append(f"Method (docs/method.md): window: {win}; {flavour}; median over the OK runs of a cell (even count: "
                  "mean of the two middle values); speedup = median / median of the 1n1g cell with the same suite, "
                  "precision, XLA and batch per GPU (empty without one); efficiency = speedup / GPUs. Only OK runs "
                  "enter the statistics; a cell without one shows its dominant failure or its progress. Flags: "

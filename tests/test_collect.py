@@ -409,3 +409,25 @@ def test_mfu_against_the_measured_ceiling_and_the_flags_instead_of_a_wrong_mfu()
     assert wrong["mfu"] > 1 and _rate_flags(wrong) == ["mfu_over_100"]
     cpu = _compute_rate(50.0, 1, [{"flops_per_sample": 1e9, "ceiling_tflops_per_gpu": 0.2}])
     assert _rate_flags(cpu) == ["no_peak"] and cpu["mfu_ceiling"] == pytest.approx(50e9 / 1e12 / 0.2)
+
+
+def test_a_failed_cells_reason_is_one_of_its_status():
+    """3 OOM runs (each its own step in its reason) and 2 TIMEOUT runs (one reason): the cell reads OOM, and the
+    reason beside it must be an OOM's, not the TIMEOUT's that happens to repeat."""
+    from dataclasses import fields
+
+    from dlperf_slurm.cells import cells_of
+    from dlperf_slurm.rows import RunRow
+
+    def run(repeat, status, reason):
+        base = {f.name: None for f in fields(RunRow)}
+        return RunRow(**{**base, "campaign": "c", "suite": "s", "cell_id": "a", "shape": "2n8g", "nodes": 2,
+                         "gpus_per_node": 8, "devices": 16, "batch_size": 8, "repeat": repeat, "status": status,
+                         "reason": reason, "tiny": False, "extra": {}, "mem_reason": ""})
+
+    runs = [run(i, Status.OOM, f"out of memory at step {3 + i} of 120: CUDA out of memory") for i in range(3)]
+    runs += [run(3 + i, Status.TIMEOUT, "the scheduler says TIMEOUT") for i in range(2)]
+    cell, = cells_of(runs, {"a": 5})
+    assert cell.status == Status.OOM and cell.reason.startswith("out of memory at step")
+    pending = cells_of(runs + [run(5, Status.PENDING, "")], {"a": 6})[0]  # no reason of its own status: any failure's
+    assert pending.status == Status.PENDING and pending.reason

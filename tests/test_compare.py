@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -66,6 +67,25 @@ def test_failures_missing_cells_and_too_few_runs():
     assert cmp.compare_cell("c", None, ok, 0.05).verdict == "only in new"
     few = cmp.compare_cell("c", side([1000]), ok, 0.05)
     assert few.verdict == "too few runs" and few.ratio is not None and few.low is None and not few.regressed
+
+
+def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_seed():
+    """Its status is outcome.cell_status's (most frequent failure, ties to the most severe; unfinished runs first),
+    the same in every process: it was a max over a set, whose order changes with PYTHONHASHSEED."""
+    import subprocess
+    from collections import Counter
+
+    from dlperf_slurm import outcome
+
+    cases = [("OOM", "TIMEOUT"), ("TIMEOUT", "OOM", "FAILED", "FAILED"), ("OOM", "TIMEOUT", "PENDING")]
+    for statuses in cases:
+        assert side([], statuses).status == outcome.cell_status(Counter(statuses))
+    code = ("from dlperf_slurm.compare import Side; "
+            f"print([str(Side((), s).status) for s in {cases!r}])")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).parent.parent, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(8)}
+    assert seen == {"['OOM', 'FAILED', 'PENDING']\n"}
 
 
 def _campaign(tmp_path, name, step_s):

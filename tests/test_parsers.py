@@ -162,6 +162,50 @@ def test_pytorch_ddp_warmup_zero_recovers_the_start_from_the_first_step_time():
     assert close(res.throughput, exp["throughput"], rel=1e-9)
 
 
+def test_a_restart_inside_the_window_is_measured_within_one_attempt():
+    """A log holding two attempts (a torchrun restart, a requeued job's appended output): the first stops inside
+    the window, the second starts again from step 1, 1000 s later. The window is timed within the attempt that ran
+    through it, never from the first attempt's warm-up end to the second's window end (gap included)."""
+    first, _ = ls.dlperf(ls.Spec(warmup=5, measure=20, steps=15, seed=0))
+    spec = ls.Spec(warmup=5, measure=20, seed=1)  # starts 1000 s after the first (logsynth's time base)
+    second, exp = ls.dlperf(spec)
+    res = parse("pytorch-ddp/resnet50", first + second, ctx_of(spec))
+    assert res.status == Status.OK and close(res.throughput, exp["throughput"])
+    assert close(res.latency_ms, exp["latency_ms"]) and close(res.throughput_speed, exp["speed"])
+    assert res.extra["restarts"] == 1 and "restart" in res.reason
+
+
+def test_a_restart_after_a_complete_window_keeps_the_attempt_that_timed_it():
+    spec = ls.Spec(warmup=5, measure=20, seed=0)
+    first, exp = ls.dlperf(spec)
+    second, _ = ls.dlperf(ls.Spec(warmup=5, measure=20, steps=12, seed=1))
+    res = parse("pytorch-ddp/resnet50", first + second, ctx_of(spec))
+    assert res.status == Status.OK and close(res.throughput, exp["throughput"])
+    assert res.extra["restarts"] == 1
+
+
+def test_a_restart_from_a_checkpoint_inside_the_window_is_not_a_measurement():
+    """Resumed at step 15 of a 5->25 window: no uninterrupted stretch times 90 % of the window."""
+    w = lp.Window(5, 20)
+    for s in range(1, 18):
+        w.add(s, 0.1 * s)
+    for s in range(15, 30):
+        w.add(s, 1000.0 + 0.1 * s)
+    assert w.reached and w.restarts == 1 and w.figures(32.0) is None
+    assert "restart" in w.describe()
+
+
+def test_a_step_line_out_of_place_is_no_restart():
+    """Step 60's line before step 50's (both with their own times): no restart, the window as it was."""
+    w = lp.Window(20, 100)
+    seq = list(range(1, 121))
+    seq[49], seq[59] = seq[59], seq[49]
+    for s in seq:
+        w.add(s, 0.1 * s)
+    fig = w.figures(32.0)
+    assert w.restarts == 0 and (fig.start, fig.end) == (20, 120) and close(fig.throughput, 320.0)
+
+
 def test_pytorch_ddp_header_window_wins_over_the_context():
     spec = ls.Spec(warmup=5, measure=30)
     text, exp = ls.dlperf(spec)

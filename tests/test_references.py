@@ -171,6 +171,24 @@ def test_compare_against_a_reference_reports_ratios_and_what_differs(tmp_path):
     assert "no OK run (OOM)" in table and "rn50.1x8.b7" in p.stdout.split("No published figure")[1]
 
 
+def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_seed():
+    """Its status is outcome.cell_status's (ties to the most severe failure), in every process: it was a max over
+    a set, whose order changes with PYTHONHASHSEED."""
+    import os
+    import subprocess
+
+    code = ("from dlperf_slurm import references, refcompare; from dlperf_slurm.model import Status; "
+            "multi = references.load('dlperf-v100').lookup('ngc-pytorch/resnet50', '2x8', 128, 'fp32', False)[0]; "
+            "run = lambda st: {'cell_id': 'c', 'suite': multi.suite, 'nodes': 2, 'gpus_per_node': 8, "
+            "'batch_size': 128, 'precision': 'fp32', 'xla': False, 'status': st, 'throughput': None}; "
+            "rows, _ = refcompare.compare([run(Status.TIMEOUT), run(Status.OOM)], references.load('dlperf-v100')); "
+            "print(str(rows[0].status))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).parent.parent, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(8)}
+    assert seen == {"OOM\n"}
+
+
 def test_a_reference_gates_only_when_asked(tmp_path):
     out = str(tmp_path)
     path, _, _ = _summary(tmp_path, 0.5, oom=False)

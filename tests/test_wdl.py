@@ -160,6 +160,21 @@ def test_memory_from_the_sampler_event_and_from_dlperfs_mem_line():
     assert res.mem_gpu0_mib is None and "memwatch" in res.mem_reason
 
 
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["batch-host-first", "batch-host-last"])
+def test_memory_events_of_every_node_are_merged(order):
+    """Across nodes the sampler runs once per node: a 2-node log holds two memory events, in the order the nodes
+    ended. The run's peak is the maximum over every GPU of every node (method.md), GPU 0 is the batch host's (the
+    node the job event was printed on), the utilization the mean over the nodes, whichever node ended last."""
+    e = memwatch.ev
+    base = (REAL / "hugectr_v3_dlperf_docstring.log").read_text()
+    job = e.format_line(e.EV_JOB, **{e.HOSTNAME: "n1", e.NODELIST: "n[1-2]"})
+    nodes = [{e.NVML_PEAK_USED_MIB: {"n1:0": 4427.0, "n1:1": 4500.0}, e.NVML_GPU0_MIB: 4427.0, e.GPU_UTIL_MEAN: 90.0},
+             {e.NVML_PEAK_USED_MIB: {"n2:0": 3900.0, "n2:1": 6100.0}, e.NVML_GPU0_MIB: 3900.0, e.GPU_UTIL_MEAN: 70.0}]
+    mem = "".join(e.format_line(e.EV_MEMORY, **nodes[i]) + "\n" for i in order)
+    res = HC.parse(lp.iter_text_lines(job + "\n" + base + mem), ParseContext(2, 2, 16384, 100, 1000))
+    assert res.mem_peak_mib == 6100.0 and res.mem_gpu0_mib == 4427.0 and res.gpu_util == 80.0
+
+
 # ------------------------------------------------------------------------------------------ launch
 
 def _cell(suite, nodes, gpus, bs, **params):

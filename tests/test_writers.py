@@ -85,3 +85,18 @@ def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
     assert out.stdout.strip() == "['.csv', '.csv', '.json', '.md', '.svg'] []"
+
+
+def test_markdown_names_the_flavour_its_tables_show(tmp_path):
+    """A suite that publishes DLPerf's speed flavour (tf2) shows it in the tables: the method line must say so
+    for that suite, not that every figure is the time flavour."""
+    root = tmp_path / "t"
+    make_tree(root, "tf2/resnet50", repeats=1, oom_shape=None, incomplete=None)
+    res = collect.collect([collect.runs_from_tree(root, "tf2/resnet50", 5, 20)], jobs=1)
+    assert {c.published for c in res.cells} == {"speed"}
+    method = next(line for line in report.markdown(res).splitlines() if line.startswith("Method"))
+    assert "speed flavour, the mean of the printed per-step throughputs over the window: tf2/resnet50" in method
+    assert "(time flavour;" not in method
+    res = _result(tmp_path)  # tf-cnn publishes the time flavour
+    method = next(line for line in report.markdown(res).splitlines() if line.startswith("Method"))
+    assert "(time flavour; the speed flavour" in method

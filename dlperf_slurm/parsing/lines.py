@@ -191,7 +191,8 @@ class Facts:
     last_exception: str | None = None
     last_error: str | None = None
     job: dict[str, Any] | None = None  # provenance (the sbatch script's :::DLPERF job line), env left out
-    memory: dict[str, Any] | None = None  # a :::DLPERF memory event
+    memory: dict[str, Any] | None = None  # the last :::DLPERF memory event
+    memories: list[dict[str, Any]] = field(default_factory=list)  # every one (a per-node sampler: one per node)
     health: dict[str, Any] | None = None  # the health gate's :::DLPERF health event
     errors: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF error events (first few)
     ranks: set = field(default_factory=set)  # rank labels seen
@@ -360,6 +361,8 @@ class Scanner:
                 self.facts.job = {k: event.get(k) for k in _JOB_KEYS if k in event}
         elif kind == ev.EV_MEMORY:
             self.facts.memory = event
+            if len(self.facts.memories) < 4096:
+                self.facts.memories.append(event)
         elif kind == ev.EV_HEALTH:
             self.facts.health = {k: v for k, v in event.items() if k != ev.EVENT}
         elif kind == ev.EV_ERROR:

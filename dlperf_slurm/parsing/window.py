@@ -6,7 +6,7 @@ which also weighs the scheduler's state and the exit marker, is decided in one p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,11 @@ class Window:
     Feed every logged step in log order with :meth:`add`. A step's ``time`` is the wall time at its end; a line
     that also says how long the steps since ``span_from`` took (``span_seconds``) lets the window's start be
     recovered when the line for the boundary step itself is missing (warm-up 0, a coarse log, a garbled line).
+
+    A timed step below the previous timed one, at a later time, starts another attempt (a restart in the same
+    log: torchrun's restarts, a requeued job's appended output): the window is timed within one attempt, the
+    first that ran through it, never across the gap between two. (A line merely out of place goes back in time
+    too: no restart.)
     """
 
     COVERAGE = 0.9  # a window with fewer measured steps than this fraction of ``measure`` is not a measurement
@@ -55,6 +60,10 @@ class Window:
         self.nonfinite: tuple[int, float] | None = None  # first (step, loss) not finite
         self.last_loss: float | None = None
         self.out_of_order = 0
+        self.restarts = 0  # timed steps below the previous timed step: attempts after the first
+        self._prev_timed: tuple[int, float] | None = None  # the last timed step, with its time
+        self._attempt_max = 0  # the highest timed step of the current attempt
+        self._kept = False  # an earlier attempt ran through the window: later attempts are not measured
 
     def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
             span_from: int | None = None, span_seconds: float | None = None) -> None:
@@ -68,6 +77,19 @@ class Window:
                 self.nonfinite = (step, loss)
         if time is None or not math.isfinite(time):
             return
+        if self._prev_timed is not None and step < self._prev_timed[0] and time >= self._prev_timed[1]:
+            self.restarts += 1
+            if not self._kept:
+                if self._attempt_max >= self.end_step:
+                    self._kept = True
+                else:  # the attempt stopped inside the window: time the window in a later one
+                    self._start = self._derived = self._last = None
+                    self._speeds.clear()
+                    self._attempt_max = 0
+        self._prev_timed = (step, time)
+        if self._kept:
+            return
+        self._attempt_max = max(self._attempt_max, step)
         if step >= self.warmup and self._start is None:
             self._start = (step, time)
         if step <= self.end_step and (self._last is None or step > self._last[0]):
@@ -106,17 +128,22 @@ class Window:
         first = min(x[0] for x in (s, d) if x) if (s or d) else None
         return (f"logged steps reach {self.max_step}; window {self.warmup}->{self.end_step}; first timed step at or "
                 f"after the warm-up: {first if first is not None else 'none'}; last timed step in the window: "
-                f"{self._last[0] if self._last else 'none'}")
+                f"{self._last[0] if self._last else 'none'}"
+                + (f"; the step counter went back {self.restarts} time(s) (a restart): the window is timed within "
+                   "one attempt" if self.restarts else ""))
 
 
 # ------------------------------------------------------------------------------------------------- finish
 
 
-def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
-    """RunResult memory fields from a ``:::DLPERF`` memory event."""
+def _memory_fields(mems: Sequence[Mapping[str, Any]], host: Any = None) -> dict[str, Any]:
+    """RunResult memory fields from the log's ``:::DLPERF`` memory events: one, or one per node where each node's
+    sampler reports its own GPUs (``workloads.memwatch``). The peaks are the largest over every event (every GPU
+    of every node), GPU 0 the batch host's (``host``, rank 0's node) else the first event's, the utilization
+    the mean over the events."""
     out: dict[str, Any] = {"mem_peak_mib": None, "mem_gpu0_mib": None, "mem_allocator_mib": None, "gpu_util": None,
                            "mem_reason": ""}
-    if not mem:
+    if not mems:
         return out
 
     def peak(obj: Any) -> float | None:
@@ -126,13 +153,22 @@ def _memory_fields(mem: Mapping[str, Any] | None) -> dict[str, Any]:
         v = to_float(obj)
         return v if v is not None and math.isfinite(v) else None
 
-    out["mem_peak_mib"] = peak(mem.get(ev.NVML_PEAK_USED_MIB))
-    out["mem_gpu0_mib"] = peak(mem.get(ev.NVML_GPU0_MIB))
-    out["mem_allocator_mib"] = peak(mem.get(ev.MAX_ALLOCATED_MIB))
-    out["gpu_util"] = peak(mem.get(ev.GPU_UTIL_MEAN))
-    reason = mem.get(ev.REASON)
-    out["mem_reason"] = str(reason) if reason else ""
-    reserved = peak(mem.get(ev.MAX_RESERVED_MIB))
+    def each(key: str) -> list[float]:
+        return [v for v in (peak(m.get(key)) for m in mems) if v is not None]
+
+    def on_host(m: Mapping[str, Any]) -> bool:
+        peaks = m.get(ev.NVML_PEAK_USED_MIB)
+        return host is not None and isinstance(peaks, Mapping) and any(
+            str(k).rpartition(":")[0] == str(host) for k in peaks)
+
+    out["mem_peak_mib"] = max(each(ev.NVML_PEAK_USED_MIB), default=None)
+    gpu0 = [(not on_host(m), i, v) for i, m in enumerate(mems) if (v := peak(m.get(ev.NVML_GPU0_MIB))) is not None]
+    out["mem_gpu0_mib"] = min(gpu0)[2] if gpu0 else None
+    out["mem_allocator_mib"] = max(each(ev.MAX_ALLOCATED_MIB), default=None)
+    utils = each(ev.GPU_UTIL_MEAN)
+    out["gpu_util"] = sum(utils) / len(utils) if utils else None
+    out["mem_reason"] = "; ".join(dict.fromkeys(str(m[ev.REASON]) for m in mems if m.get(ev.REASON)))
+    reserved = max(each(ev.MAX_RESERVED_MIB), default=None)
     if reserved is not None:
         out["_reserved"] = reserved
     return out
@@ -170,7 +206,9 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         x["ranks_seen"] = len(facts.ranks)
     if window.out_of_order:
         x["steps_out_of_order"] = window.out_of_order
-    mem = _memory_fields(facts.memory)
+    if window.restarts:
+        x["restarts"] = window.restarts
+    mem = _memory_fields(facts.memories, (facts.job or {}).get(ev.HOSTNAME))
     reserved = mem.pop("_reserved", None)
     if reserved is not None:
         x["mem_reserved_mib"] = reserved
@@ -212,6 +250,9 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         if fig.steps != window.measure:
             res.reason = f"measured steps {fig.start}->{fig.end} ({fig.steps} of {window.measure}): " \
                          "the log times no step nearer the window's ends"
+        if window.restarts:
+            res.reason = "; ".join(x for x in (res.reason, f"the step counter went back {window.restarts} time(s) "
+                                               "(a restart): the window is timed within one attempt") if x)
     if res.status not in (Status.OK, Status.NONFINITE):
         # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
         if res.status != Status.OOM or not reached:
