@@ -304,3 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dlperf-slurm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``dlperf-slurm status | head``): stop as cat would, without a traceback, and
+        # point stdout at /dev/null so that the interpreter's final flush does not fail again.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
