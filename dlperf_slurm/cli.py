@@ -283,7 +283,8 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
-                   "no gate unless this is given (exit 1 when a cell is below F of the published figure)")
+                   "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
+                   "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
