@@ -30,8 +30,11 @@ def gather(args) -> list[Collection]:
         collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
                                           _options(args.option),
                                           name=args.name if not names and not args.matrix else None))
-    elif args.suite:
-        raise UserError("--suite goes with --from DIR")
+    else:  # they only say how to read a --from tree; a campaign or matrix has its own window and options
+        for flag, value in (("--suite", args.suite), ("--warmup-steps", args.warmup_steps),
+                            ("--measure-steps", args.measure_steps), ("--option", args.option)):
+            if value is not None:
+                raise UserError(f"{flag} goes with --from DIR")
     if args.matrix:
         cdir = _campaign_dir(args.logs, names.pop(0)) if names else None
         site = False if args.no_site else args.site

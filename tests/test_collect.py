@@ -190,6 +190,14 @@ def test_import_refuses_a_window_a_matrix_would_refuse(tmp_path, capsys, window)
         collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
 
 
+@pytest.mark.parametrize("flag", [("--warmup-steps", "5"), ("--measure-steps", "20"),
+                                  ("--option", "batches_per_iter=5")])
+def test_import_flags_without_from_are_refused_not_ignored(tmp_path, capsys, flag):
+    """They only shape the reading of a --from tree; on a campaign (its own window) they used to be dropped."""
+    assert run_cli("--logs", str(tmp_path / "logs"), "collect", "smoke", *flag, "--out", str(tmp_path)) == 2
+    assert f"{flag[0]} goes with --from DIR" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------------- campaign + manifest
 
 
