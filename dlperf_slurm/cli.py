@@ -313,3 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
+    except OSError as err:
+        if err.filename is None:
+            raise
+        # a path the user named (or one below it) cannot be made, read or written: one line, no traceback
+        where = f"{err.filename} -> {err.filename2}" if err.filename2 else str(err.filename)
+        print(f"dlperf-slurm: error: {where}: {err.strerror or err}", file=sys.stderr)
+        return 1

@@ -53,3 +53,17 @@ def test_output_into_a_closed_pipe_ends_quietly():
         os.close(write_end)
     assert p.returncode == 141, p.stderr
     assert p.stderr == ""
+
+
+def test_a_folder_that_cannot_be_made_is_one_line_not_a_traceback(tmp_path, capsys):
+    """``--out`` below a file (or anywhere the user cannot write): one line naming the path, exit 1."""
+    from dlperf_slurm import cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    summary = tmp_path / "s.json"
+    summary.write_text(json.dumps({"name": "s", "runs": []}))
+    rc = cli.main(["compare", str(summary), str(summary), "--out", str(blocker / "summaries")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert err.startswith("dlperf-slurm: error: ") and str(blocker / "summaries") in err and err.count("\n") == 1
