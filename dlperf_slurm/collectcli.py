@@ -136,14 +136,15 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
             result, wrote, _kept, state = collect_once(args, state)
             line = progress(result, wrote, time.perf_counter() - t0)
             going = any(r.status in ACTIVE for r in result.runs)
+            trees = all(c.source == "tree" for c in result.collections)
+            key = line.split(" ", 1)[1].rsplit(" (", 1)[0]  # the line without its clock and the round's seconds
             if tty:
                 out.write("\r\x1b[K" + line)
-            elif line.split(" ", 1)[1] != last or not going:
+            elif key != last or (not going and not trees):  # a new state, or the last line before stopping
                 out.write(line + "\n")
             out.flush()
-            last = line.split(" ", 1)[1]
+            last = key
             done += 1
-            trees = all(c.source == "tree" for c in result.collections)
             if (not going and not trees) or (rounds is not None and done >= rounds):
                 break
             time.sleep(every)
