@@ -317,7 +317,13 @@ def plural(n: int, words: tuple[str, str]) -> str:
 
 def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int, backend: Scheduler, out) -> None:
     kept = ", ".join(f"{v} {k}" for k, v in sorted(report.kept.items()))
-    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells x {matrix.measure.repeats} repeats); "
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.cell.id] = counts.get(r.cell.id, 0) + 1
+    per_cell = sorted(set(counts.values())) or [matrix.measure.repeats]
+    repeats = (f" x {per_cell[0]} repeats" if len(per_cell) == 1  # a top-up gives cells more repeats than the matrix
+               else f", {per_cell[0]} to {per_cell[-1]} repeats each")
+    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells{repeats}); "
         f"submitting {n} as {plural(ngroups, backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
