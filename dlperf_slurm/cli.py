@@ -66,7 +66,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from dlperf_slurm import matrix, render
 
     m = _load_matrix(args)
-    out = Path(args.out) if args.out else Path(args.logs) / m.name
+    out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0

@@ -519,6 +519,26 @@ def test_missing_user_template_folder_is_an_error(tmp_path, capsys):
         assert not (tmp_path / "logs").exists()
 
 
+def test_rendered_scripts_name_absolute_paths(tmp_path, monkeypatch, capsys):
+    """``render`` from a relative --logs/--out: the scripts still name their log, marker and Slurm output by
+    absolute path (as submit's do), so ``sbatch`` of one from another folder does not fail on a missing
+    relative output folder."""
+    from dlperf_slurm import cli
+
+    monkeypatch.chdir(tmp_path)
+    smoke = str(ROOT / "matrices" / "smoke.toml")
+    for argv in (["--logs", "rel-logs", "render", smoke, "--no-site"], ["render", smoke, "--no-site", "--out", "out"]):
+        assert cli.main(argv) == 0
+    capsys.readouterr()
+    scripts = [*tmp_path.glob("rel-logs/smoke/1n*g/*.sbatch"), *tmp_path.glob("out/1n*g/*.sbatch")]
+    assert len(scripts) == 12
+    for script in scripts:
+        text = script.read_text()
+        for key in ("#SBATCH --output=", "DLPERF_LOG=", "DLPERF_MARKER=", "export DLPERF_CAMPAIGN_DIR="):
+            value = text.split(key, 1)[1].split()[0]
+            assert value.startswith(str(tmp_path.resolve()) + "/"), (script, key, value)
+
+
 def test_undefined_template_variable_is_an_error(tmp_path):
     import jinja2
 
