@@ -66,7 +66,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from dlperf_slurm import matrix, render
 
     m = _load_matrix(args)
-    out = Path(args.out) if args.out else Path(args.logs) / m.name
+    out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0
@@ -283,7 +283,8 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
-                   "no gate unless this is given (exit 1 when a cell is below F of the published figure)")
+                   "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
+                   "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
@@ -304,3 +305,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dlperf-slurm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``dlperf-slurm status | head``): stop as cat would, without a traceback, and
+        # point stdout at /dev/null so that the interpreter's final flush does not fail again.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
+    except OSError as err:
+        if err.filename is None:
+            raise
+        # a path the user named (or one below it) cannot be made, read or written: one line, no traceback
+        where = f"{err.filename} -> {err.filename2}" if err.filename2 else str(err.filename)
+        print(f"dlperf-slurm: error: {where}: {err.strerror or err}", file=sys.stderr)
+        return 1

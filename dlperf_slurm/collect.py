@@ -156,6 +156,9 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
                                 "(--warmup-steps/--measure-steps change it)")
         warmup_steps = dw if warmup_steps is None else warmup_steps
         measure_steps = dm if measure_steps is None else measure_steps
+    for flag, value, least in (("--warmup-steps", warmup_steps, 0), ("--measure-steps", measure_steps, 1)):
+        if value < least:  # as a matrix's [measure] (the window would silently become 0 -> 1 step)
+            raise UserError(f"{flag} {value}: expected an integer >= {least}")
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"--from {root}: not a folder")

@@ -30,8 +30,11 @@ def gather(args) -> list[Collection]:
         collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
                                           _options(args.option),
                                           name=args.name if not names and not args.matrix else None))
-    elif args.suite:
-        raise UserError("--suite goes with --from DIR")
+    else:  # they only say how to read a --from tree; a campaign or matrix has its own window and options
+        for flag, value in (("--suite", args.suite), ("--warmup-steps", args.warmup_steps),
+                            ("--measure-steps", args.measure_steps), ("--option", args.option)):
+            if value is not None:
+                raise UserError(f"{flag} goes with --from DIR")
     if args.matrix:
         cdir = _campaign_dir(args.logs, names.pop(0)) if names else None
         site = False if args.no_site else args.site
@@ -135,14 +138,15 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
             result, wrote, _kept, state = collect_once(args, state)
             line = progress(result, wrote, time.perf_counter() - t0)
             going = any(r.status in ACTIVE for r in result.runs)
+            trees = all(c.source == "tree" for c in result.collections)
+            key = line.split(" ", 1)[1].rsplit(" (", 1)[0]  # the line without its clock and the round's seconds
             if tty:
                 out.write("\r\x1b[K" + line)
-            elif line.split(" ", 1)[1] != last or not going:
+            elif key != last or (not going and not trees):  # a new state, or the last line before stopping
                 out.write(line + "\n")
             out.flush()
-            last = line.split(" ", 1)[1]
+            last = key
             done += 1
-            trees = all(c.source == "tree" for c in result.collections)
             if (not going and not trees) or (rounds is not None and done >= rounds):
                 break
             time.sleep(every)

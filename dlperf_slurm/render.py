@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 import jinja2
 
 from dlperf_slurm import events, launchers
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Cell, Matrix, Run
 from dlperf_slurm.schedulers.base import Resources, resources
@@ -60,9 +61,17 @@ def builtin_template_dir() -> Path:
     raise FileNotFoundError(f"dlperf_slurm templates not found next to {here}")
 
 
+def check_template_dir(user_dir: str | None) -> None:
+    """A user template folder that does not exist is an error, not a silent fall-back to the built-ins."""
+    if user_dir and not Path(user_dir).is_dir():
+        raise UserError(f"--templates {user_dir}: no such folder (it holds your templates that override the "
+                        "built-in ones by name, e.g. launchers/torchrun.sh.j2)")
+
+
 @lru_cache(maxsize=8)
 def environment(user_dir: str | None = None) -> jinja2.Environment:
     """Jinja2 environment; a user template folder, when given, overrides any built-in template by name."""
+    check_template_dir(user_dir)
     dirs = ([user_dir] if user_dir else []) + [str(builtin_template_dir())]
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(dirs),

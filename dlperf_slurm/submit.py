@@ -22,7 +22,7 @@ from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
 from dlperf_slurm.model import FAILURES, Matrix, Run, Status
-from dlperf_slurm.render import Renderer, run_resources
+from dlperf_slurm.render import Renderer, check_template_dir, run_resources
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Group, Scheduler, new_token
 from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_schedulers
@@ -222,6 +222,7 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
+    check_template_dir(template_dir)  # before anything is written, and for --dry-run too
     more = _recorded_repeats(cdir)
     if top_up is not None:
         more.update(_top_up(cdir, more, top_up, out))
@@ -316,7 +317,13 @@ def plural(n: int, words: tuple[str, str]) -> str:
 
 def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int, backend: Scheduler, out) -> None:
     kept = ", ".join(f"{v} {k}" for k, v in sorted(report.kept.items()))
-    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells x {matrix.measure.repeats} repeats); "
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.cell.id] = counts.get(r.cell.id, 0) + 1
+    per_cell = sorted(set(counts.values())) or [matrix.measure.repeats]
+    repeats = (f" x {per_cell[0]} repeats" if len(per_cell) == 1  # a top-up gives cells more repeats than the matrix
+               else f", {per_cell[0]} to {per_cell[-1]} repeats each")
+    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells{repeats}); "
         f"submitting {n} as {plural(ngroups, backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:

@@ -36,3 +36,34 @@ def test_every_example_matrix_loads_and_expands(path):
     m = matrix.load(path, site=False)
     assert m.cells and all(s.name in suites.names() for s in m.suites)
     assert matrix.runs(m, REPO / "logs" / "_never_written")  # expansion only: nothing is written
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    """``dlperf-slurm suites | head -3``: the reader has gone before the output is written; the command stops
+    without a traceback (as ``cat`` would, exit 128 + SIGPIPE), and nothing is printed about a broken pipe."""
+    import os
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader (head) has exited: every write gets EPIPE
+    try:
+        p = subprocess.run([sys.executable, "-m", "dlperf_slurm", "suites"], stdout=write_end, stderr=subprocess.PIPE,
+                           text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 141, p.stderr
+    assert p.stderr == ""
+
+
+def test_a_folder_that_cannot_be_made_is_one_line_not_a_traceback(tmp_path, capsys):
+    """``--out`` below a file (or anywhere the user cannot write): one line naming the path, exit 1."""
+    from dlperf_slurm import cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    summary = tmp_path / "s.json"
+    summary.write_text(json.dumps({"name": "s", "runs": []}))
+    rc = cli.main(["compare", str(summary), str(summary), "--out", str(blocker / "summaries")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert err.startswith("dlperf-slurm: error: ") and str(blocker / "summaries") in err and err.count("\n") == 1

@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from dlperf_slurm import cli, collect, files, report, stats, tables
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -172,6 +173,29 @@ def test_import_errors(tmp_path):
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "tf2/resnet50", "--out", str(tmp_path)) == 2
     assert run_cli("collect", "--from", str(tmp_path), "--out", str(tmp_path)) == 2  # --suite missing
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "nope/x", "--out", str(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("window", [("--measure-steps", "0"), ("--warmup-steps", "-1")])
+def test_import_refuses_a_window_a_matrix_would_refuse(tmp_path, capsys, window):
+    """--measure-steps 0 gave a one-step figure under "time the next 0"; a matrix says measure_steps >= 1 and
+    warmup_steps >= 0, and so does --from."""
+    root = tmp_path / "tree"
+    make_tree(root, "ngc-pytorch/resnet50")
+    out = tmp_path / "out"
+    assert run_cli("collect", "--from", str(root), "--suite", "ngc-pytorch/resnet50", *window,
+                   "--out", str(out), "--jobs", "1", "--quiet") == 2
+    assert f"{window[0]} {window[1]}: expected an integer >=" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(UserError):
+        collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
+
+
+@pytest.mark.parametrize("flag", [("--warmup-steps", "5"), ("--measure-steps", "20"),
+                                  ("--option", "batches_per_iter=5")])
+def test_import_flags_without_from_are_refused_not_ignored(tmp_path, capsys, flag):
+    """They only shape the reading of a --from tree; on a campaign (its own window) they used to be dropped."""
+    assert run_cli("--logs", str(tmp_path / "logs"), "collect", "smoke", *flag, "--out", str(tmp_path)) == 2
+    assert f"{flag[0]} goes with --from DIR" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------------- campaign + manifest

@@ -262,6 +262,30 @@ def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch
     assert cli.build_parser().parse_args(["collect", "--watch"]).watch == 0.0  # the default period
 
 
+def test_watching_a_tree_prints_a_line_only_when_something_changed(tmp_path, monkeypatch):
+    """A --from tree has no pending runs and is watched until Ctrl-C: into a file (no TTY) a round that read and
+    wrote nothing adds no line (it used to add one every round, forever)."""
+    root = tmp_path / "tree"
+    make_tree(root, "tf-cnn/resnet50")
+    log = root / "1n1g" / "m_b8_fp32_0.log"
+    rounds = []
+
+    def between_rounds(_seconds):
+        rounds.append(1)
+        if len(rounds) == 2:  # a log changes between the second and third round
+            log.write_text(log.read_text() + "\n")  # grown: read again, the same figures
+
+    monkeypatch.setattr(collectcli.time, "sleep", between_rounds)
+    args = cli.build_parser().parse_args(["collect", "--from", str(root), "--suite", "tf-cnn/resnet50", *FROM,
+                                          "--out", str(tmp_path / "out"), "--jobs", "1", "--no-plots", "--watch", "1"])
+    buf = io.StringIO()
+    assert collectcli.watch(args, args.watch, rounds=5, out=buf) == 0
+    lines = buf.getvalue().splitlines()
+    # 5 rounds: every log read; nothing; the changed log; nothing; nothing again (no line)
+    assert [line.split("; ")[1].split(",")[0] for line in lines] == ["9 logs read", "0 logs read", "1 logs read",
+                                                                    "0 logs read"], lines
+
+
 def test_only_the_plot_of_a_changed_suite_is_drawn_again(tmp_path, capsys):
     roots = {}
     for suite in ("tf-cnn/resnet50", "horovod-synthetic/resnet50"):

@@ -204,6 +204,16 @@ def test_a_reference_gates_only_when_asked(tmp_path):
     assert p.returncode == 1 and p.stdout.count("**below the gate**") == 1, p.stdout
 
 
+def test_compare_help_states_the_reference_gate_it_applies(tmp_path):
+    """--threshold F against ref:SET: below 1 - F of the figure fails, as compare --help says (it said "below F")."""
+    out = str(tmp_path)
+    path, _, _ = _summary(tmp_path, 0.5, oom=False)
+    assert cli("compare", "ref:dlperf-v100", str(path), "--out", out, "--threshold", "0.6").returncode == 0
+    assert cli("compare", "ref:dlperf-v100", str(path), "--out", out, "--threshold", "0.4").returncode == 1
+    text = " ".join(cli("compare", "--help").stdout.split())
+    assert "exit 1 when a matched cell is below 1 - F of its published figure" in text
+
+
 def test_a100_figures_and_a_campaign_on_the_same_gpu(tmp_path):
     ref = references.load("ngc-a100")
     e = ref.lookup("ngc-pytorch/resnet50", "1x8", 256, "fp32", False)[0]

@@ -499,6 +499,46 @@ def test_user_template_folder_overrides_a_builtin(tmp_path):
     assert "\n( my-horovodrun -np 8 python3 " in text  # the launch, run beside the hang watchdog
 
 
+def test_missing_user_template_folder_is_an_error(tmp_path, capsys):
+    """A mistyped --templates folder stops with one line naming it, instead of rendering the built-ins."""
+    from dlperf_slurm import cli
+    from dlperf_slurm.errors import UserError
+
+    m = _matrix(tmp_path, CASES["horovodrun_1x8"])
+    missing = tmp_path / "no-such-templates"
+    with pytest.raises(UserError, match="no-such-templates: no such folder"):
+        render.render_run(m, matrix.runs(m, tmp_path)[0], str(missing))
+    rc = cli.main(["render", str(ROOT / "matrices" / "smoke.toml"), "--no-site", "--out", str(tmp_path / "out"),
+                   "--templates", str(missing)])
+    assert rc == 2 and "no such folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    for dry in (["--dry-run"], []):  # submit: refused before a campaign folder is made, dry run or not
+        rc = cli.main(["--logs", str(tmp_path / "logs"), "submit", str(ROOT / "matrices" / "smoke.toml"), "--no-site",
+                       "--executor", "local", "--templates", str(missing), *dry])
+        assert rc == 2 and "no such folder" in capsys.readouterr().err
+        assert not (tmp_path / "logs").exists()
+
+
+def test_rendered_scripts_name_absolute_paths(tmp_path, monkeypatch, capsys):
+    """``render`` from a relative --logs/--out: the scripts still name their log, marker and Slurm output by
+    absolute path (as submit's do), so ``sbatch`` of one from another folder does not fail on a missing
+    relative output folder."""
+    from dlperf_slurm import cli
+
+    monkeypatch.chdir(tmp_path)
+    smoke = str(ROOT / "matrices" / "smoke.toml")
+    for argv in (["--logs", "rel-logs", "render", smoke, "--no-site"], ["render", smoke, "--no-site", "--out", "out"]):
+        assert cli.main(argv) == 0
+    capsys.readouterr()
+    scripts = [*tmp_path.glob("rel-logs/smoke/1n*g/*.sbatch"), *tmp_path.glob("out/1n*g/*.sbatch")]
+    assert len(scripts) == 12
+    for script in scripts:
+        text = script.read_text()
+        for key in ("#SBATCH --output=", "DLPERF_LOG=", "DLPERF_MARKER=", "export DLPERF_CAMPAIGN_DIR="):
+            value = text.split(key, 1)[1].split()[0]
+            assert value.startswith(str(tmp_path.resolve()) + "/"), (script, key, value)
+
+
 def test_undefined_template_variable_is_an_error(tmp_path):
     import jinja2
 

@@ -31,6 +31,7 @@ def test_top_up_adds_repeats_only_to_the_cell_whose_interval_is_too_wide(tmp_pat
     p = cli(*args, "--top-up", "--wait")
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"top-up: {wide}: 6 -> 9 repeats (95% interval" in p.stdout, p.stdout
+    assert "campaign tu: 15 runs (2 cells, 6 to 9 repeats each)" in p.stdout, p.stdout  # not "2 cells x 6"
     runs = manifest.load_manifest(cdir)
     per_cell = Counter(r.cell_id for r in runs)
     assert per_cell[wide] == 9 and sorted(per_cell.values()) == [6, 9]
