@@ -177,8 +177,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from dlperf_slurm import monitor
-    from dlperf_slurm.manifest import find_campaign
+    from dlperf_slurm.manifest import MANIFEST, find_campaign
 
+    if not args.campaign:  # cancelling is not undone: "the latest campaign" must be the only one
+        names = sorted(m.parent.name for m in Path(args.logs).glob(f"*/{MANIFEST}"))
+        if len(names) > 1:
+            raise UserError(f"cancel which campaign? {args.logs}/ holds {len(names)}: {', '.join(names)}; "
+                            "name one (dlperf-slurm cancel NAME)")
     monitor.cancel(find_campaign(args.logs, args.campaign), pending_only=args.pending)
     return 0
 
@@ -234,7 +239,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
-    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
+    p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the only one under LOGS; with "
+                   "several, naming it is required)")
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
     p.set_defaults(func=cmd_cancel)
 

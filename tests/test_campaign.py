@@ -351,3 +351,15 @@ def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     submit.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
     runs = manifest.load_manifest(cdir)
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake) and len(fakeslurm.load(fake)["submitted"]) == 3
+
+
+def test_cancel_without_a_name_needs_the_only_campaign(tmp_path, fake):
+    logs = tmp_path / "logs"
+    for name in ("first", "second"):
+        _submit(logs, write_matrix(tmp_path, name=name), check=True)
+    p = cli("--logs", str(logs), "cancel")
+    assert p.returncode != 0 and "cancel which campaign?" in p.stderr and "first, second" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and fakeslurm.load(fake)["calls"].get("scancel", 0) == 0
+    assert all(r.status == Status.PENDING for n in ("first", "second") for r in manifest.load_manifest(logs / n))
+    p = cli("--logs", str(logs), "cancel", "second", check=True)
+    assert "cancel requested for" in p.stdout and fakeslurm.load(fake)["calls"]["scancel"] == 1
