@@ -174,9 +174,9 @@ def test_extra_and_env_axes(tmp_path):
      "options.nan_at_step", "expected int", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
      "did you mean 'pytorch-ddp/resnet50'", 1),
-    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", None),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", 2),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment.env]\n"A-B" = "1"\n',
-     "environment.env.A-B", "not a valid environment variable name", None),
+     "environment.env.A-B", "not a valid environment variable name", 6),
 ])
 def test_validation_messages(tmp_path, body, key, needle, line):
     p = write(tmp_path, body)
@@ -188,6 +188,34 @@ def test_validation_messages(tmp_path, body, key, needle, line):
     assert needle in msg, msg
     if line is not None:
         assert err.value.line == line, msg
+
+
+# The line of keys a line-by-line search finds at the wrong place or not at all: the second entry of an array of
+# tables, a quoted key holding a dot, keys inside an inline table (the README's way to write env and container),
+# a quoted table name, dotted keys, and a key after a multi-line array of arrays (whose lines start with '[').
+_RN = 'suite = "pytorch-ddp/resnet50"\n'
+
+
+@pytest.mark.parametrize("body, key, line", [
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n\n[[include]]\nbatch_size = [8]\n\n[[include]]\n'
+     'batch_size = [0]\n', "include[1].batch_size", 10),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n"env.NCCL_ALGO" = [["Ring"]]\n', "axes.env.NCCL_ALGO", 5),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment]\nenv = { NCCL_DEBUG = "WARN" }\n'
+     'container = { type = "pyxs", image = "nvcr.io/x" }\n', "environment.container.type", 7),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment]\nenv = { NCCL_DEBUG = "WARN", "1X" = "y" }\n',
+     "environment.env.1X", 6),
+    ('suite = ["pytorch-ddp/resnet50", "pytorch-ddp/bert-base"]\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
+     '[options]\ntiny = true\n[options."pytorch-ddp/bert-base"]\ntiny = 3\n', "options.pytorch-ddp/bert-base.tiny", 8),
+    (_RN + 'axes.devices = ["1x1"]\naxes.batch_size = [4]\nmeasure.repeats = 0\n', "measure.repeats", 4),
+    (_RN + '[axes]\ndevices = ["1x1"]\nlauncher_args = [\n  ["--mca", "btl", "self,tcp"],\n  [],\n]\n'
+     'batch_size = [4]\nprecision = ["fp8"]\n', "axes.precision", 9),
+])
+def test_error_line_of_nested_quoted_and_inline_keys(tmp_path, body, key, line):
+    p = write(tmp_path, body)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    assert (err.value.key, err.value.line) == (key, line), str(err.value)
+    assert str(err.value).startswith(f"{p}:{line}: {key}: ")
 
 
 @pytest.mark.parametrize("options, expected", [("", None), ("nan_at_step = 0", None), ("nan_at_step = 3", "3")])
