@@ -53,23 +53,24 @@ def default_site_file() -> Path | None:
     return home if home.is_file() else None
 
 
-def load_site(path: Path | None) -> dict[str, Any]:
-    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares."""
+def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
+    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares: its data,
+    and its :class:`Source` (an error in a value it gives names it, with its line)."""
     if path is None:
-        return {}
-    data, text = read_toml(Path(path))
-    check_keys(Source(Path(path), text), data, ("slurm", "environment", "health"), "")
-    return data
+        return {}, None
+    data, text = read_toml(Path(path), "site file")
+    src = Source(Path(path), text)
+    check_keys(src, data, ("slurm", "environment", "health"), "")
+    return data, src
 
 
 def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None) -> Matrix:
     """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none."""
     path = Path(path)
     data, text = read_toml(path)
-    ctx = Source(path, text)
     site_path = None if site is False else (Path(site) if site else default_site_file())
-    site_data = load_site(site_path) if site_path else {}
-    return _build(ctx, data, site_data, site_path)
+    site_data, site_src = load_site(site_path)
+    return _build(Source(path, text, site=site_src), data, site_data, site_path)
 
 
 def _merge(site: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:

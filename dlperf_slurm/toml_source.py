@@ -13,10 +13,12 @@ from dlperf_slurm.errors import MatrixError, UserError
 
 
 class Source:
-    """Error context for one TOML file: finds the line of a key for messages."""
+    """Error context for one TOML file: finds the line of a key for messages. ``site``: the site file whose
+    ``[slurm]``/``[environment]``/``[health]`` values were merged under this file's; a key only it holds is
+    reported in it."""
 
-    def __init__(self, path: Path, text: str):
-        self.path, self.text = path, text
+    def __init__(self, path: Path, text: str, site: "Source | None" = None):
+        self.path, self.text, self.site = path, text, site
         self._lines: dict[str, int] | None = None
 
     def _index(self) -> dict[str, int]:
@@ -36,6 +38,8 @@ class Source:
         return None
 
     def error(self, key: str | None, message: str) -> MatrixError:
+        if key and self.site is not None and key not in self._index() and key in self.site._index():
+            return self.site.error(key, message)
         return MatrixError(str(self.path), key, message, self.line_of(key) if key else None)
 
 
@@ -213,11 +217,11 @@ def check_keys(ctx: Source, table: Mapping[str, Any], allowed: Iterable[str], pr
             raise ctx.error(full, f"unknown key{did_you_mean(key, allowed)}; expected one of: {', '.join(allowed)}")
 
 
-def read_toml(path: Path) -> tuple[dict[str, Any], str]:
+def read_toml(path: Path, what: str = "matrix file") -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UserError(f"{path}: no such matrix file") from None
+        raise UserError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"{path}: cannot read: {err}") from None
     try:

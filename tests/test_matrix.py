@@ -218,6 +218,32 @@ def test_error_line_of_nested_quoted_and_inline_keys(tmp_path, body, key, line):
     assert str(err.value).startswith(f"{p}:{line}: {key}: ")
 
 
+@pytest.mark.parametrize("site_text, key, line", [
+    ('[slurm]\ntime = "00:10:00"\npartition = "a b"\n', "slurm.partition", 3),
+    ('[environment]\nenv = { "1X" = "y" }\n', "environment.env.1X", 2),
+    ('[slurm]\npartiton = "gpu"\n', "slurm.partiton", 2),
+])
+def test_a_bad_site_file_value_names_the_site_file_and_its_line(tmp_path, site_text, key, line):
+    site = write(tmp_path, site_text, "site.toml")
+    p = write(tmp_path, BASE + '[slurm]\ntime = "00:20:00"\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=site)
+    assert (err.value.path, err.value.key, err.value.line) == (str(site), key, line), str(err.value)
+
+
+def test_a_matrix_value_wins_over_the_site_file_in_messages_too(tmp_path):
+    site = write(tmp_path, '[slurm]\npartition = "gpu"\n', "site.toml")
+    p = write(tmp_path, BASE + '[slurm]\npartition = "a b"\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=site)
+    assert (err.value.path, err.value.line) == (str(p), 9), str(err.value)
+
+
+def test_missing_site_file_is_called_a_site_file(tmp_path):
+    with pytest.raises(UserError, match="no such site file"):
+        matrix.load(write(tmp_path, BASE), site=tmp_path / "nope.toml")
+
+
 @pytest.mark.parametrize("options, expected", [("", None), ("nan_at_step = 0", None), ("nan_at_step = 3", "3")])
 def test_nan_at_step_option_renders_into_the_program_argv(tmp_path, options, expected):
     m = load(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
