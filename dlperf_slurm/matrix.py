@@ -109,8 +109,33 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
+    _distinct_files(ctx, kept, several)
     return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
                   str(data.get("description", "")), grouped=several, setups=setups, health=health)
+
+
+def _distinct_files(ctx: Source, cells: list[Cell], grouped: bool) -> None:
+    """No two cells share an id or a run's files: values that differ only in characters an id or a file name
+    drops (``eth0,eth1`` and ``eth0 eth1``; ``ib_0`` and ``ib-0`` in file names) would write one log twice."""
+    seen: dict[tuple, Cell] = {}
+    for cell in cells:
+        for what, k in (("id", (cell.id,)), ("files", (cell.framework if grouped else "", cell.shape, cell.stem))):
+            other = seen.setdefault((what, *k), cell)
+            if other is cell:
+                continue
+            key, va, vb = _axis_between(other, cell)
+            raise ctx.error(key, f"{va!r} and {vb!r} give two cells the same {what} ({k[-1]}): an id keeps only "
+                                 "letters, digits, '_', '.' and '-' of a value (a file name turns '_' into '-'); "
+                                 "give values that differ in those")
+
+
+def _axis_between(a: Cell, b: Cell) -> tuple[str, Any, Any]:
+    """The axis two cells of one id differ in, and their two values."""
+    for prefix, x, y in (("axes.env.", dict(a.env), dict(b.env)), ("axes.", dict(a.params), dict(b.params))):
+        for name in sorted(set(x) | set(y)):
+            if x.get(name) != y.get(name):
+                return prefix + name, x.get(name), y.get(name)
+    return "axes.launcher_args", list(a.launcher_args), list(b.launcher_args)
 
 
 def _setups(ctx: Source, table: Any) -> dict[str, Setup]:

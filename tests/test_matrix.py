@@ -244,6 +244,18 @@ def test_missing_site_file_is_called_a_site_file(tmp_path):
         matrix.load(write(tmp_path, BASE), site=tmp_path / "nope.toml")
 
 
+@pytest.mark.parametrize("values, what", [('["eth0,eth1", "eth0 eth1"]', "same id"),
+                                           ('["ib_0", "ib-0"]', "same files")])
+def test_values_that_differ_only_in_dropped_characters_are_refused(tmp_path, values, what):
+    """Two cells whose values differ only where an id or a file name drops characters would share one log,
+    script and marker (render wrote one cell's scripts over the other's; submit ran both into one log)."""
+    p = write(tmp_path, _RN + f'[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n"env.NCCL_SOCKET_IFNAME" = {values}\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    assert (err.value.key, err.value.line) == ("axes.env.NCCL_SOCKET_IFNAME", 5), str(err.value)
+    assert what in str(err.value)
+
+
 @pytest.mark.parametrize("options, expected", [("", None), ("nan_at_step = 0", None), ("nan_at_step = 3", "3")])
 def test_nan_at_step_option_renders_into_the_program_argv(tmp_path, options, expected):
     m = load(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
