@@ -172,6 +172,9 @@ def test_extra_and_env_axes(tmp_path):
      "options.nan_at_step", ">= 0", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nnan_at_step = "3"\n',
      "options.nan_at_step", "expected int", 6),
+    # batches_per_iter = 0 divided by zero in render and plan's cells (a traceback)
+    ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
+     'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
      "did you mean 'pytorch-ddp/resnet50'", 1),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", 2),
