@@ -172,7 +172,9 @@ def test_extra_and_env_axes(tmp_path):
      "options.nan_at_step", ">= 0", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nnan_at_step = "3"\n',
      "options.nan_at_step", "expected int", 6),
-    # batches_per_iter = 0 divided by zero in render and plan's cells (a traceback)
+    # torch.set_num_threads(-1) fails on the node; batches_per_iter = 0 divided by zero in render (a traceback)
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nthreads = -1\n',
+     "options.threads", ">= 0", 6),
     ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
      'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
