@@ -344,6 +344,20 @@ def test_cli_reports_user_errors_in_one_line(tmp_path):
     assert f"{p}:3: axes.devices" in r.stderr
 
 
+@pytest.mark.parametrize("command", [["render", "--out", "{blocked}/x"],
+                                     ["--logs", "{blocked}", "submit", "--executor", "local"]])
+def test_cli_a_campaign_folder_that_cannot_be_made_is_one_line(tmp_path, command):
+    """--out / --logs under a file (or where the folder cannot be made): one line, no traceback."""
+    blocked = write(tmp_path, "not a folder", "blocked")
+    p = write(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n')
+    argv = [a.format(blocked=blocked) for a in command]
+    i = argv.index("render") + 1 if "render" in argv else argv.index("submit") + 1
+    argv[i:i] = [str(p), "--no-site"]
+    r = subprocess.run([sys.executable, "-m", "dlperf_slurm", *argv], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "cannot create the campaign folder" in r.stderr, r.stderr
+
+
 def test_cli_plan_lists_cells_counts_and_dropped(tmp_path):
     p = write(tmp_path, """
     suite = "ngc-pytorch/bert-base"
