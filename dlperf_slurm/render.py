@@ -17,6 +17,7 @@ from typing import Any, Iterable, Sequence
 import jinja2
 
 from dlperf_slurm import events, launchers
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Cell, Matrix, Run
 from dlperf_slurm.schedulers.base import Resources, resources
@@ -153,6 +154,8 @@ class Renderer:
     (its scheduler directives) is the scheduler's: :meth:`render` takes it as lines."""
 
     def __init__(self, matrix: Matrix, template_dir: str | None = None):
+        if template_dir and not Path(template_dir).is_dir():
+            raise UserError(f"{template_dir}: no such template folder (--templates)")
         self.matrix = matrix
         env = environment(template_dir)
         self._sbatch = env.get_template(SBATCH_TEMPLATE)

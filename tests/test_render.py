@@ -512,6 +512,13 @@ def test_undefined_template_variable_is_an_error(tmp_path):
         render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
 
 
+def test_a_missing_template_folder_is_an_error(tmp_path):
+    """--templates naming no folder (a typo) was ignored: the built-in templates ran instead of the user's."""
+    m = _matrix(tmp_path, CASES["horovodrun_1x8"])
+    with pytest.raises(UserError, match="no such template folder"):
+        render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tmpl"))
+
+
 HOSTILE = ["'; touch {pwned}; #", "$(touch {pwned})", "`touch {pwned}`", '"; touch {pwned}; "', "x\ntouch {pwned}"]
 
 
