@@ -501,15 +501,18 @@ def test_user_template_folder_overrides_a_builtin(tmp_path):
     assert "\n( my-horovodrun -np 8 python3 " in text  # the launch, run beside the hang watchdog
 
 
-def test_undefined_template_variable_is_an_error(tmp_path):
-    import jinja2
-
+@pytest.mark.parametrize("text, needle", [("# mine\nhorovodrun {{ no_such_variable }}\n", "is undefined"),
+                                          ("# mine\nhorovodrun {% if %}\n", "Expected an expression"),
+                                          ("# mine\nhorovodrun {{ program|nofilter }}\n", "No filter named")])
+def test_a_user_template_mistake_is_an_error_naming_its_file_and_line(tmp_path, text, needle):
+    """A mistake in a --templates override is one line naming the template and its line (was a Jinja traceback)."""
     m = _matrix(tmp_path, CASES["horovodrun_1x8"])
     user = tmp_path / "tpl" / "launchers"
     user.mkdir(parents=True)
-    (user / "horovodrun.sh.j2").write_text("horovodrun {{ no_such_variable }}\n")
-    with pytest.raises(jinja2.UndefinedError):
+    (user / "horovodrun.sh.j2").write_text(text)
+    with pytest.raises(UserError) as err:
         render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
+    assert str(err.value).startswith(f"{user / 'horovodrun.sh.j2'}:2: template error: ") and needle in str(err.value)
 
 
 def test_a_missing_template_folder_is_an_error(tmp_path):
