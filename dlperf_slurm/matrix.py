@@ -33,6 +33,8 @@ SLURM_KEYS = {
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
     "extra_directives": [], "array_throttle": None,
 }
+# sbatch options the submit journal sets itself: a site directive overriding one breaks it
+_OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
 ENV_KEYS = {"modules": [], "env": {}, "setup": [], "container": {}}
 CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 
@@ -259,6 +261,13 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     for x in extra:
         if "\n" in x or "\r" in x or not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?", x.strip()):
             raise ctx.error("slurm.extra_directives", f"{x!r} is not one sbatch option such as '--reservation=bench'")
+        word = x.strip().lstrip("-").split("=", 1)[0]
+        owned = next((o for o in _OWNED_DIRECTIVES if o.startswith(word)), None)  # sbatch takes any unique prefix
+        if owned:
+            raise ctx.error("slurm.extra_directives", f"{x!r}: --{owned} is dlperf_slurm's own (the job name carries "
+                                                      "the submission token an interrupted submit is found by, the "
+                                                      "output holds Slurm's banners status reads, the array is the "
+                                                      "group's runs); leave it out")
     v["extra_directives"] = tuple(x.strip() for x in extra)
     return SlurmConfig(**v)
 

@@ -177,6 +177,15 @@ def test_extra_and_env_axes(tmp_path):
      "options.threads", ">= 0", 6),
     ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
      'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
+    # a directive the submit journal sets itself: --job-name carries the token an interrupted submit's jobs are
+    # found by (overridden: the next submit sent them again), --output holds the banners status reads, --array
+    # is the group's runs; sbatch takes a prefix of an option too
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--reservation=bench", "--job-name=mine"]\n', "slurm.extra_directives", "--job-name is", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--out=/tmp/x.out"]\n', "slurm.extra_directives", "--output is", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--array=0-9"]\n', "slurm.extra_directives", "--array is", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
      "did you mean 'pytorch-ddp/resnet50'", 1),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", 2),
