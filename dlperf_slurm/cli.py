@@ -67,9 +67,19 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     m = _load_matrix(args)
     out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
+    render.check_template_dir(args.templates)  # before any folder is made
+    _make_folder(out)
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0
+
+
+def _make_folder(path: Path) -> None:
+    """The campaign folder (``--out``, ``--logs``), or one line saying why it cannot be made."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"{path}: cannot create the campaign folder: {err.strerror or err}") from None
 
 
 # -------------------------------------------------------------------------------------------- parser
@@ -137,6 +147,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if not 0 < args.ci_target < 1 or args.max_repeats < 2:
             raise UserError("--ci-target must be between 0 and 1 and --max-repeats at least 2")
         top = TopUp(args.ci_target, args.max_repeats)
+    if not args.dry_run:
+        from dlperf_slurm.render import check_template_dir
+
+        check_template_dir(args.templates)  # before the campaign folder is made
+        _make_folder(cdir)
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
                     template_dir=args.templates, top_up=top)
     if args.dry_run:

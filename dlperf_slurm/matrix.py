@@ -33,6 +33,8 @@ SLURM_KEYS = {
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
     "extra_directives": [], "array_throttle": None,
 }
+# sbatch options the submit journal sets itself: a site directive overriding one breaks it
+_OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
 ENV_KEYS = {"modules": [], "env": {}, "setup": [], "container": {}}
 CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 
@@ -53,23 +55,24 @@ def default_site_file() -> Path | None:
     return home if home.is_file() else None
 
 
-def load_site(path: Path | None) -> dict[str, Any]:
-    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares."""
+def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
+    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares: its data,
+    and its :class:`Source` (an error in a value it gives names it, with its line)."""
     if path is None:
-        return {}
-    data, text = read_toml(Path(path))
-    check_keys(Source(Path(path), text), data, ("slurm", "environment", "health"), "")
-    return data
+        return {}, None
+    data, text = read_toml(Path(path), "site file")
+    src = Source(Path(path), text)
+    check_keys(src, data, ("slurm", "environment", "health"), "")
+    return data, src
 
 
 def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None) -> Matrix:
     """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none."""
     path = Path(path)
     data, text = read_toml(path)
-    ctx = Source(path, text)
     site_path = None if site is False else (Path(site) if site else default_site_file())
-    site_data = load_site(site_path) if site_path else {}
-    return _build(ctx, data, site_data, site_path)
+    site_data, site_src = load_site(site_path)
+    return _build(Source(path, text, site=site_src), data, site_data, site_path)
 
 
 def _merge(site: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,8 +111,33 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
+    _distinct_files(ctx, kept, several)
     return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
                   str(data.get("description", "")), grouped=several, setups=setups, health=health)
+
+
+def _distinct_files(ctx: Source, cells: list[Cell], grouped: bool) -> None:
+    """No two cells share an id or a run's files: values that differ only in characters an id or a file name
+    drops (``eth0,eth1`` and ``eth0 eth1``; ``ib_0`` and ``ib-0`` in file names) would write one log twice."""
+    seen: dict[tuple, Cell] = {}
+    for cell in cells:
+        for what, k in (("id", (cell.id,)), ("files", (cell.framework if grouped else "", cell.shape, cell.stem))):
+            other = seen.setdefault((what, *k), cell)
+            if other is cell:
+                continue
+            key, va, vb = _axis_between(other, cell)
+            raise ctx.error(key, f"{va!r} and {vb!r} give two cells the same {what} ({k[-1]}): an id keeps only "
+                                 "letters, digits, '_', '.' and '-' of a value (a file name turns '_' into '-'); "
+                                 "give values that differ in those")
+
+
+def _axis_between(a: Cell, b: Cell) -> tuple[str, Any, Any]:
+    """The axis two cells of one id differ in, and their two values."""
+    for prefix, x, y in (("axes.env.", dict(a.env), dict(b.env)), ("axes.", dict(a.params), dict(b.params))):
+        for name in sorted(set(x) | set(y)):
+            if x.get(name) != y.get(name):
+                return prefix + name, x.get(name), y.get(name)
+    return "axes.launcher_args", list(a.launcher_args), list(b.launcher_args)
 
 
 def _setups(ctx: Source, table: Any) -> dict[str, Setup]:
@@ -233,6 +261,13 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     for x in extra:
         if "\n" in x or "\r" in x or not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?", x.strip()):
             raise ctx.error("slurm.extra_directives", f"{x!r} is not one sbatch option such as '--reservation=bench'")
+        word = x.strip().lstrip("-").split("=", 1)[0]
+        owned = next((o for o in _OWNED_DIRECTIVES if o.startswith(word)), None)  # sbatch takes any unique prefix
+        if owned:
+            raise ctx.error("slurm.extra_directives", f"{x!r}: --{owned} is dlperf_slurm's own (the job name carries "
+                                                      "the submission token an interrupted submit is found by, the "
+                                                      "output holds Slurm's banners status reads, the array is the "
+                                                      "group's runs); leave it out")
     v["extra_directives"] = tuple(x.strip() for x in extra)
     return SlurmConfig(**v)
 

@@ -10,6 +10,7 @@ import dataclasses
 
 import os
 import shlex
+import traceback
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -164,7 +165,10 @@ class Renderer:
     def __init__(self, matrix: Matrix, template_dir: str | None = None):
         self.matrix = matrix
         env = environment(template_dir)
-        self._sbatch = env.get_template(SBATCH_TEMPLATE)
+        try:
+            self._sbatch = env.get_template(SBATCH_TEMPLATE)
+        except jinja2.TemplateError as err:
+            raise template_error(err) from err
         self._env = env
         self._cells: dict[Cell, dict[str, Any]] = {}
 
@@ -186,7 +190,22 @@ class Renderer:
 
     def render(self, run: Run, preamble: Sequence[str]) -> str:
         """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body."""
-        return self._sbatch.render({**self.context(run), "preamble": list(preamble)})
+        try:
+            return self._sbatch.render({**self.context(run), "preamble": list(preamble)})
+        except jinja2.TemplateError as err:  # a user template's mistake (--templates): one line, not a traceback
+            raise template_error(err) from err
+
+
+def template_error(err: jinja2.TemplateError) -> UserError:
+    """A template's mistake as one line: the template file and line, and Jinja's words."""
+    where = ""
+    if isinstance(err, jinja2.TemplateSyntaxError):
+        where = f"{err.filename or err.name}:{err.lineno}: "
+    else:  # Jinja puts the template's own file and line into the traceback; the innermost one is the culprit
+        for frame, line in traceback.walk_tb(err.__traceback__):
+            if frame.f_code.co_filename.endswith(".j2"):
+                where = f"{frame.f_code.co_filename}:{line}: "
+    return UserError(f"{where}template error: {err}")
 
 
 def standalone_preamble(matrix: Matrix, run: Run) -> list[str]:

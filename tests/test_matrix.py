@@ -172,11 +172,25 @@ def test_extra_and_env_axes(tmp_path):
      "options.nan_at_step", ">= 0", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nnan_at_step = "3"\n',
      "options.nan_at_step", "expected int", 6),
+    # torch.set_num_threads(-1) fails on the node; batches_per_iter = 0 divided by zero in render (a traceback)
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nthreads = -1\n',
+     "options.threads", ">= 0", 6),
+    ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
+     'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
+    # a directive the submit journal sets itself: --job-name carries the token an interrupted submit's jobs are
+    # found by (overridden: the next submit sent them again), --output holds the banners status reads, --array
+    # is the group's runs; sbatch takes a prefix of an option too
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--reservation=bench", "--job-name=mine"]\n', "slurm.extra_directives", "--job-name is", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--out=/tmp/x.out"]\n', "slurm.extra_directives", "--output is", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\n'
+     'extra_directives = ["--array=0-9"]\n', "slurm.extra_directives", "--array is", 6),
     ('suite = "pytorch-dp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n', "suite",
      "did you mean 'pytorch-ddp/resnet50'", 1),
-    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", None),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\n', "axes.batch_size", "missing axis", 2),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment.env]\n"A-B" = "1"\n',
-     "environment.env.A-B", "not a valid environment variable name", None),
+     "environment.env.A-B", "not a valid environment variable name", 6),
 ])
 def test_validation_messages(tmp_path, body, key, needle, line):
     p = write(tmp_path, body)
@@ -188,6 +202,72 @@ def test_validation_messages(tmp_path, body, key, needle, line):
     assert needle in msg, msg
     if line is not None:
         assert err.value.line == line, msg
+
+
+# The line of keys a line-by-line search finds at the wrong place or not at all: the second entry of an array of
+# tables, a quoted key holding a dot, keys inside an inline table (the README's way to write env and container),
+# a quoted table name, dotted keys, and a key after a multi-line array of arrays (whose lines start with '[').
+_RN = 'suite = "pytorch-ddp/resnet50"\n'
+
+
+@pytest.mark.parametrize("body, key, line", [
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n\n[[include]]\nbatch_size = [8]\n\n[[include]]\n'
+     'batch_size = [0]\n', "include[1].batch_size", 10),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n"env.NCCL_ALGO" = [["Ring"]]\n', "axes.env.NCCL_ALGO", 5),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment]\nenv = { NCCL_DEBUG = "WARN" }\n'
+     'container = { type = "pyxs", image = "nvcr.io/x" }\n', "environment.container.type", 7),
+    (_RN + '[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[environment]\nenv = { NCCL_DEBUG = "WARN", "1X" = "y" }\n',
+     "environment.env.1X", 6),
+    ('suite = ["pytorch-ddp/resnet50", "pytorch-ddp/bert-base"]\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n'
+     '[options]\ntiny = true\n[options."pytorch-ddp/bert-base"]\ntiny = 3\n', "options.pytorch-ddp/bert-base.tiny", 8),
+    (_RN + 'axes.devices = ["1x1"]\naxes.batch_size = [4]\nmeasure.repeats = 0\n', "measure.repeats", 4),
+    (_RN + '[axes]\ndevices = ["1x1"]\nlauncher_args = [\n  ["--mca", "btl", "self,tcp"],\n  [],\n]\n'
+     'batch_size = [4]\nprecision = ["fp8"]\n', "axes.precision", 9),
+])
+def test_error_line_of_nested_quoted_and_inline_keys(tmp_path, body, key, line):
+    p = write(tmp_path, body)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    assert (err.value.key, err.value.line) == (key, line), str(err.value)
+    assert str(err.value).startswith(f"{p}:{line}: {key}: ")
+
+
+@pytest.mark.parametrize("site_text, key, line", [
+    ('[slurm]\ntime = "00:10:00"\npartition = "a b"\n', "slurm.partition", 3),
+    ('[environment]\nenv = { "1X" = "y" }\n', "environment.env.1X", 2),
+    ('[slurm]\npartiton = "gpu"\n', "slurm.partiton", 2),
+])
+def test_a_bad_site_file_value_names_the_site_file_and_its_line(tmp_path, site_text, key, line):
+    site = write(tmp_path, site_text, "site.toml")
+    p = write(tmp_path, BASE + '[slurm]\ntime = "00:20:00"\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=site)
+    assert (err.value.path, err.value.key, err.value.line) == (str(site), key, line), str(err.value)
+
+
+def test_a_matrix_value_wins_over_the_site_file_in_messages_too(tmp_path):
+    site = write(tmp_path, '[slurm]\npartition = "gpu"\n', "site.toml")
+    p = write(tmp_path, BASE + '[slurm]\npartition = "a b"\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=site)
+    assert (err.value.path, err.value.line) == (str(p), 9), str(err.value)
+
+
+def test_missing_site_file_is_called_a_site_file(tmp_path):
+    with pytest.raises(UserError, match="no such site file"):
+        matrix.load(write(tmp_path, BASE), site=tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("values, what", [('["eth0,eth1", "eth0 eth1"]', "same id"),
+                                           ('["ib_0", "ib-0"]', "same files")])
+def test_values_that_differ_only_in_dropped_characters_are_refused(tmp_path, values, what):
+    """Two cells whose values differ only where an id or a file name drops characters would share one log,
+    script and marker (render wrote one cell's scripts over the other's; submit ran both into one log)."""
+    p = write(tmp_path, _RN + f'[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n"env.NCCL_SOCKET_IFNAME" = {values}\n')
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    assert (err.value.key, err.value.line) == ("axes.env.NCCL_SOCKET_IFNAME", 5), str(err.value)
+    assert what in str(err.value)
 
 
 @pytest.mark.parametrize("options, expected", [("", None), ("nan_at_step = 0", None), ("nan_at_step = 3", "3")])
@@ -271,6 +351,20 @@ def test_cli_reports_user_errors_in_one_line(tmp_path):
     assert "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0
     assert f"{p}:3: axes.devices" in r.stderr
+
+
+@pytest.mark.parametrize("command", [["render", "--out", "{blocked}/x"],
+                                     ["--logs", "{blocked}", "submit", "--executor", "local"]])
+def test_cli_a_campaign_folder_that_cannot_be_made_is_one_line(tmp_path, command):
+    """--out / --logs under a file (or where the folder cannot be made): one line, no traceback."""
+    blocked = write(tmp_path, "not a folder", "blocked")
+    p = write(tmp_path, 'suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n')
+    argv = [a.format(blocked=blocked) for a in command]
+    i = argv.index("render") + 1 if "render" in argv else argv.index("submit") + 1
+    argv[i:i] = [str(p), "--no-site"]
+    r = subprocess.run([sys.executable, "-m", "dlperf_slurm", *argv], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "cannot create the campaign folder" in r.stderr, r.stderr
 
 
 def test_cli_plan_lists_cells_counts_and_dropped(tmp_path):

@@ -4,6 +4,7 @@ rendered script, and hostile matrix values that must stay inert text when the sc
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import textwrap
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from dlperf_slurm.schedulers.slurm import options as slurm_options
 from dlperf_slurm import launchers, matrix, render
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.suites import Suite, registered
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -539,15 +541,18 @@ def test_rendered_scripts_name_absolute_paths(tmp_path, monkeypatch, capsys):
             assert value.startswith(str(tmp_path.resolve()) + "/"), (script, key, value)
 
 
-def test_undefined_template_variable_is_an_error(tmp_path):
-    import jinja2
-
+@pytest.mark.parametrize("text, needle", [("# mine\nhorovodrun {{ no_such_variable }}\n", "is undefined"),
+                                          ("# mine\nhorovodrun {% if %}\n", "Expected an expression"),
+                                          ("# mine\nhorovodrun {{ program|nofilter }}\n", "No filter named")])
+def test_a_user_template_mistake_is_an_error_naming_its_file_and_line(tmp_path, text, needle):
+    """A mistake in a --templates override is one line naming the template and its line (was a Jinja traceback)."""
     m = _matrix(tmp_path, CASES["horovodrun_1x8"])
     user = tmp_path / "tpl" / "launchers"
     user.mkdir(parents=True)
-    (user / "horovodrun.sh.j2").write_text("horovodrun {{ no_such_variable }}\n")
-    with pytest.raises(jinja2.UndefinedError):
+    (user / "horovodrun.sh.j2").write_text(text)
+    with pytest.raises(UserError) as err:
         render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
+    assert str(err.value).startswith(f"{user / 'horovodrun.sh.j2'}:2: template error: ") and needle in str(err.value)
 
 
 HOSTILE = ["'; touch {pwned}; #", "$(touch {pwned})", "`touch {pwned}`", '"; touch {pwned}; "', "x\ntouch {pwned}"]
@@ -627,3 +632,16 @@ def test_tf2_time_history_interval_divides_the_window(tmp_path):
     m = _matrix(tmp_path, CASES["tf_config_2x8_apptainer"] + "\n[measure]\nwarmup_steps = 30\nmeasure_steps = 120\n")
     text = render.render_run(m, matrix.runs(m, tmp_path)[0])
     assert " --log_steps=30 " in text and "train.steps=150," in text and "log_steps=" not in text.replace(" --log_steps=30 ", "")
+
+
+def test_a_campaign_folder_with_a_space_stays_one_sbatch_value(tmp_path):
+    """sbatch refused a rendered script whose folder held a space ("Invalid directive found in batch script");
+    a line break in it would end the #SBATCH line and run the rest as a command: refused."""
+    m = _matrix(tmp_path, CASES["horovodrun_1x8"])
+    run = matrix.runs(m, tmp_path / "my runs")[0]
+    text = render.render_run(m, run)
+    [line] = [x for x in text.splitlines() if x.startswith("#SBATCH --output=")]
+    assert shlex.split(line) == ["#SBATCH", f"--output={run.base}.slurm-%j.out"], line
+    assert "#SBATCH --nodes=1\n" in text  # plain values stay as they were
+    with pytest.raises(UserError, match="line break"):
+        render.render_run(m, matrix.runs(m, tmp_path / "x\ntouch y")[0])

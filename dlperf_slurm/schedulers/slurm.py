@@ -24,6 +24,8 @@ Only submitit's public API is used (``SlurmExecutor``, ``update_parameters``, ``
 from __future__ import annotations
 
 import math
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -36,6 +38,7 @@ from dlperf_slurm.schedulers.slurmctl import Slurm, explain, split_job_id
 
 SUBMITIT_DIR = ".submitit"
 OUTPUT_DIR = ".slurm"
+_PLAIN = re.compile(r"[\w@%+=:,./\[\]-]*", re.ASCII)  # values written as they are in #SBATCH lines
 INERT_SIGNAL = "B:CONT@1"  # replaces submitit's USR2@90 (see the module docstring)
 
 
@@ -71,7 +74,18 @@ def options(res: Resources) -> dict[str, Any]:
 
 
 def option_words(d: dict[str, Any]) -> list[str]:
-    return [f"--{k}" if v is True else f"--{k}={v}" for k, v in d.items()]
+    """``--key=value`` words, a value with a space or a quote quoted as submitit quotes its own (sbatch reads
+    quotes in ``#SBATCH`` lines; a campaign folder such as ``/data/my runs`` stays one value)."""
+    words = []
+    for k, v in d.items():
+        if v is True:
+            words.append(f"--{k}")
+            continue
+        s = str(v)
+        if "\n" in s or "\r" in s:  # it would end the #SBATCH line and run the rest as a command
+            raise UserError(f"sbatch --{k}: {s!r} holds a line break, which no #SBATCH line can carry")
+        words.append(f"--{k}={s if _PLAIN.fullmatch(s) else shlex.quote(s)}")
+    return words
 
 
 # submitit's named parameters for the sbatch options it has a name for

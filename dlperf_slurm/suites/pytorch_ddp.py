@@ -34,6 +34,8 @@ class _PytorchDDP(Suite):
                "ceiling": True, "image_size": 0}
 
     def option_error(self, name: str, value: Any) -> str | None:
+        if name == "threads" and value < 0:
+            return "must be >= 0 (0: torch's own number of threads)"
         if name in ("nan_at_step", "hang_at_step") and value < 0:
             return "must be >= 0 (0: off)"
         if name == "image_size" and value < 0:
