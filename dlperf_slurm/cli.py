@@ -68,6 +68,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     m = _load_matrix(args)
     out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     render.check_template_dir(args.templates)  # before any folder is made
+    from dlperf_slurm.manifest import MANIFEST
+
+    if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
+        raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
+                        "into another folder (--out DIR)")
     _make_folder(out)
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")

@@ -521,6 +521,27 @@ def test_missing_user_template_folder_is_an_error(tmp_path, capsys):
         assert not (tmp_path / "logs").exists()
 
 
+def test_render_never_overwrites_a_submitted_campaign(tmp_path, capsys):
+    """The scripts of a submitted campaign are what ran: ``render`` into its folder is refused, nothing changes."""
+    from dlperf_slurm import cli
+
+    logs, smoke = tmp_path / "logs", str(ROOT / "matrices" / "smoke.toml")
+    assert cli.main(["--logs", str(logs), "submit", smoke, "--no-site", "--executor", "local", "--dry-run"]) == 0
+    assert cli.main(["--logs", str(logs), "render", smoke, "--no-site"]) == 0  # nothing submitted yet: allowed
+    capsys.readouterr()
+    cdir = logs / "smoke"
+    (cdir / "manifest.sqlite").write_bytes(b"")  # submitted (the manifest is what submit leaves)
+    scripts = {p: p.read_bytes() for p in cdir.rglob("*.sbatch")}
+    for p in scripts:
+        p.write_bytes(b"#!/bin/bash\n# what ran\n")
+    for argv in (["--logs", str(logs), "render", smoke, "--no-site"], ["render", smoke, "--no-site", "--out", str(cdir)]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "is a submitted campaign" in err and "--out DIR" in err and err.count("\n") == 1
+    assert scripts and all(p.read_bytes() == b"#!/bin/bash\n# what ran\n" for p in scripts)
+    assert cli.main(["render", smoke, "--no-site", "--out", str(tmp_path / "elsewhere")]) == 0
+
+
 def test_rendered_scripts_name_absolute_paths(tmp_path, monkeypatch, capsys):
     """``render`` from a relative --logs/--out: the scripts still name their log, marker and Slurm output by
     absolute path (as submit's do), so ``sbatch`` of one from another folder does not fail on a missing
