@@ -210,7 +210,7 @@ def markdown(ref: references.ReferenceSet, new_name: str, rows: list[RefRow], un
         ratio = ratio_text(r, ref) + (" **below the gate**" if r.below_gate else "")
         lines.append(f"| {r.cell_id} | {median} | {r.new_n} | {published} | {ratio} | {r.statement} | "
                      f"[README]({r.source}) |")
-    lines += ["", f"{len(rows)} cells have a published figure"
+    lines += ["", (f"{len(rows)} cells have" if len(rows) != 1 else "1 cell has") + " a published figure"
               + (f"; {sum(r.below_gate for r in rows)} below the gate" if threshold is not None else "") + "."]
     if unmatched:
         lines += [f"No published figure in {ref.name} for {len(unmatched)} cells (suite, shape, batch per device, "

@@ -344,7 +344,8 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
     groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
     report.skipped = [(r.key, why) for r, why in skipped]
     _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
-    out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made:")
+    out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made"
+        + (":" if groups else " (nothing to submit)."))
     for i, g in enumerate(groups, 1):
         out(f"[{i}] {backend.describe(g)}")
         for t, run in enumerate(g.runs):

@@ -363,3 +363,13 @@ def test_cancel_without_a_name_needs_the_only_campaign(tmp_path, fake):
     assert all(r.status == Status.PENDING for n in ("first", "second") for r in manifest.load_manifest(logs / n))
     p = cli("--logs", str(logs), "cancel", "second", check=True)
     assert "cancel requested for" in p.stdout and fakeslurm.load(fake)["calls"]["scancel"] == 1
+
+
+def test_a_dry_run_with_nothing_to_submit_says_so(tmp_path, fake):
+    mx = write_matrix(tmp_path, name="nd")
+    logs = tmp_path / "logs"
+    p = _submit(logs, mx, "--dry-run", check=True)
+    assert "would be made:" in p.stdout and "(nothing to submit)" not in p.stdout
+    _submit(logs, mx, check=True)
+    p = _submit(logs, mx, "--dry-run", check=True)
+    assert "0 sbatch calls would be made (nothing to submit)." in p.stdout, p.stdout
