@@ -42,7 +42,10 @@ class SubmissionRefused(SchedulerError):
 class SubmitAborted(UserError):
     """A submission failed half-way; what was submitted before stays recorded."""
 
-    def __init__(self, cause: Exception, submitted_runs: int, remaining_runs: int):
+    def __init__(self, cause: Exception, submitted_runs: int, remaining_runs: int, unknown_runs: int = 0):
         self.cause, self.submitted_runs, self.remaining_runs = cause, submitted_runs, remaining_runs
-        super().__init__(f"{cause} -- submission stopped: {submitted_runs} runs were submitted and are recorded, "
-                         f"{remaining_runs} were not (run submit again once the cause is fixed)")
+        self.unknown_runs = unknown_runs
+        maybe = (f", {unknown_runs} may have reached the scheduler (it could not be asked; the next submit asks "
+                 "before sending them again)" if unknown_runs else "")
+        super().__init__(f"{cause} -- submission stopped: {submitted_runs} runs were submitted and are recorded"
+                         f"{maybe}, {remaining_runs} were not (run submit again once the cause is fixed)")

@@ -178,27 +178,30 @@ class Journal:
         with self.m.write() as db:
             db.execute("UPDATE submissions SET released_at=? WHERE token=?", (time.time(), group.token))
 
-    def failed(self, group: Group, error: Exception) -> None:
+    def failed(self, group: Group, error: Exception) -> tuple[int, int]:
+        """Record a submission that raised: ``(runs the scheduler has after all, runs it may have)``; the others
+        are UNSUBMITTED with the cause."""
         now = time.time()
         keys = [r.key for r in group.runs]
         # an error after the scheduler accepted the group (e.g. while submitit moved its pickles) loses no job
         try:  # a job submitted a moment ago is in the queue (pending, held): an empty answer means none
             found = self.backend.find(group.name, group.token, now - 60) or {}
         except Exception:  # noqa: BLE001 - the scheduler cannot be asked: the next submit reconciles
-            return
+            return 0, group.size  # left SUBMITTING: the next submit asks before sending any of them again
         if found:
             found = self.backend.adopt(found, group.token, {i: r.script for i, r in enumerate(group.runs)}) or {}
         if found:
             have = [(keys[i], j) for i, j in sorted(found.items()) if i < len(keys)]
             record_ids(self.m, self.backend, group.token, [k for k, _ in have], [j for _, j in have])
             self.submitted.append((group, [j for _, j in have]))
-            return
+            return len(have), 0
         with self.m.write() as db:
             db.execute("UPDATE submissions SET state='FAILED', error=?, done_at=? WHERE token=?",
                        (str(error), now, group.token))
             db.execute(f"UPDATE runs SET status=?, reason=?, submission=NULL, updated_at=? "
                        f"WHERE key IN ({','.join('?' * len(keys))})",
                        (Status.UNSUBMITTED, f"submission refused: {error}", now, *keys))
+        return 0, 0
 
 
 def aside(path: Path, attempt: int) -> Path:
@@ -265,10 +268,10 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
                     try:
                         ids = backend.submit(group)
                     except Exception as err:  # noqa: BLE001 - recorded, then re-raised with context
-                        journal.failed(group, err)
+                        have, unknown = journal.failed(group, err)
                         cause = err if isinstance(err, UserError) else SchedulerError(f"{type(err).__name__}: {err}")
-                        raise SubmitAborted(cause, sum(g.size for g in groups[:i]),
-                                            sum(g.size for g in groups[i:])) from err
+                        raise SubmitAborted(cause, sum(g.size for g in groups[:i]) + have,
+                                            sum(g.size for g in groups[i:]) - have - unknown, unknown) from err
                     if len(ids) != group.size:
                         raise RuntimeError(f"{backend.name} returned {len(ids)} job ids for {group.size} runs")
                     journal.after(group, ids)

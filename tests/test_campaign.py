@@ -373,3 +373,22 @@ def test_a_dry_run_with_nothing_to_submit_says_so(tmp_path, fake):
     _submit(logs, mx, check=True)
     p = _submit(logs, mx, "--dry-run", check=True)
     assert "0 sbatch calls would be made (nothing to submit)." in p.stdout, p.stdout
+
+
+def test_a_refused_sbatch_the_scheduler_cannot_be_asked_about_is_not_called_unsubmitted(tmp_path, fake):
+    """sbatch errs (a timeout: the job may exist) and squeue cannot reach the controller either: those runs are
+    neither 'not submitted' nor lost; the next submit asks before sending them again."""
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=1, squeue_down=True,
+                                              sbatch_error="sbatch: error: Socket timed out on send/recv operation"))
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    p = _submit(logs, mx)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "2 runs were submitted and are recorded, 2 may have reached the scheduler" in p.stderr, p.stderr
+    assert "2 were not" in p.stderr
+    runs = manifest.load_manifest(logs / "k")
+    assert sorted(r.status for r in runs) == sorted([Status.PENDING] * 2 + [Status.SUBMITTING] * 2
+                                                   + [Status.UNSUBMITTED] * 2)
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=None, squeue_down=False))
+    _submit(logs, mx, check=True)
+    assert len(_fake_tasks(fake)) == 6 and len({r.job_id for r in manifest.load_manifest(logs / "k")}) == 6

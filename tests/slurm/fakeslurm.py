@@ -6,7 +6,8 @@ answers a test wants) lives in the JSON file ``$FAKE_SLURM_STATE``. Jobs never r
 state (``set_state``) to reproduce what a test cluster cannot easily produce (NODE_FAIL, PREEMPTED, ...).
 
 Knobs in the state file: ``sacct`` = "ok" | "disabled"; ``sbatch_fail_after`` = N (calls after the N-th
-fail with ``sbatch_error``); ``ping`` = "up" | "down"; ``max_array`` = MaxArraySize; ``sbatch_delay`` = s;
+fail with ``sbatch_error``); ``ping`` = "up" | "down"; ``squeue_down``: squeue alone cannot reach the controller;
+``max_array`` = MaxArraySize; ``sbatch_delay`` = s;
 ``kill_parent`` = {"call": N, "when": "before" | "after"}: the N-th sbatch SIGKILLs the process that ran it
 (``dlperf_slurm submit``) before creating the job, or after creating it and printing its id.
 """
@@ -164,7 +165,7 @@ def _select(s, args, name_flags=("-n", "--name")):
 
 
 def _squeue(s, args, out) -> int:
-    if s["ping"] != "up":
+    if s["ping"] != "up" or s.get("squeue_down"):
         out.append("squeue: error: Unable to contact slurm controller (connect failure)")
         return 1
     ids = _opt(args, "-j", "--jobs")
