@@ -64,6 +64,25 @@ def test_paddleclas_trailing_period_and_only_train_steps():
     assert res.extra["reported_ips_mean"] == 121.41242 and res.status == Status.UNMEASURED
 
 
+# PaddlePaddle/PaddleClas PR #426 ("fix logger", https://github.com/PaddlePaddle/PaddleClas/pull/426), as pasted:
+# epoch 4's step 6 -- PaddleClas's train step is the batch index within its epoch (tools/program.py enumerates the
+# epoch's dataloader), so it starts from 0 again each epoch.
+PADDLECLAS_426 = ("2020-11-25 11:36:45 INFO: epoch:4   train step:6    loss:  6.7186 top1: 0.0078 top5: 0.0078 "
+                  "lr: 0.100000 elapse: 0.120s ips: 1062.78452 images/sec.")
+
+
+def test_paddleclas_steps_go_on_across_epochs():
+    """A window longer than an epoch (a small data set): epoch 1's steps follow epoch 0's, no restart is seen."""
+    assert _parse(RN50, PADDLECLAS_426, warmup=0, measure=1).steps_seen == 6  # epoch 4's step 6, as printed
+    line = PADDLECLAS_525.splitlines()[0]  # the real line, its epoch, step and stamp varied
+    text = "".join(line.replace("epoch:0 ", f"epoch:{e} ").replace("step:10 ", f"step:{i} ")
+                   .replace("06:13:33", f"06:{13 + e}:{10 + i:02d}") + "\n" for e in (0, 1) for i in range(10))
+    res = _parse(RN50, text, warmup=2, measure=12)
+    assert res.status == Status.OK, res.reason
+    assert res.steps_seen == 19 and "restarts" not in res.extra and "restart" not in (res.reason or "")
+    assert res.throughput_speed == pytest.approx(128 / 0.08779)
+
+
 def test_bert18_speed_line_cut_by_buffering_is_glued():
     at = BERT18_3828.index("speed: 5.79") + len("speed: 5.79")
     # window 0 -> 8720: the line's speed times the steps since the start time the whole window

@@ -136,7 +136,8 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
                           "timed": 0, "forms": set(), "ips": []}
 
     def step_of(epoch: int, index: int) -> int:
-        """PaddleCV counts batches from 0 in each pass: steps are counted across passes, from 1."""
+        """PaddleCV counts batches from 0 in each pass (PaddleClas its steps in each epoch): steps are counted
+        across passes, from 1."""
         if st["epoch"] is None:
             st["epoch"] = epoch
         elif epoch > st["epoch"]:
@@ -153,8 +154,8 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             form, step = "paddlenlp", int(m.group(1))
         elif (m := _BERT18.search(text)) is not None:
             form, step = "bert-1.8", int(m.group(2))
-        elif (m := _CLAS.search(text)) is not None:
-            form, step = "paddleclas", int(m.group(2))
+        elif (m := _CLAS.search(text)) is not None:  # its step counts from 0 in each epoch: epoch 0's as printed
+            form, step = "paddleclas", step_of(int(m.group(1)), int(m.group(2))) - 1
         else:
             return lp.NOT_MINE
         body = text[m.end():]
