@@ -177,6 +177,30 @@ def test_extra_and_env_axes(tmp_path):
      "options.threads", ">= 0", 6),
     ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
      'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
+    # counts the programs divide by or size with (a ZeroDivisionError, an aborting CHECK or no measured interval
+    # on the node, every run): OFRecord's reader needs a part per rank, the W&D programs print every print_every
+    # iterations and build hidden_size-wide layers, MXNet's Speedometer takes count % frequent, Paddle's train.py
+    # divides its lr schedule's step by ceil(total_images / batch)
+    ('suite = "oneflow/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/bert-base"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = -2\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nprint_every = 0\n',
+     "options.print_every", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nprint_every = -100\n',
+     "options.print_every", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nhidden_size = 0\n',
+     "options.hidden_size", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nhidden_size = -1\n',
+     "options.hidden_size", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\neval_batches = -1\n',
+     "options.eval_batches", ">= 0", 6),
+    ('suite = "mxnet/insightface"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nfrequent = 0\n',
+     "options.frequent", "at least 1", 6),
+    ('suite = "paddle/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntotal_images = 0\n',
+     "options.total_images", "at least 1", 6),
     # a directive the submit journal sets itself: --job-name carries the token an interrupted submit's jobs are
     # found by (overridden: the next submit sent them again), --output holds the banners status reads, --array
     # is the group's runs; sbatch takes a prefix of an option too
