@@ -15,8 +15,8 @@ import re
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from dlperf_slurm import launchers
-from dlperf_slurm.model import Cell
 from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.model import Cell
 from dlperf_slurm.toml_source import Source, did_you_mean
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ def too_many_runs(ctx: Source, table: dict[str, Any], include: Any, cells: int, 
     source = " x ".join(f"{k} {n:,}" for k, n in sizes.items()) or "one value per axis"
     if isinstance(include, list) and include:
         source += f", plus {len(include)} [[include]] rule{'s' * (len(include) > 1)}"
-    more = "more than " if at_least else ""
-    return ctx.error(key, f"{more}{cells:,} cells ({source}) x {repeats:,} repeats = {more}{MAX_RUNS if at_least else cells * repeats:,} runs; "
+    runs = f"more than {MAX_RUNS:,}" if at_least else f"{cells * repeats:,}"
+    return ctx.error(key, f"{'more than ' * at_least}{cells:,} cells ({source}) x {repeats:,} repeats = {runs} runs; "
                           f"a matrix may ask for at most {MAX_RUNS:,} runs: give fewer axis values or repeats, or "
                           "split it into several matrices")
 
@@ -203,7 +203,8 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         if n < 1 or g < 1:
             raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
         if n > MAX_NODES or g > MAX_GPUS_PER_NODE:
-            raise ctx.error(full, f"at most {MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs each, got {v!r}")
+            raise ctx.error(full, f"at most {MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs each, "
+                                  f"got {v!r}")
         return (n, g)
     if key == "batch_size":
         if isinstance(v, bool) or not isinstance(v, int):
