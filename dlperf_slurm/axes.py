@@ -10,10 +10,12 @@ file, key and line (through :class:`~dlperf_slurm.toml_source.Source`).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from dlperf_slurm import launchers
+from dlperf_slurm.errors import MatrixError
 from dlperf_slurm.model import Cell
 from dlperf_slurm.toml_source import Source, did_you_mean
 
@@ -24,6 +26,19 @@ PRECISIONS = ("fp32", "amp", "fp16", "bf16")
 CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args", "setup")
 SUITE_KEY = "suite"  # in a rule: the suites it applies to
 
+# Bounds no real benchmark reaches, so that a typo (an extra 0, 1e9 repeats) is an error at load and not a render
+# or submit that fills the machine's memory with runs or scripts. Nodes: the largest Slurm clusters have about ten
+# thousand nodes (Frontier 9,408, Aurora 10,624), and Slurm's own node records and bitmaps are sized for that order;
+# 100,000 is ten times more. GPUs (ranks) per node: the densest nodes have 8 to 16 GPUs (HGX, DGX-2; 8 GCDs on
+# Frontier's); 64 is four times that, and under Slurm's default MaxTasksPerNode (512) for per-GPU launchers. A batch
+# per device: DLPerf's largest is W&D's 16,384 on one GPU; 2**20 is 64 times that and, times 64 GPUs per node, still
+# a 32-bit integer (the node's or global batch some programs are given). Runs: cells x repeats, the scripts,
+# manifest rows and jobs one submit makes; DLPerf's largest campaign here is 588.
+MAX_NODES = 100_000
+MAX_GPUS_PER_NODE = 64
+MAX_BATCH_SIZE = 2 ** 20
+MAX_RUNS = 100_000
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
 
@@ -31,35 +46,67 @@ Rule = dict[str, list[Any]]
 
 
 def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], include: Any, exclude: Any,
-          setups: Sequence[str] = ()) -> list[Cell]:
+          setups: Sequence[str] = (), repeats: int = 1) -> list[Cell]:
     """Every cell of the matrix, suite by suite (in the order named), each: the axes' product minus the
     exclude rules, then the include rules' cells. A cell given twice is an error. ``setups``: the names of the
-    matrix's ``[setups.NAME]`` bundles, the values the ``setup`` axis may take."""
+    matrix's ``[setups.NAME]`` bundles, the values the ``setup`` axis may take. More than :data:`MAX_RUNS` runs
+    (cells x ``repeats``) is an error, found before the cells are made (see :func:`too_many_runs`)."""
     setups = tuple(setups)
     _known_keys(ctx, suite_list, table, "axes")
     includes = _rule_tables(ctx, suite_list, include, "include")
     excludes = _rule_tables(ctx, suite_list, exclude, "exclude")
-    out: list[Cell] = []
+    plans = []  # per suite: its axes, its exclude rules, its include rules (each with the axes it leaves as they are)
     for suite in suite_list:
         base = _axes(ctx, suite, _own(suite, table), "axes", True, setups)
         rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False, setups)
                     for i, r in excludes if _applies(suite, r)]
+        rules_in = [(i, {**base, **_axes(ctx, suite, _own(suite, r), f"include[{i}]", False, setups)})
+                    for i, r in includes if _applies(suite, r)]
+        plans.append((suite, base, rules_ex, rules_in))
+    limit = MAX_RUNS // repeats
+    if not any(ex for _, _, ex, _ in plans):  # the exact count, before a cell is made
+        n = sum(_size(base) + sum(_size(rule) for _, rule in rules_in) for _, base, _, rules_in in plans)
+        if n > limit:
+            raise too_many_runs(ctx, table, include, n, repeats)
+    out: list[Cell] = []
+    for suite, base, rules_ex, rules_in in plans:
         seen: dict[Cell, str] = {}
         for cell in _product(suite, base):
             if any(_matches(suite, cell, rule) for rule in rules_ex):
                 continue
             seen[cell] = "axes"
             out.append(cell)
-        for i, r in includes:
-            if not _applies(suite, r):
-                continue
-            rule = _axes(ctx, suite, _own(suite, r), f"include[{i}]", False, setups)
-            for cell in _product(suite, {**base, **rule}):
+            if len(out) > limit:  # with exclude rules: counted as the cells are made, never more held
+                raise too_many_runs(ctx, table, include, limit, repeats, at_least=True)
+        for i, rule in rules_in:
+            for cell in _product(suite, rule):
                 if cell in seen:
                     raise ctx.error(f"include[{i}]", f"duplicate cell {cell.id} (already given by {seen[cell]})")
                 seen[cell] = f"include[{i}]"
                 out.append(cell)
+                if len(out) > limit:
+                    raise too_many_runs(ctx, table, include, limit, repeats, at_least=True)
     return out
+
+
+def _size(rule: Rule) -> int:
+    return math.prod(len(v) for v in rule.values())
+
+
+def too_many_runs(ctx: Source, table: dict[str, Any], include: Any, cells: int, repeats: int,
+                  at_least: bool = False) -> MatrixError:
+    """More than :data:`MAX_RUNS` runs: how many (``at_least``: more than ``cells`` cells) and from which axes, at
+    the key of the largest factor (an axis of [axes], or the repeats)."""
+    sizes = {k: len(v) for k, v in table.items() if isinstance(v, list) and len(v) > 1}
+    axis, most = max(sizes.items(), key=lambda kv: kv[1], default=("", 1))
+    key = "measure.repeats" if repeats >= most else f"axes.{axis}"
+    source = " x ".join(f"{k} {n:,}" for k, n in sizes.items()) or "one value per axis"
+    if isinstance(include, list) and include:
+        source += f", plus {len(include)} [[include]] rule{'s' * (len(include) > 1)}"
+    runs = f"more than {MAX_RUNS:,}" if at_least else f"{cells * repeats:,}"
+    return ctx.error(key, f"{'more than ' * at_least}{cells:,} cells ({source}) x {repeats:,} repeats = {runs} runs; "
+                          f"a matrix may ask for at most {MAX_RUNS:,} runs: give fewer axis values or repeats, or "
+                          "split it into several matrices")
 
 
 def _extra_axes(suite_list: Sequence["Suite"]) -> list[str]:
@@ -155,12 +202,17 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         n, g = int(m.group(1)), int(m.group(2))
         if n < 1 or g < 1:
             raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
+        if n > MAX_NODES or g > MAX_GPUS_PER_NODE:
+            raise ctx.error(full, f"at most {MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs each, "
+                                  f"got {v!r}")
         return (n, g)
     if key == "batch_size":
         if isinstance(v, bool) or not isinstance(v, int):
             raise ctx.error(full, f"expected an integer, got {v!r}")
         if v < 1:
             raise ctx.error(full, f"expected an integer >= 1, got {v}")
+        if v > MAX_BATCH_SIZE:
+            raise ctx.error(full, f"at most {MAX_BATCH_SIZE:,} per device, got {v:,}")
         return v
     if key == "precision":
         if v not in PRECISIONS:

@@ -31,6 +31,17 @@ def _load_matrix(args: argparse.Namespace):
     return matrix.load(args.matrix, site=False if args.no_site else args.site)
 
 
+def _note_dropped(m, matrix_arg: str) -> None:
+    """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
+    make the others, so one line on stderr says how many and why, and changes nothing they do."""
+    if not m.dropped:
+        return
+    reasons = list(dict.fromkeys(d.reason for d in m.dropped))
+    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {len(reasons) - 1} more reason{'s' * (len(reasons) > 2)}"
+    print(f"dlperf-slurm: {len(m.dropped)} of {len(m.cells) + len(m.dropped)} cells dropped ({why}): "
+          f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
+
+
 # ------------------------------------------------------------------------------------------------ plan
 
 
@@ -66,6 +77,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from dlperf_slurm import matrix, render
 
     m = _load_matrix(args)
+    _note_dropped(m, args.matrix)
     out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     render.check_template_dir(args.templates)  # before any folder is made
     from dlperf_slurm.manifest import MANIFEST
@@ -135,6 +147,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dlperf_slurm.submit import plural, submit
 
     m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
+    _note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
             raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")

@@ -28,6 +28,9 @@ MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps
                 "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
                 "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
 _MEASURE_MIN = {"warmup_steps": 0, "hang_timeout": 0}  # the others are at least 1
+# DLPerf ran 5 to 7 repeats, the README's top-up 21 at most: 1,000 is far beyond any median's need (and the
+# runs' count is bounded too: axes.MAX_RUNS)
+_MEASURE_MAX = {"repeats": 1000}
 SLURM_KEYS = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
@@ -105,7 +108,8 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     by_name = {s.name: s for s in suite_list}
     setups = _setups(ctx, data.get("setups", {}))
     kept, dropped = [], []
-    for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups)):
+    for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups),
+                           measure.repeats):
         reason = (by_name[cell.suite].drop_reason(cell)
                   or launchers.container_reason(cell.launcher, environment.container.type))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
@@ -195,11 +199,13 @@ def _suites(ctx: Source, data: dict[str, Any]) -> tuple[list["suites.Suite"], bo
     return out, several
 
 
-def _int(ctx: Source, key: str, value: Any, minimum: int = 1) -> int:
+def _int(ctx: Source, key: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.error(key, f"expected an integer, got {value!r}")
     if value < minimum:
         raise ctx.error(key, f"expected an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ctx.error(key, f"at most {maximum:,}, got {value:,}")
     return value
 
 
@@ -207,7 +213,8 @@ def _measure(ctx: Source, table: Any) -> Measure:
     if not isinstance(table, dict):
         raise ctx.error("measure", "expected a table")
     check_keys(ctx, table, MEASURE_KEYS, "measure")
-    vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1)) for k, d in MEASURE_KEYS.items()}
+    vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1), _MEASURE_MAX.get(k))
+            for k, d in MEASURE_KEYS.items()}
     return Measure(**vals)
 
 

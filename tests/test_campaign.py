@@ -118,6 +118,30 @@ def test_dry_run_writes_nothing(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+def test_render_and_submit_say_how_many_cells_the_matrix_dropped(tmp_path, fake):
+    """plan lists the cells a suite cannot run (num_classes = 1); render and submit, dry run and real, made the
+    others without a word, so a missing cell went unnoticed: one line on stderr says how many, why, and where the
+    list is; what they do is unchanged."""
+    from testlib import matrix_text
+
+    mx = tmp_path / "drop.toml"
+    mx.write_text(matrix_text(name="drop", repeats=1).replace("batch_size = [1]\n",
+                                                              "batch_size = [1]\nnum_classes = [1000, 1]\n"))
+    logs = tmp_path / "logs"
+    for argv in (["render", str(mx), "--out", str(tmp_path / "r")],
+                 ["--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--dry-run"],
+                 ["--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--templates", str(TEMPLATES)]):
+        p = cli(*argv)
+        assert p.returncode == 0, p.stderr
+        notes = [line for line in p.stderr.splitlines() if "dropped" in line]
+        assert len(notes) == 1 and notes[0].startswith("dlperf-slurm: 1 of 2 cells dropped ("), p.stderr
+        assert "num_classes must be" in notes[0] and notes[0].endswith(f"`dlperf-slurm plan {mx}` lists them")
+        assert "dropped" not in p.stdout
+    assert [p.name for p in (tmp_path / "r").rglob("*.sbatch")] == [
+        "resnet50_b1_fp32_num-classes-1000_DLPERF-TEST-MODE-ok_0.sbatch"]
+    assert len(fakeslurm.load(fake)["submitted"]) == 1  # the kept cell's run, as before
+
+
 # ------------------------------------------------------------------------------------------ fake Slurm
 
 

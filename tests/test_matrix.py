@@ -160,6 +160,15 @@ def test_extra_and_env_axes(tmp_path):
      "mesure", "did you mean 'measure'", 5),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[measure]\nrepeats = -1\n',
      "measure.repeats", ">= 1", 6),
+    # bounds no benchmark reaches: a typo (1e9 repeats, an extra digit) was a render/submit that filled the memory
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[measure]\nrepeats = 1001\n',
+     "measure.repeats", "at most 1,000, got 1,001", 6),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1", "100001x8"]\nbatch_size = [4]\n', "axes.devices",
+     "at most 100,000 nodes", 3),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x65"]\nbatch_size = [4]\n', "axes.devices",
+     "at most 64 GPUs", 3),
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [100000000000000000000]\n',
+     "axes.batch_size", "at most 1,048,576 per device", 4),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\npartition = "a b"\n',
      "slurm.partition", "not allowed", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\ntime = "soon"\n',
@@ -177,6 +186,30 @@ def test_extra_and_env_axes(tmp_path):
      "options.threads", ">= 0", 6),
     ('suite = "horovod-synthetic/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
      'batches_per_iter = 0\n', "options.batches_per_iter", "at least 1", 6),
+    # counts the programs divide by or size with (a ZeroDivisionError, an aborting CHECK or no measured interval
+    # on the node, every run): OFRecord's reader needs a part per rank, the W&D programs print every print_every
+    # iterations and build hidden_size-wide layers, MXNet's Speedometer takes count % frequent, Paddle's train.py
+    # divides its lr schedule's step by ceil(total_images / batch)
+    ('suite = "oneflow/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/bert-base"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = -2\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',
+     "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nprint_every = 0\n',
+     "options.print_every", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nprint_every = -100\n',
+     "options.print_every", "at least 1", 6),
+    ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nhidden_size = 0\n',
+     "options.hidden_size", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nhidden_size = -1\n',
+     "options.hidden_size", "at least 1", 6),
+    ('suite = "hugectr/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\neval_batches = -1\n',
+     "options.eval_batches", ">= 0", 6),
+    ('suite = "mxnet/insightface"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\nfrequent = 0\n',
+     "options.frequent", "at least 1", 6),
+    ('suite = "paddle/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntotal_images = 0\n',
+     "options.total_images", "at least 1", 6),
     # a directive the submit journal sets itself: --job-name carries the token an interrupted submit's jobs are
     # found by (overridden: the next submit sent them again), --output holds the banners status reads, --array
     # is the group's runs; sbatch takes a prefix of an option too
@@ -399,3 +432,35 @@ def test_launcher_axis_gives_distinct_ids_and_paths(tmp_path):
                    "resnet50.pytorch-ddp.1x2.b4.fp32.xla0.launcher-srun"]
     logs = {r.log for r in matrix.runs(m, tmp_path)}
     assert len(logs) == 3 * 7
+
+
+def _many(gpus: int, batches: int, repeats: int, extra: str = "") -> str:
+    return (f'suite = "pytorch-ddp/resnet50"\n[axes]\n'
+            f'devices = [{", ".join(f"{chr(34)}1x{g}{chr(34)}" for g in range(1, gpus + 1))}]\n'
+            f'batch_size = [{", ".join(map(str, range(1, batches + 1)))}]\n{extra}[measure]\nrepeats = {repeats}\n')
+
+
+@pytest.mark.parametrize("body, key, needle", [
+    # the repeats are the largest factor
+    (_many(4, 26, 1000), "measure.repeats", "104 cells (devices 4 x batch_size 26) x 1,000 repeats = 104,000 runs"),
+    (_many(2, 26, 1000, '[[include]]\nbatch_size = [27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, '
+                        '43, 44, 45, 46, 47, 48, 49, 50, 51, 52]\nprecision = "amp"\n'),
+     "measure.repeats", "104 cells (devices 2 x batch_size 26, plus 1 [[include]] rule) x 1,000 repeats = 104,000"),
+    (_many(64, 1600, 1), "axes.batch_size", "102,400 cells (devices 64 x batch_size 1,600) x 1 repeats = 102,400"),
+    # with an exclude rule the cells are counted as they are made: never more than the limit is held
+    (_many(64, 1600, 7, "[[exclude]]\nbatch_size = 3\n"), "axes.batch_size",
+     "more than 14,285 cells (devices 64 x batch_size 1,600) x 7 repeats = more than 100,000 runs"),
+], ids=["repeats", "include", "axes", "exclude"])
+def test_more_runs_than_any_benchmark_needs_is_refused_at_load(tmp_path, body, key, needle):
+    """A matrix's runs (cells x repeats) are bounded: render and submit --dry-run made every run's script or
+    plan line first (memory growing with the runs: 1e9 repeats, OOM-killed at 24 GB)."""
+    p = write(tmp_path, body)
+    with pytest.raises(MatrixError) as err:
+        matrix.load(p, site=False)
+    assert err.value.key == key and needle in str(err.value), str(err.value)
+    assert "at most 100,000 runs" in str(err.value) and str(err.value).startswith(f"{p}:")
+
+
+def test_runs_up_to_the_bound_load(tmp_path):
+    m = load(tmp_path, _many(4, 25, 1000))  # 100 cells x 1,000 repeats: 100,000 runs, the most a matrix may ask
+    assert len(m.cells) * m.measure.repeats == 100_000

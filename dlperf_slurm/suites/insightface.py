@@ -137,6 +137,8 @@ class MXNetFace(_Face):
     def option_error(self, name: str, value: Any) -> str | None:
         if name == "kvstore" and not str(value).startswith("dist_"):
             return "the dmlc launcher's workers meet in a dist kvstore (dist_device_sync, dist_sync, ...)"
+        if name == "frequent" and value < 1:  # Speedometer: count % frequent (0: ZeroDivisionError; < 0: speed < 0)
+            return "must be at least 1 (the batches between two of MXNet's Speedometer lines)"
         return None
 
     def drop_reason(self, cell):

@@ -65,6 +65,8 @@ class _OneFlow(Suite):
     def option_error(self, name: str, value: Any) -> str | None:
         if name == "print_every" and value < 0:
             return "print_every must be 0 (auto) or a step count"
+        if name == "data_part_num" and value < 1:  # OFRecordDataset: CHECK(parallel_num <= data_part_num), an abort
+            return "must be at least 1 (the OFRecord part files the reader splits over its ranks)"
         return None
 
     def node_flags(self, cell) -> list[str]:

@@ -56,6 +56,21 @@ class _WDL(Suite):
                 return f"{self.name}: {name} must be a positive integer, got {v!r}"
         return None
 
+    def option_error(self, name: str, value: Any) -> str | None:
+        # print_every: train.py's cur_iter % loss_print_every_n_iter (0: ZeroDivisionError), HugeCTR's display: the
+        # interval lines the runs are measured from. hidden_size: the deep layers' width (OneFlow's nn.Linear(0, 1)
+        # fails initialising its bias, a negative width aborts). eval_batches: HugeCTR's max_eval_batches, which
+        # sizes its evaluation (the suite never evaluates inside a run, so 0 is kept: it asks for nothing)
+        if name == "print_every" and value < 1:
+            return "must be at least 1 (iterations between two interval lines, which the runs are measured from)"
+        if name == "hidden_size" and value < 1:
+            return "must be at least 1 (units per deep layer)"
+        if name == "data_part_num" and value < 1:  # OneFlow's OFRecord reader: CHECK(ranks <= parts), an abort
+            return "must be at least 1 (the OFRecord part files the reader splits over its ranks)"
+        if name == "eval_batches" and value < 0:
+            return "must be >= 0 (HugeCTR's max_eval_batches; the runs never evaluate)"
+        return None
+
     def wrap(self, argv: list[str], options: Mapping[str, Any]) -> list[str]:
         """``argv`` (``python script args``) under the memory sampler (option ``memwatch``): ``python -m memwatch --
         script args``, the script then run by the sampler's own interpreter (the program's: a per-node launcher
