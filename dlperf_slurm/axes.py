@@ -162,6 +162,23 @@ def _own(suite: "Suite", table: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k in CORE_AXES or k.startswith("env.") or k in suite.axes}
 
 
+def _duplicates(values: list[Any]) -> set[str]:
+    """The reprs of the values given more than once (equal as ``==`` says; a list by its repr), in linear time."""
+    seen: dict[Any, Any] = {}
+    dup: set[str] = set()
+    for v in values:
+        try:
+            key: Any = ("=", v)
+            hash(key)
+        except TypeError:  # a list (launcher_args)
+            key = ("repr", repr(v))
+        if key in seen:
+            dup.update((repr(seen[key]), repr(v)))
+        else:
+            seen[key] = v
+    return dup
+
+
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
@@ -178,7 +195,7 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
         if not values:
             raise ctx.error(full, "empty axis: give at least one value")
         checked = [_axis_value(ctx, suite, key, full, v, setups) for v in values]
-        dup = {repr(v) for v in checked if checked.count(v) > 1}
+        dup = _duplicates(checked)
         if dup:
             raise ctx.error(full, f"duplicate value {sorted(dup)[0]}: each value once")
         out[key] = checked

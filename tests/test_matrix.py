@@ -464,3 +464,12 @@ def test_more_runs_than_any_benchmark_needs_is_refused_at_load(tmp_path, body, k
 def test_runs_up_to_the_bound_load(tmp_path):
     m = load(tmp_path, _many(4, 25, 1000))  # 100 cells x 1,000 repeats: 100,000 runs, the most a matrix may ask
     assert len(m.cells) * m.measure.repeats == 100_000
+
+
+def test_duplicate_axis_values_are_found_as_list_count_found_them():
+    from dlperf_slurm.axes import _duplicates
+
+    assert _duplicates([4, 8, 16]) == set() and _duplicates([4, 8, 4]) == {"4"}
+    assert _duplicates([1, 1.0]) == {"1", "1.0"}  # equal values, as == (list.count) says
+    assert _duplicates([["-x", "1"], ["-x", "2"], ["-x", "1"]]) == {"['-x', '1']"}  # lists: launcher_args
+    assert _duplicates(list(range(50_000)) + [7]) == {"7"}
