@@ -162,8 +162,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.top_up:
         from dlperf_slurm.topup import TopUp
 
-        if not 0 < args.ci_target < 1 or args.max_repeats < 2:
-            raise UserError("--ci-target must be between 0 and 1 and --max-repeats at least 2")
+        from dlperf_slurm.matrix import _MEASURE_MAX
+
+        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= _MEASURE_MAX["repeats"]:
+            raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
+                            f"{_MEASURE_MAX['repeats']:,} (a matrix's bound on repeats)")
         top = TopUp(args.ci_target, args.max_repeats)
     if not args.dry_run:
         from dlperf_slurm.render import check_template_dir

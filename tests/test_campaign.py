@@ -140,6 +140,10 @@ def test_render_and_submit_say_how_many_cells_the_matrix_dropped(tmp_path, fake)
     assert [p.name for p in (tmp_path / "r").rglob("*.sbatch")] == [
         "resnet50_b1_fp32_num-classes-1000_DLPERF-TEST-MODE-ok_0.sbatch"]
     assert len(fakeslurm.load(fake)["submitted"]) == 1  # the kept cell's run, as before
+    fakeslurm.update(fake, lambda s: s.update(sbatch_fail_after=1))  # search's probes: refused, it stops
+    p = cli("--logs", str(logs), "search", str(mx), "--executor", "slurm", "--templates", str(TEMPLATES))
+    assert p.returncode == 2 and "submission stopped" in p.stderr
+    assert sum("1 of 2 cells dropped (" in line for line in p.stderr.splitlines()) == 1, p.stderr
 
 
 # ------------------------------------------------------------------------------------------ fake Slurm

@@ -42,6 +42,9 @@ def test_top_up_adds_repeats_only_to_the_cell_whose_interval_is_too_wide(tmp_pat
     # the cap: no cell beyond --max-repeats, and then nothing to add
     p = cli(*args, "--top-up", "--max-repeats", "9")
     assert p.returncode == 0 and "nothing to add" in p.stdout, p.stdout
+    for bad in ("1", "1001"):  # a matrix's own bound on repeats holds for a top-up too
+        p = cli(*args, "--top-up", "--max-repeats", bad)
+        assert p.returncode == 2 and "--max-repeats between 2 and 1,000" in p.stderr, p.stderr
     # collect sees every repeat: the wide cell's n is 9
     out = tmp_path / "summaries"
     p = cli("--logs", str(logs), "collect", "tu", "--no-plots", "--out", str(out))
