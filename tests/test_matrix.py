@@ -192,6 +192,8 @@ def test_extra_and_env_axes(tmp_path):
     # divides its lr schedule's step by ceil(total_images / batch)
     ('suite = "oneflow/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',
      "options.data_part_num", "at least 1", 6),
+    ('suite = "oneflow/insightface"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\n'
+     'train_data_part_num = 0\n', "options.train_data_part_num", "at least 1", 6),
     ('suite = "oneflow/bert-base"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = -2\n',
      "options.data_part_num", "at least 1", 6),
     ('suite = "oneflow/wdl"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ndata_part_num = 0\n',

@@ -98,6 +98,11 @@ class OneFlowFace(_Face):
                "config_module": "config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
                "synthetic": False}
 
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "train_data_part_num" and value < 1:  # OneFlow's OFRecord reader: parallel_num <= part_num
+            return "must be at least 1 (the OFRecord part files the reader splits over its ranks)"
+        return None
+
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         par = cell.param("parallel", "model")
         g = cell.gpus_per_node
