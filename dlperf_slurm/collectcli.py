@@ -20,6 +20,26 @@ from dlperf_slurm.model import ACTIVE
 WATCH_SECONDS = 30.0  # --watch without a value
 
 
+def tree_options(suite_name: str, items: list[str] | None) -> dict:
+    """``--option KEY=VALUE`` for a ``--from`` tree, checked as a matrix's ``[options]`` are."""
+    from dlperf_slurm import suites
+    from dlperf_slurm.matrix import option_problem
+
+    options = _options(items)
+    try:
+        suite = suites.get(suite_name)
+    except KeyError:
+        return options  # runs_from_tree names the unknown suite
+    for key, value in options.items():
+        if key not in suite.options:
+            raise UserError(f"--option {key}: {suite.name} has no such option; its options: "
+                            f"{', '.join(sorted(suite.options))}")
+        why = option_problem(suite, key, value)
+        if why:
+            raise UserError(f"--option {key}={value}: {why}")
+    return options
+
+
 def gather(args) -> list[Collection]:
     """The runs the command line names: ``--from DIR``, ``--matrix``, campaigns (default: the latest)."""
     collections: list[Collection] = []
@@ -28,7 +48,7 @@ def gather(args) -> list[Collection]:
         if not args.suite:
             raise UserError("--from DIR needs --suite NAME (how to read the logs), e.g. --suite ngc-pytorch/resnet50")
         collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
-                                          _options(args.option),
+                                          tree_options(args.suite, args.option),
                                           name=args.name if not names and not args.matrix else None))
     else:  # they only say how to read a --from tree; a campaign or matrix has its own window and options
         for flag, value in (("--suite", args.suite), ("--warmup-steps", args.warmup_steps),

@@ -348,16 +348,23 @@ def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: 
     check_keys(ctx, table, suite.options, prefix)
     out = dict(suite.options) if defaults else {}
     for k, v in table.items():
-        default = suite.options[k]
-        if default is not None and type(v) is not type(default) and not (isinstance(default, float) and isinstance(v, int)):
-            raise ctx.error(f"{prefix}.{k}", f"expected {type(default).__name__}, got {v!r}")
-        if isinstance(v, str) and ("\n" in v or "\0" in v):
-            raise ctx.error(f"{prefix}.{k}", "newlines are not allowed")
-        why = suite.option_error(k, v)
+        why = option_problem(suite, k, v)
         if why:
             raise ctx.error(f"{prefix}.{k}", why)
         out[k] = v
     return out
+
+
+def option_problem(suite: "suites.Suite", key: str, value: Any) -> str | None:
+    """What is wrong with one of the suite's options given this value (its type, a line break, the suite's own
+    check), or None; ``key`` is one of ``suite.options``."""
+    default = suite.options[key]
+    if default is not None and type(value) is not type(default) and not (isinstance(default, float)
+                                                                      and isinstance(value, int)):
+        return f"expected {type(default).__name__}, got {value!r}"
+    if isinstance(value, str) and ("\n" in value or "\0" in value):
+        return "newlines are not allowed"
+    return suite.option_error(key, value)
 
 
 # ---------------------------------------------------------------------------------------------- runs

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from dlperf_slurm import cli, collect, files, report, stats, tables
+from dlperf_slurm import cli, collect, files, report, stats, suites, tables
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Status
 
@@ -61,13 +61,18 @@ def read_cells(out: Path, name: str) -> dict[str, dict]:
 SUITE_FORMATS = [(s, i) for s, ws in ls.WRITERS.items() for i in range(len(ws))]
 
 
+def tree_option(suite: str) -> tuple[str, ...]:
+    """logsynth's horovod logs print every 5th batch: the option that says so, for the suite that has it."""
+    return ("--option", "batches_per_iter=5") if "batches_per_iter" in suites.get(suite).options else ()
+
+
 @pytest.mark.parametrize("suite,which", SUITE_FORMATS, ids=[f"{s}-{ls.WRITERS[s][i].__name__}" for s, i in SUITE_FORMATS])
 def test_import_dlperf_tree_in_every_format(tmp_path, suite, which, capsys):
     root = tmp_path / "logs_tree"
     expected = make_tree(root, suite, which)
     out = tmp_path / "summaries"
     rc = run_cli("collect", "--from", str(root), "--suite", suite, "--warmup-steps", "5", "--measure-steps", "20",
-                 "--option", "batches_per_iter=5", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet")
+                 *tree_option(suite), "--out", str(out), "--no-plots", "--jobs", "1", "--quiet")
     assert rc == 0
     cells = read_cells(out, "logs_tree")
     one = cells["1n1g"]
@@ -455,3 +460,15 @@ def test_a_failed_cells_reason_is_one_of_its_status():
     assert cell.status == Status.OOM and cell.reason.startswith("out of memory at step")
     pending = cells_of(runs + [run(5, Status.PENDING, "")], {"a": 6})[0]  # no reason of its own status: any failure's
     assert pending.status == Status.PENDING and pending.reason
+
+
+@pytest.mark.parametrize("option, said", [("no_such=1", "--option no_such: tf-cnn/resnet50 has no such option"),
+                                          ("batches_per_iter=0", "--option batches_per_iter=0: must be at least 1")])
+def test_import_options_are_checked_as_a_matrix_checks_them(tmp_path, capsys, option, said):
+    suite = "tf-cnn/resnet50" if option.startswith("no_such") else "horovod-synthetic/resnet50"
+    root = tmp_path / "tree"
+    make_tree(root, suite)
+    assert run_cli("collect", "--from", str(root), "--suite", suite, "--option", option, "--out", str(tmp_path / "o"),
+                   "--quiet") == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1, err

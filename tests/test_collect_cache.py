@@ -21,14 +21,14 @@ FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 sys.path.insert(0, str(Path(__file__).parent))
 import logsynth as ls
-from test_collect import _smoke_matrix, _write_run, make_tree
+from test_collect import _smoke_matrix, _write_run, make_tree, tree_option
 
-FROM = ("--warmup-steps", "5", "--measure-steps", "20", "--option", "batches_per_iter=5")
+FROM = ("--warmup-steps", "5", "--measure-steps", "20")
 
 
 def collect_from(root: Path, out: Path, suite: str, *extra: str) -> int:
-    return cli.main(["collect", "--from", str(root), "--suite", suite, *FROM, "--out", str(out), "--jobs", "1",
-                     "--quiet", *extra])
+    return cli.main(["collect", "--from", str(root), "--suite", suite, *FROM, *tree_option(suite), "--out", str(out),
+                     "--jobs", "1", "--quiet", *extra])
 
 
 def summaries(out: Path) -> dict[str, bytes]:
