@@ -7,7 +7,8 @@
    (:mod:`dlperf_slurm.runparse`). Logs are parsed in parallel processes; a parser failure is a PARSE_ERROR run,
    never a crash.
 3. Per cell: statistics over the OK runs only, flags, speedup and efficiency against the 1x1 cell of the same
-   suite, precision, XLA, batch per device and variant (:func:`dlperf_slurm.cells.cells_of`).
+   suite, precision, XLA, batch per device, variant and launcher, else the only 1x1 cell that differs from it in
+   launcher alone (:func:`dlperf_slurm.cells.cells_of`).
 
 The results are typed rows (:class:`~dlperf_slurm.rows.RunRow`, :class:`~dlperf_slurm.rows.CellRow`);
 :mod:`dlperf_slurm.report`'s writers turn them into markdown, CSV, JSON and SVG plots.
