@@ -197,7 +197,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
             rest = [t for t in m.group("rest").split("_") if t]
             bsz, prec, xla = int(m.group("bsz")), m.group("prec"), "xla" in rest
             variant = "_".join(t for t in rest if t != "xla")
-            key = (nodes, gpus, bsz, prec, xla, variant)
+            key = (str(sub or ""), nodes, gpus, bsz, prec, xla, variant)  # subtrees never share a cell
             base = cells.get(key)
             if base is None:
                 params = {"variant": variant} if variant else {}

@@ -169,6 +169,23 @@ def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
                    (c.precision, c.xla, c.batch_size, "1n1g")
 
 
+def test_import_keeps_subtrees_of_the_same_batch_and_precision_apart(tmp_path):
+    """Two subtrees alike in all but their folder (two log roots of one model, DLPerf's layout for a second
+    campaign or machine) pooled into the first subtree's cells, with duplicate run keys: medians of 6 runs from
+    both, one speedup against a baseline mixing both."""
+    root = tmp_path / "dlperf"
+    exp = {sub: make_tree(root / sub, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="r50",
+                          scale=scale) for sub, scale in (("fast", 1.0), ("slow", 0.5))}
+    col = collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
+    assert len({r.key for r in col.runs}) == len(col.runs) == 2 * 3 * len(SHAPES)
+    res = collect.collect([col], jobs=1)
+    assert len(res.cells) == 2 * len(SHAPES)
+    for c in res.cells:
+        sub = dict(p.split("=") for p in c.variant.split(", "))["tree"]
+        assert c.n == c.n_ok == 3 and c.median == pytest.approx(stats.median(exp[sub][(c.nodes, c.gpus_per_node)]))
+        assert c.speedup == pytest.approx(c.median / stats.median(exp[sub][(1, 1)]))
+
+
 def test_import_errors(tmp_path):
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "tf2/resnet50", "--out", str(tmp_path)) == 2
     assert run_cli("collect", "--from", str(tmp_path), "--out", str(tmp_path)) == 2  # --suite missing
