@@ -192,6 +192,35 @@ def test_import_errors(tmp_path):
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "nope/x", "--out", str(tmp_path)) == 2
 
 
+def test_import_refuses_a_folder_holding_the_logs_of_two_models(tmp_path, capsys):
+    """resnet50_b8_fp32_0.log and resnet101_b8_fp32_0.log in one shape folder pooled into one cell (a median
+    of ~75 from values near 100 and 50, only CV>5% hinting at it). The model part of DLPerf's names cannot pick
+    the suite's logs (r50_, rn50_, OneFlow's ResNet-50 logs as bert_base_), so the tree is refused, naming the
+    models; each model in a folder of its own, the same --from reads both apart."""
+    root = tmp_path / "tree"
+    exp = {"resnet50": make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="resnet50"),
+           "resnet101": make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None,
+                                  file_model="resnet101", scale=0.5)}
+    out = tmp_path / "out"
+    assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
+                   "--measure-steps", "20", "--out", str(out), "--jobs", "1", "--quiet") == 2
+    err = capsys.readouterr().err
+    assert "2 models: resnet101 (9 files, e.g. 1n1g/resnet101_b8_fp32_0.log), resnet50 (9 files" in err
+    assert "point --from at it" in err and not out.exists()
+    with pytest.raises(UserError, match="would pool into the same cells"):
+        collect.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
+    for model in exp:  # one folder per model under the same --from: two groups, each its own medians
+        for log in root.glob(f"*/{model}_*.log"):
+            (root / model / log.parent.name).mkdir(parents=True, exist_ok=True)
+            log.rename(root / model / log.parent.name / log.name)
+    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    assert len(res.cells) == 2 * len(SHAPES)
+    for c in res.cells:
+        model = dict(p.split("=") for p in c.variant.split(", "))["tree"]
+        assert c.n_ok == 3 and c.median == pytest.approx(stats.median(exp[model][(c.nodes, c.gpus_per_node)]))
+        assert c.speedup == pytest.approx(c.median / stats.median(exp[model][(1, 1)]))
+
+
 @pytest.mark.parametrize("window", [("--measure-steps", "0"), ("--warmup-steps", "-1")])
 def test_import_refuses_a_window_a_matrix_would_refuse(tmp_path, capsys, window):
     """--measure-steps 0 gave a one-step figure under "time the next 0"; a matrix says measure_steps >= 1 and
