@@ -1,7 +1,7 @@
 """Runs -> cells (method.md): a cell's runs grouped, statistics over its OK runs only, its status (its dominant
 failure or its progress when no run is OK), flags, speedup and efficiency against the 1x1 cell of the same
-suite, precision, XLA, batch per device and variant, and TFLOP/s per GPU and MFU where the log states the
-model's FLOPs.
+suite, precision, XLA, batch per device, variant and launcher (else the only 1x1 cell that differs from it in
+launcher alone), and TFLOP/s per GPU and MFU where the log states the model's FLOPs.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _baseline_key(c: CellRow) -> tuple:
-    return (c.campaign or "", c.suite, c.precision, bool(c.xla), int(c.batch_size), c.launcher or "",
-            c.variant or "")
+def _baseline_key(c: CellRow, launcher: bool = True) -> tuple:
+    key = (c.campaign or "", c.suite, c.precision, bool(c.xla), int(c.batch_size), c.variant or "")
+    return key + (c.launcher or "",) if launcher else key
 
 
 def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
@@ -107,9 +107,18 @@ def cells_of(runs: Sequence[RunRow], repeats: Mapping[Any, int] | None = None) -
     repeats = repeats or {}
     out = [_cell(rs, max(len(rs), repeats.get(cid, repeats.get(cid[1], 0)))) for cid, rs in by_cell.items()]
     # speedup and efficiency against the 1x1 cell of the same suite, precision, xla, batch per device, variant
-    base = {_baseline_key(c): c for c in out if c.nodes == 1 and c.gpus_per_node == 1}
+    # and launcher; where no 1x1 cell has the cell's launcher (a matrix that runs its multi-node cells under
+    # another launcher), against the one 1x1 cell that differs in launcher alone (none when several do)
+    ones = [c for c in out if c.nodes == 1 and c.gpus_per_node == 1]
+    base = {_baseline_key(c): c for c in ones}
+    any_launcher: dict[tuple, list[CellRow]] = {}
+    for c in ones:
+        any_launcher.setdefault(_baseline_key(c, launcher=False), []).append(c)
     for c in out:
         b = base.get(_baseline_key(c))
+        if b is None:
+            others = any_launcher.get(_baseline_key(c, launcher=False), [])
+            b = others[0] if len(others) == 1 else None
         if b is not None:
             c.baseline = b.cell_id
             c.speedup = stats.speedup(c.median, b.median)

@@ -7,7 +7,8 @@
    (:mod:`dlperf_slurm.runparse`). Logs are parsed in parallel processes; a parser failure is a PARSE_ERROR run,
    never a crash.
 3. Per cell: statistics over the OK runs only, flags, speedup and efficiency against the 1x1 cell of the same
-   suite, precision, XLA, batch per device and variant (:func:`dlperf_slurm.cells.cells_of`).
+   suite, precision, XLA, batch per device, variant and launcher, else the only 1x1 cell that differs from it in
+   launcher alone (:func:`dlperf_slurm.cells.cells_of`).
 
 The results are typed rows (:class:`~dlperf_slurm.rows.RunRow`, :class:`~dlperf_slurm.rows.CellRow`);
 :mod:`dlperf_slurm.report`'s writers turn them into markdown, CSV, JSON and SVG plots.
@@ -140,7 +141,8 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
                    name: str | None = None) -> Collection:
     """Runs of a tree laid out as DLPerf did, with no manifest: ``<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log``
     (any depth below ``root``; multi-digit node counts allowed). The suite says how to read the logs; the cell
-    comes from the path (precision from the file name, ``_xla`` and other ``_tokens`` as variant). The window
+    comes from the path (precision from the file name, ``_xla`` and other ``_tokens`` as variant, the subfolder
+    above the shape folders as ``tree``); shape folders holding the logs of two models are refused. The window
     not given is the one DLPerf's extractor used on the suite's logs (``Suite.dlperf_window``), else 20 then 100."""
     from dlperf_slurm import suites
 
@@ -171,6 +173,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     if _SHAPE_DIR.match(root.name):
         shape_dirs.insert(0, root)
     cells: dict[tuple, dict[str, Any]] = {}
+    models: dict[str, dict[str, list[str]]] = {}  # subtree -> the model part of its file names -> its files
     for d in shape_dirs:
         nodes, gpus = (int(x) for x in _SHAPE_DIR.match(d.name).groups())
         sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
@@ -193,10 +196,11 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
             if not m:
                 skipped.append(log)
                 continue
+            models.setdefault(str(sub or ""), {}).setdefault(m.group("model"), []).append(log)
             rest = [t for t in m.group("rest").split("_") if t]
             bsz, prec, xla = int(m.group("bsz")), m.group("prec"), "xla" in rest
             variant = "_".join(t for t in rest if t != "xla")
-            key = (nodes, gpus, bsz, prec, xla, variant)
+            key = (str(sub or ""), nodes, gpus, bsz, prec, xla, variant)  # subtrees never share a cell
             base = cells.get(key)
             if base is None:
                 params = {"variant": variant} if variant else {}
@@ -212,8 +216,25 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
                                 warmup_steps, measure_steps, opts, name or root.name, outs.get(fname[:-4], [])))
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
+    _one_model_per_subtree(root, models)
     notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
     return Collection(name or root.name, "tree", str(root), runs, None, [], window_notes + notes)
+
+
+def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) -> None:
+    """A tree's cells come from the shape folder and the rest of the file name, not its model part: the logs of
+    two models side by side would pool into one cell (and one model's 1n1g cell would be the other's baseline).
+    The model part cannot pick the suite's logs either: DLPerf names them r50_, rn50_, bert-base-adam-training_,
+    and OneFlow's ResNet-50 logs bert_base_ (a copy-paste bug in its cp_logs.sh). So such a tree is refused."""
+    for sub, found in models.items():
+        if len(found) > 1:
+            where = root / sub if sub else root
+            names = ", ".join(f"{m} ({len(logs)} files, e.g. {Path(logs[0]).relative_to(root)})"
+                              for m, logs in sorted(found.items()))
+            raise UserError(f"--from {root}: the shape folders of {where} hold the logs of {len(found)} models: "
+                            f"{names}; they would pool into the same cells. Give each model a folder of its own "
+                            f"(as DLPerf keeps one log root per model, e.g. {root}/<model>/<N>n<G>g/...) and point "
+                            "--from at it (subfolders of one --from stay apart)")
 
 
 # ============================================================================================== driver

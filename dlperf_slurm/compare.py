@@ -6,7 +6,8 @@ the repeats, and a noise-aware verdict, so a site can gate an upgrade (driver, N
 
 BASE and NEW are campaigns (a name under ``--logs``, or a folder) or summaries written by ``collect``
 (``summaries/<name>.json``). Cells match by id (suite, model, shape, batch per device, precision, XLA,
-launcher, variant), whatever their campaign.
+launcher, variant), whatever their campaign; a summary of several campaigns that share a cell id is refused
+(their runs would pool into one side).
 
 A cell's verdict:
 
@@ -153,9 +154,10 @@ def load_runs(what: str, logs: str) -> tuple[str, list[dict[str, Any]]]:
             runs = doc["runs"]
             if not isinstance(runs, list) or not all(isinstance(r, dict) and "cell_id" in r for r in runs):
                 raise TypeError("'runs' is not a list of run rows")
-            return doc.get("name") or p.stem, runs
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{p}: not a collect summary (summaries/<name>.json): {err}") from None
+        _one_campaign_per_cell(p, runs)
+        return doc.get("name") or p.stem, runs
     from dlperf_slurm import collect
     from dlperf_slurm.manifest import find_campaign
     from dlperf_slurm.rows import as_dict
@@ -163,6 +165,22 @@ def load_runs(what: str, logs: str) -> tuple[str, list[dict[str, Any]]]:
     cdir = find_campaign(logs, what)
     result = collect.collect([collect.runs_from_campaign(cdir)])
     return cdir.name, [as_dict(r) for r in result.runs]
+
+
+def _one_campaign_per_cell(path: Path, runs: Sequence[Mapping[str, Any]]) -> None:
+    """A summary of several campaigns (``collect monday tuesday``) whose campaigns share a cell id is refused:
+    cells match by id alone, so their runs would pool into one side (collect itself never pools them), and the
+    pooled median and interval of two campaigns give a verdict about neither."""
+    camps: dict[str, set[str]] = {}
+    for r in runs:
+        camps.setdefault(r["cell_id"], set()).add(str(r.get("campaign") or ""))
+    shared = sorted(c for c, names in camps.items() if len(names) > 1)
+    if shared:
+        names = sorted(camps[shared[0]])
+        more = f" (and {len(shared) - 1} more cells)" if len(shared) > 1 else ""
+        raise UserError(f"{path}: cell {shared[0]}{more} holds the runs of {len(names)} campaigns "
+                        f"({', '.join(names)}); a comparison takes one campaign's runs per cell: give one campaign's "
+                        f"summary or its name instead (e.g. `collect {names[0]}` writes {names[0]}.json)")
 
 
 def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:

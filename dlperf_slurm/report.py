@@ -109,10 +109,11 @@ def markdown(result) -> str:
                    "throughputs, is in the CSV/JSON)")
     lines.append(f"Method (docs/method.md): window: {win}; {flavour}; median over the OK runs of a cell (even count: "
                  "mean of the two middle values); speedup = median / median of the 1n1g cell with the same suite, "
-                 "precision, XLA and batch per GPU (empty without one); efficiency = speedup / GPUs. Only OK runs "
-                 "enter the statistics; a cell without one shows its dominant failure or its progress. Flags: "
-                 "`few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every GPU / "
-                 "GPU 0, MiB.")
+                 "precision, XLA, batch per GPU, variant and launcher, or where no 1n1g cell has the launcher, of "
+                 "the one 1n1g cell that differs in launcher alone (empty without one); efficiency = speedup / GPUs. "
+                 "Only OK runs enter the statistics; a cell without one shows its dominant failure or its progress. "
+                 "Flags: `few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every "
+                 "GPU / GPU 0, MiB.")
     lines.append("")
     if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
@@ -230,7 +231,8 @@ def write_json(result, out: Path, stem: str) -> list[Path]:
            "method": {"throughput": "time flavour: global_batch x measured steps / (t_end - t_start)",
                       "throughput_speed": "mean of the printed per-step throughputs over the same window",
                       "median": "even count: mean of the two middle values", "only_ok_runs": True,
-                      "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant)",
+                      "speedup": "median / median(1n1g, same suite, precision, xla, batch per device, variant and "
+                                 "launcher; without one, the only 1n1g cell differing in launcher alone)",
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
            "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs],
            "nodes": [_jsonable(dataclasses.asdict(n)) for n in stragglers.analyse(result.runs)]}

@@ -174,10 +174,56 @@ def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
                    (c.precision, c.xla, c.batch_size, "1n1g")
 
 
+def test_import_keeps_subtrees_of_the_same_batch_and_precision_apart(tmp_path):
+    """Two subtrees alike in all but their folder (two log roots of one model, DLPerf's layout for a second
+    campaign or machine) pooled into the first subtree's cells, with duplicate run keys: medians of 6 runs from
+    both, one speedup against a baseline mixing both."""
+    root = tmp_path / "dlperf"
+    exp = {sub: make_tree(root / sub, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="r50",
+                          scale=scale) for sub, scale in (("fast", 1.0), ("slow", 0.5))}
+    col = collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
+    assert len({r.key for r in col.runs}) == len(col.runs) == 2 * 3 * len(SHAPES)
+    res = collect.collect([col], jobs=1)
+    assert len(res.cells) == 2 * len(SHAPES)
+    for c in res.cells:
+        sub = dict(p.split("=") for p in c.variant.split(", "))["tree"]
+        assert c.n == c.n_ok == 3 and c.median == pytest.approx(stats.median(exp[sub][(c.nodes, c.gpus_per_node)]))
+        assert c.speedup == pytest.approx(c.median / stats.median(exp[sub][(1, 1)]))
+
+
 def test_import_errors(tmp_path):
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "tf2/resnet50", "--out", str(tmp_path)) == 2
     assert run_cli("collect", "--from", str(tmp_path), "--out", str(tmp_path)) == 2  # --suite missing
     assert run_cli("collect", "--from", str(tmp_path), "--suite", "nope/x", "--out", str(tmp_path)) == 2
+
+
+def test_import_refuses_a_folder_holding_the_logs_of_two_models(tmp_path, capsys):
+    """resnet50_b8_fp32_0.log and resnet101_b8_fp32_0.log in one shape folder pooled into one cell (a median
+    of ~75 from values near 100 and 50, only CV>5% hinting at it). The model part of DLPerf's names cannot pick
+    the suite's logs (r50_, rn50_, OneFlow's ResNet-50 logs as bert_base_), so the tree is refused, naming the
+    models; each model in a folder of its own, the same --from reads both apart."""
+    root = tmp_path / "tree"
+    exp = {"resnet50": make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="resnet50"),
+           "resnet101": make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None,
+                                  file_model="resnet101", scale=0.5)}
+    out = tmp_path / "out"
+    assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
+                   "--measure-steps", "20", "--out", str(out), "--jobs", "1", "--quiet") == 2
+    err = capsys.readouterr().err
+    assert "2 models: resnet101 (9 files, e.g. 1n1g/resnet101_b8_fp32_0.log), resnet50 (9 files" in err
+    assert "point --from at it" in err and not out.exists()
+    with pytest.raises(UserError, match="would pool into the same cells"):
+        collect.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
+    for model in exp:  # one folder per model under the same --from: two groups, each its own medians
+        for log in root.glob(f"*/{model}_*.log"):
+            (root / model / log.parent.name).mkdir(parents=True, exist_ok=True)
+            log.rename(root / model / log.parent.name / log.name)
+    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    assert len(res.cells) == 2 * len(SHAPES)
+    for c in res.cells:
+        model = dict(p.split("=") for p in c.variant.split(", "))["tree"]
+        assert c.n_ok == 3 and c.median == pytest.approx(stats.median(exp[model][(c.nodes, c.gpus_per_node)]))
+        assert c.speedup == pytest.approx(c.median / stats.median(exp[model][(1, 1)]))
 
 
 @pytest.mark.parametrize("window", [("--measure-steps", "0"), ("--warmup-steps", "-1")])
@@ -472,3 +518,77 @@ def test_import_options_are_checked_as_a_matrix_checks_them(tmp_path, capsys, op
                    "--quiet") == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1, err
+
+
+def _collect_matrix(tmp_path: Path, matrix_file: Path, speed) -> dict[str, dict]:
+    """Every run of ``matrix_file`` logged as MXNet's Speedometer (one line a batch, the node's samples/s) or with
+    logsynth's pytorch-ddp events, ended rc 0, then ``collect --matrix``; ``speed(cell, repeat)`` -> the run's
+    global samples/s. Returns the summary's cells by id."""
+    from dlperf_slurm import matrix
+
+    m = matrix.load(matrix_file, site=False)
+    cdir = tmp_path / "logs" / m.name
+    for r in matrix.runs(m, cdir):
+        c, value = r.cell, speed(r.cell, r.repeat)
+        r.log.parent.mkdir(parents=True, exist_ok=True)
+        if c.suite.startswith("pytorch-ddp/"):
+            _write_run(r, ls.Spec(nodes=c.nodes, gpus=c.gpus_per_node, batch=c.batch_size, warmup=2, measure=5,
+                                  thr=value, jitter=0.0, seed=r.repeat, mem=False))
+            continue
+        steps = m.measure.warmup_steps + m.measure.measure_steps + 5
+        r.log.write_text("".join(f"INFO:root:Epoch[0] Batch [{k}-{k + 1}]\tSpeed: {value / c.nodes:.2f} samples/sec"
+                                 f"\tacc=0.1\tlossvalue=11.5\n" for k in range(steps)))
+        r.marker.write_text(json.dumps({"rc": 0, "signal": "", "end": 0, "job": "1"}))
+    out = tmp_path / "summaries"
+    assert run_cli("--logs", str(tmp_path / "logs"), "collect", "--matrix", str(matrix_file), "--no-site",
+                   "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
+    doc = json.loads((out / f"{m.name}.json").read_text())
+    return {c["cell_id"]: c for c in doc["cells"]} | {"": {"md": (out / f"{m.name}.md").read_text()}}
+
+
+def test_multi_node_cells_under_another_launcher_take_the_one_1n1g_cell_of_their_variant(tmp_path):
+    """mxnet-insightface runs train.py across nodes under dmlc, its 1n1g cell under tf_config: the 2n8g and 4n8g
+    data-parallel cells had no speedup (the baseline was looked up with the launcher). They take the only 1n1g
+    cell of the same variant (parallel=data), never the model-parallel or partial_fc one (other speeds here)."""
+    per_gpu = {"data": 100.0, "model": 70.0, "partial_fc": 130.0}
+
+    def speed(cell, repeat):
+        mode = dict(cell.params).get("parallel", "model")
+        return per_gpu[mode] * cell.devices * (0.9 if cell.devices > 1 else 1.0) * (1 + 0.01 * repeat)
+
+    cells = _collect_matrix(tmp_path, Path(__file__).parents[1] / "matrices" / "mxnet-insightface.toml", speed)
+    one = cells["insightface.mxnet.1x1.b64.fp32.xla0.parallel-data"]
+    assert one["launcher"] != "dmlc" and one["median"] == pytest.approx(per_gpu["data"] * 1.02)
+    for shape in ("2x8", "4x8"):
+        c = cells[f"insightface.mxnet.{shape}.b64.fp32.xla0.launcher-dmlc.parallel-data"]
+        assert c["launcher"] == "dmlc" and c["baseline"] == one["cell_id"]
+        assert c["speedup"] == pytest.approx(c["median"] / one["median"])
+        assert c["efficiency"] == pytest.approx(0.9)
+    # the launchers that have their own 1n1g cell keep it
+    pfc = cells["insightface.mxnet.2x8.b64.fp32.xla0.launcher-horovodrun.parallel-partial_fc"]
+    assert pfc["baseline"] == "insightface.mxnet.1x1.b64.fp32.xla0.launcher-horovodrun.parallel-partial_fc"
+    assert pfc["efficiency"] == pytest.approx(0.9)
+    assert "the one 1n1g cell that differs in launcher alone" in cells[""]["md"]
+
+
+def test_a_launcher_axis_compares_each_launcher_against_its_own_1n1g_cell(tmp_path):
+    """A matrix with a launcher axis: each launcher's 1n1g cell is its own baseline (srun is 20 % faster here at
+    every shape, so both read efficiency 0.9); a launcher with no 1n1g cell of its own when two others have one
+    cannot tell which: no speedup."""
+    p = tmp_path / "launchers.toml"
+    p.write_text('suite = "pytorch-ddp/resnet50"\nname = "launchers"\n[axes]\ndevices = ["1x1", "2x1"]\n'
+                 'batch_size = [4]\nlauncher = ["torchrun", "srun"]\n[[include]]\ndevices = "2x1"\n'
+                 'launcher = "mpirun"\n[options]\ntiny = true\n[measure]\nrepeats = 3\nwarmup_steps = 2\n'
+                 'measure_steps = 5\n[slurm]\ntime = "00:10:00"\ngpu_request = "none"\n')
+    factor = {"torchrun": 1.0, "srun": 1.2, "mpirun": 1.1}
+    cells = _collect_matrix(tmp_path, p, lambda c, r: 100.0 * factor[c.launcher] * c.devices
+                            * (0.9 if c.devices > 1 else 1.0) * (1 + 0.01 * r))
+    by = {(c["launcher"], c["shape"]): c for cid, c in cells.items() if cid}
+    assert len(by) == 5
+    for launcher in ("torchrun", "srun"):
+        one, two = by[(launcher, "1n1g")], by[(launcher, "2n1g")]
+        assert two["baseline"] == one["cell_id"]
+        assert two["speedup"] == pytest.approx(two["median"] / one["median"]) and two["efficiency"] == \
+            pytest.approx(0.9, rel=1e-3)
+    lone = by[("mpirun", "2n1g")]
+    assert lone["n_ok"] == 3 and lone["speedup"] is None and lone["baseline"] is None

@@ -125,3 +125,50 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     assert p.returncode == 2 and "no campaign 'nope'" in p.stderr
     p = cli("--logs", str(tmp_path), "compare", str(bad), str(bad), "--threshold", "2")
     assert p.returncode == 2 and "--threshold" in p.stderr
+
+
+def _summaries(tmp_path: Path, groups: dict[str, tuple[str, ...]]) -> Path:
+    """Campaigns imported from DLPerf-style trees (1n1g and 1n2g, 5 repeats; monday at full speed, tuesday at
+    half, wednesday at 0.9, other at a batch of its own), collected together as ``groups`` says."""
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+    import logsynth as ls
+
+    from dlperf_slurm import collect, report
+
+    cols = {}
+    for name, scale, batch in (("monday", 1.0, 8), ("tuesday", 0.5, 8), ("wednesday", 0.9, 8), ("other", 1.0, 16)):
+        for g in (1, 2):
+            d = tmp_path / "trees" / name / f"1n{g}g"
+            d.mkdir(parents=True)
+            for r in range(5):
+                spec = ls.Spec(nodes=1, gpus=g, batch=batch, thr=scale * 100.0 * g, seed=r + g, warmup=5, measure=20)
+                (d / f"r50_b{batch}_fp32_{r}.log").write_text(ls.tf_cnn(spec)[0])
+        cols[name] = collect.runs_from_tree(d.parent, "tf-cnn/resnet50", 5, 20, name=name)
+    out = tmp_path / "summaries"
+    for stem, names in groups.items():
+        report.write_all(collect.collect([cols[n] for n in names], jobs=1, name=stem), out, plots=False)
+    return out
+
+
+def test_a_summary_whose_campaigns_share_a_cell_is_refused_not_pooled(tmp_path, capsys):
+    """`collect monday tuesday` writes one summary holding both campaigns' runs of the same cells; compare matched
+    by cell id alone and pooled them: a base median of neither campaign (~75 from runs near 100 and 50), ratio
+    1.2 'no change', exit 0, where wednesday is 10 % slower than monday (exit 1). Such a summary is refused; one
+    whose campaigns have cells of their own still compares."""
+    from dlperf_slurm.cli import main
+
+    out = _summaries(tmp_path, {"both": ("monday", "tuesday"), "monday": ("monday",), "wednesday": ("wednesday",),
+                                "mixed": ("monday", "other")})
+    args = ["--out", str(tmp_path / "cmp")]
+    assert main(["compare", str(out / "both.json"), str(out / "wednesday.json"), *args]) == 2
+    err = capsys.readouterr().err
+    assert "holds the runs of 2 campaigns (monday, tuesday)" in err and "(and 1 more cells)" in err
+    assert main(["compare", str(out / "wednesday.json"), str(out / "both.json"), *args]) == 2  # as NEW too
+    assert main(["compare", "ref:dlperf-v100", str(out / "both.json"), *args]) == 2  # and against a reference
+    assert "2 campaigns" in capsys.readouterr().err
+    assert main(["compare", str(out / "monday.json"), str(out / "wednesday.json"), *args]) == 1
+    assert main(["compare", str(out / "mixed.json"), str(out / "wednesday.json"), *args]) == 1
+    doc = json.loads((tmp_path / "cmp" / "compare.mixed.wednesday.json").read_text())
+    verdicts = sorted(c["verdict"] for c in doc["cells"])
+    assert verdicts == ["only in base", "only in base", "slower", "slower"]
+    assert all(c["ratio"] == pytest.approx(0.9, rel=0.02) for c in doc["cells"] if c["verdict"] == "slower")
