@@ -229,14 +229,7 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
     more = _recorded_repeats(cdir)
     if top_up is not None:
         more.update(_top_up(cdir, more, top_up, out))
-    runs = matrix_mod.runs(matrix, cdir, more)
-    seen: dict[str, Run] = {}
-    for r in runs:
-        if r.key in seen and seen[r.key].cell != r.cell:
-            raise UserError(f"{matrix.path}: two cells share the id {r.cell.id} (they differ in "
-                            f"{_cell_difference(seen[r.key], r)}), so their runs would share one log; "
-                            "split them into two matrices")
-        seen[r.key] = r
+    runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
     if dry_run:
         return _dry_run(matrix, cdir, runs, backend, retry_failed, force, out)
     backend.preflight()
@@ -307,11 +300,6 @@ def _top_up(cdir: Path, now: dict[str, int], top: "TopUp", out) -> dict[str, int
         out(f"top-up: every cell with an OK run has its median's 95% interval within {top.target:.1%} "
             f"(or {top.cap} repeats already): nothing to add")
     return {cell_id: n for cell_id, (n, _why) in todo.items()}
-
-
-def _cell_difference(a: Run, b: Run) -> str:
-    da, db = a.cell.as_dict(), b.cell.as_dict()
-    return ", ".join(k for k in da if da[k] != db[k]) or "?"
 
 
 def plural(n: int, words: tuple[str, str]) -> str:

@@ -344,20 +344,6 @@ def test_slurm_cancel_is_one_scancel(tmp_path, fake):
     assert "dlperf-slurm cancel" in runs[1].reason
 
 
-def test_cells_with_the_same_id_are_refused(tmp_path, monkeypatch):
-    """Two cells whose ids collide would share logs: submit refuses, naming what differs."""
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.errors import UserError
-    from dlperf_slurm.schedulers.local import LocalScheduler as LocalExecutor
-
-    m = matrix_mod.load(write_matrix(tmp_path, name="dup", modes=("ok", "fail")), site=False)
-    monkeypatch.setattr(matrix_mod.Cell, "id", property(lambda self: "same-id"))
-    cdir = tmp_path / "logs" / "dup"
-    with pytest.raises(UserError, match="two cells share the id same-id .*env"):
-        submit.submit(m, cdir, LocalExecutor(cdir), out=lambda s: None)
-    assert not cdir.exists()
-
-
 def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     """An error once sbatch has succeeded (say, the disk fills while submitit moves its pickles) must not
     make the next submit send the same runs again."""
