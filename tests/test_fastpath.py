@@ -44,7 +44,7 @@ class _Spy:
 
 def _facts(f: lp.Facts) -> tuple:
     return (f.lines, f.garbled, f.oom, f.oom_rank, f.slurm, f.slurm_line, f.last_exception, f.last_error, f.job,
-            f.memory, f.errors, f.ranks)
+            f.memories, f.errors, f.ranks)
 
 
 def both(suite: str, path: Path, ctx: ParseContext, spy: _Spy) -> tuple[str, str]:

@@ -191,8 +191,7 @@ class Facts:
     last_exception: str | None = None
     last_error: str | None = None
     job: dict[str, Any] | None = None  # provenance (the sbatch script's :::DLPERF job line), env left out
-    memory: dict[str, Any] | None = None  # the last :::DLPERF memory event
-    memories: list[dict[str, Any]] = field(default_factory=list)  # every one (a per-node sampler: one per node)
+    memories: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF memory events (memwatch: one a node)
     health: dict[str, Any] | None = None  # the health gate's :::DLPERF health event
     errors: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF error events (first few)
     ranks: set = field(default_factory=set)  # rank labels seen
@@ -360,7 +359,6 @@ class Scanner:
             if self.facts.job is None:
                 self.facts.job = {k: event.get(k) for k in _JOB_KEYS if k in event}
         elif kind == ev.EV_MEMORY:
-            self.facts.memory = event
             if len(self.facts.memories) < 4096:
                 self.facts.memories.append(event)
         elif kind == ev.EV_HEALTH:

@@ -129,8 +129,12 @@ class Window:
         return (f"logged steps reach {self.max_step}; window {self.warmup}->{self.end_step}; first timed step at or "
                 f"after the warm-up: {first if first is not None else 'none'}; last timed step in the window: "
                 f"{self._last[0] if self._last else 'none'}"
-                + (f"; the step counter went back {self.restarts} time(s) (a restart): the window is timed within "
-                   "one attempt" if self.restarts else ""))
+                + (f"; {self.restart_note()}" if self.restarts else ""))
+
+    def restart_note(self) -> str:
+        """What a run says of its restarts (its reason, and why a window was not timed)."""
+        return (f"the step counter went back {self.restarts} time(s) (a restart): the window is timed within one "
+                "attempt")
 
 
 # ------------------------------------------------------------------------------------------------- finish
@@ -251,8 +255,7 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
             res.reason = f"measured steps {fig.start}->{fig.end} ({fig.steps} of {window.measure}): " \
                          "the log times no step nearer the window's ends"
         if window.restarts:
-            res.reason = "; ".join(x for x in (res.reason, f"the step counter went back {window.restarts} time(s) "
-                                               "(a restart): the window is timed within one attempt") if x)
+            res.reason = "; ".join(x for x in (res.reason, window.restart_note()) if x)
     if res.status not in (Status.OK, Status.NONFINITE):
         # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
         if res.status != Status.OOM or not reached:
