@@ -26,14 +26,14 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
-from dlperf_slurm.model import Status, status_of
+from dlperf_slurm.model import Status
+from dlperf_slurm.outcome import status_without_figure
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -56,11 +56,7 @@ class Side:
     @property
     def status(self) -> str:
         """OK with an OK figure; else what ``collect`` reads for the cell (:func:`outcome.cell_status`)."""
-        if self.values:
-            return Status.OK
-        from dlperf_slurm.outcome import cell_status
-
-        return cell_status(Counter(s for s in map(status_of, self.statuses) if s is not None and s != Status.OK))
+        return Status.OK if self.values else status_without_figure(self.statuses)
 
 
 @dataclass(kw_only=True)

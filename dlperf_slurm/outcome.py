@@ -49,9 +49,9 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status
+from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 #: Statuses whose figures stay on the record: OK's are results; NONFINITE's and a late OOM's are evidence.
@@ -284,6 +284,13 @@ def cell_status(statuses: Counter | Mapping[Any, int]) -> Status:
         return Status.PENDING  # its display says how many are pending, running or not submitted
     fails = [(n, -FAILURES.index(s), s) for s, n in counts.items() if s in FAILURES]
     return max(fails)[2] if fails else Status.UNSUBMITTED
+
+
+def status_without_figure(statuses: Iterable[Any]) -> Status:
+    """The status of a cell none of whose runs gave a figure (``compare``'s sides, a reference comparison), from
+    its runs' status words as a summary holds them: :func:`cell_status` of those that are not OK (an OK run without
+    a figure counts for nothing); a word that is no status is left out."""
+    return cell_status(Counter(s for s in map(status_of, statuses) if s is not None and s != Status.OK))
 
 
 def worst_failure(statuses: Mapping[Any, int]) -> Status | None:

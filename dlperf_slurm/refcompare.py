@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import references
 from dlperf_slurm.files import atomic_write
-from dlperf_slurm.model import Status, status_of
-from dlperf_slurm.outcome import cell_status
+from dlperf_slurm.model import Status
+from dlperf_slurm.outcome import status_without_figure
 
 SAME, DIFFERS, UNKNOWN = "same", "differs", "unknown"
 
@@ -159,11 +158,10 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
             continue
         ok = [float(r["throughput"]) for r in rs
               if r["status"] == Status.OK and isinstance(r.get("throughput"), (int, float))]
-        failed = Counter(s for s in (status_of(r["status"]) for r in rs) if s is not None and s != Status.OK)
         median = statistics.median(ok) if ok else None
         row = RefRow(cell_id=cid, suite=first["suite"], devices=devices, batch_size=entry.batch_size,
                      precision=entry.precision, xla=entry.xla, new_median=median, new_n=len(ok),
-                     status=Status.OK if ok else cell_status(failed),
+                     status=Status.OK if ok else status_without_figure(r["status"] for r in rs),
                      unit=first.get("unit") or "samples/s", reference=entry.value,
                      ratio=median / entry.value if median is not None else None, source=ref.url(entry),
                      note=entry.note, also=[f"{e.variant}: {figure(e.value)}" for e in also],
