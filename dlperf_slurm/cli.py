@@ -31,7 +31,7 @@ def _load_matrix(args: argparse.Namespace):
     return matrix.load(args.matrix, site=False if args.no_site else args.site)
 
 
-def _note_dropped(m, matrix_arg: str) -> None:
+def note_dropped(m, matrix_arg: str) -> None:
     """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
     make the others, so one line on stderr says how many and why, and changes nothing they do."""
     if not m.dropped:
@@ -77,7 +77,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from dlperf_slurm import matrix, render
 
     m = _load_matrix(args)
-    _note_dropped(m, args.matrix)
+    note_dropped(m, args.matrix)
     out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     render.check_template_dir(args.templates)  # before any folder is made
     from dlperf_slurm.manifest import MANIFEST
@@ -147,7 +147,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dlperf_slurm.submit import plural, submit
 
     m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
-    _note_dropped(m, args.matrix)
+    note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
             raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
@@ -162,11 +162,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.top_up:
         from dlperf_slurm.topup import TopUp
 
-        from dlperf_slurm.matrix import _MEASURE_MAX
+        from dlperf_slurm.axes import MAX_REPEATS
 
-        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= _MEASURE_MAX["repeats"]:
+        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
             raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
-                            f"{_MEASURE_MAX['repeats']:,} (a matrix's bound on repeats)")
+                            f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
         top = TopUp(args.ci_target, args.max_repeats)
     if not args.dry_run:
         from dlperf_slurm.render import check_template_dir

@@ -28,9 +28,7 @@ MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps
                 "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
                 "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
 _MEASURE_MIN = {"warmup_steps": 0, "hang_timeout": 0}  # the others are at least 1
-# DLPerf ran 5 to 7 repeats, the README's top-up 21 at most: 1,000 is far beyond any median's need (and the
-# runs' count is bounded too: axes.MAX_RUNS)
-_MEASURE_MAX = {"repeats": 1000}
+_MEASURE_MAX = {"repeats": axes.MAX_REPEATS}
 SLURM_KEYS = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,

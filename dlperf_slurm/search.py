@@ -183,12 +183,12 @@ def cmd_search(args) -> int:
     """``python -m dlperf_slurm search MATRIX --axis batch_size ...``"""
     from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.cli import _note_dropped
+    from dlperf_slurm.cli import note_dropped
     from dlperf_slurm.manifest import Manifest
     from dlperf_slurm.submit import submit
 
     m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
-    _note_dropped(m, args.matrix)
+    note_dropped(m, args.matrix)
     cdir = (Path(args.logs) / m.name).resolve()
     pdir = Path(str(cdir) + SUFFIX)
     try:
