@@ -213,10 +213,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from dlperf_slurm import monitor
-    from dlperf_slurm.manifest import MANIFEST, find_campaign
+    from dlperf_slurm.manifest import campaigns, find_campaign
 
     if not args.campaign:  # cancelling is not undone: "the latest campaign" must be the only one
-        names = sorted(m.parent.name for m in Path(args.logs).glob(f"*/{MANIFEST}"))
+        names = [c.name for c in campaigns(args.logs)]
         if len(names) > 1:
             raise UserError(f"cancel which campaign? {args.logs}/ holds {len(names)}: {', '.join(names)}; "
                             "name one (dlperf-slurm cancel NAME)")

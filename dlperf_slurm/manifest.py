@@ -367,9 +367,14 @@ def find_campaign(logs: str, name: str | None) -> Path:
         if (q / MANIFEST).exists():
             return q.resolve()
         raise UserError(f"no campaign {name!r}: neither {p} nor {q} holds a {MANIFEST}")
-    found = sorted(Path(logs).glob(f"*/{MANIFEST}"), key=lambda p: p.stat().st_mtime)
+    found = sorted(campaigns(logs), key=lambda p: (p / MANIFEST).stat().st_mtime)
     if not found:
         raise UserError(f"no campaign under {logs}/: submit a matrix first")
-    return found[-1].parent.resolve()
+    return found[-1].resolve()
+
+
+def campaigns(logs: str) -> list[Path]:
+    """The campaign folders under ``logs`` (those holding a manifest), by name."""
+    return sorted(p.parent for p in Path(logs).glob(f"*/{MANIFEST}"))
 
 
