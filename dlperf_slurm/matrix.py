@@ -362,6 +362,9 @@ def option_problem(suite: "suites.Suite", key: str, value: Any) -> str | None:
         return f"expected {type(default).__name__}, got {value!r}"
     if isinstance(value, str) and ("\n" in value or "\0" in value):
         return "newlines are not allowed"
+    least = suite.option_minimum.get(key)
+    if least is not None and value < least[0]:
+        return f"must be at least {least[0]} ({least[1]})"
     return suite.option_error(key, value)
 
 

@@ -43,6 +43,8 @@ class Suite:
     axis_defaults: ClassVar[Mapping[str, Any]] = {}
     # suite options ([options] table of a matrix): name -> default
     options: ClassVar[Mapping[str, Any]] = {}
+    # numeric options' least value: name -> (least, what the option is, for the error that names it)
+    option_minimum: ClassVar[Mapping[str, tuple[int, str]]] = {}
     published: ClassVar[str] = "time"  # which throughput flavour the suite publishes: "time" or "speed"
     # (warmup, measure) steps DLPerf's own extraction script used on this program's logs: what
     # ``collect --from DIR --suite S`` times by default (None: the default window, 20 then 100)
@@ -68,7 +70,8 @@ class Suite:
         raise NotImplementedError
 
     def option_error(self, name: str, value: Any) -> str | None:
-        """Why ``value`` (already of the default's type) is no valid value of option ``name``; None if it is."""
+        """Why ``value`` (already of the default's type, at least its :attr:`option_minimum`) is no valid value of
+        option ``name``; None if it is."""
         return None
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:

@@ -97,11 +97,7 @@ class OneFlowFace(_Face):
     options = {"python": "python3", "workdir": "/workspace/oneflow_face", "script": "insightface_train.py",
                "config_module": "config", "dataset": "emore", "loss": "arcface", "train_data_part_num": 32,
                "synthetic": False}
-
-    def option_error(self, name: str, value: Any) -> str | None:
-        if name == "train_data_part_num" and value < 1:  # OneFlow's OFRecord reader: parallel_num <= part_num
-            return "must be at least 1 (the OFRecord part files the reader splits over its ranks)"
-        return None
+    option_minimum = {"train_data_part_num": (1, "the OFRecord part files the reader splits over its ranks")}
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         par = cell.param("parallel", "model")
@@ -138,12 +134,11 @@ class MXNetFace(_Face):
                "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
                "script": "train.py", "parall_script": "train_parall.py", "config_module": "config",
                "dataset": "emore", "loss": "arcface", "frequent": 20, "kvstore": "dist_device_sync"}
+    option_minimum = {"frequent": (1, "the batches between two of MXNet's Speedometer lines: count % frequent")}
 
     def option_error(self, name: str, value: Any) -> str | None:
         if name == "kvstore" and not str(value).startswith("dist_"):
             return "the dmlc launcher's workers meet in a dist kvstore (dist_device_sync, dist_sync, ...)"
-        if name == "frequent" and value < 1:  # Speedometer: count % frequent (0: ZeroDivisionError; < 0: speed < 0)
-            return "must be at least 1 (the batches between two of MXNet's Speedometer lines)"
         return None
 
     def drop_reason(self, cell):

@@ -37,12 +37,8 @@ class _MindSpore(Suite):
     launcher = "msrun"
     launchers = ("msrun", "mpirun")  # mpirun: DLPerf's way, MindSpore GPU builds (OpenMPI + NCCL); not on CPU
     precisions = ("fp32", "amp")
+    option_minimum = {"data_sink_steps": (0, "0: the gcd of warmup_steps and measure_steps")}
     published = "time"
-
-    def option_error(self, name: str, value: Any) -> str | None:
-        if name == "data_sink_steps" and value < 0:
-            return "data_sink_steps must be >= 0 (0: the gcd of warmup_steps and measure_steps)"
-        return None
 
     def environment(self, cell, options: Mapping[str, Any]) -> dict[str, str]:
         return {"GLOG_v": "2", "GLOG_logtostderr": "1"}  # DLPerf's scripts: warnings and up, on stderr

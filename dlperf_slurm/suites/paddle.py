@@ -40,13 +40,9 @@ class ResNet50(_Paddle):
     axis_defaults = {"dynamic_loss_scaling": True, "dali": False}
     options = {"workdir": "/workspace/models/PaddleCV/image_classification", "script": "train.py",
                "python": "python3", "data_dir": "/data/imagenet/paddle", "total_images": 1302936}
+    # train.py's steps per epoch, ceil(total_images / batch), divide the step counter in its lr schedule
+    option_minimum = {"total_images": (1, "train.py's images per epoch, the length of an epoch in its lr schedule")}
 
-    def option_error(self, name: str, value: Any) -> str | None:
-        # train.py's steps per epoch, ceil(total_images / batch), divide the step counter in its lr schedule:
-        # 0 is a ZeroDivisionError as it builds the program, fewer a negative epoch length
-        if name == "total_images" and value < 1:
-            return "must be at least 1 (train.py's images per epoch, the length of an epoch in its lr schedule)"
-        return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         amp = cell.precision == "amp"

@@ -32,14 +32,10 @@ class _PytorchDDP(Suite):
     # image_size N > 0: ResNet's input size (0: the model's, 224, tiny 32); memory per sample grows as N^2
     options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0,
                "ceiling": True, "image_size": 0}
+    option_minimum = {"threads": (0, "0: torch's own number of threads"), "nan_at_step": (0, "0: off"),
+                      "hang_at_step": (0, "0: off"), "image_size": (0, "0: the model's own")}
 
     def option_error(self, name: str, value: Any) -> str | None:
-        if name == "threads" and value < 0:
-            return "must be >= 0 (0: torch's own number of threads)"
-        if name in ("nan_at_step", "hang_at_step") and value < 0:
-            return "must be >= 0 (0: off)"
-        if name == "image_size" and value < 0:
-            return "must be >= 0 (0: the model's own)"
         if name == "image_size" and value and self.model != "resnet50":
             return "only ResNet-50 takes an image size"
         return None

@@ -78,11 +78,8 @@ class HorovodSyntheticResNet50(Suite):
     precisions = ("fp32", "fp16")
     options = {"script": "/workspace/horovod/examples/pytorch/pytorch_synthetic_benchmark.py", "python": "python3",
                "batches_per_iter": 10}
+    option_minimum = {"batches_per_iter": (1, "batches per timed iteration")}
 
-    def option_error(self, name: str, value: Any) -> str | None:
-        if name == "batches_per_iter" and value < 1:
-            return "must be at least 1 (batches per timed iteration)"
-        return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         bpi = options["batches_per_iter"]

@@ -45,6 +45,13 @@ class _WDL(Suite):
     sample_unit = "samples/s"
     # DLPerf printed every 100 iterations and dropped the first printed interval
     dlperf_window = (100, 1000)
+    # print_every: train.py's cur_iter % loss_print_every_n_iter, HugeCTR's display: the interval lines the runs
+    # are measured from; hidden_size: OneFlow's nn.Linear(0, 1) fails; eval_batches: HugeCTR's max_eval_batches
+    # (0 kept: the runs never evaluate)
+    option_minimum = {"print_every": (1, "iterations between two interval lines, which the runs are measured from"),
+                      "hidden_size": (1, "units per deep layer"),
+                      "data_part_num": (1, "the OFRecord part files the reader splits over its ranks"),
+                      "eval_batches": (0, "HugeCTR's max_eval_batches; the runs never evaluate")}
 
     def drop_reason(self, cell):
         why = super().drop_reason(cell)
@@ -56,20 +63,6 @@ class _WDL(Suite):
                 return f"{self.name}: {name} must be a positive integer, got {v!r}"
         return None
 
-    def option_error(self, name: str, value: Any) -> str | None:
-        # print_every: train.py's cur_iter % loss_print_every_n_iter (0: ZeroDivisionError), HugeCTR's display: the
-        # interval lines the runs are measured from. hidden_size: the deep layers' width (OneFlow's nn.Linear(0, 1)
-        # fails initialising its bias, a negative width aborts). eval_batches: HugeCTR's max_eval_batches, which
-        # sizes its evaluation (the suite never evaluates inside a run, so 0 is kept: it asks for nothing)
-        if name == "print_every" and value < 1:
-            return "must be at least 1 (iterations between two interval lines, which the runs are measured from)"
-        if name == "hidden_size" and value < 1:
-            return "must be at least 1 (units per deep layer)"
-        if name == "data_part_num" and value < 1:  # OneFlow's OFRecord reader: CHECK(ranks <= parts), an abort
-            return "must be at least 1 (the OFRecord part files the reader splits over its ranks)"
-        if name == "eval_batches" and value < 0:
-            return "must be >= 0 (HugeCTR's max_eval_batches; the runs never evaluate)"
-        return None
 
     def wrap(self, argv: list[str], options: Mapping[str, Any]) -> list[str]:
         """``argv`` (``python script args``) under the memory sampler (option ``memwatch``): ``python -m memwatch --
