@@ -16,8 +16,9 @@ venv's path (a ``.pth`` file naming this checkout), never installed into it.
     python tests/frameworks/venvs.py --lock NAME ...     # write <name>.lock from its built venv
 
 A ``<name>.lock`` beside the file (``pip freeze`` of a venv that passed the tests, less what pip did not install
-from an index and this checkout) is passed to pip as constraints: a rebuild on a fresh machine gets the same versions of every
-package, the unpinned and the transitive ones included, not whatever was released since.
+from an index and this checkout) is given to every pip of the build as constraints (``PIP_CONSTRAINT``, so the
+build script's pip too): a rebuild on a fresh machine gets the same versions of every package, the unpinned and
+the transitive ones included, not whatever was released since.
 
 Tests use :func:`python_for` (the venv's interpreter, or None with the reason: the test then skips and says how
 to build it). A failed build leaves ``<venv>.failed`` with pip's output, and is not retried until the file
@@ -159,15 +160,14 @@ def build(name: str, out=print) -> Path | None:
     log = []
     steps = [[exe, "-m", "venv", str(v)]]
     pip = [str(v / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    if lock_file(name):
-        pip += ["-c", str(lock_file(name))]
     if deps:
         steps.append(pip + deps)
     if nodeps:
         steps.append(pip + ["--no-deps"] + nodeps)
     if build_script(name):
         steps.append(["bash", str(build_script(name)), str(v)])
-    env = dict(os.environ, PIP_CONSTRAINT=str(lock_file(name))) if lock_file(name) else None  # the .sh's pip too
+    lock = lock_file(name)
+    env = dict(os.environ, PIP_CONSTRAINT=str(lock)) if lock else None  # every pip of the build, the .sh's too
     for cmd in steps:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         log.append(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}")
