@@ -103,14 +103,19 @@ def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> 
     n = len(xs)
     if n < 2:
         return None
-    cdf = 0.5 ** n  # P(B <= k - 1), for k = 1
-    best = (xs[0], xs[-1], 1.0 - 2.0 * 0.5 ** n)
+    # exact integers (a float 0.5 ** n underflows and comb(n, k) overflows beyond ~1,030 values): below counts
+    # the outcomes of Binomial(n, 1/2) under k, so P(B <= k - 1) = below / 2 ** n (a big-int division, exact
+    # to the float's last bit)
+    total = 1 << n
+    below, term = 1, 1  # term = comb(n, k - 1)
+    best = (xs[0], xs[-1], 1.0 - 2 / total)
     for k in range(1, n // 2 + 1):
-        coverage = 1.0 - 2.0 * cdf  # P(k <= B <= n - k): the true median lies in [x(k), x(n-k+1)]
+        coverage = 1.0 - 2 * below / total  # P(k <= B <= n - k): the true median lies in [x(k), x(n-k+1)]
         if coverage < confidence - 1e-12:
             break
         best = (xs[k - 1], xs[n - k], coverage)
-        cdf += math.comb(n, k) * 0.5 ** n
+        term = term * (n - k + 1) // k
+        below += term
     return best
 
 

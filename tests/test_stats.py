@@ -165,3 +165,15 @@ def test_median_interval_needs_two_values_and_refuses_what_is_no_number():
         stats.median_interval([1.0, float("nan"), 2.0])
     st = stats.summarize([100.0, 101.0, 99.0, 102.0, 98.0, 100.5, 99.5], 7)
     assert (st.ci_low, st.ci_high) == (98.0, 102.0) and st.ci_rel == pytest.approx(4.0 / 100.0)
+
+
+@pytest.mark.parametrize("n", [1032, 1033, 5000, 100_000])
+def test_median_interval_takes_any_number_of_runs(n):
+    """Beyond 1,032 values ``math.comb(n, k) * 0.5 ** n`` overflowed a float (issue #22): the interval must come
+    from exact integer arithmetic. Checked against the normal approximation of Binomial(n, 1/2), whose order
+    statistics a large n puts within a few ranks of the exact ones (and the coverage just above 95 %)."""
+    xs = [float(i) for i in range(n)]
+    low, high, cov = stats.median_interval(xs)
+    half = 1.959963984540054 * (n ** 0.5) / 2  # z(0.975) x sd of Binomial(n, 1/2)
+    assert abs((n / 2 - half) - low) <= 3 and abs((n / 2 + half) - high) <= 3
+    assert 0.95 <= cov < 0.955 and low + high == n - 1  # symmetric: x(k) and x(n-k+1)
