@@ -247,12 +247,13 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     for k in ("partition", "account", "qos", "constraint", "mem"):
         if v[k] is not None:
             v[k] = _safe(ctx, f"slurm.{k}", v[k])
-    v["time"] = _safe(ctx, "slurm.time", v["time"])
-    try:
-        if time_to_minutes(v["time"]) <= 0:
+    try:  # the format first: "30 min" is a time written the wrong way, not a shell-charset problem
+        if not isinstance(v["time"], str) or time_to_minutes(v["time"]) <= 0:
             raise ValueError
     except ValueError:
-        raise ctx.error("slurm.time", f"expected a Slurm time limit such as '00:30:00' or '1-00:00:00', got {v['time']!r}") from None
+        raise ctx.error("slurm.time", "expected a Slurm time such as 00:30:00 (or 1-00:00:00, a day), got "
+                                      f"{v['time']!r}") from None
+    v["time"] = _safe(ctx, "slurm.time", v["time"])
     if not isinstance(v["exclusive"], bool):
         raise ctx.error("slurm.exclusive", "expected true or false")
     if v["gpu_request"] not in GPU_REQUESTS:

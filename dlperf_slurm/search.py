@@ -104,6 +104,19 @@ def with_value(cell: Cell, axis: str, value: int, defaults: dict[str, Any]) -> C
     return dataclasses.replace(cell, params=tuple(sorted(params.items())))
 
 
+def not_numeric(suite: Any, axis: str, value: Any) -> str:
+    """Why a suite axis cannot be searched (its values are words or true/false, not counts), or ''."""
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    allowed = tuple(suite.axes.get(axis) or ())
+    samples = [x for x in (*allowed, suite.axis_defaults.get(axis), value) if x is not None]
+    bad = [x for x in samples if not is_int(x)]
+    if not bad:
+        return ""
+    return f"one of {', '.join(map(repr, allowed))}" if allowed else f"not a whole number ({bad[0]!r})"
+
+
 def base_cells(matrix: Matrix, axis: str) -> list[tuple[Cell, str]]:
     """The matrix's cells with the searched axis set aside (one search each, in matrix order), with their keys
     (the id with the axis at "max")."""
@@ -113,6 +126,10 @@ def base_cells(matrix: Matrix, axis: str) -> list[tuple[Cell, str]]:
             base = dataclasses.replace(c, batch_size=1)
             key = base.id.replace(".b1.", ".bmax.", 1)
         elif axis in matrix.suite_of(c).axes:
+            why = not_numeric(matrix.suite_of(c), axis, c.param(axis))
+            if why:
+                raise UserError(f"--axis {axis}: {c.suite}'s {axis} is {why}; search finds the largest value of a "
+                                "numeric axis (batch_size, or one such as num_classes)")
             base = dataclasses.replace(c, params=tuple((k, v) for k, v in c.params if k != axis))
             key = f"{base.id}.{axis}-max"
         else:

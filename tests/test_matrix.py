@@ -172,7 +172,10 @@ def test_extra_and_env_axes(tmp_path):
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\npartition = "a b"\n',
      "slurm.partition", "not allowed", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\ntime = "soon"\n',
-     "slurm.time", "time limit", 6),
+     "slurm.time", "expected a Slurm time such as 00:30:00", 6),
+    # "30 min" was refused for its space, with the shell-charset message (issue #22)
+    ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[slurm]\ntime = "30 min"\n',
+     "slurm.time", "expected a Slurm time such as 00:30:00 (or 1-00:00:00, a day), got '30 min'", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntiny = "yes"\n',
      "options.tiny", "expected bool", 6),
     ('suite = "pytorch-ddp/resnet50"\n[axes]\ndevices = ["1x1"]\nbatch_size = [4]\n[options]\ntinny = true\n',

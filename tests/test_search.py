@@ -84,3 +84,26 @@ def test_step_coarsens_the_bisection():
         assert v % 16 == 0
         s.probes[v] = Status.OK if v <= 200 else Status.OOM
     assert s.ok == 192 and s.oom == 208
+
+
+@pytest.mark.parametrize("axis, words", [("data_location", "one of 'device', 'host'"),
+                                         ("num_classes", None)])
+def test_search_refuses_an_axis_of_words(tmp_path, axis, words):
+    """``--axis data_location`` (values 'device'/'host') once probed ``data_location = 16`` and ran runs that could
+    only fail (issue #22): a non-numeric axis is refused before anything is written or run; a numeric suite axis
+    (num_classes, of the pytorch-ddp suite that has it) is not refused for being one."""
+    from dlperf_slurm import suites
+
+    suite = "pytorch-ddp/resnet50" if words else next(n for n in suites.names() if n.startswith("pytorch-ddp/")
+                                                       and "num_classes" in suites.get(n).axes)
+    mx = tmp_path / "s.toml"
+    mx.write_text(MATRIX.replace('suite = "pytorch-ddp/resnet50"', f'suite = "{suite}"'))
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "search", str(mx), "--axis", axis, "--executor", "local", "--no-site",
+            "--templates", str(TEMPLATES), "--no-run")
+    if words:
+        assert p.returncode != 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+        assert f"--axis {axis}" in p.stderr and words in p.stderr, p.stderr
+        assert not (logs / "s").exists() or not list((logs / "s").rglob("*.sbatch")), "probes were written"
+    else:
+        assert "search finds the largest value of a numeric axis" not in p.stdout + p.stderr, p.stdout + p.stderr
