@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -355,10 +356,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
+    except sqlite3.Error as err:  # the disk's doing (damaged manifest, full disk, read-only folder): one line
+        from dlperf_slurm import manifest
+
+        print(f"dlperf-slurm: error: {manifest.storage_problem(err)}", file=sys.stderr)
+        return 1
     except OSError as err:
         if err.filename is None:
             raise
         # a path the user named (or one below it) cannot be made, read or written: one line, no traceback
         where = f"{err.filename} -> {err.filename2}" if err.filename2 else str(err.filename)
-        print(f"dlperf-slurm: error: {where}: {err.strerror or err}", file=sys.stderr)
+        todo = {28: "free space there and run the command again", 30: "the file system is read-only",
+                13: "make it writable (or readable) by you"}.get(err.errno or 0, "")
+        print(f"dlperf-slurm: error: {where}: {err.strerror or err}" + (f": {todo}" if todo else ""),
+              file=sys.stderr)
         return 1

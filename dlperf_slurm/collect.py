@@ -21,6 +21,7 @@ import gc
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -315,6 +316,8 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:
             m.close()
+    except sqlite3.DatabaseError:
+        raise  # the manifest itself is damaged or cannot be written: the CLI's one line says which and what to do
     except Exception as err:  # noqa: BLE001
         print(f"dlperf-slurm: warning: statuses not refreshed ({type(err).__name__}: {err})", file=out or sys.stderr)
 

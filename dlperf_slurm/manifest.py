@@ -99,6 +99,33 @@ def journal_mode(directory: Path) -> str:
     return "DELETE" if kind.startswith(_NETWORK_FS) else "WAL"
 
 
+#: the manifests this process opened, latest last: what :func:`storage_problem` names
+OPENED: list[Path] = []
+
+
+def storage_problem(err: BaseException) -> str:
+    """One line for an SQLite error the disk caused (a damaged manifest, a full disk, a read-only folder): the
+    file, what is wrong and what to do. Nothing recorded before is lost: every write is one transaction."""
+    path = OPENED[-1] if OPENED else Path(MANIFEST)
+    text = str(err)
+    low = text.lower()
+    if "malformed" in low or "not a database" in low or "file is encrypted" in low:
+        return (f"{path}: the manifest is damaged ({text}); `dlperf-slurm doctor {path.parent.name}` rebuilds it from "
+                "the campaign's scripts, logs, exit markers and the scheduler (the damaged file is kept beside it)")
+    if "full" in low or "disk i/o" in low:
+        return (f"{path}: could not write the manifest ({text}): is the disk full? Free space on {path.parent} and "
+                "run the command again; what the manifest held before is kept (each write is one transaction)")
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low:
+        try:
+            ro = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+        except OSError:
+            ro = False
+        return (f"{path}: could not open or write the manifest ({text}"
+                + ("; its file system is mounted read-only" if ro else "") + f"): make {path.parent} and the file "
+                "writable by you and run the command again")
+    return f"{path}: the manifest could not be used ({type(err).__name__}: {text})"
+
+
 class Manifest:
     """The campaign's SQLite manifest. Every write is one ``BEGIN IMMEDIATE`` transaction."""
 
@@ -108,6 +135,7 @@ class Manifest:
         if not self.path.exists() and not create:
             raise UserError(f"{self.dir}: no campaign here (no {MANIFEST}); submit a matrix first")
         self.dir.mkdir(parents=True, exist_ok=True)
+        OPENED.append(self.path)
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
@@ -144,7 +172,8 @@ class Manifest:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # a full disk may fail the rollback too: the first error counts
+                self.db.execute("ROLLBACK")
             raise
         else:
             self.db.execute("COMMIT")

@@ -1,0 +1,141 @@
+"""Bad state on disk, injected for real on a local campaign (issue #22): a manifest cut to half its size, a full
+disk (a small tmpfs filled to the last block), a read-only file system (the tmpfs remounted read-only), logs
+deleted, unreadable or replaced by binary garbage, a log that changes after ``status`` settled its run.
+Wanted each time: one line naming the file and what to do, a non-zero exit, nothing that was there lost, and
+never a run that reads OK without a figure.
+
+The disk faults need root and ``mount`` (they skip, saying so, where either is missing)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
+
+COMMANDS = (("status",), ("collect", "--no-plots"), ("cancel",))
+
+
+def campaign(root: Path, name: str = "f", repeats: int = 4, **kw) -> tuple[Path, Path, Path]:
+    """A finished local campaign of fake OK runs: (matrix, logs folder, campaign folder)."""
+    mx = write_matrix(root, name=name, repeats=repeats, **kw)
+    logs = root / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "2", "--no-site", "--templates",
+            str(TEMPLATES), "--wait", cwd=root)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return mx, logs, logs / name
+
+
+def ok_runs(status_text: str) -> int:
+    """Runs whose row in ``status``'s run table reads OK."""
+    return sum(1 for line in status_text.splitlines()
+               if line.startswith("| ") and ".r" in line.split("|")[1] and line.split("|")[3].strip() == "OK")
+
+
+def run_cmd(logs: Path, root: Path, *args: str) -> subprocess.CompletedProcess:
+    return cli("--logs", str(logs), *args, cwd=root, timeout=120)
+
+
+def one_line_error(p: subprocess.CompletedProcess, *words: str) -> str:
+    err = p.stderr.strip()
+    assert p.returncode != 0, f"rc 0\n{p.stdout}{p.stderr}"
+    assert "Traceback" not in p.stderr and len(err.splitlines()) == 1, p.stderr
+    for w in words:
+        assert w in err, err
+    return err
+
+
+# ------------------------------------------------------------------------------------------ a damaged manifest
+
+
+def test_a_damaged_manifest_is_one_line_naming_it_and_the_way_out(tmp_path):
+    mx, logs, cdir = campaign(tmp_path)
+    man = cdir / "manifest.sqlite"
+    for side in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            (cdir / f"manifest.sqlite{side}").unlink()
+    man.write_bytes(man.read_bytes()[: man.stat().st_size // 2])  # cut to half its size
+    damaged = man.read_bytes()
+    for args in COMMANDS:
+        p = run_cmd(logs, tmp_path, *args, "f")
+        one_line_error(p, str(man), "damaged", "doctor")
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
+            str(TEMPLATES), cwd=tmp_path)
+    one_line_error(p, str(man), "damaged")
+    assert man.read_bytes() == damaged, "a command changed the damaged manifest"
+    assert len(list(cdir.glob("1n1g/*.log"))) == 4, "a log was lost"
+
+
+# ------------------------------------------------------------------------------------------ disk full, read-only
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 1 MiB tmpfs at tmp_path/fs (root and mount needed)."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root and mount (a small tmpfs for the disk-full and read-only cases)")
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(fs)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    try:
+        yield fs
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], capture_output=True)
+
+
+def fill(fs: Path) -> Path:
+    filler = fs / "filler"
+    with contextlib.suppress(OSError), open(filler, "wb", buffering=0) as f:
+        while True:
+            f.write(b"\0" * 4096)
+    assert shutil.disk_usage(fs).free < 4096 * 2
+    return filler
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
+    mx, logs, cdir = campaign(small_fs)
+    before = run_cmd(logs, small_fs, "status", "f").stdout
+    filler = fill(small_fs)
+    for args in COMMANDS[:2]:
+        p = run_cmd(logs, small_fs, *args, "f")
+        if p.returncode == 0:  # nothing needed writing: fine, as long as it said nothing wrong
+            assert "Traceback" not in p.stderr, p.stderr
+            continue
+        one_line_error(p, "manifest.sqlite" if "manifest" in p.stderr else str(small_fs), "space" if "space" in
+                       p.stderr else "full")
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
+            str(TEMPLATES), "--force", "--wait", cwd=small_fs)
+    one_line_error(p)
+    assert "full" in p.stderr or "No space" in p.stderr, p.stderr
+    filler.unlink()
+    after = run_cmd(logs, small_fs, "status", "f")
+    assert after.returncode == 0 and "Traceback" not in after.stderr, after.stderr
+    assert ok_runs(after.stdout) == ok_runs(before) == 4, f"{before}\n---\n{after.stdout}"
+
+
+def test_a_read_only_file_system_is_one_line(small_fs, tmp_path):
+    mx, logs, cdir = campaign(small_fs)
+    view = tmp_path / "ro"  # the same campaign through a read-only bind mount of the tmpfs
+    view.mkdir()
+    subprocess.run(["mount", "--bind", str(small_fs), str(view)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True)
+        p = cli("--logs", str(view / "logs"), "submit", str(view / mx.name), "--executor", "local", "--no-site",
+                "--templates", str(TEMPLATES), "--force", cwd=tmp_path)
+        one_line_error(p)
+        assert "read-only" in p.stderr and "writable" in p.stderr, p.stderr
+        p = cli("--logs", str(view / "logs"), "collect", "f", "--no-plots", "--out", str(view / "summaries"),
+                cwd=tmp_path)
+        one_line_error(p)
+    finally:
+        subprocess.run(["umount", "-l", str(view)], capture_output=True)
+    assert ok_runs(run_cmd(logs, small_fs, "status", "f").stdout) == 4
