@@ -193,9 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
     except sqlite3.Error as err:  # the disk's doing (damaged manifest, full disk, read-only folder): one line
-        from dlperf_slurm import manifest
+        from dlperf_slurm import storage
 
-        print(f"dlperf-slurm: error: {manifest.storage_problem(err)}", file=sys.stderr)
+        print(f"dlperf-slurm: error: {storage.storage_problem(err)}", file=sys.stderr)
         return 1
     except OSError as err:
         if err.filename is None:

@@ -102,7 +102,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
         runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, log, str(r.marker), r.status, r.reason or "",
                             r.job_id, r.exit_code, warm, meas, info.options_for(r.cell.suite), info.name, slurm_out,
-                            r.log_status))
+                            r.log_status, r.log_id))
     return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"),
                       [c.as_dict() for c in info.cells])
 
@@ -132,7 +132,7 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
                             rec.exit_code if rec else None, m.measure.warmup_steps, m.measure.measure_steps,
                             m.options_for(r.cell), m.name,
                             ([str(rec.slurm_out)] if rec and rec.slurm_out else []) + outs.get(str(r.base), []),
-                            rec.log_status if rec else None))
+                            rec.log_status if rec else None, rec.log_id if rec else None))
     return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)
 
 
@@ -289,12 +289,13 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     m = manifest.Manifest(campaign_dir)
     try:
         known = {r["key"]: r for r in m.runs("log_status IS NULL")}
-        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.exit_code, r.run)
+        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.exit_code,
+                    manifest.log_identity(r.log), r.run)
                    for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
         if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
             with m.write() as db:
-                db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?) "
-                               "WHERE key=? AND log_status IS NULL", updates)
+                db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?), "
+                               "log_id=? WHERE key=? AND log_status IS NULL", updates)
         return len(updates)
     finally:
         m.close()
@@ -309,7 +310,8 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
         m = manifest.Manifest(campaign_dir)
         try:
             marks = ",".join("?" * len(ACTIVE))
-            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone():
+            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone() \
+                    and not m.changed_logs():
                 return  # every run has ended: nothing to ask (and no scheduler client to start)
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:

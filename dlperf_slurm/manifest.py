@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from dlperf_slurm import storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
-from dlperf_slurm.model import Cell, Matrix, Run, Status, status_of
+from dlperf_slurm.model import FINAL, Cell, Matrix, Run, Status, status_of
+from dlperf_slurm.storage import log_identity
 
 MANIFEST = "manifest.sqlite"
 #: collect's memory of the logs it parsed (dlperf_slurm.parsecache): per log, its stat when read, what it was read
@@ -36,7 +38,7 @@ CREATE TABLE IF NOT EXISTS parse_cache (
 """
 LOCK = ".lock"
 MATRIX_COPY = "matrix.toml"
-SCHEMA_VERSION = 3  # 3: parse_cache (collect's memory of the logs it read)
+SCHEMA_VERSION = 4  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,7 +50,7 @@ CREATE TABLE IF NOT EXISTS runs (
     executor TEXT, submission TEXT, job_id TEXT, array_job_id TEXT, array_task INTEGER,
     attempt INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, sched_state TEXT, nodes TEXT,
     created_at REAL NOT NULL, submitted_at REAL, ended_at REAL, updated_at REAL NOT NULL,
-    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT
+    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE TABLE IF NOT EXISTS submissions (
@@ -66,7 +68,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 _ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
 
 # columns added since schema 1 (ALTER TABLE on an older manifest)
-_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT"},
+_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT"},
           "submissions": {"held": "INTEGER NOT NULL DEFAULT 0", "released_at": "REAL"}}
 
 _NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "ceph", "glusterfs", "panfs", "fuse")
@@ -99,33 +101,6 @@ def journal_mode(directory: Path) -> str:
     return "DELETE" if kind.startswith(_NETWORK_FS) else "WAL"
 
 
-#: the manifests this process opened, latest last: what :func:`storage_problem` names
-OPENED: list[Path] = []
-
-
-def storage_problem(err: BaseException) -> str:
-    """One line for an SQLite error the disk caused (a damaged manifest, a full disk, a read-only folder): the
-    file, what is wrong and what to do. Nothing recorded before is lost: every write is one transaction."""
-    path = OPENED[-1] if OPENED else Path(MANIFEST)
-    text = str(err)
-    low = text.lower()
-    if "malformed" in low or "not a database" in low or "file is encrypted" in low:
-        return (f"{path}: the manifest is damaged ({text}); `dlperf-slurm doctor {path.parent.name}` rebuilds it from "
-                "the campaign's scripts, logs, exit markers and the scheduler (the damaged file is kept beside it)")
-    if "full" in low or "disk i/o" in low:
-        return (f"{path}: could not write the manifest ({text}): is the disk full? Free space on {path.parent} and "
-                "run the command again; what the manifest held before is kept (each write is one transaction)")
-    if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low:
-        try:
-            ro = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
-        except OSError:
-            ro = False
-        return (f"{path}: could not open or write the manifest ({text}"
-                + ("; its file system is mounted read-only" if ro else "") + f"): make {path.parent} and the file "
-                "writable by you and run the command again")
-    return f"{path}: the manifest could not be used ({type(err).__name__}: {text})"
-
-
 class Manifest:
     """The campaign's SQLite manifest. Every write is one ``BEGIN IMMEDIATE`` transaction."""
 
@@ -135,7 +110,7 @@ class Manifest:
         if not self.path.exists() and not create:
             raise UserError(f"{self.dir}: no campaign here (no {MANIFEST}); submit a matrix first")
         self.dir.mkdir(parents=True, exist_ok=True)
-        OPENED.append(self.path)
+        storage.OPENED.append(self.path)
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
@@ -192,6 +167,13 @@ class Manifest:
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
 
     # -- rows
+    def changed_logs(self) -> list[sqlite3.Row]:
+        """Ended runs whose log is not the one their verdict was read from (appended to, replaced, deleted,
+        made unreadable, or read before log identities were kept): ``status`` decides them again."""
+        rows = self.runs("log_status IS NOT NULL OR log_id IS NOT NULL")
+        return [r for r in rows if status_of(r["status"]) in FINAL
+                and log_identity(self.abspath(r["log"])) != r["log_id"]]
+
     def repeats(self) -> dict[str, int]:
         """cell id -> the repeats the manifest holds for it (more than the matrix's after ``--top-up``)."""
         return {r[0]: r[1] + 1 for r in self.db.execute("SELECT cell_id, MAX(repeat) FROM runs GROUP BY cell_id")}
@@ -283,6 +265,7 @@ class RunRecord:
     ended_at: float | None
     updated_at: float
     log_status: Status | None = None  # the log's verdict, once a log has been read (status or collect)
+    log_id: str | None = None  # the log's identity when that verdict was read (:func:`log_identity`)
     sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
     slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
     previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
@@ -332,7 +315,7 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           exit_code=r["exit_code"], nodes=r["nodes"], script=m.abspath(r["script"]),
                           log=m.abspath(r["log"]), marker=m.abspath(r["marker"]), submitted_at=r["submitted_at"],
                           ended_at=r["ended_at"], updated_at=r["updated_at"],
-                          log_status=status_of(r["log_status"]) if r["log_status"] else None,
+                          log_status=status_of(r["log_status"]) if r["log_status"] else None, log_id=r["log_id"],
                           slurm_out=Path(r["slurm_out"]) if r["slurm_out"] else None, sched_state=r["sched_state"],
                           previous=history.get(r["key"], []))
                 for r in m.runs()]

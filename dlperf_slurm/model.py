@@ -47,6 +47,7 @@ class Status(StrEnum):
     INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
     UNMEASURED = "UNMEASURED"  # past the window, but the log does not time it (e.g. coarse logging)
     PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
+    LOG_MISSING = "LOG_MISSING"  # the run ended but its log is gone, unreadable or not text: no figure to read
     REQUEUED = "REQUEUED"
     RUNNING = "RUNNING"
     PENDING = "PENDING"
@@ -70,7 +71,8 @@ class Status(StrEnum):
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
     Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
-    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR,
+    Status.LOG_MISSING)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.

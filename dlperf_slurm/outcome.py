@@ -31,7 +31,11 @@ Precedence, first match wins:
  9    killed: scheduler state, kill banner, or the marker's signal        TIMEOUT / CANCELLED / NODE_FAIL /
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
-10    no log                                                              LAUNCH_FAILED (CANCELLED when cancel
+      but NODE_FAIL after the script ended with exit 0, window complete   OK: the figure stands (the reason says so)
+10    no log                                                              LOG_MISSING when the exit marker shows
+                                                                          the script ran (or the log is there but
+                                                                          unreadable or not text), else
+                                                                          LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
 11    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
                                                                           no step)
@@ -51,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from dlperf_slurm import storage
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
@@ -73,6 +78,7 @@ class Evidence:
     cancel_requested: bool = False
     time_limit_s: float | None = None
     started_at: float | None = None  # the job's start (its provenance line), for the time-limit inference
+    log_id: str | None = None  # the log's identity (size, mtime, inode) when it was read, kept with the verdict
 
 
 @dataclass(frozen=True)
@@ -153,11 +159,23 @@ def decide(ev: Evidence) -> Outcome | None:
     # has (OUT_OF_MEMORY, the slurmstepd banner), so a FAILED now would be final and wrong
     if sched == Status.RUNNING and (rc not in (None, 0) or sig):
         return out(Status.RUNNING, f"the job script ended ({exit_note}); waiting for the scheduler's final state")
-    # 9. killed
+    # 9. killed. Except a node that failed after the job script had ended well (exit marker 0, no signal) and the
+    # log's window is complete: the figure was measured, timed by the log itself, before the node went; it stands
+    if sched == Status.NODE_FAIL and marker is not None and rc == 0 and not sig and ev.banner is None \
+            and log is not None and log.status == Status.OK:
+        return out(Status.OK, f"the scheduler says {job.state}, but the job script had ended with exit code 0 and "
+                              "the window was complete: the node failed after the measurement; the figure stands")
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    # 10. no log
+    # 10. no log, or one that cannot be read: the script's own exit marker proves it started, so a log missing
+    # then was deleted or moved (never "never started"); a log there but unreadable or not text likewise
+    if log is not None and log.status == Status.LOG_MISSING:
+        return out(Status.LOG_MISSING, log.reason + (f"; {exit_note}" if exit_note else ""))
+    if not ev.has_log and marker is not None:
+        return out(Status.LOG_MISSING, "no log, though the job script ran and ended (its exit marker"
+                                       + (f": {exit_note}" if exit_note else ", exit code 0")
+                                       + "): the log was deleted or moved")
     if not ev.has_log:
         if marker is None and job is None and ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -308,6 +326,9 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
     exception is a PARSE_ERROR result, a missing log a LAUNCH_FAILED one."""
     from dlperf_slurm import parsing, suites
 
+    problem = storage.unreadable(log)
+    if problem:
+        return RunResult(status=Status.LOG_MISSING, reason=problem)
     try:
         suite = suites.get(cell.suite)
         ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,

@@ -18,6 +18,7 @@ from dlperf_slurm import events as ev
 from dlperf_slurm import health, outcome, parsecache, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
+from dlperf_slurm.storage import log_identity
 
 # final statuses a manifest may have recorded from the scheduler alone, before any log was read
 SCHEDULER_WORDS = (Status.OK, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED, Status.CANCELLED,
@@ -43,6 +44,7 @@ class RunSpec:
     campaign: str = ""
     slurm_out: list[str] = field(default_factory=list)  # the job's own --output files (slurmstepd banners)
     log_status: str | None = None  # the log's verdict the manifest keeps (None: not read yet)
+    log_id: str | None = None  # the log's identity that verdict was read from (None: not kept)
 
 
 def parse_run(spec: RunSpec) -> RunRow:
@@ -105,7 +107,8 @@ def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
         return outcome.Outcome(Status.UNSUBMITTED, spec.state_reason or "not submitted")
     if recorded == Status.SUBMITTING:
         return outcome.Outcome(Status.PENDING, "being submitted")
-    if recorded in FINAL and (spec.log_status or recorded not in SCHEDULER_WORDS):
+    same_log = spec.log_id is None or spec.log_id == log_identity(spec.log)  # else the log changed since
+    if recorded in FINAL and (spec.log_status or recorded not in SCHEDULER_WORDS) and same_log:
         return outcome.Outcome(recorded, spec.state_reason, spec.exit_code)  # decided once, with the log
     ev = outcome.Evidence(marker=outcome.read_marker(spec.marker), log=res if has_log else None, has_log=has_log,
                           banner=outcome.read_banner(spec.slurm_out) if spec.slurm_out else None)

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from dlperf_slurm import outcome
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.manifest import Manifest, suite_options
+from dlperf_slurm.manifest import Manifest, log_identity, suite_options
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
 from dlperf_slurm.schedulers.base import Scheduler
 
@@ -66,6 +66,7 @@ def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
     ev = outcome.Evidence(job=info, asked=asked, marker=marker, has_log=log.exists(),
                           cancel_requested=bool(row["cancel_requested_at"]), time_limit_s=row["time_limit_s"])
     if read_log:
+        ev.log_id = log_identity(log)  # before reading: a log that changes meanwhile is read again next time
         if ev.has_log:
             ev.log = outcome.read_log(ctx.cell(row["cell_id"]), log, warmup_steps=ctx.warmup,
                                       measure_steps=ctx.measure, options=ctx.options.get(ctx.cell(row["cell_id"]).suite, {}))
@@ -87,8 +88,9 @@ def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: boo
 
 
 def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] | None = None, out=None) -> int:
-    """Update every active run's status (see the module docstring). Returns the number of runs changed."""
-    rows = [r for r in m.runs() if r["status"] in ACTIVE]
+    """Update every active run's status, and that of every ended run whose log changed since its verdict was
+    read (see the module docstring). Returns the number of runs changed."""
+    rows = [r for r in m.runs() if r["status"] in ACTIVE] + m.changed_logs()
     if keys is not None:
         wanted = set(keys)
         rows = [r for r in rows if r["key"] in wanted]
@@ -123,14 +125,15 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
                 ended = (ev.marker or {}).get("end") or now
             log_status = ev.log.status if ev.log is not None else None
             nodes = info.nodes if info and info.nodes else r["nodes"]
-            if (decided.status, decided.reason, nodes) != (r["status"], r["reason"], r["nodes"]) or log_status:
+            if (decided.status, decided.reason, nodes) != (r["status"], r["reason"], r["nodes"]) or log_status \
+                    or ev.log_id:
                 updates.append((decided.status, decided.reason, decided.exit_code, info.state if info else r["sched_state"],
-                                nodes, ended, now, log_status, r["key"]))
+                                nodes, ended, now, log_status, ev.log_id, r["key"]))
     if updates:
         with m.write() as db:
             db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
-                           "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status) "
-                           "WHERE key=?", updates)
+                           "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status), "
+                           "log_id=COALESCE(?, log_id) WHERE key=?", updates)
     return len(updates)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
+from testlib import TEMPLATES, cli, write_matrix
 
 COMMANDS = (("status",), ("collect", "--no-plots"), ("cancel",))
 
@@ -139,3 +139,55 @@ def test_a_read_only_file_system_is_one_line(small_fs, tmp_path):
     finally:
         subprocess.run(["umount", "-l", str(view)], capture_output=True)
     assert ok_runs(run_cmd(logs, small_fs, "status", "f").stdout) == 4
+
+
+# ------------------------------------------------------------------------------------------ logs lost or changed
+
+
+def statuses(text: str) -> dict[str, tuple[str, str]]:
+    """``status``'s run table: run key -> (status, reason)."""
+    out = {}
+    for line in text.splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 4 and ".r" in cols[0] and not set(cols[0]) <= {"-"}:
+            out[cols[0]] = (cols[2], cols[3])
+    return out
+
+
+def test_a_lost_garbled_or_changed_log_is_decided_again_the_same_everywhere(tmp_path):
+    """After ``status`` settled 4 runs OK: r0's log deleted, a folder where r1's log was (unreadable), r2's log
+    replaced by random bytes, r3's log rewritten with a NaN loss inside the window (a late flush, a requeue).
+    ``status``, ``collect`` and ``--retry-failed`` must say the same, and none of the 4 may read OK."""
+    mx, logs, cdir = campaign(tmp_path)
+    first = statuses(run_cmd(logs, tmp_path, "status", "f").stdout)
+    assert [s for s, _ in first.values()] == ["OK"] * 4, first
+    log = {k: cdir / "1n1g" / f"resnet50_b1_fp32_DLPERF-TEST-MODE-ok_{k}.log" for k in range(4)}
+    log[0].unlink()
+    log[1].unlink()
+    log[1].mkdir()
+    log[2].write_bytes(os.urandom(5000))
+    text = log[3].read_text()
+    assert '"step":1,"time":1.5,"loss":1.0' in text
+    log[3].write_text(text.replace('"step":1,"time":1.5,"loss":1.0', '"step":1,"time":1.5,"loss":NaN'))
+
+    st = statuses(run_cmd(logs, tmp_path, "status", "f").stdout)
+    by_repeat = {int(k.rsplit(".r", 1)[1]): v for k, v in st.items()}
+    assert [by_repeat[i][0] for i in range(4)] == ["LOG_MISSING"] * 3 + ["NONFINITE"], st
+    assert "deleted or moved" in by_repeat[0][1] and "cannot be read" in by_repeat[1][1]
+    assert "not text" in by_repeat[2][1]
+
+    p = run_cmd(logs, tmp_path, "collect", "f", "--no-plots", "--out", str(tmp_path / "summaries"))
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "summaries" / "f.md").read_text()
+    assert "Runs: LOG_MISSING 3, NONFINITE 1." in md, md[:2000]
+    import csv
+
+    rows = list(csv.DictReader(open(tmp_path / "summaries" / "f.runs.csv")))
+    assert {r["run"]: r["status"] for r in rows} == {k: v[0] for k, v in st.items()}
+
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
+            str(TEMPLATES), "--retry-failed", "--dry-run", cwd=tmp_path)
+    assert "submitting 4 as" in p.stdout, p.stdout + p.stderr
+
+    # a second status changes nothing: the identities it recorded are the logs' as they are now
+    assert statuses(run_cmd(logs, tmp_path, "status", "f").stdout) == st

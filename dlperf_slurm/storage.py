@@ -1,0 +1,73 @@
+"""What the disk can do to a campaign, told in one line: a damaged manifest, a full disk, a read-only folder
+(:func:`storage_problem`); a log that is gone, unreadable or not text (:func:`unreadable`); and a log's identity
+(:func:`log_identity`), which a verdict read from it is kept with, so a changed log is read again."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def log_identity(path: str | os.PathLike) -> str:
+    """A log's identity, as a verdict read from it is recorded with (``runs.log_id``): size, mtime (ns) and
+    inode, the parse cache's key; ``absent`` for no file. Another identity later: the verdict is read again."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as err:
+        return f"error {err.errno}"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+
+
+#: the manifests this process opened, latest last: what :func:`storage_problem` names
+OPENED: list[Path] = []
+
+
+def storage_problem(err: BaseException) -> str:
+    """One line for an SQLite error the disk caused (a damaged manifest, a full disk, a read-only folder): the
+    file, what is wrong and what to do. Nothing recorded before is lost: every write is one transaction."""
+    path = OPENED[-1] if OPENED else Path("manifest.sqlite")
+    text = str(err)
+    low = text.lower()
+    if "malformed" in low or "not a database" in low or "file is encrypted" in low:
+        return (f"{path}: the manifest is damaged ({text}); `dlperf-slurm doctor {path.parent.name}` rebuilds it from "
+                "the campaign's scripts, logs, exit markers and the scheduler (the damaged file is kept beside it)")
+    if "full" in low or "disk i/o" in low:
+        return (f"{path}: could not write the manifest ({text}): is the disk full? Free space on {path.parent} and "
+                "run the command again; what the manifest held before is kept (each write is one transaction)")
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "permission" in low:
+        try:
+            ro = bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+        except OSError:
+            ro = False
+        return (f"{path}: could not open or write the manifest ({text}"
+                + ("; its file system is mounted read-only" if ro else "") + f"): make {path.parent} and the file "
+                "writable by you and run the command again")
+    return f"{path}: the manifest could not be used ({type(err).__name__}: {text})"
+
+
+#: a log whose first block has more than this share of bytes no text log holds (NUL, other C0 controls than
+#: tab/newline/CR/ESC/backspace, invalid UTF-8) is not text (garbage, a binary written over it)
+NOT_TEXT_SHARE = 0.3
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x1b\x08\x0c")
+
+
+def unreadable(path: str | Path) -> str:
+    """Why the log at ``path`` cannot be read as a log ('' when it can, or when it is simply absent): not
+    readable (permissions, a folder in its place, an I/O error) or not text."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        return f"the log cannot be read ({err.strerror or type(err).__name__}: {path})"
+    if not head:
+        return ""
+    bad = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
+    bad += head.decode("utf-8", errors="replace").count("\ufffd")
+    if bad > NOT_TEXT_SHARE * len(head):
+        return (f"the log is not text ({100 * bad // len(head)}% of its first {len(head):,} bytes are binary): "
+                "garbage or a binary written over it")
+    return ""
