@@ -34,3 +34,30 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
             pass
         raise
     return path
+
+
+def remove_stale_tmp(folder: str | os.PathLike) -> list[Path]:
+    """Remove the ``.<name>.<pid>.tmp`` files :func:`atomic_write` left in ``folder`` when the process that wrote
+    them was killed (SIGKILL leaves no chance to clean up); another live process's are left alone."""
+    removed = []
+    try:
+        candidates = list(Path(folder).glob(".*.tmp"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        pid = tmp.name[:-4].rsplit(".", 1)[-1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # its writer still runs
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # someone else's live process
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed

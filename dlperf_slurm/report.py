@@ -26,7 +26,7 @@ from typing import Any
 
 from dlperf_slurm import plots as plotting
 from dlperf_slurm import health, stragglers, studytables, wdltable
-from dlperf_slurm.files import atomic_write
+from dlperf_slurm.files import atomic_write, remove_stale_tmp
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
@@ -283,6 +283,7 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
     written last time), a writer whose inputs did not change writes nothing (its files are still listed) and
     ``state`` records what is current (the plots keep their own digest per file)."""
     out, stem = Path(out_dir), _slug(result.name)
+    remove_stale_tmp(out)  # what a collect killed mid-write left
     result.output_state = state
     inputs = None
     if state is not None:

@@ -198,6 +198,22 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
     return rows  # type: ignore[return-value]
 
 
+def _worker_start(parent: int) -> None:
+    """A parse worker's start: cycle collection on (whether or not its parent turned it off), and it dies with
+    its parent: a ``collect`` killed by SIGKILL or SIGTERM left one worker per CPU waiting on its queue for ever."""
+    gc.enable()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
 def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, parsecache.Entry | None]]:
     if jobs is None:
         try:
@@ -218,6 +234,6 @@ def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, 
     parsecache.parser_version()
     chunk = max(1, min(64, len(specs) // (jobs * 8)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    # gc.enable: a worker reads many logs, whether or not its parent turned cycle collection off meanwhile
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=gc.enable) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start,
+                             initargs=(os.getpid(),)) as pool:
         return list(pool.map(read_run, specs, chunksize=chunk))

@@ -191,3 +191,75 @@ def test_a_lost_garbled_or_changed_log_is_decided_again_the_same_everywhere(tmp_
 
     # a second status changes nothing: the identities it recorded are the logs' as they are now
     assert statuses(run_cmd(logs, tmp_path, "status", "f").stdout) == st
+
+
+# ------------------------------------------------------------------------------------------ collect killed
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(d.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc for the collect's workers")
+@pytest.mark.parametrize("sig", [9, 15])
+def test_a_killed_collect_leaves_no_worker_and_no_temporary_file(tmp_path, sig):
+    """``collect`` killed while its workers parse: they die with it (they waited on their queue for ever, one
+    per CPU); a ``.X.<pid>.tmp`` a killed writer left is gone once the next collect ran (a live one's stays)."""
+    import signal
+    import time
+
+    tree = tmp_path / "tree" / "1n1g"
+    tree.mkdir(parents=True)
+    head = ':::DLPERF {"event": "job", "run": "x", "time": 1.0, "hostname": "h"}'
+    text = "\n".join([head] + [':::DLPERF {"event":"step","step":%d,"time":%.3f,"loss":1.0}' % (s, s * 0.1)
+                               for s in range(20000)]) + "\n"
+    for i in range(64):  # the parallel path takes 32 runs or more
+        (tree / f"resnet50_b1_fp32_{i}.log").write_text(text)
+    out = tmp_path / "summaries"
+    argv = [sys.executable, "-m", "dlperf_slurm", "collect", "--from", str(tree.parent), "--suite",
+            "pytorch-ddp/resnet50", "--no-plots", "--no-cache", "--out", str(out), "--jobs", "2"]
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).parent.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(kids) < 2 and p.poll() is None and time.monotonic() < deadline:
+        kids = _children(p.pid)
+        time.sleep(0.05)
+    assert len(kids) == 2, f"no parse workers seen (collect rc {p.poll()})"
+    time.sleep(0.5)
+    p.send_signal(sig)
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, kids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [k for k in kids if _alive(k)]
+    for k in left:  # never leave them behind, even when the test fails
+        os.kill(k, signal.SIGKILL)
+    assert not left, f"parse workers {left} outlived collect killed by signal {sig}"
+
+    dead = subprocess.Popen(["sleep", "60"])
+    dead.kill()
+    dead.wait()
+    out.mkdir(exist_ok=True)
+    stale = out / f".tree.md.{dead.pid}.tmp"
+    stale.write_text("half a summary")
+    live = out / f".tree.md.{os.getpid()}.tmp"
+    live.write_text("being written")
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists() and live.exists() and (out / "tree.md").exists()
+    live.unlink()
