@@ -139,6 +139,7 @@ MIN_BUSBW_GBS = "min_busbw_gbs"  # the threshold (absent: none)
 OK = "ok"  # the gate passed
 PROBLEMS = "problems"  # what failed, one text each, naming the node
 BLAMED = "blamed"  # the nodes a retry excludes
+UNREACHABLE = "unreachable"  # the gate could not reach the scheduler or the rendezvous: no node's fault (why)
 SECONDS = "seconds"  # the gate's own duration
 
 # ------------------------------------------------------------------------------------------ values

@@ -61,12 +61,35 @@ def safe_nodes(names: Iterable[Any]) -> list[str]:
     return sorted({str(n) for n in names if isinstance(n, str) and _NODE_NAME.match(n)})
 
 
+#: what srun (or the rendezvous) says when the controller or the network failed, not the node
+_UNREACHABLE = re.compile(r"Unable to contact slurm controller|Unable to confirm allocation|slurm_receive_msg.*"
+                          r"(?:timed out|Connection refused)|Zero Bytes were transmitted|Socket timed out|"
+                          r"Job step creation temporarily disabled|Unable to create step for job", re.I)
+
+
+def scheduler_unreachable(other: Sequence[str], ping: Any = None) -> str:
+    """Why the probes could not be started by the scheduler ('' when nothing says so): srun's own words about
+    the controller, else, when ``ping`` (a callable returning ``scontrol ping``'s text) says so, the controller
+    is down. That is no node's fault."""
+    said = [line.strip() for line in other if _UNREACHABLE.search(line)]
+    if said:
+        return f"the scheduler's controller could not be reached ({said[0][:160]})"
+    if ping is not None:
+        text = ping() or ""
+        if "DOWN" in text:
+            return f"the scheduler's controller could not be reached (scontrol ping: {text.strip().splitlines()[0]})"
+    return ""
+
+
 def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks: int,
-          min_busbw_gbs: float = 0.0) -> dict[str, Any]:
+          min_busbw_gbs: float = 0.0, unreachable: str = "") -> dict[str, Any]:
     """The gate's verdict from the node records (host -> record), the job's hosts and its rank count: the fields
-    of the ``health`` event (``ok``, ``problems``, ``blamed``, bandwidths)."""
+    of the ``health`` event (``ok``, ``problems``, ``blamed``, bandwidths). ``unreachable``: why the scheduler
+    could not start the probes (:func:`scheduler_unreachable`); then a node without a report is not blamed, nor
+    a rank whose rendezvous failed: the run is retried as it is, on the same nodes."""
     problems: list[str] = []
     blamed: set[str] = set()
+    outage: list[str] = [unreachable] if unreachable else []
     gpus: dict[str, str] = {}
     times: dict[int, float] = {}
     nbytes = iters = None
@@ -74,6 +97,9 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
     for host in hosts:
         rec = records.get(host)
         if rec is None:
+            if unreachable:
+                problems.append(f"{host}: no report from the probe: {unreachable}")
+                continue
             problems.append(f"{host}: no report from the probe (not started, crashed or past the time bound)")
             blamed.add(host)
             continue
@@ -82,7 +108,13 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
             problems.append(f"{host}: {p}")
             blamed.add(host)
         for r in rec.get("ranks") or ():
-            if r.get("error"):
+            if r.get("error") and r.get("rendezvous"):  # the all-reduce's rendezvous, not this node
+                problems.append(f"{host}: rank {r.get('rank')}: the rendezvous at {r['rendezvous']} could not be "
+                                f"reached: {r['error']}")
+                note = f"the all-reduce's rendezvous at {r['rendezvous']} could not be reached"
+                if note not in outage:
+                    outage.append(note)
+            elif r.get("error"):
                 problems.append(f"{host}: rank {r.get('rank')}: {r['error']}")
                 blamed.add(host)
             elif isinstance(r.get("seconds"), (int, float)) and r["seconds"] > 0:
@@ -99,7 +131,7 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
                             f"{min_busbw_gbs:g} GB/s")
     elif ranks > 1:
         missing = sorted(set(range(ranks)) - set(times))
-        if missing and not problems:
+        if missing and not problems and not outage:
             problems.append(f"ranks {missing} did not time the all-reduce")
             blamed.update(hosts)
         if not missing and nbytes:
@@ -118,6 +150,8 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
     out[ev.OK] = not problems
     out[ev.PROBLEMS] = problems
     out[ev.BLAMED] = safe_nodes(blamed)
+    if outage and problems:
+        out[ev.UNREACHABLE] = "; ".join(outage)
     return out
 
 
@@ -125,7 +159,8 @@ def marker_verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
     """What the exit marker keeps of the verdict (read by outcome and by ``submit --retry-failed``)."""
     return {ev.OK: bool(verdict.get(ev.OK)), ev.BLAMED: list(verdict.get(ev.BLAMED) or ()),
             ev.PROBLEMS: [str(p)[:300] for p in (verdict.get(ev.PROBLEMS) or ())[:8]],
-            ev.BUSBW_GBS: verdict.get(ev.BUSBW_GBS), ev.MIN_BUSBW_GBS: verdict.get(ev.MIN_BUSBW_GBS)}
+            ev.BUSBW_GBS: verdict.get(ev.BUSBW_GBS), ev.MIN_BUSBW_GBS: verdict.get(ev.MIN_BUSBW_GBS),
+            **({ev.UNREACHABLE: str(verdict[ev.UNREACHABLE])[:300]} if verdict.get(ev.UNREACHABLE) else {})}
 
 
 def summary(verdict: Mapping[str, Any] | None) -> str:
@@ -185,7 +220,9 @@ def run_judge(args: argparse.Namespace) -> int:
     except OSError:
         text = ""
     records, other = read_records(text)
-    verdict = judge(records, args.hosts, args.ranks, args.min_busbw_gbs)
+    missing = [h for h in args.hosts if h not in records]
+    unreachable = scheduler_unreachable(other, _ping if os.environ.get("SLURM_JOB_ID") else None) if missing else ""
+    verdict = judge(records, args.hosts, args.ranks, args.min_busbw_gbs, unreachable)
     verdict[ev.SECONDS] = round(time.time() - args.started, 3) if args.started else None
     if not verdict[ev.OK] and other:
         for line in other[-20:]:
@@ -197,6 +234,17 @@ def run_judge(args: argparse.Namespace) -> int:
             json.dump(marker_verdict(verdict), f, separators=(",", ":"))
         os.replace(tmp, args.marker)
     return 0 if verdict[ev.OK] else UNHEALTHY_EXIT
+
+
+def _ping() -> str:
+    """``scontrol ping``'s words (bounded), '' when it cannot be run."""
+    import subprocess
+
+    try:
+        p = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return p.stdout + p.stderr
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -147,8 +147,12 @@ def _rank(rank: int, local: int, world: int, master: str, port: int, nbytes: int
         backend = "nccl" if use_cuda else "gloo"
         out.update(backend=backend, bytes=nbytes)
         left = max(1.0, deadline - time.time())
-        dist.init_process_group(backend, init_method=f"tcp://{master}:{port}", rank=rank, world_size=world,
-                                timeout=timedelta(seconds=left))
+        try:
+            dist.init_process_group(backend, init_method=f"tcp://{master}:{port}", rank=rank, world_size=world,
+                                    timeout=timedelta(seconds=left))
+        except Exception as err:  # noqa: BLE001 - the rendezvous, not this node: said apart (no node blamed)
+            out["rendezvous"] = f"tcp://{master}:{port}"
+            raise err
         dev = torch.device("cuda", local) if use_cuda else torch.device("cpu")
         if use_cuda:
             torch.cuda.set_device(dev)

@@ -24,7 +24,7 @@ Precedence, first match wins:
  6    the job script's watchdog stopped it (the marker's ``hang``)        HANG (with the seconds it saved)
  7    the job's health gate failed (the marker's ``health``, ok false):   UNHEALTHY (its problems and the nodes
       the job ended before training, so nothing later can explain more    it blamed, which ``submit
-                                                                          --retry-failed`` excludes)
+      (unless it was killed meanwhile: row 9)                             --retry-failed`` excludes)
  8    the job script ended with a failure (its marker) while the         RUNNING (undecided until the scheduler's
       scheduler still runs the job: a cgroup OOM kill is only stated     final state, e.g. OUT_OF_MEMORY)
       when the job ends
@@ -151,9 +151,11 @@ def decide(ev: Evidence) -> Outcome | None:
     hang = (marker or {}).get("hang")
     if isinstance(hang, Mapping):
         return out(Status.HANG, _hang_reason(ev, hang, where))
-    # 7. the health gate failed: the job ended before training
+    # 7. the health gate failed: the job ended before training. Unless the job was killed meanwhile (a cancel, a
+    # node failure, a preemption during the gate: its srun died with it, so the gate failed for that reason)
     health = (marker or {}).get("health")
-    if isinstance(health, Mapping) and health.get("ok") is False:
+    killed = sched in KILLED or bool(sig) or (ev.banner is not None and ev.banner[0] in KILLED)
+    if isinstance(health, Mapping) and health.get("ok") is False and not killed:
         return out(Status.UNHEALTHY, _health_reason(health))
     # 8. the script failed but the job has not ended: a cgroup OOM kill (of the batch step) is only stated once it
     # has (OUT_OF_MEMORY, the slurmstepd banner), so a FAILED now would be final and wrong
@@ -225,6 +227,9 @@ def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:
 def _health_reason(health: Mapping[str, Any]) -> str:
     problems = [str(p) for p in health.get("problems") or ()] or ["no reason given"]
     blamed = [str(n) for n in health.get("blamed") or ()]
+    if health.get("unreachable") and not blamed:
+        return (f"health gate could not check the nodes: {health['unreachable']}: no node's fault, none blamed; "
+                "--retry-failed runs it again as it is")
     return ("health gate failed before training: " + "; ".join(problems)
             + (f" (blamed: {', '.join(blamed)}; --retry-failed excludes them)" if blamed else ""))
 

@@ -69,6 +69,48 @@ def test_the_judge_blames_the_node_that_failed():
     assert err[ev.BLAMED] == ["n2"] and "connection refused" in err[ev.PROBLEMS][0]
 
 
+# srun's words in a job whose gate ran while slurmctld was SIGKILLed (tests/slurm/faults.py kill-controller on the
+# 2-node test cluster, Slurm 22.05), copied from that job's output
+SRUN_NO_CONTROLLER = ["srun: error: Unable to confirm allocation for job 51: Unable to contact slurm controller "
+                      "(connect failure)", "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 51"]
+PING_DOWN = "Slurmctld(primary) at n1 is DOWN\n*****************************************\n"
+
+
+def test_a_controller_outage_during_the_gate_blames_no_node():
+    """slurmctld gone while the gate's srun starts (issue #22): no node reports, and srun says why. That is the
+    scheduler's outage, no node's fault: nobody blamed (a retry runs on the same nodes), the marker says so."""
+    why = health.scheduler_unreachable(SRUN_NO_CONTROLLER)
+    assert "could not be reached" in why and "Unable to contact slurm controller" in why
+    v = health.judge({}, ["n1", "n2"], 2, unreachable=why)
+    assert not v[ev.OK] and v[ev.BLAMED] == [] and v[ev.UNREACHABLE] == why
+    assert health.marker_verdict(v)[ev.UNREACHABLE] == why
+    # srun silent (killed by the gate's timeout): scontrol ping decides; a controller that answers blames as before
+    assert "scontrol ping: Slurmctld(primary) at n1 is DOWN" in health.scheduler_unreachable([], lambda: PING_DOWN)
+    assert health.scheduler_unreachable([], lambda: "Slurmctld(primary) at n1 is UP") == ""
+    assert health.judge({}, ["n1", "n2"], 2, unreachable="")[ev.BLAMED] == ["n1", "n2"]
+    # a node that did report a GPU fault is still blamed
+    bad = _rec("n2", [1], 0.01, gpu_problems=["GPU 0: 2 uncorrected ECC errors since boot"])
+    assert health.judge({"n2": bad}, ["n1", "n2"], 2, unreachable=why)[ev.BLAMED] == ["n2"]
+
+
+def test_a_rendezvous_that_cannot_be_reached_blames_no_node():
+    recs = {h: _rec(h, [i], 0.01, error="DistNetworkError: The client socket has timed out after 20s while trying "
+                                       "to connect to (n1, 12345).") for i, h in enumerate(["n1", "n2"])}
+    for r in recs.values():
+        r["ranks"][0]["rendezvous"] = "tcp://n1:12345"
+    v = health.judge(recs, ["n1", "n2"], 2)
+    assert not v[ev.OK] and v[ev.BLAMED] == [] and "rendezvous at tcp://n1:12345" in v[ev.UNREACHABLE]
+
+
+def test_the_run_of_an_unreachable_gate_reads_so_and_its_retry_excludes_nothing(tmp_path):
+    from dlperf_slurm import outcome
+
+    v = health.judge({}, ["n1", "n2"], 2, unreachable=health.scheduler_unreachable(SRUN_NO_CONTROLLER))
+    marker = {"rc": 3, "signal": "", "end": 1.0, "health": health.marker_verdict(v)}
+    o = outcome.decide(outcome.Evidence(marker=marker, asked=True, has_log=True))
+    assert o.status == Status.UNHEALTHY and "no node's fault" in o.reason and "blamed:" not in o.reason
+
+
 def test_one_rank_has_no_bus_and_no_threshold_applies():
     v = health.judge({"n1": {"host": "n1", "gpu_problems": [], "gpu_text": "no GPU", "ranks": []}}, ["n1"], 1,
                      min_busbw_gbs=460)

@@ -131,8 +131,9 @@ def test_a_run_the_watchdog_stopped_is_a_hang_unless_memory_or_the_loss_explain_
 
 def test_a_failed_health_gate_is_unhealthy_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
+        killed = sched in outcome.KILLED or banner == "timeout"  # killed meanwhile: the kill explains the gate
         if marker == "unhealthy" and sched not in (UNKNOWN, Status.OOM) and log not in (Status.OOM, Status.NONFINITE) \
-                and banner != "oom":
+                and banner != "oom" and not killed:
             assert o.status == Status.UNHEALTHY, (sched, log, banner, o)
             assert "health gate failed" in o.reason and "n2" in o.reason and "460" in o.reason
         if o is not None and o.status == Status.UNHEALTHY:
@@ -148,7 +149,7 @@ def test_a_passed_health_gate_changes_nothing(decided):
 def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom" \
-                and marker not in ("hang", "unhealthy"):
+                and marker != "hang":
             if sched == Status.NODE_FAIL and marker in ("rc0", "healthy") and log == Status.OK and banner == "none":
                 # the node failed after the script ended well and the window was complete: the figure stands
                 assert o.status == Status.OK and "the figure stands" in o.reason, (marker, banner, o)
@@ -229,7 +230,10 @@ ROWS = [
     ((Status.OK, "rc0", Status.UNMEASURED, "none", False), Status.UNMEASURED, "log says UNMEASURED"),
     ((Status.FAILED, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.UNHEALTHY, "blamed: n2"),
     ((NO_RECORD, "unhealthy", Status.LAUNCH_FAILED, "none", True), Status.UNHEALTHY, "< 460 GB/s"),
-    ((Status.CANCELLED, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.UNHEALTHY, "health gate"),
+    # a cancel (or a node failure) during the gate killed its srun: the kill explains the failed gate (issue #22)
+    ((Status.CANCELLED, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.CANCELLED, "CANCELLED"),
+    ((Status.CANCELLED, "unhealthy", Status.LAUNCH_FAILED, "none", True), Status.CANCELLED, "dlperf-slurm cancel"),
+    ((Status.NODE_FAIL, "unhealthy", Status.LAUNCH_FAILED, "none", False), Status.NODE_FAIL, "NODE_FAIL"),
     ((Status.OK, "unhealthy", Status.OOM, "none", False), Status.OOM, "log says OOM"),
     ((Status.OK, "healthy", Status.OK, "none", False), Status.OK, ""),
     ((Status.OK, "rc0", Status.PARSE_ERROR, "none", False), Status.PARSE_ERROR, "log says PARSE_ERROR"),
