@@ -64,14 +64,14 @@ SESSION = uuid.uuid4().hex[:6]
 class Campaign:
     """One campaign of fake runs, driven through the CLI, with its evidence on disk."""
 
-    def __init__(self, root: Path, name: str, repeats: int, mode: str, slurm_extra: str = ""):
+    def __init__(self, root: Path, name: str, repeats: int, mode: str, slurm_extra: str = "", setup: str = ""):
         self.name = f"{name}-{SESSION}"
         self.root = root
         self.logs = root / "logs"
         self.dir = self.logs / self.name
         self.go = root / "go"  # mode "wait": the runs end when this file exists
         self.starts = root / "starts"  # one line per payload start: "<run> <job id> <host>"
-        env = f'[environment]\nenv = {{ DLPERF_TEST_GO = "{self.go}", DLPERF_TEST_STARTS = "{self.starts}" }}\n'
+        env = f'[environment]\nenv = {{ DLPERF_TEST_GO = "{self.go}", DLPERF_TEST_STARTS = "{self.starts}" }}\n{setup}'
         self.matrix = write_matrix(root, name=self.name, modes=(mode,), repeats=repeats, slurm_extra=slurm_extra,
                                    extra=env, time_limit="00:05:00")
         self.repeats = repeats
@@ -446,3 +446,65 @@ def test_node_dies_mid_run_node_fail_then_retry_failed_fills_it(tmp_path):
         assert_exactly_once(c, starts_per_run=2)  # attempt 1 (killed with its node) and the retry
         kept = [p for p in c.dir.glob("*/*.log.*") if p.read_text() == first_log]
         assert kept, "the first attempt's log is lost\n" + c.report()
+
+
+# ================================================================================================ the health gate
+
+
+def raw_job_ids(prefix: str) -> list[int]:
+    """The job ids (an array task's own id, not ARRAY_TASK) of the jobs whose name starts with ``prefix``."""
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%A %j"], capture_output=True, text=True).stdout
+    return [int(a) for a, _, name in (line.partition(" ") for line in out.splitlines())
+            if name.startswith(prefix) and a.isdigit()] or [0]
+
+
+def saved_next_job_id() -> int:
+    """The next job id in slurmctld's saved job_state (22.05's header; see faults._keep_job_id_sequence)."""
+    data = (faults.state_dir() / "job_state").read_bytes()
+    at = len(faults._STATE_HEADER) + 2 + 8
+    return int.from_bytes(data[at:at + 4], "big") if data.startswith(faults._STATE_HEADER) else 0
+
+
+def test_controller_killed_while_runs_wait_for_their_health_gate_blames_no_node(tmp_path):
+    """slurmctld SIGKILLed while 2 runs stand right before their health gate (a setup line holds them there):
+    the gate's srun cannot reach the controller. Before issue #22 the gate blamed the node (UNHEALTHY, blamed n1)
+    and --retry-failed excluded a healthy node. Wanted: UNHEALTHY with no node blamed ("no node's fault"), and a
+    retry on any node (no --exclude) that then completes."""
+    gate, at = tmp_path / "gate", tmp_path / "at-gate"
+    setup = (f'setup = [\'touch "{at}.$SLURM_JOB_ID"\', '
+             f'\'until [ -e "{gate}" ]; do sleep 0.2; done\']\n')
+    c = Campaign(tmp_path, "g", repeats=2, mode="ok", setup=setup)
+    ours = f"dlperf.{c.name}."
+    wait_quiet(ours)
+    faults.ensure_healthy()
+    with scenario(c):
+        assert c.submit().returncode == 0, c.report()
+        faults.wait_for(lambda: len(list(tmp_path.glob("at-gate.*"))) == 2, 60, "both runs at their gate")
+        # killed before it saved the array's tasks, slurmctld would hand their job ids out again (a Duplicate
+        # jobid drain: the row of the issue the reconciling submit and status deal with, not this test's fault)
+        faults.wait_for(lambda: saved_next_job_id() > max(raw_job_ids(ours)), 60,
+                        "slurmctld to save the state of the started tasks")
+        if foreign_active(ours):
+            raise AssertionError(f"someone else's job is running; not killing slurmctld:\n{faults.squeue_text()}")
+        faults.kill_controller()
+        try:
+            gate.touch()
+            faults.wait_for(lambda: len(c.markers()) == 2, 90, "both runs' exit markers (their gate failed)")
+        finally:
+            faults.start_controller()
+        st = wait_final(c)
+        rows = c.status()
+        assert sorted(st.values()) == ["UNHEALTHY", "UNHEALTHY"], c.report()
+        assert all(reason.startswith("health gate could not check the nodes: the scheduler's controller could not")
+                   for _, _, reason in rows.values()), c.report()  # (the table cuts the reason short)
+        import json
+
+        verdicts = [json.loads(m.read_text())["health"] for m in c.markers()]
+        assert all(v["blamed"] == [] and "Unable to contact slurm controller" in v["unreachable"] for v in verdicts), \
+            verdicts
+        p = c.submit("--retry-failed")
+        assert p.returncode == 0 and "submitting 2 as 1" in p.stdout and "exclude" not in p.stdout.lower(), \
+            c.report()
+        script = next(c.dir.glob("*/*.sbatch")).read_text()
+        assert "--exclude" not in script, script[:2000]
+        assert sorted(wait_final(c).values()) == ["OK", "OK"], c.report()
