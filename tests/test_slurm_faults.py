@@ -508,3 +508,23 @@ def test_controller_killed_while_runs_wait_for_their_health_gate_blames_no_node(
         script = next(c.dir.glob("*/*.sbatch")).read_text()
         assert "--exclude" not in script, script[:2000]
         assert sorted(wait_final(c).values()) == ["OK", "OK"], c.report()
+
+
+def test_status_reports_a_node_drained_by_a_duplicate_job_id(tmp_path):
+    """A node Slurm drained with 'Duplicate jobid' (what a slurmctld back from an older saved state causes when it
+    hands out an id the node still holds; seen here when slurmctld was killed before it saved an array's started
+    tasks) is named by ``status`` with what to do. The drain is placed with Slurm's own reason text
+    (``scontrol update ... reason="Duplicate jobid"``), then resumed."""
+    c = Campaign(tmp_path, "d", repeats=1, mode="ok")
+    wait_quiet(f"dlperf.{c.name}.")
+    with scenario(c):
+        assert c.submit("--wait", timeout=WAIT_S).returncode == 0, c.report()
+        subprocess.run(["scontrol", "update", "nodename=n2", "state=drain", "reason=Duplicate jobid"], check=True)
+        try:
+            p = c.cli("status", c.name)
+        finally:
+            faults.resume_node("n2")
+        assert p.returncode == 0, c.report()
+        assert "node n2 is drained (Duplicate jobid)" in p.stdout and "state=resume" in p.stdout, p.stdout
+        assert "node n1" not in p.stdout, p.stdout
+        assert "drained" not in c.cli("status", c.name).stdout

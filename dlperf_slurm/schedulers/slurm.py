@@ -245,7 +245,7 @@ class SlurmScheduler(Scheduler):
         if lost:
             self.slurm.cancel(lost)
         if keep:
-            self.slurm.release(sorted({split_job_id(j)[0] for j in keep.values()}))
+            self.slurm.release_tasks(sorted(keep.values()))  # by task, never the whole array
         return keep
 
     # -- tracking
@@ -260,7 +260,7 @@ class SlurmScheduler(Scheduler):
             self.slurm.cancel(sorted(ended))
             done.cancelled_ghosts = sorted(ended)
         if held:
-            self.slurm.release(sorted({split_job_id(j)[0] for j in held}))
+            self.slurm.release_tasks(sorted(held))  # by task: the ended runs' tasks were cancelled above
             done.released = sorted(held)
         return done
 
@@ -268,6 +268,14 @@ class SlurmScheduler(Scheduler):
         self.slurm.cancel(job_ids)
 
     def notes(self) -> list[str]:
+        return self._query_note() + [
+            f"node {n} is drained ({why}): a slurmctld restarted from an older saved state handed out again a job id "
+            f"this node still held; no job starts there until an administrator resumes it (`scontrol update "
+            f"nodename={n} state=resume`, once `squeue -w {n}` shows no job of before the restart); runs are not "
+            "lost: `status` again, then `submit` (or `--retry-failed`) runs what did not end"
+            for n, why in sorted(self.slurm.duplicate_drains().items())]
+
+    def _query_note(self) -> list[str]:
         used = "squeue"
         if self.slurm.calls.get("sacct"):
             used += ", sacct" if self.slurm.sacct_available() else ""

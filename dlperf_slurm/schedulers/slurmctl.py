@@ -180,6 +180,18 @@ class Slurm:
             raise ControllerUnreachable(f"the Slurm controller is unreachable (scontrol ping: "
                                         f"{(p.stdout + p.stderr).strip() or p.returncode})", ["scontrol", "ping"])
 
+    def duplicate_drains(self) -> dict[str, str]:
+        """Nodes drained because a job id came to them twice (a controller back from an older saved state handed
+        out again an id the node still held): node -> Slurm's reason. Empty when sinfo cannot say."""
+        try:
+            p = self._run(["sinfo", "-h", "-N", "-R", "-o", "%N|%E"])
+        except SchedulerError:
+            return {}
+        if p.returncode != 0:
+            return {}
+        rows = (line.partition("|") for line in p.stdout.splitlines())
+        return {n.strip(): r.strip() for n, _, r in rows if "duplicate job" in r.lower()}
+
     def config(self) -> dict[str, str]:
         """``scontrol show config`` as a dict, read once."""
         if self._config is None:
@@ -268,6 +280,18 @@ class Slurm:
         if not ids:
             return
         argv = ["scontrol", "release", ",".join(ids)]
+        p = self._run(argv)
+        if p.returncode != 0 and not re.search(r"not held|already|Invalid job id|completed", p.stderr, re.I):
+            raise explain(argv, p.stderr, p.returncode)
+
+    def release_tasks(self, job_ids: Iterable[str]) -> None:
+        """``scontrol release`` of exactly these jobs or array tasks (``42_3``), never their whole array: tasks
+        of runs that ended must stay held (a controller back from an older state would run them again). One call,
+        the ids as separate arguments (a comma-joined list of array tasks releases none of them, Slurm 22.05)."""
+        ids = sorted(set(job_ids))
+        if not ids:
+            return
+        argv = ["scontrol", "release", *ids]
         p = self._run(argv)
         if p.returncode != 0 and not re.search(r"not held|already|Invalid job id|completed", p.stderr, re.I):
             raise explain(argv, p.stderr, p.returncode)

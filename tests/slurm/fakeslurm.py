@@ -98,7 +98,7 @@ def _main(tool: str, args: list[str]) -> int:
                 else:
                     out.append("Slurmctld(primary) at localhost is UP")
             elif args[:1] == ["release"]:
-                s.setdefault("released", []).extend(args[1].split(","))
+                s.setdefault("released", []).extend(x for a in args[1:] for x in a.split(","))
             elif args[:2] == ["show", "config"]:
                 out.append(f"ClusterName             = fake\nMaxArraySize            = {s['max_array']}")
         return s
