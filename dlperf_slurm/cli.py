@@ -118,6 +118,13 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
     p.set_defaults(func=_lazy("cancel"))
 
+    p = sub.add_parser("doctor", help="rebuild a damaged or deleted manifest from the campaign's matrix copy, "
+                       "scripts, logs, exit markers and the scheduler")
+    p.add_argument("campaign", help="campaign name (under LOGS) or folder")
+    p.add_argument("--site", metavar="FILE", help="the site file the campaign was submitted with")
+    p.add_argument("--no-site", action="store_true", help="the campaign was submitted with --no-site")
+    p.set_defaults(func=_lazy("doctor"))
+
 
 def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="parse every run's log into statistics, tables, CSV/JSON and plots "

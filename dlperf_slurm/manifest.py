@@ -378,7 +378,10 @@ def find_campaign(logs: str, name: str | None) -> Path:
         q = Path(logs) / name
         if (q / MANIFEST).exists():
             return q.resolve()
-        raise UserError(f"no campaign {name!r}: neither {p} nor {q} holds a {MANIFEST}")
+        lost = next((d for d in (p, q) if (d / MATRIX_COPY).exists()), None)
+        raise UserError(f"{lost}: the campaign's {MANIFEST} is missing; `dlperf-slurm doctor {name}` rebuilds it "
+                        "from its files and the scheduler" if lost else
+                        f"no campaign {name!r}: neither {p} nor {q} holds a {MANIFEST}")
     found = sorted(campaigns(logs), key=lambda p: (p / MANIFEST).stat().st_mtime)
     if not found:
         raise UserError(f"no campaign under {logs}/: submit a matrix first")

@@ -263,3 +263,40 @@ def test_a_killed_collect_leaves_no_worker_and_no_temporary_file(tmp_path, sig):
     assert done.returncode == 0, done.stderr
     assert not stale.exists() and live.exists() and (out / "tree.md").exists()
     live.unlink()
+
+
+# ------------------------------------------------------------------------------------------ doctor
+
+
+@pytest.mark.parametrize("harm", ["deleted", "cut in half"])
+def test_doctor_rebuilds_a_lost_manifest_with_every_runs_status(tmp_path, harm):
+    """OK, failing and out-of-memory runs; the manifest deleted (or cut to half its size): ``status`` says to run
+    ``doctor``, which rebuilds it from the matrix copy, the scripts, logs and exit markers and the scheduler
+    (the local runner's state here; tests/test_slurm_faults.py does it with Slurm); every run's status and
+    reason then read as before, and a further ``submit`` submits nothing."""
+    mx = write_matrix(tmp_path, name="d", modes=("ok", "fail", "oom"), repeats=2)
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "2", "--no-site", "--templates",
+            str(TEMPLATES), "--wait", cwd=tmp_path)
+    assert p.returncode == 1 and "6/6 done" in p.stderr, p.stderr  # --wait: 1 when a run failed
+    before = statuses(run_cmd(logs, tmp_path, "status", "d").stdout)
+    assert sorted(s for s, _ in before.values()) == ["FAILED", "FAILED", "OK", "OK", "OOM", "OOM"], before
+    man = logs / "d" / "manifest.sqlite"
+    for side in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{man}{side}").unlink()
+    if harm == "deleted":
+        man.unlink()
+    else:
+        man.write_bytes(man.read_bytes()[: man.stat().st_size // 2])
+    one_line_error(run_cmd(logs, tmp_path, "status", "d"), "doctor d")
+    p = run_cmd(logs, tmp_path, "doctor", "d", "--no-site")
+    assert p.returncode == 0 and "rebuilt: 6 runs, 6 found by their files" in p.stdout, p.stdout + p.stderr
+    if harm != "deleted":
+        assert len(list(man.parent.glob("manifest.sqlite.damaged-*[0-9]"))) == 1  # kept (with its -wal, -shm)
+    after = statuses(run_cmd(logs, tmp_path, "status", "d").stdout)
+    assert after == before
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
+            str(TEMPLATES), cwd=tmp_path)
+    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    assert "nothing to do" in run_cmd(logs, tmp_path, "doctor", "d", "--no-site").stdout
