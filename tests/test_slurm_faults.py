@@ -528,3 +528,33 @@ def test_status_reports_a_node_drained_by_a_duplicate_job_id(tmp_path):
         assert "node n2 is drained (Duplicate jobid)" in p.stdout and "state=resume" in p.stdout, p.stdout
         assert "node n1" not in p.stdout, p.stdout
         assert "drained" not in c.cli("status", c.name).stdout
+
+
+# ================================================================================================ doctor
+
+
+def test_doctor_rebuilds_a_deleted_manifest_from_files_and_slurm(tmp_path):
+    """A Slurm campaign (runs OK, failing, and one cancelled while it ran) loses its manifest: ``doctor`` rebuilds
+    it from the matrix copy, the logs and exit markers and Slurm (sacct by the job ids the logs name); every run's
+    status as before; a further submit submits nothing."""
+    c = Campaign(tmp_path, "r", repeats=2, mode="ok")
+    c.matrix.write_text(c.matrix.read_text().replace('"env.DLPERF_TEST_MODE" = ["ok"]',
+                                                     '"env.DLPERF_TEST_MODE" = ["ok", "fail", "sleep"]'))
+    c.repeats = 6
+    with scenario(c):
+        assert c.submit().returncode == 0, c.report()
+        faults.wait_for(lambda: sum(s == "RUNNING" for s in c.statuses().values()) == 2
+                        and len(c.markers()) == 4, 90, "4 runs ended, the 2 sleeping runs running")
+        assert c.cli("cancel", c.name).returncode == 0, c.report()
+        before = wait_final(c)
+        assert sorted(before.values()) == ["CANCELLED"] * 2 + ["FAILED"] * 2 + ["OK"] * 2, c.report()
+        reasons = {k: v[2] for k, v in c.status().items()}
+        for f in c.dir.glob("manifest.sqlite*"):
+            f.unlink()
+        p = c.cli("doctor", c.name, "--no-site")
+        assert p.returncode == 0 and "rebuilt: 6 runs, 6 found by their files" in p.stdout, c.report()
+        assert c.statuses() == before, c.report()
+        assert {k: v[2] for k, v in c.status().items() if before[k] != "CANCELLED"} == \
+            {k: r for k, r in reasons.items() if before[k] != "CANCELLED"}, c.report()
+        p = c.submit()
+        assert p.returncode == 0 and NOTHING in p.stdout, c.report()
