@@ -318,7 +318,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
-                       "interval, noise-aware verdict); exits 1 when a cell regressed")
+                       "interval, noise-aware verdict); exits 1 when a cell regressed, NEW lacks a cell BASE had, "
+                       "or they share no cell")
     p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, summaries/<name>.json, "
                    "or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, ref:ngc-a100; "
                    "see the references command)")
@@ -328,6 +329,8 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
                    "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
+    p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
+                   "testcase per cell, a regression a failure, a cell no longer running an error")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")
