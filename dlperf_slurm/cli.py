@@ -312,7 +312,17 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watch", nargs="?", type=float, const=0.0, default=None, metavar="SECONDS",
                    help="collect again every SECONDS (default 30) as runs end, updating the summaries and one "
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
+    _store_args(p)
+    p.add_argument("--no-store", action="store_true", help="do not add the cells to the results store")
     p.set_defaults(func=_lazy("dlperf_slurm.collectcli", "cmd_collect"))
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
+                   "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
+                   "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition) the campaign ran on, "
+                   "as the store records it")
 
 
 

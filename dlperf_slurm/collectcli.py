@@ -109,7 +109,34 @@ def cmd_collect(args) -> int:
         print(report.terminal(result))
         print()
     print(f"{_parsed(result)}; {_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)")
+    return store_result(args, result)
+
+
+def store_result(args, result: Result, say: bool = True) -> int:
+    """Add the collect's cells to the results store (unless ``--no-store``); one line says where. A store that
+    cannot be reached fails the command (exit 1) after the summaries are written."""
+    if getattr(args, "no_store", False):
+        return 0
+    from dlperf_slurm import store
+
+    try:
+        url = store.resolve(args.store, _site_data(args))
+        added, updated = store.record_collect(result, url, args.system)
+    except UserError as err:
+        print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
+        return 1
+    if say:
+        print(f"results store {store.describe(url)}: {added} cells added, {updated} updated")
     return 0
+
+
+def _site_data(args) -> dict:
+    from dlperf_slurm.matrix import default_site_file, load_site
+
+    if args.no_site:
+        return {}
+    path = Path(args.site) if args.site else default_site_file()
+    return load_site(path)[0] if path else {}
 
 
 def _parsed(result: Result) -> str:
@@ -156,6 +183,8 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
         while True:
             t0 = time.perf_counter()
             result, wrote, _kept, state = collect_once(args, state)
+            if store_result(args, result, say=False) and rounds is None:
+                args.no_store = True  # said once; the summaries keep coming
             line = progress(result, wrote, time.perf_counter() - t0)
             going = any(r.status in ACTIVE for r in result.runs)
             trees = all(c.source == "tree" for c in result.collections)

@@ -57,13 +57,14 @@ def default_site_file() -> Path | None:
 
 
 def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
-    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares: its data,
+    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares (and
+    ``[store] url``, its results store: :mod:`dlperf_slurm.store`): its data,
     and its :class:`Source` (an error in a value it gives names it, with its line)."""
     if path is None:
         return {}, None
     data, text = read_toml(Path(path), "site file")
     src = Source(Path(path), text)
-    check_keys(src, data, ("slurm", "environment", "health"), "")
+    check_keys(src, data, ("slurm", "environment", "health", "store"), "")
     return data, src
 
 
