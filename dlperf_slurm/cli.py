@@ -321,8 +321,8 @@ def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
                    "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
                    "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
-    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition) the campaign ran on, "
-                   "as the store records it")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition): the one collect "
+                   "records the campaign under in the store, the one history and --base last-good read")
 
 
 
@@ -331,17 +331,32 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                        "interval, noise-aware verdict); exits 1 when a cell regressed, NEW lacks a cell BASE had, "
                        "or they share no cell")
     p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, summaries/<name>.json, "
-                   "or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, ref:ngc-a100; "
-                   "see the references command)")
+                   "last-good (from the results store: the latest campaign of NEW's cells and system in which no "
+                   "cell regressed), or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, "
+                   "ref:ngc-a100; see the references command)")
     p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
                    "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
+    _store_args(p)
+    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store (--base last-good)")
+    p.add_argument("--no-site", action="store_true", help="ignore any site file")
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
                    "testcase per cell, a regression a failure, a cell no longer running an error")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
+    p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the changes "
+                       "beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, framework, ...)")
+    p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
+    _store_args(p)
+    p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")
+    p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
+                   "new/previous < 1 - F (default 0.05), as in compare")
+    p.add_argument("--wide", action="store_true", help="do not shorten the 'changed' column to fit 100 columns")
+    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store")
+    p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.set_defaults(func=_lazy("dlperf_slurm.history", "cmd_history"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")
     p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")

@@ -120,7 +120,7 @@ def store_result(args, result: Result, say: bool = True) -> int:
     from dlperf_slurm import store
 
     try:
-        url = store.resolve(args.store, _site_data(args))
+        url = store.url_for(args)
         added, updated = store.record_collect(result, url, args.system)
     except UserError as err:
         print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
@@ -128,15 +128,6 @@ def store_result(args, result: Result, say: bool = True) -> int:
     if say:
         print(f"results store {store.describe(url)}: {added} cells added, {updated} updated")
     return 0
-
-
-def _site_data(args) -> dict:
-    from dlperf_slurm.matrix import default_site_file, load_site
-
-    if args.no_site:
-        return {}
-    path = Path(args.site) if args.site else default_site_file()
-    return load_site(path)[0] if path else {}
 
 
 def _parsed(result: Result) -> str:

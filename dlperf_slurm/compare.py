@@ -337,8 +337,17 @@ def cmd_compare(args) -> int:
         return refcompare.cmd_compare_reference(args, ref, new_name, runs)
     if args.threshold is None:
         args.threshold = DEFAULT_THRESHOLD
-    base_name, base = load_side(args.base, args.logs)
-    new_name, new = load_side(args.new, args.logs)
+    from dlperf_slurm.history import LAST_GOOD
+
+    if args.base == LAST_GOOD:  # from the results store: the latest campaign of NEW's cells with no regression
+        from dlperf_slurm import history, store
+
+        new_name, new = load_side(args.new, args.logs)
+        base_name, base = history.last_good_side(store.url_for(args), args.system, new_name, new, args.threshold)
+        print(f"--base {LAST_GOOD}: {base_name}")
+    else:
+        base_name, base = load_side(args.base, args.logs)
+        new_name, new = load_side(args.new, args.logs)
     rows = compare(base, new, args.threshold)
     text = markdown(base_name, new_name, rows, args.threshold)
     print(text, end="")

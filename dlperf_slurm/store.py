@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +117,17 @@ def resolve(url: str | None = None, site: dict[str, Any] | None = None) -> str:
     return str(default_path())
 
 
+def url_for(args: Any) -> str:
+    """The store a command's ``--store``, ``--site`` and ``--no-site`` name (:func:`resolve`)."""
+    from dlperf_slurm.matrix import default_site_file, load_site
+
+    site: dict[str, Any] = {}
+    if not (getattr(args, "store", None) or os.environ.get(ENV) or getattr(args, "no_site", False)):
+        path = Path(args.site) if getattr(args, "site", None) else default_site_file()
+        site = load_site(path)[0] if path else {}
+    return resolve(getattr(args, "store", None), site)
+
+
 def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
@@ -146,10 +156,18 @@ class Store:
         try:
             self.conn = self._connect()
             self._migrate()
-        except UserError:
-            raise
-        except Exception as err:  # the driver's own errors: no server, bad password, unwritable file
+        except self.errors() as err:  # no server, a bad password, an unwritable file, not a database
             raise UserError(f"results store {describe(url)}: cannot open it: {_first_line(err)}") from None
+
+    def errors(self) -> tuple[type[BaseException], ...]:
+        """What the driver raises for what a user or a server can cause."""
+        if self.postgres:
+            try:
+                import psycopg
+            except ImportError:  # _connect says so
+                return (OSError,)
+            return (psycopg.Error, OSError)
+        return (sqlite3.Error, OSError)
 
     def _connect(self) -> Any:
         if self.postgres:
@@ -269,7 +287,10 @@ def _first_line(err: BaseException) -> str:
 
 
 def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """UTC, to the microsecond: campaigns collected in one second keep their order."""
+    import datetime
+
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str, str]:
@@ -369,7 +390,5 @@ def record_collect(result: Any, url: str, system: str | None = None) -> tuple[in
     with Store(url) as st:
         try:
             return st.add(rows)
-        except UserError:
-            raise
-        except Exception as err:
+        except st.errors() as err:
             raise UserError(f"results store {describe(url)}: cannot add the cells: {_first_line(err)}") from None

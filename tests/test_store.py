@@ -59,7 +59,6 @@ def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path)
                                                if r.cell_id == row.cell_id and r.status == "OK")
     oom = next(c for c in cells.values() if c.n_ok == 0)
     assert oom.status == "OOM" and oom.median is None and set(oom.statuses) == {"OOM"}
-    time.sleep(1.1)  # a later second: first_collected must stay, collected_at move
     assert store.record_collect(monday, url, "alpha:gpu") == (0, 2)  # again: updated, never duplicated
     assert store.record_collect(monday, url, "beta") == (2, 0)  # another system: its own rows
     with store.Store(url) as st:
