@@ -89,6 +89,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
             keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
     if state is None or state.path != side:
         state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
+    result.trend = stored_trend(args, result)
     state.begin()
     paths = report.write_all(result, args.out, plots=not args.no_plots, state=state)
     try:
@@ -110,6 +111,22 @@ def cmd_collect(args) -> int:
         print()
     print(f"{_parsed(result)}; {_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)")
     return store_result(args, result)
+
+
+def stored_trend(args, result: Result) -> dict:
+    """The cells' earlier campaigns in the results store, for the HTML report's trend plots ({} without a store or
+    when it cannot be read: :func:`store_result` says why)."""
+    if getattr(args, "no_store", False):
+        return {}
+    from dlperf_slurm import htmlreport, store
+
+    name, partition = store.split_system(args.system)
+    try:
+        with store.Store(store.url_for(args)) as st:
+            stored = st.cells(system=name, partition=partition)
+    except UserError:
+        return {}
+    return htmlreport.trend_of(stored, result)
 
 
 def store_result(args, result: Result, say: bool = True) -> int:

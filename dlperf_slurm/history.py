@@ -155,7 +155,7 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
                 notes += textwrap.wrap(f"{c.campaign}: {_changes(st.changed)}", width, initial_indent="  ",
                                        subsequent_indent="    ", break_on_hyphens=False)
         out += [f"{cell_id} on {system} ({unit})",
-                tabulate(rows, headers=["campaign", "collected", "median", "95% CI", "OK", "vs previous", "changed"],
+                tabulate(rows, headers=["campaign", "collected", "median", "95% CI", "OK/n", "vs previous", "changed"],
                          tablefmt="simple", disable_numparse=True), *notes, ""]
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
     regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)

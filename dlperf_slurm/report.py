@@ -254,6 +254,18 @@ def _json_lines(doc: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+@writer("html")
+def write_html(result, out: Path, stem: str) -> list[Path]:
+    """``<stem>.html``: one self-contained page (System, tables, inline plots, failures with their logs' last lines,
+    each cell's stored history): :mod:`dlperf_slurm.htmlreport`."""
+    from dlperf_slurm import htmlreport
+    from dlperf_slurm.store import system_section
+
+    text = htmlreport.render(result, plots=getattr(result, "with_plots", True), system=system_section(result),
+                             trend=getattr(result, "trend", None))
+    return [_write(out / f"{stem}.html", text)]
+
+
 @writer("svg", plot=True)
 def write_plots(result, out: Path, stem: str) -> list[Path]:
     """One SVG plot per suite with an OK cell; with ``result.output_state``, a plot whose cells did not change is
@@ -284,11 +296,13 @@ def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = Tr
     ``state`` records what is current (the plots keep their own digest per file)."""
     out, stem = Path(out_dir), _slug(result.name)
     result.output_state = state
+    result.with_plots = plots
     inputs = None
     if state is not None:
         inputs = digest(result.name, [(c.name, c.source, c.where, c.repeats, c.notes, len(c.runs),
                                        sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
-                                      for c in result.collections], result.runs, result.cells)
+                                      for c in result.collections], result.runs, result.cells, plots,
+                        getattr(result, "trend", None))
     paths: list[Path] = []
     ran = [n for n in WRITERS if plots or n not in _PLOTS]
     for name in ran:

@@ -19,22 +19,14 @@ def pytest_addoption(parser):
 GOLDEN = Path(__file__).parent / "golden"
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _results_store_of_the_tests(tmp_path_factory):
-    """Every collect of the tests (in process or in a child process) adds its cells to a results store in a folder
-    of the session's, never to the user's data folder (``$XDG_DATA_HOME/dlperf_slurm/results.sqlite``) nor to a
-    store a ``DLPERF_SLURM_STORE`` of the calling shell names."""
-    import os
-
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "DLPERF_SLURM_STORE")}
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
-    os.environ.pop("DLPERF_SLURM_STORE", None)
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+@pytest.fixture(autouse=True)
+def _results_store_of_the_test(tmp_path_factory, monkeypatch):
+    """Every collect of a test (in process or in a child process) adds its cells to a results store of that test's
+    own, never to the user's data folder (``$XDG_DATA_HOME/dlperf_slurm/results.sqlite``), to a store a
+    ``DLPERF_SLURM_STORE`` of the calling shell names, or to another test's (whose campaigns would show as history
+    in this one's reports)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.delenv("DLPERF_SLURM_STORE", raising=False)
 
 
 @pytest.fixture
