@@ -46,27 +46,9 @@ def note_dropped(m, matrix_arg: str) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
+    from dlperf_slurm.tables import plan_text
 
-    m = _load_matrix(args)
-    rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
-             ", ".join(f"{k}={v}" for k, v in (*((("setup", c.setup),) if c.setup else ()), *c.params, *c.env))
-             or "-", m.measure.repeats] for c in m.cells]
-    print(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
-                                     if not m.grouped else f"{len(m.suites)} suites"))
-    for s in m.suites if m.grouped else ():
-        print(f"  {s.name}: {s.description}")
-    if m.grouped:
-        rows = [[c.suite, *row] for c, row in zip(m.cells, rows)]
-    print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
-                                  "repeats"], tablefmt="github"))
-    print(f"\n{len(m.cells)} cells x {m.measure.repeats} repeats = {m.runs} runs; "
-          f"window: skip {m.measure.warmup_steps} steps, measure {m.measure.measure_steps}")
-    print(f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)")
-    if m.dropped:
-        print(f"\ndropped {len(m.dropped)} cells:")
-        for d in m.dropped:
-            print(f"  {d.cell.id}: {d.reason}")
+    print(plan_text(_load_matrix(args), wide=args.wide))
     return 0
 
 
@@ -114,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
+    p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit 100 columns)")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")
@@ -205,7 +188,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for name in sorted(used):
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes))
+        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
     finally:
         m.close()
     return 0
@@ -272,6 +255,7 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
+    p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
@@ -306,6 +290,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
+    p.add_argument("--wide", action="store_true", help="print every column (the tables fit 100 columns by "
+                   "default; the files always have every column)")
     p.add_argument("--no-cache", action="store_true", help="read every log again (collect remembers the logs it "
                    "read, in the manifest or beside the summaries, and reads only new or changed ones) and write "
                    "every summary")
@@ -343,6 +329,8 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     _store_args(p)
     p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store (--base last-good)")
     p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.add_argument("--wide", action="store_true", help="the table uncut (default: it fits 100 columns; the .md "
+                   "file has it whole)")
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
                    "testcase per cell, a regression a failure, a cell no longer running an error")
     p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))

@@ -107,9 +107,10 @@ def cmd_collect(args) -> int:
     t0 = time.perf_counter()
     result, wrote, kept, state = collect_once(args)
     if not args.quiet:
-        print(report.terminal(result))
+        print(report.terminal(result, wide=args.wide))
         print()
-    print(f"{_parsed(result)}; {_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)")
+    parts = [_parsed(result), f"{_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)"]
+    print("; ".join(parts) if args.wide else _fit_lines(parts))
     return store_result(args, result)
 
 
@@ -145,6 +146,25 @@ def store_result(args, result: Result, say: bool = True) -> int:
     if say:
         print(f"results store {store.describe(url)}: {added} cells added, {updated} updated")
     return 0
+
+
+def _fit_lines(parts: Sequence[str]) -> str:
+    """The summary line's parts on lines of the terminal tables' width, one part a line (the next ones indented),
+    a part too long broken after its commas (a path is never cut)."""
+    from dlperf_slurm.tables import TERMINAL_WIDTH
+
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        items = part.split(", ")
+        current = ("  " if i else "") + items[0]
+        for item in items[1:]:
+            if len(current) + 2 + len(item) > TERMINAL_WIDTH:
+                out.append(current + ",")
+                current = "    " + item
+            else:
+                current += ", " + item
+        out.append(current)
+    return "\n".join(out)
 
 
 def _parsed(result: Result) -> str:

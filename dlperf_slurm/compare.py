@@ -257,6 +257,35 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     return "\n".join(lines) + "\n"
 
 
+def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float,
+             wide: bool = False) -> str:
+    """The comparison for the terminal: the markdown's table fitting 100 columns unless ``wide`` (the .md file
+    keeps it whole)."""
+    import textwrap
+
+    from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table, left_out_line
+
+    md = markdown(base_name, new_name, rows, threshold).splitlines()
+    table = [[_f(r.base_median), _f(r.new_median), _f(r.ratio, 3),
+              f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", f"{r.base_n}/{r.new_n}",
+              f"{r.verdict}, REGRESSED" if r.regressed else r.verdict] for r in rows]
+    text, dropped = fit_table(["cell", "base median", "new median", "new/base", "interval", "runs (base/new)",
+                               "verdict"], [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
+                              drop=("runs", "base median", "new median"), cut=("verdict",))
+    def wrap(line: str) -> list[str]:
+        line = line.replace("**", "")
+        return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, break_long_words=False,
+                                                 break_on_hyphens=False) or [""]
+
+    out = [md[0], "", *wrap(md[2]), "", text]
+    if dropped:
+        out.append(left_out_line(dropped, "the .md/.json"))
+    for line in md[md.index("") + 1:][md[md.index("") + 1:].index("") + 1:]:  # after the method line
+        if not line.startswith("|"):
+            out += wrap(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
 def _interval_text(r: CellComparison) -> str:
     return f"{int(CONFIDENCE * 100)} % interval {_f(r.low, 3)}-{_f(r.high, 3)}" if r.low is not None else "no interval"
 
@@ -350,7 +379,7 @@ def cmd_compare(args) -> int:
         new_name, new = load_side(args.new, args.logs)
     rows = compare(base, new, args.threshold)
     text = markdown(base_name, new_name, rows, args.threshold)
-    print(text, end="")
+    print(terminal(base_name, new_name, rows, args.threshold, wide=getattr(args, "wide", False)), end="")
     out = Path(args.out)
     stem = f"compare.{base_name}.{new_name}"
     atomic_write(out / f"{stem}.md", text)

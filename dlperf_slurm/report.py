@@ -163,22 +163,29 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def terminal(result) -> str:
-    """The main tables for the terminal."""
-    from tabulate import tabulate
+#: what the terminal leaves out first to fit (the files keep every column)
+TERMINAL_DROP = ("TFLOP/s", "GPU mem", "latency", "spread")
+
+
+def terminal(result, wide: bool = False) -> str:
+    """The main tables for the terminal, fitting :data:`tables.TERMINAL_WIDTH` columns unless ``wide``."""
+    from dlperf_slurm.tables import fit_table, left_out_line
 
     shared = shared_suites(result.cells)
     launchers = len({c.launcher for c in result.cells}) > 1
     out = [f"{result.name}: {len(result.runs)} runs ({counts_text(result.runs)}), {len(result.cells)} cells"]
+    left_out: list[str] = []
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)
-        out += ["", group_title(key, gc, launchers, shared),
-                tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+        text, dropped = fit_table(headers, rows, wide=wide, drop=TERMINAL_DROP)
+        left_out += dropped
+        out += ["", group_title(key, gc, launchers, shared), text]
     xs = cross_suite(result.cells)
     if len({c.suite for c in result.cells}) > 1:
         for model, headers, rows in xs:
-            out += ["", f"{model} across suites (largest shape)",
-                    tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+            out += ["", f"{model} across suites (largest shape)", fit_table(headers, rows, wide=wide)[0]]
+    if left_out:
+        out += ["", left_out_line(left_out, "the .md/.csv/.html")]
     return "\n".join(out)
 
 

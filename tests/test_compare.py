@@ -105,7 +105,7 @@ def test_compare_two_campaigns_from_the_cli(tmp_path):
     (cell,) = doc["cells"]
     assert cell["verdict"] == "slower" and cell["regressed"] and cell["ratio"] == pytest.approx(0.8)
     assert cell["base_n"] == cell["new_n"] == 3
-    assert "**slower, regressed**" in p.stdout
+    assert "slower, REGRESSED" in p.stdout
     p = cli("--logs", logs, "compare", "before", "before", "--out", out)
     assert p.returncode == 0 and "no change" in p.stdout
     # a collect summary serves as the base as well as its campaign does
