@@ -271,7 +271,7 @@ def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
               f"{r.verdict}, REGRESSED" if r.regressed else r.verdict] for r in rows]
     text, dropped = fit_table(["cell", "base median", "new median", "new/base", "interval", "runs (base/new)",
                                "verdict"], [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
-                              drop=("runs", "base median", "new median"), cut=("verdict",))
+                              drop=("runs", "base median", "new median", "interval"))
     def wrap(line: str) -> list[str]:
         line = line.replace("**", "")
         return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, break_long_words=False,
