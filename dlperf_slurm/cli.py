@@ -23,17 +23,22 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--site", metavar="FILE", help="site defaults for [slurm]/[environment] "
                    "(default: $DLPERF_SLURM_SITE or ~/.config/dlperf_slurm/site.toml)")
     p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="a named system (and partition) of the site file "
+                   "([systems.NAME], [systems.NAME.partitions.P]): its [slurm], [environment], [health] over the "
+                   "site's (default: the site file's default_system)")
 
 
 def _load_matrix(args: argparse.Namespace):
     from dlperf_slurm import matrix
 
-    return matrix.load(args.matrix, site=False if args.no_site else args.site)
+    return matrix.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
 
 
 def note_dropped(m, matrix_arg: str) -> None:
     """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
     make the others, so one line on stderr says how many and why, and changes nothing they do."""
+    for line in m.overridden:  # a matrix key that the system sets too: the matrix's wins, said
+        print(f"dlperf-slurm: {line}", file=sys.stderr)
     if not m.dropped:
         return
     reasons = list(dict.fromkeys(d.reason for d in m.dropped))
@@ -129,7 +134,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dlperf_slurm.model import FAILURES
     from dlperf_slurm.submit import plural, submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
+    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
     note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):

@@ -114,6 +114,22 @@ def cmd_collect(args) -> int:
     return store_result(args, result)
 
 
+def system_of(args, result: Result) -> str | None:
+    """The system the store records the cells under: ``--system``, else the one the campaign was submitted for
+    (its manifest's), else none."""
+    if args.system:
+        return args.system
+    for col in result.collections:
+        if col.source == "manifest":
+            m = manifest.Manifest(col.where)
+            try:
+                if m.meta("system"):
+                    return str(m.meta("system"))
+            finally:
+                m.close()
+    return None
+
+
 def stored_trend(args, result: Result) -> dict:
     """The cells' earlier campaigns in the results store, for the HTML report's trend plots ({} without a store or
     when it cannot be read: :func:`store_result` says why)."""
@@ -121,7 +137,7 @@ def stored_trend(args, result: Result) -> dict:
         return {}
     from dlperf_slurm import htmlreport, store
 
-    name, partition = store.split_system(args.system)
+    name, partition = store.split_system(system_of(args, result))
     try:
         with store.Store(store.url_for(args)) as st:
             stored = st.cells(system=name, partition=partition)
@@ -139,7 +155,7 @@ def store_result(args, result: Result, say: bool = True) -> int:
 
     try:
         url = store.url_for(args)
-        added, updated = store.record_collect(result, url, args.system)
+        added, updated = store.record_collect(result, url, system_of(args, result))
     except UserError as err:
         print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
         return 1

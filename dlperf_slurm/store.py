@@ -119,7 +119,7 @@ def resolve(url: str | None = None, site: dict[str, Any] | None = None) -> str:
 
 def url_for(args: Any) -> str:
     """The store a command's ``--store``, ``--site`` and ``--no-site`` name (:func:`resolve`)."""
-    from dlperf_slurm.matrix import default_site_file, load_site
+    from dlperf_slurm.sitefile import default_site_file, load_site
 
     site: dict[str, Any] = {}
     if not (getattr(args, "store", None) or os.environ.get(ENV) or getattr(args, "no_site", False)):

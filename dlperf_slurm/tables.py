@@ -321,6 +321,10 @@ def plan_text(m, wide: bool = False) -> str:
                                          if not m.grouped else f"{len(m.suites)} suites"))
     for s in m.suites if m.grouped else ():
         out += wrap(f"  {s.name}: {s.description}", "  ")
+    if m.system is not None:
+        out += wrap(m.system.describe())
+    for line in m.overridden:
+        out += wrap(f"  {line}", "  ")
     if m.grouped:
         rows = [[c.suite, *row] for c, row in zip(m.cells, rows, strict=True)]
     text, dropped = fit_table(["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla",
