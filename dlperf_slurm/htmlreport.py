@@ -21,13 +21,7 @@ from dlperf_slurm import plots as plotting
 from dlperf_slurm import stats
 from dlperf_slurm.model import ACTIVE, Status
 from dlperf_slurm.rows import CellRow, RunRow
-from dlperf_slurm.tables import (
-    counts_text,
-    group_table,
-    group_title,
-    groups,
-    shared_suites,
-)
+from dlperf_slurm.tables import counts_text, group_table, group_title, groups, shared_suites
 
 LOG_LINES = 15  # a failed run's last log lines shown
 MAX_FAILURES = 200  # failed runs listed (the rest counted)

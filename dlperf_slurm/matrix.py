@@ -14,27 +14,9 @@ from typing import Any, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import (
-    Cell,
-    Container,
-    Dropped,
-    Environment,
-    Health,
-    Matrix,
-    Measure,
-    Run,
-    Setup,
-    SlurmConfig,
-    System,
-    time_to_minutes,
-)
-from dlperf_slurm.sitefile import (
-    _merge,
-    _overridden,
-    default_site_file,
-    load_site,
-    select_system,
-)
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Run, Setup, SlurmConfig,
+                                System, time_to_minutes)
+from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
