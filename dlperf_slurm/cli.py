@@ -1,7 +1,10 @@
-"""Command line: ``python -m dlperf_slurm {plan,render,submit,status,cancel,collect}``.
+"""Command line: ``python -m dlperf_slurm {plan,render,submit,search,status,cancel,collect,compare,history,references,
+suites}``.
 
-Each subcommand's work lives in its stage module, imported only when that subcommand runs, so
-``--help`` and ``plan`` never import submitit, numpy or torch.
+This module is the parser and :func:`main` alone. Each command's handler is a module of
+:mod:`dlperf_slurm.commands` (``commands/<name>.py``, ``cmd_<name>``), named here by string and imported only
+when that command runs, so ``--help`` imports no stage module, nor submitit, numpy, tabulate or torch. No stage
+module imports this module or the commands (tests/test_structure.py).
 """
 
 from __future__ import annotations
@@ -9,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from pathlib import Path
 from typing import Callable, Sequence
 
 from dlperf_slurm import __version__
@@ -28,62 +30,12 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
                    "site's (default: the site file's default_system)")
 
 
-def _load_matrix(args: argparse.Namespace):
-    from dlperf_slurm import matrix
-
-    return matrix.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
-
-
-def note_dropped(m, matrix_arg: str) -> None:
-    """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
-    make the others, so one line on stderr says how many and why, and changes nothing they do."""
-    for line in m.overridden:  # a matrix key that the system sets too: the matrix's wins, said
-        print(f"dlperf-slurm: {line}", file=sys.stderr)
-    if not m.dropped:
-        return
-    reasons = list(dict.fromkeys(d.reason for d in m.dropped))
-    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {len(reasons) - 1} more reason{'s' * (len(reasons) > 2)}"
-    print(f"dlperf-slurm: {len(m.dropped)} of {len(m.cells) + len(m.dropped)} cells dropped ({why}): "
-          f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
-
-
-# ------------------------------------------------------------------------------------------------ plan
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    from dlperf_slurm.tables import plan_text
-
-    print(plan_text(_load_matrix(args), wide=args.wide))
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------- render
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    from dlperf_slurm import matrix, render
-
-    m = _load_matrix(args)
-    note_dropped(m, args.matrix)
-    out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
-    render.check_template_dir(args.templates)  # before any folder is made
-    from dlperf_slurm.manifest import MANIFEST
-
-    if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
-        raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
-                        "into another folder (--out DIR)")
-    _make_folder(out)
-    paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
-    print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
-    return 0
-
-
-def _make_folder(path: Path) -> None:
-    """The campaign folder (``--out``, ``--logs``), or one line saying why it cannot be made."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"{path}: cannot create the campaign folder: {err.strerror or err}") from None
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
+                   "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
+                   "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition): the one collect "
+                   "records the campaign under in the store, the one history and --base last-good read")
 
 
 # -------------------------------------------------------------------------------------------- parser
@@ -102,13 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
     p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit 100 columns)")
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=_lazy("plan"))
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")
     _add_matrix_args(p)
     p.add_argument("--out", metavar="DIR", help="campaign folder to write into (default: LOGS/<campaign>)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=cmd_render)
+    p.set_defaults(func=_lazy("render"))
 
     _lifecycle_commands(sub)
     _collect_commands(sub)
@@ -116,105 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("suites", help="list every suite: program, launchers, precisions, XLA, axes, options, "
                        "throughput flavour, example matrix")
     p.add_argument("--json", action="store_true", help="as JSON")
-    p.set_defaults(func=_lazy("dlperf_slurm.catalog", "cmd_suites"))
+    p.set_defaults(func=_lazy("suites"))
     return parser
 
 
-# ------------------------------------------------------------------- submit / status / cancel / collect
-# The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/, collect.py,
-# report.py), imported inside the handlers, so --help imports none of them, nor submitit, numpy or tabulate.
+def _lazy(command: str) -> Callable[[argparse.Namespace], int]:
+    """The handler ``cmd_<command>`` of ``dlperf_slurm.commands.<command>``, imported when the command runs."""
 
-
-def cmd_submit(args: argparse.Namespace) -> int:
-    import re
-
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.manifest import MANIFEST, Manifest
-    from dlperf_slurm.model import FAILURES
-    from dlperf_slurm.submit import plural, submit
-
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
-    note_dropped(m, args.matrix)
-    if args.campaign:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
-            raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
-        m.name = args.campaign
-    cdir = (Path(args.logs) / m.name).resolve()
-    if args.jobs < 1:
-        raise UserError("--jobs must be at least 1")
-    backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
-    if args.executor == "auto" and backend.auto_note() and not args.dry_run:
-        print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
-    top = None
-    if args.top_up:
-        from dlperf_slurm.topup import TopUp
-
-        from dlperf_slurm.axes import MAX_REPEATS
-
-        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
-            raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
-                            f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
-        top = TopUp(args.ci_target, args.max_repeats)
-    if not args.dry_run:
-        from dlperf_slurm.render import check_template_dir
-
-        check_template_dir(args.templates)  # before the campaign folder is made
-        _make_folder(cdir)
-    report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates, top_up=top)
-    if args.dry_run:
-        return 0
-    print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
-          f"manifest: {cdir / MANIFEST}")
-    if not args.wait:
-        return 0
-    man = Manifest(cdir)
-    try:
-        final = monitor.wait(man, schedulers.for_campaign(cdir, monitor.used_schedulers(man), default=backend))
-        print(monitor.status_report(man, show_runs=False, notes=backend.notes()))
-    finally:
-        man.close()
-    return 0 if not sum(v for k, v in final.items() if k in FAILURES) else 1
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.manifest import Manifest, find_campaign
-
-    cdir = find_campaign(args.logs, args.campaign)
-    m = Manifest(cdir)
-    try:
-        used = monitor.used_schedulers(m)
-        exs = schedulers.for_campaign(cdir, used)
-        if not args.no_refresh:
-            monitor.refresh(m, exs)
-        notes = []
-        for name in sorted(used):
-            notes += exs[name].notes() if name in exs else [
-                f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
-    finally:
-        m.close()
-    return 0
-
-
-def cmd_cancel(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor
-    from dlperf_slurm.manifest import campaigns, find_campaign
-
-    if not args.campaign:  # cancelling is not undone: "the latest campaign" must be the only one
-        names = [c.name for c in campaigns(args.logs)]
-        if len(names) > 1:
-            raise UserError(f"cancel which campaign? {args.logs}/ holds {len(names)}: {', '.join(names)}; "
-                            "name one (dlperf-slurm cancel NAME)")
-    monitor.cancel(find_campaign(args.logs, args.campaign), pending_only=args.pending)
-    return 0
-
-
-def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(module), name)(args)
+        return getattr(importlib.import_module(f"dlperf_slurm.commands.{command}"), f"cmd_{command}")(args)
 
     return run
 
@@ -238,7 +100,7 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-repeats", type=int, default=21, metavar="N",
                    help="with --top-up: never more repeats per cell than this (default 21)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=cmd_submit)
+    p.set_defaults(func=_lazy("submit"))
 
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
                        "then bisection; one short probe run each, resumable), then that value with the normal repeats")
@@ -254,20 +116,20 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--templates", metavar="DIR", help="your template folder")
     p.add_argument("--no-run", action="store_true", help="search only; do not submit the found values' repeats")
     p.add_argument("--wait", action="store_true", help="wait for the found values' repeats to end")
-    p.set_defaults(func=_lazy("dlperf_slurm.search", "cmd_search"))
+    p.set_defaults(func=_lazy("search"))
 
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
-    p.set_defaults(func=cmd_status)
+    p.set_defaults(func=_lazy("status"))
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the only one under LOGS; with "
                    "several, naming it is required)")
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
-    p.set_defaults(func=cmd_cancel)
+    p.set_defaults(func=_lazy("cancel"))
 
 
 def _collect_commands(sub: argparse._SubParsersAction) -> None:
@@ -305,16 +167,7 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
     _store_args(p)
     p.add_argument("--no-store", action="store_true", help="do not add the cells to the results store")
-    p.set_defaults(func=_lazy("dlperf_slurm.collectcli", "cmd_collect"))
-
-
-def _store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
-                   "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
-                   "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
-    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition): the one collect "
-                   "records the campaign under in the store, the one history and --base last-good read")
-
+    p.set_defaults(func=_lazy("collect"))
 
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
@@ -338,7 +191,7 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                    "file has it whole)")
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
                    "testcase per cell, a regression a failure, a cell no longer running an error")
-    p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
+    p.set_defaults(func=_lazy("compare"))
     p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the changes "
                        "beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, framework, ...)")
     p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
@@ -346,15 +199,15 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")
     p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
                    "new/previous < 1 - F (default 0.05), as in compare")
-    p.add_argument("--wide", action="store_true", help="do not shorten the 'changed' column to fit 100 columns")
+    p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")
     p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store")
     p.add_argument("--no-site", action="store_true", help="ignore any site file")
-    p.set_defaults(func=_lazy("dlperf_slurm.history", "cmd_history"))
+    p.set_defaults(func=_lazy("history"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")
     p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")
     p.add_argument("--json", action="store_true", help="as JSON")
-    p.set_defaults(func=_lazy("dlperf_slurm.refcompare", "cmd_references"))
+    p.set_defaults(func=_lazy("references"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,6 @@ with it, in which no cell regressed against its own predecessor.
 from __future__ import annotations
 
 import datetime
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -172,25 +171,3 @@ def parse_since(value: str | None) -> str | None:
         return datetime.date.fromisoformat(value).isoformat()
     except ValueError:
         raise UserError(f"--since {value}: expected a date as YYYY-MM-DD, e.g. 2026-01-31") from None
-
-
-def cmd_history(args) -> int:
-    from dlperf_slurm import store
-
-    if not 0 <= args.threshold < 1:
-        raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
-    since = parse_since(args.since)
-    system, partition = store.split_system(args.system)
-    url = store.url_for(args)
-    with store.Store(url) as st:
-        cells = st.cells(pattern=args.pattern, system=system or None, partition=partition or None, since=since)
-    if not cells:
-        what = " ".join(x for x in (f"matching {args.pattern}" if args.pattern else "",
-                                    f"on {args.system}" if args.system else "",
-                                    f"since {since}" if since else "") if x)
-        print(f"dlperf-slurm: no stored cell {what or 'at all'} in {store.describe(url)} (collect adds them)",
-              file=sys.stderr)
-        return 1
-    steps = {key: judge(s, args.threshold) for key, s in series(cells).items()}
-    print(text(steps, wide=args.wide))
-    return 0

@@ -14,7 +14,6 @@ import html
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import plots as plotting
