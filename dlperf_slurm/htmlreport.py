@@ -175,6 +175,12 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
     body.append('<h2 id="system">System</h2>')
     body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
                 '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
+    differs = (system or {}).get("differs") or []
+    if differs:  # a node that differs from the majority is a finding
+        body.append("<p>Differs from the majority:</p><ul>" + "".join(
+            f'<li class="failed"><b>{_e(d.get("field"))}</b> {_e(d.get("value"))} (majority: '
+            f'{_e(d.get("majority"))}) on {_e(", ".join(map(str, d.get("nodes") or [])))}</li>' for d in differs)
+            + "</ul>")
 
     body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
                 "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")

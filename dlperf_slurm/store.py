@@ -294,9 +294,9 @@ def now_iso() -> str:
 
 
 def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str, str]:
-    """What a campaign ran on, as ``{name: version}``: from the summary's System section when it has one (its
-    ``versions`` and the scalar facts beside them), else the most frequent of its runs' provenance (the job
-    event's package versions, the GPUs' driver, the container image)."""
+    """What a campaign ran on, as ``{name: version}``: from the summary's System object when there is one (its
+    majority node group: :func:`_flat_versions`), else the most frequent of its runs' provenance (the job event's
+    package versions, the GPUs' model and driver, the container image)."""
     if system:
         return _flat_versions(system)
     tally: dict[str, Counter[str]] = {}
@@ -315,24 +315,32 @@ def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str,
     return {k: c.most_common(1)[0][0] for k, c in sorted(tally.items())}
 
 
-#: the facts of a System section that say what changed between campaigns
-_SYSTEM_FACTS = ("gpu", "gpu_model", "driver", "cuda", "cudnn", "nccl", "python", "framework", "container",
-                 "container_image", "image", "image_digest", "mpi", "kernel", "os")
-
-
-def _flat_versions(system: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
+    """The facts of a System object (``summaries/<name>.json``'s ``system``: its majority node group, the first)
+    that say what changed between campaigns: GPU model, driver, CUDA, cuDNN, NCCL, Python, each framework's
+    version, the container image (and digest), the program's code version."""
+    groups = system.get("node_groups")
+    g = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], dict) else system
     out: dict[str, str] = {}
-    for k, v in system.items():
-        if isinstance(v, dict):
-            if k == "versions" or k in ("frameworks", "libraries", "packages"):
-                out.update({str(n): str(x) for n, x in v.items() if isinstance(x, (str, int, float)) and x != ""})
-            elif k in ("majority", "common"):
-                out.update(_flat_versions(v))
-        elif isinstance(v, (str, int, float)) and v != "" and k in _SYSTEM_FACTS:
-            out.setdefault(k, str(v))
-        elif isinstance(v, list) and k in ("groups", "node_groups") and v and isinstance(v[0], dict):
-            for name, value in _flat_versions(v[0]).items():
-                out.setdefault(name, value)
+    gpu = g.get("gpu")
+    if isinstance(gpu, dict):
+        if gpu.get("model"):
+            out["gpu"] = str(gpu["model"])
+        if gpu.get("driver"):
+            out["driver"] = str(gpu["driver"])
+    for key in ("driver", "cuda", "cudnn", "nccl", "python", "program"):
+        if g.get(key) and not isinstance(g[key], (dict, list)):
+            out.setdefault(key, str(g[key]))
+    for table in ("framework", "versions"):
+        if isinstance(g.get(table), dict):
+            out.update({str(k): str(v) for k, v in g[table].items() if v not in (None, "")})
+    container = g.get("container")
+    if isinstance(container, dict) and container.get("image"):
+        out["container"] = str(container["image"])
+        if container.get("digest"):
+            out["container_digest"] = str(container["digest"])
+    elif isinstance(container, str) and container:
+        out["container"] = container
     return out
 
 
@@ -364,15 +372,25 @@ def records(result: Any, *, system: str = "", partition: str = "", system_sectio
 
 
 def system_section(result: Any) -> dict[str, Any] | None:
-    """The collect's System section as a dict, when the summaries have one."""
-    import dataclasses
+    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``) when this dlperf_slurm
+    makes one (:mod:`dlperf_slurm.system`); else None, and the runs' provenance stands in
+    (:func:`versions_of`)."""
+    import importlib
 
-    section = getattr(result, "system", None)
-    if section is None:
+    try:
+        describe = importlib.import_module("dlperf_slurm.system").describe
+    except (ImportError, AttributeError):
         return None
-    if dataclasses.is_dataclass(section) and not isinstance(section, type):
-        return dataclasses.asdict(section)
+    section = describe(result.runs)
     return section if isinstance(section, dict) else None
+
+
+def partition_of(system: dict[str, Any] | None) -> str:
+    """The Slurm partition the System object's majority node group ran in ("" when it says none)."""
+    groups = (system or {}).get("node_groups")
+    if isinstance(groups, list) and groups and isinstance(groups[0], dict):
+        return str(groups[0].get("partition") or "")
+    return ""
 
 
 def split_system(value: str | None) -> tuple[str, str]:
@@ -383,10 +401,18 @@ def split_system(value: str | None) -> tuple[str, str]:
     return name, partition
 
 
+def placement(result: Any, system: str | None) -> tuple[str, str, dict[str, Any] | None]:
+    """Where a collect's cells go in the store: ``(system, partition, System object)``; the partition, when
+    ``NAME[:PARTITION]`` names none, is the one the System object's runs ran in."""
+    name, partition = split_system(system)
+    section = system_section(result)
+    return name, partition or partition_of(section), section
+
+
 def record_collect(result: Any, url: str, system: str | None = None) -> tuple[int, int]:
     """Add a collect's cells to the store at ``url``: ``(added, updated)``."""
-    name, partition = split_system(system)
-    rows = records(result, system=name, partition=partition, system_section=system_section(result))
+    name, partition, section = placement(result, system)
+    rows = records(result, system=name, partition=partition, system_section=section)
     with Store(url) as st:
         try:
             return st.add(rows)

@@ -132,3 +132,23 @@ def test_a_store_that_cannot_be_reached_is_one_line_after_the_summaries(tmp_path
     site = tmp_path / "site.toml"
     site.write_text("[store]\nurl = 5\n")
     assert main([*args, "--site", str(site)]) == 1 and "[store] url" in capsys.readouterr().err
+
+
+def test_the_versions_of_a_system_object_are_its_majority_groups():
+    """The System object collect writes (``"system"`` in the JSON, schema dlperf_slurm.system/1, docs/method.md):
+    the store keeps the majority node group's GPU, driver, CUDA, cuDNN, NCCL, Python, frameworks and container."""
+    section = {"schema": "dlperf_slurm.system/1",
+               "node_groups": [{"nodes": ["n1", "n2"], "runs": 14,
+                                "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8, "driver": "550.54.15"},
+                                "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5", "python": "3.10.12",
+                                "framework": {"torch": "2.3.0"}, "libraries": {"numpy": "1.26.4"},
+                                "container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3", "digest": "sha256:ab"},
+                                "modules": [], "partition": "gpu", "qos": None, "program": "v1.2", "tool": "0.9"},
+                               {"nodes": ["n3"], "runs": 1, "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8,
+                                                                    "driver": "535.104.05"}}],
+               "differs": [], "without_provenance": []}
+    assert store.versions_of(section, []) == {
+        "gpu": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5",
+        "python": "3.10.12", "program": "v1.2", "torch": "2.3.0", "container": "nvcr.io/nvidia/pytorch:24.05-py3",
+        "container_digest": "sha256:ab"}
+    assert store.partition_of(section) == "gpu" and store.partition_of(None) == ""

@@ -162,7 +162,7 @@ def stored_trend(args, result: Result) -> dict:
         return {}
     from dlperf_slurm import htmlreport, store
 
-    name, partition = store.split_system(system_of(args, result))
+    name, partition, _ = store.placement(result, system_of(args, result))
     try:
         with store.Store(store.url_for(args)) as st:
             stored = st.cells(system=name, partition=partition)
