@@ -152,3 +152,30 @@ def test_the_versions_of_a_system_object_are_its_majority_groups():
         "python": "3.10.12", "program": "v1.2", "torch": "2.3.0", "container": "nvcr.io/nvidia/pytorch:24.05-py3",
         "container_digest": "sha256:ab"}
     assert store.partition_of(section) == "gpu" and store.partition_of(None) == ""
+
+
+def test_history_and_last_good_from_the_postgresql_store(pg, tmp_path, capsys):
+    """The same record through the real server: three campaigns collected into it, history judges them, compare
+    last-good finds monday."""
+    import psycopg
+
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
+    gpus = "0, NVIDIA A100-SXM4-80GB, {}, 81920 MiB, 1410 MHz"
+    out = tmp_path / "s"
+    for name, scale, driver in (("monday", 1.0, "535.104.05"), ("tuesday", 0.8, "550.54.15"),
+                                ("wednesday", 0.8, "550.54.15")):
+        tree = sc.tree(tmp_path / "t", name, scale, job={"gpus": [gpus.format(driver)]}, seed=len(name))
+        assert main(["collect", "--from", str(tree), "--suite", sc.SUITE, "--no-plots", "-q", "--store", pg.url,
+                     "--system", "alpha", "--out", str(out)]) == 0
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    assert main(["history", "--store", pg.url, "--system", "alpha"]) == 0
+    seconds = time.perf_counter() - t0
+    text = capsys.readouterr().out
+    assert text.count("slower, REGRESSED *") == 2 and text.count("tuesday: driver 535.104.05 -> 550.54.15") == 2
+    with capsys.disabled():
+        print(f"\n[pg] history of 2 cells x 3 campaigns from PostgreSQL in {seconds * 1000:.0f} ms")
+    assert main(["compare", "last-good", str(out / "wednesday.json"), "--store", pg.url, "--system", "alpha",
+                 "--out", str(tmp_path / "cmp")]) == 1
+    assert "--base last-good: monday" in capsys.readouterr().out
