@@ -146,7 +146,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], attrs: Sequenc
 def system_rows(system: Mapping[str, Any] | None, runs: Sequence[RunRow]) -> list[tuple[str, str]]:
     """The System section as (what, value) rows: the summary's System object when there is one, else what the
     runs' provenance recorded (the most frequent value of each), and the nodes the runs ran on."""
-    from dlperf_slurm.store import versions_of
+    from dlperf_slurm.sysversions import versions_of
 
     rows = [(k, v) for k, v in versions_of(dict(system) if system else None, runs).items()]
     hosts = sorted({r.hosts for r in runs if r.hosts})

@@ -266,7 +266,7 @@ def write_html(result, out: Path, stem: str) -> list[Path]:
     """``<stem>.html``: one self-contained page (System, tables, inline plots, failures with their logs' last lines,
     each cell's stored history): :mod:`dlperf_slurm.htmlreport`."""
     from dlperf_slurm import htmlreport
-    from dlperf_slurm.store import system_section
+    from dlperf_slurm.sysversions import system_section
 
     text = htmlreport.render(result, plots=getattr(result, "with_plots", True), system=system_section(result),
                              trend=getattr(result, "trend", None))

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import pgserver  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 
-from dlperf_slurm import store  # noqa: E402
+from dlperf_slurm import store, sysversions  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
 
 
@@ -147,11 +147,11 @@ def test_the_versions_of_a_system_object_are_its_majority_groups():
                                {"nodes": ["n3"], "runs": 1, "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8,
                                                                     "driver": "535.104.05"}}],
                "differs": [], "without_provenance": []}
-    assert store.versions_of(section, []) == {
+    assert sysversions.versions_of(section, []) == {
         "gpu": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5",
         "python": "3.10.12", "program": "v1.2", "torch": "2.3.0", "container": "nvcr.io/nvidia/pytorch:24.05-py3",
         "container_digest": "sha256:ab"}
-    assert store.partition_of(section) == "gpu" and store.partition_of(None) == ""
+    assert sysversions.partition_of(section) == "gpu" and sysversions.partition_of(None) == ""
 
 
 def test_history_and_last_good_from_the_postgresql_store(pg, tmp_path, capsys):
