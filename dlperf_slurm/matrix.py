@@ -62,6 +62,9 @@ def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None, 
         raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE or "
                         "~/.config/dlperf_slurm/site.toml) names systems")
     site_data, chosen, origin = select_system(site_data, site_src, system)
+    if chosen is not None and site_src is not None:  # a value a system gives is reported at its own line
+        site_src.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
+            + (f"systems.{chosen.name}",)
     return _build(Source(path, text, site=site_src), data, site_data, site_path, chosen, origin)
 
 

@@ -133,3 +133,14 @@ def test_no_example_matrix_carries_a_site_key():
         slurm = tomllib.loads(path.read_text()).get("slurm", {})
         assert not [k for k in site_keys if k in slurm], f"{path.name} sets a site key"
         assert m.system is None
+
+
+def test_a_bad_value_a_system_gives_is_reported_at_its_own_line(tmp_path, site):
+    """A system's [slurm] value that no #SBATCH line may hold names the site file and the system's line, not the
+    matrix's [slurm] table."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SITE.replace('constraint = "a100"', 'constraint = "a100;rm -rf ~"'))
+    with pytest.raises(UserError, match=r"bad.toml:15: systems.alpha.partitions.small.slurm.constraint: "
+                                        r"'a100;rm -rf ~' is not allowed here"):
+        matrix.load(_matrix(tmp_path), site=bad, system="alpha:small")
+    matrix.load(_matrix(tmp_path), site=bad, system="alpha")  # the partition's value is not alpha's
