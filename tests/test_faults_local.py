@@ -35,8 +35,7 @@ def campaign(root: Path, name: str = "f", repeats: int = 4, **kw) -> tuple[Path,
 
 def ok_runs(status_text: str) -> int:
     """Runs whose row in ``status``'s run table reads OK."""
-    return sum(1 for line in status_text.splitlines()
-               if line.startswith("| ") and ".r" in line.split("|")[1] and line.split("|")[3].strip() == "OK")
+    return sum(1 for st, _ in statuses(status_text).values() if st == "OK")
 
 
 def run_cmd(logs: Path, root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -103,7 +102,7 @@ def fill(fs: Path) -> Path:
 
 def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
     mx, logs, cdir = campaign(small_fs)
-    before = run_cmd(logs, small_fs, "status", "f").stdout
+    before = run_cmd(logs, small_fs, "status", "f", "--wide").stdout
     filler = fill(small_fs)
     for args in COMMANDS[:2]:
         p = run_cmd(logs, small_fs, *args, "f")
@@ -117,7 +116,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
     one_line_error(p)
     assert "full" in p.stderr or "No space" in p.stderr, p.stderr
     filler.unlink()
-    after = run_cmd(logs, small_fs, "status", "f")
+    after = run_cmd(logs, small_fs, "status", "f", "--wide")
     assert after.returncode == 0 and "Traceback" not in after.stderr, after.stderr
     assert ok_runs(after.stdout) == ok_runs(before) == 4, f"{before}\n---\n{after.stdout}"
 
@@ -138,19 +137,21 @@ def test_a_read_only_file_system_is_one_line(small_fs, tmp_path):
         one_line_error(p)
     finally:
         subprocess.run(["umount", "-l", str(view)], capture_output=True)
-    assert ok_runs(run_cmd(logs, small_fs, "status", "f").stdout) == 4
+    assert ok_runs(run_cmd(logs, small_fs, "status", "f", "--wide").stdout) == 4
 
 
 # ------------------------------------------------------------------------------------------ logs lost or changed
 
 
 def statuses(text: str) -> dict[str, tuple[str, str]]:
-    """``status``'s run table: run key -> (status, reason)."""
-    out = {}
+    """``status``'s run table: run key -> (status, reason), its columns found by their header."""
+    out, cols = {}, None
     for line in text.splitlines():
-        cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cols) == 4 and ".r" in cols[0] and not set(cols[0]) <= {"-"}:
-            out[cols[0]] = (cols[2], cols[3])
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[:1] == ["run"] and "status" in cells:
+            cols = {name: i for i, name in enumerate(cells)}
+        elif cols and len(cells) == len(cols) and not set(cells[0]) <= {"-", ":"}:
+            out[cells[0]] = (cells[cols["status"]], cells[cols["reason"]])
     return out
 
 
@@ -159,7 +160,7 @@ def test_a_lost_garbled_or_changed_log_is_decided_again_the_same_everywhere(tmp_
     replaced by random bytes, r3's log rewritten with a NaN loss inside the window (a late flush, a requeue).
     ``status``, ``collect`` and ``--retry-failed`` must say the same, and none of the 4 may read OK."""
     mx, logs, cdir = campaign(tmp_path)
-    first = statuses(run_cmd(logs, tmp_path, "status", "f").stdout)
+    first = statuses(run_cmd(logs, tmp_path, "status", "f", "--wide").stdout)
     assert [s for s, _ in first.values()] == ["OK"] * 4, first
     log = {k: cdir / "1n1g" / f"resnet50_b1_fp32_DLPERF-TEST-MODE-ok_{k}.log" for k in range(4)}
     log[0].unlink()
@@ -170,7 +171,7 @@ def test_a_lost_garbled_or_changed_log_is_decided_again_the_same_everywhere(tmp_
     assert '"step":1,"time":1.5,"loss":1.0' in text
     log[3].write_text(text.replace('"step":1,"time":1.5,"loss":1.0', '"step":1,"time":1.5,"loss":NaN'))
 
-    st = statuses(run_cmd(logs, tmp_path, "status", "f").stdout)
+    st = statuses(run_cmd(logs, tmp_path, "status", "f", "--wide").stdout)
     by_repeat = {int(k.rsplit(".r", 1)[1]): v for k, v in st.items()}
     assert [by_repeat[i][0] for i in range(4)] == ["LOG_MISSING"] * 3 + ["NONFINITE"], st
     assert "deleted or moved" in by_repeat[0][1] and "cannot be read" in by_repeat[1][1]
@@ -190,7 +191,7 @@ def test_a_lost_garbled_or_changed_log_is_decided_again_the_same_everywhere(tmp_
     assert "submitting 4 as" in p.stdout, p.stdout + p.stderr
 
     # a second status changes nothing: the identities it recorded are the logs' as they are now
-    assert statuses(run_cmd(logs, tmp_path, "status", "f").stdout) == st
+    assert statuses(run_cmd(logs, tmp_path, "status", "f", "--wide").stdout) == st
 
 
 # ------------------------------------------------------------------------------------------ collect killed
@@ -279,7 +280,7 @@ def test_doctor_rebuilds_a_lost_manifest_with_every_runs_status(tmp_path, harm):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "2", "--no-site", "--templates",
             str(TEMPLATES), "--wait", cwd=tmp_path)
     assert p.returncode == 1 and "6/6 done" in p.stderr, p.stderr  # --wait: 1 when a run failed
-    before = statuses(run_cmd(logs, tmp_path, "status", "d").stdout)
+    before = statuses(run_cmd(logs, tmp_path, "status", "d", "--wide").stdout)
     assert sorted(s for s, _ in before.values()) == ["FAILED", "FAILED", "OK", "OK", "OOM", "OOM"], before
     man = logs / "d" / "manifest.sqlite"
     for side in ("-wal", "-shm"):
@@ -289,12 +290,12 @@ def test_doctor_rebuilds_a_lost_manifest_with_every_runs_status(tmp_path, harm):
         man.unlink()
     else:
         man.write_bytes(man.read_bytes()[: man.stat().st_size // 2])
-    one_line_error(run_cmd(logs, tmp_path, "status", "d"), "doctor d")
+    one_line_error(run_cmd(logs, tmp_path, "status", "d", "--wide"), "doctor d")
     p = run_cmd(logs, tmp_path, "doctor", "d", "--no-site")
     assert p.returncode == 0 and "rebuilt: 6 runs, 6 found by their files" in p.stdout, p.stdout + p.stderr
     if harm != "deleted":
         assert len(list(man.parent.glob("manifest.sqlite.damaged-*[0-9]"))) == 1  # kept (with its -wal, -shm)
-    after = statuses(run_cmd(logs, tmp_path, "status", "d").stdout)
+    after = statuses(run_cmd(logs, tmp_path, "status", "d", "--wide").stdout)
     assert after == before
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), cwd=tmp_path)

@@ -90,7 +90,7 @@ class Campaign:
 
     def status(self) -> dict[str, tuple[str, str, str]]:
         """``status``'s run table: run key -> (job, status, reason)."""
-        p = self.cli("status", self.name)
+        p = self.cli("status", self.name, "--wide")  # every column, the job's too
         rows, in_runs = {}, False
         for line in p.stdout.splitlines():
             cols = [c.strip() for c in line.strip().strip("|").split("|")]
