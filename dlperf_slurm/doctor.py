@@ -25,7 +25,7 @@ from typing import Callable
 
 from dlperf_slurm import events, manifest
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import Status
+from dlperf_slurm.model import Matrix, Status
 
 
 def check(path: Path) -> str:
@@ -71,7 +71,7 @@ def _executor(job_id: str | None) -> str | None:
     return "local" if job_id.startswith("local-") else "slurm" if re.match(r"^\d+(_\d+)?$", job_id) else None
 
 
-def rebuild(cdir: Path, load_matrix: Callable[[Path], object], active_jobs: Callable[[str], list[str]],
+def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Callable[[str], list[str]],
             out: Callable[[str], None] = print) -> int:
     """Rebuild ``cdir``'s manifest (see the module docstring). ``load_matrix``: the matrix copy -> Matrix;
     ``active_jobs``: a job-name prefix -> the scheduler's queued or running job ids of it. Returns the exit
