@@ -110,6 +110,9 @@ class Cell:
     env: tuple[tuple[str, str], ...] = ()  # free environment-variable axes ("env.NAME"), sorted
     default_launcher: str = field(default="", compare=False)  # the suite's; any other launcher is in the id
     setup: str = ""  # a named bundle of launcher arguments and environment (the matrix's [setups.NAME])
+    # the global batch the program is given, as its suite decides it (``Suite.global_batch``: with tensor or
+    # pipeline parallelism a ``global_batch`` axis, not GPUs x batch); 0: GPUs x batch per device
+    program_batch: int = field(default=0, compare=False)
 
     @property
     def shape(self) -> str:
@@ -122,7 +125,9 @@ class Cell:
 
     @property
     def global_batch(self) -> int:
-        return self.devices * self.batch_size
+        """The batch one step of the program takes over every GPU: what its suite decided
+        (:attr:`program_batch`), else GPUs x batch per device."""
+        return self.program_batch or self.devices * self.batch_size
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
@@ -178,7 +183,16 @@ class Cell:
                    launcher_args=tuple(d.get("launcher_args") or ()),
                    params=tuple(sorted((d.get("params") or {}).items())),
                    env=tuple(sorted((d.get("env") or {}).items())), default_launcher=str(default),
-                   setup=str(d.get("setup") or ""))
+                   setup=str(d.get("setup") or ""), program_batch=_program_batch(d))
+
+
+def _program_batch(d: Mapping[str, Any]) -> int:
+    """A stored cell's global batch when it is not GPUs x batch (0 otherwise, or when it is no number)."""
+    try:
+        gb = int(d.get("global_batch") or 0)
+        return gb if gb != int(d["nodes"]) * int(d["gpus_per_node"]) * int(d["batch_size"]) else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 @dataclass(frozen=True)
@@ -304,6 +318,7 @@ class ParseContext:
     measure_steps: int = DEFAULT_MEASURE_STEPS
     precision: str = "fp32"
     options: Mapping[str, Any] = field(default_factory=dict)  # the suite's [options] (e.g. batches_per_iter)
+    program_batch: int = 0  # the cell's ``Cell.program_batch`` (0: world size x batch)
 
     @property
     def world_size(self) -> int:
@@ -311,7 +326,7 @@ class ParseContext:
 
     @property
     def global_batch(self) -> int:
-        return self.world_size * self.batch_size
+        return self.program_batch or self.world_size * self.batch_size
 
 
 @dataclass(kw_only=True)

@@ -311,7 +311,8 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
     try:
         suite = suites.get(cell.suite)
         ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
-                           cell.precision, options={**suite.options, **(options or {})})
+                           cell.precision, options={**suite.options, **(options or {})},
+                           program_batch=cell.program_batch)
         return suite.parse(parsing.read_lines(log), ctx)
     except FileNotFoundError:
         return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
