@@ -47,6 +47,11 @@ class Status(StrEnum):
     INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
     UNMEASURED = "UNMEASURED"  # past the window, but the log does not time it (e.g. coarse logging)
     PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
+    # the program finished (exit 0; in a tree without exit markers: plenty of output) but its suite finds no step it
+    # knows in the log: another program version's format, or another suite's log. Never a number, never a launch
+    # failure, never resubmitted by --retry-failed (the same program prints the same); its reason quotes the lines
+    # that look like progress and names the suites that read the log
+    UNRECOGNISED = "UNRECOGNISED"
     REQUEUED = "REQUEUED"
     RUNNING = "RUNNING"
     PENDING = "PENDING"
@@ -70,7 +75,8 @@ class Status(StrEnum):
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
     Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
-    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.UNRECOGNISED,
+    Status.PARSE_ERROR)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.

@@ -88,6 +88,10 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         published, unit = "time", "samples/s"
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
+    if has_log and decided.status in outcome.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
+        from dlperf_slurm import recognise
+
+        decided = recognise.quote_error(decided, spec.log, recognise.last_error(spec.log))
     outcome.apply(res, decided)
     res.extra["log_status"] = log_verdict
     if spec.state:

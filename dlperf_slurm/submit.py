@@ -30,8 +30,9 @@ from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_scheduler
 if TYPE_CHECKING:
     from dlperf_slurm.topup import TopUp
 
-#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included
-RETRYABLE = frozenset(FAILURES)
+#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included,
+#: but UNRECOGNISED (the program finished; its log is read with another suite, or by a parser that knows its format)
+RETRYABLE = frozenset(FAILURES) - {Status.UNRECOGNISED}
 
 
 @dataclass

@@ -83,7 +83,13 @@ def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: boo
     if first is None or first.status in ACTIVE:
         return first, ev
     ev = evidence(ctx, row, info, asked, read_log=True)
-    return outcome.decide(ev), ev
+    decided = outcome.decide(ev)
+    if decided is not None and ev.has_log and decided.status in outcome.QUOTES_ERROR:
+        from dlperf_slurm import recognise  # a failure: the log's own words on why, path and line
+
+        log = ctx.m.abspath(row["log"])
+        decided = recognise.quote_error(decided, str(log), recognise.last_error(log))
+    return decided, ev
 
 
 def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] | None = None, out=None) -> int:
