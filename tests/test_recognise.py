@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import collect, recognise
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Status
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -126,3 +127,72 @@ def test_lines_of_real_programs_look_like_progress(line):
 def test_noise_does_not_look_like_progress():
     for path in (FAILURES / "heat_issue_2007_mpirun_root.log", FAILURES / "itsd_pytorch_issue_2_traceback.log"):
         assert recognise.scan(path.read_text().splitlines()).progress_count == 0
+
+
+# ------------------------------------------------------------------------------------------- --suite auto
+
+def _shape_tree(root: Path, logs: dict[str, Path]) -> Path:
+    for rel, src in logs.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, root / rel)
+    return root
+
+
+def test_auto_reads_the_suite_from_the_logs(tmp_path):
+    root = _shape_tree(tmp_path / "dlperf", {
+        "1n1g/rn50_b128_fp32_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log",
+        "1n8g/rn50_b256_amp_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu8_amp_bs256.log"})
+    suite, notes = collect.tree_suite(root, None)
+    assert suite == "ngc-tf1/resnet50" and notes == ["--suite auto: ngc-tf1/resnet50 (its parser reads 2 of 2 "
+                                                     "sampled logs)"]
+
+
+def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tmp_path):
+    # MXNet's Speedometer lines are read by every MXNet suite's parser: the folder names the program
+    src = REAL / "mxnet-gluon-resnet50/mxnet_issue_11284_every_batch.log"
+    shared = recognise.readers(src)
+    assert len(shared) > 1 and "mxnet-gluon/resnet50" in shared
+    root = _shape_tree(tmp_path / "mxnet-gluon", {"1n1g/r50_b64_fp32_1.log": src})
+    suite, (note,) = collect.tree_suite(root, "auto")
+    assert suite == "mxnet-gluon/resnet50"
+    assert "each read 1 of the 1 sampled logs; chose mxnet-gluon/resnet50: the logs' path names its framework" in note
+    # a path that names none of them better: the first in name order, said as such
+    plain = _shape_tree(tmp_path / "plain", {"1n1g/x_b64_fp32_1.log": src})
+    suite, (note,) = collect.tree_suite(plain, "auto")
+    assert suite == sorted(shared)[0] and "first in name order" in note
+
+
+def test_a_suite_that_reads_none_of_the_tree_is_refused_naming_those_that_do(tmp_path):
+    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": REAL / "pytorch_examples_rn50_2n8g.excerpt.log"})
+    with pytest.raises(UserError) as err:
+        collect.tree_suite(root, "ngc-pytorch/resnet50")
+    text = str(err.value)
+    assert "\n" not in text and "ngc-pytorch/resnet50 finds no training step in any of 1 sampled logs" in text
+    assert "pytorch-examples/resnet50 read them: --suite pytorch-examples/resnet50" in text
+    assert collect.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
+
+
+def test_a_tree_no_suite_reads(tmp_path):
+    root = _shape_tree(tmp_path / "t", {"1n1g/r50_b64_fp32_1.log": FAILURES / "heat_issue_2007_mpirun_root.log"})
+    # a named suite stays: its runs say why (a launch failure quoting mpirun)
+    assert collect.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
+    with pytest.raises(UserError, match="no registered suite finds a training step in any of 1 sampled logs"):
+        collect.tree_suite(root, None)
+    with pytest.raises(UserError, match="unknown suite 'nope'"):
+        collect.tree_suite(root, "nope")
+
+
+def test_collect_from_without_suite_on_the_command_line(tmp_path, capsys):
+    from dlperf_slurm import cli
+
+    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": REAL / "pytorch_examples_rn50_2n8g.excerpt.log"})
+    assert cli.main(["collect", "--from", str(root), "--out", str(tmp_path / "out"), "--no-plots", "--quiet"]) == 0
+    assert "--suite auto: pytorch-examples/resnet50" in capsys.readouterr().err
+    runs = json.loads((tmp_path / "out" / "t.json").read_text())["runs"]
+    assert [r["suite"] for r in runs] == ["pytorch-examples/resnet50"]
+    # the wrong suite: refused before anything is written over
+    before = (tmp_path / "out" / "t.json").read_bytes()
+    assert cli.main(["collect", "--from", str(root), "--suite", "ngc-pytorch/resnet50", "--out",
+                     str(tmp_path / "out"), "--no-plots", "--quiet"]) == 2
+    assert "read them: --suite pytorch-examples/resnet50" in capsys.readouterr().err
+    assert (tmp_path / "out" / "t.json").read_bytes() == before
