@@ -339,9 +339,9 @@ def worst_failure(statuses: Mapping[Any, int]) -> Status | None:
 
 
 def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: int,
-             options: Mapping[str, Any] | None = None) -> RunResult:
-    """The log's verdict and figures, read by the cell's suite parser. Never raises for a bad log: a parser
-    exception is a PARSE_ERROR result, a missing log a LAUNCH_FAILED one."""
+             options: Mapping[str, Any] | None = None, lines: Iterable[str] | None = None) -> RunResult:
+    """The log's verdict and figures, read by the cell's suite parser (from ``lines`` when given: ``collect
+    --explain``'s). Never raises for a bad log: a parser exception is a PARSE_ERROR result, no log LAUNCH_FAILED."""
     from dlperf_slurm import parsing, suites
 
     try:
@@ -349,7 +349,7 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
         ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
                            cell.precision, options={**suite.options, **(options or {})},
                            program_batch=cell.program_batch)
-        res = suite.parse(parsing.read_lines(log), ctx)
+        res = suite.parse(parsing.read_lines(log) if lines is None else lines, ctx)
     except FileNotFoundError:
         return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect

@@ -196,18 +196,23 @@ def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: s
     """The registered suites (of ``names``, default all; ``skip`` left out) whose parsers find training steps in
     the log at ``path``."""
     from dlperf_slurm import parsing, suites
+    from dlperf_slurm.parsing import lines as window  # its TRACE
 
     found = []
-    for name in names if names is not None else suites.names():
-        if name == skip:
-            continue
-        suite = suites.get(name)
-        try:
-            res = suite.parse(parsing.read_lines(path), ParseContext(1, 1, 1, 0, 1, options=dict(suite.options)))
-        except Exception:  # noqa: BLE001, S112 - a parser that fails on a foreign log does not read it
-            continue
-        if finds_steps(res):
-            found.append(name)
+    trace, window.TRACE = window.TRACE, None  # collect --explain traces the run's own suite, not these
+    try:
+        for name in names if names is not None else suites.names():
+            if name == skip:
+                continue
+            suite = suites.get(name)
+            try:
+                res = suite.parse(parsing.read_lines(path), ParseContext(1, 1, 1, 0, 1, options=dict(suite.options)))
+            except Exception:  # noqa: BLE001, S112 - a parser that fails on a foreign log does not read it
+                continue
+            if finds_steps(res):
+                found.append(name)
+    finally:
+        window.TRACE = trace
     return found
 
 

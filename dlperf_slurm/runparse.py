@@ -77,6 +77,12 @@ def from_cache(spec: RunSpec, entry: parsecache.Entry, result: RunResult | None 
     return _finish(spec, res, entry.size, seconds=entry.seconds)
 
 
+def row_of(spec: RunSpec, res: RunResult, size: int | None) -> RunRow:
+    """The row of a run whose log another reader parsed into ``res`` (``collect --explain``'s traced parse), its
+    status decided as :func:`read_run` decides it."""
+    return _finish(spec, res, size, seconds=0.0)
+
+
 def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = None,
             seconds: float | None = None) -> RunRow:
     cell = spec.cell
@@ -88,6 +94,7 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         published, unit = "time", "samples/s"
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
+    res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record)
     if has_log and decided.status in outcome.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
         from dlperf_slurm import recognise
 

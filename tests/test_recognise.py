@@ -143,8 +143,8 @@ def test_auto_reads_the_suite_from_the_logs(tmp_path):
         "1n1g/rn50_b128_fp32_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log",
         "1n8g/rn50_b256_amp_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu8_amp_bs256.log"})
     suite, notes = collect.tree_suite(root, None)
-    assert suite == "ngc-tf1/resnet50" and notes == ["--suite auto: ngc-tf1/resnet50 (its parser reads 2 of 2 "
-                                                     "sampled logs)"]
+    assert suite == "ngc-tf1/resnet50"
+    assert notes == ["--suite auto: ngc-tf1/resnet50 (its parser reads 2 of 2 sampled logs)"]
 
 
 def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tmp_path):
@@ -159,7 +159,7 @@ def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tm
     # a path that names none of them better: the first in name order, said as such
     plain = _shape_tree(tmp_path / "plain", {"1n1g/x_b64_fp32_1.log": src})
     suite, (note,) = collect.tree_suite(plain, "auto")
-    assert suite == sorted(shared)[0] and "first in name order" in note
+    assert suite == min(shared) and "first in name order" in note
 
 
 def test_a_suite_that_reads_none_of_the_tree_is_refused_naming_those_that_do(tmp_path):

@@ -126,6 +126,11 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 
 def cmd_collect(args) -> int:
+    if args.explain:  # one run's figures and status, where they come from; nothing is written
+        from dlperf_slurm import explain
+
+        print(explain.explain(gather(args), args.explain))
+        return 0
     if args.watch is not None:
         return watch(args, args.watch or WATCH_SECONDS)
     from dlperf_slurm import report

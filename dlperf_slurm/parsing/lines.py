@@ -92,6 +92,11 @@ def finite(x: Any) -> bool:
 
 # ------------------------------------------------------------------------------------------------ scanner
 
+#: ``collect --explain`` sets this while it parses one log: every ``Window.add`` appends its ``(step, time,
+#: speed)`` here, and a Scanner reports each record its handler read (``TRACE.consumed(rank)``). None (the default):
+#: nothing is kept
+TRACE: Any = None
+
 # A handler reads one line's text (rank label removed) and answers:
 NOT_MINE, CONSUMED, FRAGMENT = 0, 1, 2
 
@@ -145,6 +150,15 @@ class Scanner:
                  wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None,
                  block_needles: Sequence[str] | None = None):
+        trace = TRACE
+        if trace is not None and hasattr(trace, "consumed"):  # collect --explain: the records the handler read
+            def traced(text: str, rank: int | None, final: bool, _inner=handler) -> int:
+                r = _inner(text, rank, final)
+                if r == CONSUMED:
+                    trace.consumed(rank)
+                return r
+
+            handler = traced
         self.handler = handler
         self.starts = starts or (lambda text: False)
         self.all_ranks = ranks == "all"

@@ -12,6 +12,7 @@ from typing import Any
 
 from dlperf_slurm import events as ev
 from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.parsing import lines as _lines
 from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 
 # ------------------------------------------------------------------------------------------------ window
@@ -68,6 +69,8 @@ class Window:
     def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
             span_from: int | None = None, span_seconds: float | None = None) -> None:
         self.points += 1
+        if _lines.TRACE is not None:  # collect --explain
+            _lines.TRACE.append((step, time, speed))
         if step < self.max_step:
             self.out_of_order += 1
         self.max_step = max(self.max_step, step)
