@@ -71,6 +71,7 @@ class CellComparison:
     verdict: str
     regressed: bool
     unit: str
+    unrecognised: str = ""  # runs of either side whose log their suite does not read (UNRECOGNISED), called out
 
 
 def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
@@ -118,7 +119,19 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
 
 def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05) -> list[CellComparison]:
     ids = list(base) + [c for c in new if c not in base]
-    return [compare_cell(c, base.get(c), new.get(c), threshold) for c in ids]
+    return [call_out(compare_cell(c, base.get(c), new.get(c), threshold), base.get(c), new.get(c)) for c in ids]
+
+
+def call_out(row: CellComparison, base: Side | None, new: Side | None) -> CellComparison:
+    """A comparison whose sides hold UNRECOGNISED runs says so in its verdict: their programs finished, but no
+    figure of theirs is in either median (their logs are read with another suite, or by a parser that knows
+    their format: ``collect``'s reasons name the suites that read them)."""
+    parts = [f"{n} {name}" for name, side in (("base", base), ("new", new))
+             if side and (n := sum(s == Status.UNRECOGNISED for s in side.statuses))]
+    if parts:
+        row.unrecognised = ", ".join(parts)
+        row.verdict += f" ({row.unrecognised} runs UNRECOGNISED: their logs not read, in no median)"
+    return row
 
 
 # ============================================================================================== inputs
@@ -207,4 +220,10 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
         counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
               + f". Regressed: {sum(r.regressed for r in rows)} of {len(rows)} cells."]
+    unread = [r for r in rows if r.unrecognised]
+    if unread:
+        lines += ["", f"**UNRECOGNISED runs in {len(unread)} cells** ({'; '.join(f'{r.cell_id}: {r.unrecognised}' for r in unread[:5])}"
+                      f"{'; ...' if len(unread) > 5 else ''}): their programs finished, but their suite reads no "
+                      "step of their logs, so no figure of theirs is compared; `collect`'s reasons name the suites "
+                      "that read them."]
     return "\n".join(lines) + "\n"

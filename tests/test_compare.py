@@ -172,3 +172,15 @@ def test_a_summary_whose_campaigns_share_a_cell_is_refused_not_pooled(tmp_path, 
     verdicts = sorted(c["verdict"] for c in doc["cells"])
     assert verdicts == ["only in base", "only in base", "slower", "slower"]
     assert all(c["ratio"] == pytest.approx(0.9, rel=0.02) for c in doc["cells"] if c["verdict"] == "slower")
+
+
+def test_unrecognised_runs_are_called_out():
+    # issue 20.2: a side whose logs its suite does not read is said so, not silently a smaller or missing median
+    base, partly = side(noisy(1000)), side(noisy(1000, n=4), [Status.OK] * 4 + [Status.UNRECOGNISED] * 3)
+    unread = side([], [Status.UNRECOGNISED] * 7)
+    rows = cmp.compare({"a": base, "b": base}, {"a": partly, "b": unread})
+    assert rows[0].verdict == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
+    assert rows[1].verdict.startswith("now UNRECOGNISED (7 new runs UNRECOGNISED") and rows[1].regressed
+    text = cmp.markdown("x", "y", rows, 0.05)
+    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new; b: 7 new)" in text and "no change: 1" in text
+    assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""
