@@ -10,6 +10,8 @@ The log is read once more, line by line, by the same suite parser ``collect`` us
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -99,7 +101,11 @@ def traced(spec: RunSpec) -> tuple[Any, dict[str, Any], _Trace]:
                                    lines=_numbered(spec.log, trace))
         finally:
             window.TRACE = None
+    fresh = copy.deepcopy(res)
     row = runparse.row_of(spec, res, size)
+    if not row.extra.get("rule") and spec.state:  # the manifest's decision: the table over the same files, again
+        again = runparse.row_of(dataclasses.replace(spec, state=None, log_status=None), fresh, size)
+        row.extra["table_now"] = (again.extra.get("rule"), str(again.status))
     return row, dict(res.extra.get("window") or {}), trace
 
 
@@ -135,7 +141,8 @@ def explain(collections: Sequence[Any], what: str) -> str:
            f"log {spec.log}" + (f" ({row.log_bytes:,} bytes)" if row.log_bytes is not None else " (none)"),
            (f"window: skip {spec.warmup_steps} steps, time the next {spec.measure_steps} (steps {spec.warmup_steps} "
             f"-> {spec.warmup_steps + spec.measure_steps}); the parser timed {len(tr)} steps, the last step "
-            f"{max((t[2] for t in tr), default='none')}, from {len(tr.records)} records")]
+            f"{max((t[2] for t in tr), default='none')}"
+            + (f", from {len(tr.records)} records its handler read" if tr.records else ""))]
     if row.window_start is not None and row.window_end is not None:
         first = _step_line(trace, row.window_start)
         last = _step_line(trace, row.window_end, first[0] if first else 0)
@@ -172,6 +179,10 @@ def explain(collections: Sequence[Any], what: str) -> str:
     out.append(f"status: {row.status}, by the decision table's row {rule or '-'} ({how}); "
                f"exit marker: {'rc ' + str(row.exit_code) if row.exit_code is not None else 'none'}"
                + (f"; scheduler: {row.scheduler_state}" if row.scheduler_state else ""))
+    if x.get("table_now"):
+        again, status = x["table_now"]
+        out.append(f"  (the manifest recorded it when the run ended; the table over the log and the exit marker "
+                   f"alone, now: row {again} ({outcome.RULES.get(again, '?')}) -> {status})")
     if row.reason:
         out.append(f"reason: {row.reason}")
     if not len(tr) and row.log_bytes is not None:

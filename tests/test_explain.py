@@ -92,3 +92,30 @@ def test_an_unknown_run_is_one_line_naming_the_runs(tmp_path):
     with pytest.raises(UserError) as err:
         _explain(root, "pytorch-examples/resnet50", "nope.r1", 2, 9)
     assert "\n" not in str(err.value) and "resnet50.pytorch-examples.1x8.b128.fp32.xla0.r1" in str(err.value)
+
+
+def test_a_campaign_run_by_its_key(tmp_path):
+    # a campaign's run (the local executor, the test payload's step events): its key as the summaries name it
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+    from testlib import TEMPLATES, write_matrix
+    from testlib import cli as run_cli
+
+    mx = write_matrix(tmp_path, name="ex", repeats=1, modes=("ok", "fail"))
+    logs = str(tmp_path / "logs")
+    p = run_cli("--logs", logs, "submit", str(mx), "--executor", "local", "--templates", str(TEMPLATES), "--wait")
+    assert p.returncode == 1, p.stdout + p.stderr  # the failing run
+    keys = json.loads(run_cli("--logs", logs, "collect", "ex", "--no-plots", "--out", str(tmp_path / "s"),
+                              check=True) and (tmp_path / "s" / "ex.json").read_text())["runs"]
+    ok = next(r for r in keys if r["status"] == "OK")
+    p = run_cli("--logs", logs, "collect", "ex", "--explain", ok["run"], check=True)
+    log = Path(ok["log"])
+    assert f"run {ok['run']}: suite pytorch-ddp/resnet50" in p.stdout and f"log {log}" in p.stdout
+    first = next(i for i, ln in enumerate(log.read_text().splitlines(), 1) if '"step":1,' in ln)
+    assert f"first (window start): line {first} (step 1," in p.stdout
+    assert "status: OK, by the decision table's row -" in p.stdout and "the table over the log and the exit " \
+        "marker alone, now: row 13" in p.stdout
+    bad = next(r for r in keys if r["status"] != "OK")
+    p = run_cli("--logs", logs, "collect", "ex", "--explain", bad["run"], check=True)
+    assert f"status: {bad['status']}" in p.stdout and "exit marker: rc 3" in p.stdout
