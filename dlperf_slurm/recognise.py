@@ -52,6 +52,7 @@ SAMPLE_LINES = 4  # progress lines quoted: the first three and the last
 PLENTY_PROGRESS = 3  # a --from log with this many progress lines is output the suite does not read
 PLENTY_LINES = 1000  # ... or this many lines and no error line
 TAIL_BYTES = 1 << 20  # how much of a log's end :func:`last_error` reads
+HEAD_BYTES = 8 << 20  # how much of a log :func:`readers` gives each suite's parser
 UNREAD_BYTES = 256 << 20  # how much of a no-step log :func:`unread` reads
 
 
@@ -194,11 +195,12 @@ def finds_steps(res: RunResult) -> bool:
 
 def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: str = "") -> list[str]:
     """The registered suites (of ``names``, default all; ``skip`` left out) whose parsers find training steps in
-    the log at ``path``."""
-    from dlperf_slurm import parsing, suites
+    the first :data:`HEAD_BYTES` of the log at ``path``."""
+    from dlperf_slurm import suites
     from dlperf_slurm.parsing import lines as window  # its TRACE
 
     found = []
+    head = list(_lines_from(path, 0, HEAD_BYTES))  # a program prints its steps early or not at all
     trace, window.TRACE = window.TRACE, None  # collect --explain traces the run's own suite, not these
     try:
         for name in names if names is not None else suites.names():
@@ -206,7 +208,7 @@ def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: s
                 continue
             suite = suites.get(name)
             try:
-                res = suite.parse(parsing.read_lines(path), ParseContext(1, 1, 1, 0, 1, options=dict(suite.options)))
+                res = suite.parse(iter(head), ParseContext(1, 1, 1, 0, 1, options=dict(suite.options)))
             except Exception:  # noqa: BLE001, S112 - a parser that fails on a foreign log does not read it
                 continue
             if finds_steps(res):
