@@ -103,9 +103,10 @@ def traced(spec: RunSpec) -> tuple[Any, dict[str, Any], _Trace]:
             window.TRACE = None
     fresh = copy.deepcopy(res)
     row = runparse.row_of(spec, res, size)
-    if not row.extra.get("rule") and spec.state:  # the manifest's decision: the table over the same files, again
-        again = runparse.row_of(dataclasses.replace(spec, state=None, log_status=None), fresh, size)
-        row.extra["table_now"] = (again.extra.get("rule"), str(again.status))
+    row.extra["rule"] = res.extra.get("rule")
+    if not row.extra["rule"] and spec.state:  # the manifest's decision: the table over the same files, again
+        runparse.row_of(dataclasses.replace(spec, state=None, log_status=None), fresh, size)
+        row.extra["table_now"] = (fresh.extra.get("rule"), str(fresh.status))
     return row, dict(res.extra.get("window") or {}), trace
 
 

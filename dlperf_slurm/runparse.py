@@ -94,7 +94,8 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         published, unit = "time", "samples/s"
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
-    res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record)
+    res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record), for
+    # collect --explain: not in the row (the same run decided again from the manifest's record says 0)
     if has_log and decided.status in outcome.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
         from dlperf_slurm import recognise
 
@@ -169,7 +170,7 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         health=health.summary(x.get("health")), health_busbw_gbs=(x.get("health") or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra={k: v for k, v in x.items() if k not in ("job", "window", "health")})
+        extra={k: v for k, v in x.items() if k not in ("job", "window", "health", "rule")})
 
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
