@@ -87,7 +87,8 @@ def to_submit(runs: Sequence[Run], statuses: dict[str, str], retry_failed: bool,
     todo = []
     for r in runs:
         st = statuses.get(r.key, Status.UNSUBMITTED)
-        if st == Status.UNSUBMITTED or (st in RETRYABLE and (retry_failed or force)) or (st == Status.OK and force):
+        if st == Status.UNSUBMITTED or (st in RETRYABLE and (retry_failed or force)) or (
+                st in (Status.OK, Status.UNRECOGNISED) and force):
             todo.append(r)
         else:
             report.kept[st] = report.kept.get(st, 0) + 1

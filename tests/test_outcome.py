@@ -204,11 +204,22 @@ def test_a_tree_log_with_plenty_of_output_is_unrecognised_else_launch_failed():
     assert failed.status == Status.LAUNCH_FAILED and failed.rule == 11
 
 
-def test_the_retry_leaves_unrecognised_runs():
-    from dlperf_slurm.submit import RETRYABLE
+def test_the_retry_leaves_unrecognised_runs_and_force_reruns_them():
+    from dlperf_slurm.submit import RETRYABLE, SubmitReport, to_submit
 
     assert Status.UNRECOGNISED not in RETRYABLE and Status.LAUNCH_FAILED in RETRYABLE
     assert Status.UNRECOGNISED in outcome.FAILURES  # never in a median: only OK runs are
+
+    class Run:  # what to_submit reads of a run
+        def __init__(self, key):
+            self.key = key
+
+    runs = [Run("unread"), Run("failed"), Run("ok")]
+    statuses = {"unread": Status.UNRECOGNISED, "failed": Status.LAUNCH_FAILED, "ok": Status.OK}
+    report = SubmitReport()
+    assert [r.key for r in to_submit(runs, statuses, True, False, report)] == ["failed"]
+    assert report.kept == {Status.UNRECOGNISED: 1, Status.OK: 1}
+    assert [r.key for r in to_submit(runs, statuses, False, True, SubmitReport())] == ["unread", "failed", "ok"]
 
 
 def test_a_failed_exit_is_never_ok(decided):
