@@ -321,6 +321,10 @@ def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int,
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
         out(f"  {failed} failed runs are kept as they are: --retry-failed resubmits them")
+    unread = report.kept.get(Status.UNRECOGNISED, 0)
+    if unread:
+        out(f"  {unread} UNRECOGNISED runs are kept: their programs finished, their suite does not read their logs "
+            "(collect's reasons name the suites that do); --force reruns them")
     for key, why in report.skipped:
         out(f"  skipped {key}: {why}")
 
