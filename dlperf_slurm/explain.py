@@ -122,7 +122,8 @@ def _quote(t: tuple | None, what: str, step: int | None) -> str:
         return (f"  {what}: step {step}: no line of the log times it (the window's start comes from a later line's "
                 "own interval, or the program's own summary)")
     n, line, s, clock, _speed = t
-    return f"  {what}: line {n} (step {s}, clock {clock:.6g} s):\n      {line.strip()[:300]}"
+    when = f"clock {clock:.6g} s" if clock is not None else "untimed"
+    return f"  {what}: line {n} (step {s}, {when}):\n      {line.strip()[:300]}"
 
 
 def explain(collections: Sequence[Any], what: str) -> str:

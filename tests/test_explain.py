@@ -119,3 +119,24 @@ def test_a_campaign_run_by_its_key(tmp_path):
     bad = next(r for r in keys if r["status"] != "OK")
     p = run_cli("--logs", logs, "collect", "ex", "--explain", bad["run"], check=True)
     assert f"status: {bad['status']}" in p.stdout and "exit marker: rc 3" in p.stdout
+
+
+def _real_logs():
+    from dlperf_slurm import recognise
+
+    for p in sorted(REAL.rglob("*.log")):
+        for suite in recognise.readers(p):
+            yield pytest.param(p, suite, id=f"{p.relative_to(REAL)}:{suite}")
+
+
+@pytest.mark.parametrize("src,suite", list(_real_logs()))
+def test_every_quoted_line_is_the_logs_own_on_every_real_log(tmp_path, src, suite):
+    # every real log, with every suite that reads it: explain never fails, and each line it quotes by number is
+    # that line of the log
+    root, log = _tree(tmp_path, src, "1n1g/x_b1_fp32_1.log")
+    text = _explain(root, suite, str(log), 1, 2)
+    lines = src.read_text(errors="replace").splitlines()
+    quoted = re.findall(r"line (\d+) \(step [^)]*\):\n      (.*)", text)
+    for n, body in quoted:
+        assert lines[int(n) - 1].strip()[:300] == body, (n, body)
+    assert "status: " in text and "the log's verdict" in text
