@@ -222,8 +222,8 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
               + f". Regressed: {sum(r.regressed for r in rows)} of {len(rows)} cells."]
     unread = [r for r in rows if r.unrecognised]
     if unread:
-        lines += ["", f"**UNRECOGNISED runs in {len(unread)} cells** ({'; '.join(f'{r.cell_id}: {r.unrecognised}' for r in unread[:5])}"
-                      f"{'; ...' if len(unread) > 5 else ''}): their programs finished, but their suite reads no "
-                      "step of their logs, so no figure of theirs is compared; `collect`'s reasons name the suites "
-                      "that read them."]
+        which = "; ".join(f"{r.cell_id}: {r.unrecognised}" for r in unread[:5]) + ("; ..." if len(unread) > 5 else "")
+        lines += ["", (f"**UNRECOGNISED runs in {len(unread)} cells** ({which}): their programs finished, but their "
+                       "suite reads no step of their logs, so no figure of theirs is compared; `collect`'s reasons "
+                       "name the suites that read them.")]
     return "\n".join(lines) + "\n"
