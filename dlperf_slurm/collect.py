@@ -232,7 +232,19 @@ def tree_logs(root: str | os.PathLike) -> list[str]:
     return sorted(found)
 
 
+_TREE_SUITES: dict[tuple[str, str], tuple[str, list[str]]] = {}  # one process (--watch): decided once a tree
+
+
 def tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, list[str]]:
+    """:func:`_tree_suite`, once per tree and ``--suite`` in a process (``collect --watch`` gathers every round)."""
+    key = (str(Path(root).resolve()), suite_name or "auto")
+    if key not in _TREE_SUITES:
+        _TREE_SUITES[key] = _tree_suite(root, suite_name)
+    name, notes = _TREE_SUITES[key]
+    return name, list(notes)
+
+
+def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, list[str]]:
     """The suite that reads a ``--from`` tree, and what to say of it. ``auto`` (or None): the suite whose parser
     finds steps in most of a sample of its logs (:func:`dlperf_slurm.recognise.choose_suite`: ties go to the suite
     the tree's path and file names name, else the first in name order, and the note says so). A named suite that

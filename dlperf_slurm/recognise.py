@@ -52,7 +52,8 @@ SAMPLE_LINES = 4  # progress lines quoted: the first three and the last
 PLENTY_PROGRESS = 3  # a --from log with this many progress lines is output the suite does not read
 PLENTY_LINES = 1000  # ... or this many lines and no error line
 TAIL_BYTES = 1 << 20  # how much of a log's end :func:`last_error` reads
-HEAD_BYTES = 8 << 20  # how much of a log :func:`readers` gives each suite's parser
+HEAD_BYTES = 8 << 20  # how much of a log :func:`readers` gives each suite's parser: this many bytes ...
+HEAD_LINES = 50_000  # ... or lines (the first step of a 512-rank job follows some 25,000 lines of NCCL set-up)
 UNREAD_BYTES = 256 << 20  # how much of a no-step log :func:`unread` reads
 
 
@@ -131,14 +132,15 @@ def scan(lines: Iterable[str], first: int = 1, progress: bool = True) -> Scan:
     return out
 
 
-def _lines_from(path: str | os.PathLike, offset: int, limit: int | None = None) -> Iterator[str]:
+def _lines_from(path: str | os.PathLike, offset: int, limit: int | None = None,
+                max_lines: int | None = None) -> Iterator[str]:
     from dlperf_slurm.parsing.lines import text_lines
 
     read = 0
-    for line in text_lines(path, offset):
+    for n, line in enumerate(text_lines(path, offset), 1):
         read += len(line) + 1
         yield line
-        if limit is not None and read >= limit:
+        if (limit is not None and read >= limit) or (max_lines is not None and n >= max_lines):
             return
 
 
@@ -195,12 +197,12 @@ def finds_steps(res: RunResult) -> bool:
 
 def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: str = "") -> list[str]:
     """The registered suites (of ``names``, default all; ``skip`` left out) whose parsers find training steps in
-    the first :data:`HEAD_BYTES` of the log at ``path``."""
+    the head of the log at ``path`` (its first :data:`HEAD_LINES` lines, at most :data:`HEAD_BYTES`)."""
     from dlperf_slurm import suites
     from dlperf_slurm.parsing import lines as window  # its TRACE
 
     found = []
-    head = list(_lines_from(path, 0, HEAD_BYTES))  # a program prints its steps early or not at all
+    head = list(_lines_from(path, 0, HEAD_BYTES, HEAD_LINES))  # a program prints its steps early or not at all
     trace, window.TRACE = window.TRACE, None  # collect --explain traces the run's own suite, not these
     try:
         for name in names if names is not None else suites.names():
@@ -293,13 +295,22 @@ def rank_readers(names: Sequence[str], hint: str) -> list[str]:
 
 
 def choose_suite(paths: Sequence[str], hint: str = "") -> Choice:
-    """The suite that reads the most of a sample of ``paths`` (:func:`sample`). Suites that share a parser (a
+    """The suite that reads the most of a sample of ``paths`` (:func:`sample`; every suite tries them in order until
+    one reads one, the rest are tried by the suites that read it). Suites that share a parser (a
     framework's ResNet-50 and BERT) read the same logs: a tie goes to the suite ``hint`` (the tree's path and
     file names) names best (:func:`hint_score`), else to the first in name order; the note says which and why."""
     picked = sample(sorted(paths))
-    counts: dict[str, int] = {}
+    # every suite tries the sampled logs until one of them reads one; the other logs, only the suites that read that
+    # one (each suite's parse of a large log's head costs up to a second)
+    found: dict[str, list[str]] = {}
+    candidates: list[str] | None = None
     for p in picked:
-        for name in readers(p):
+        found[p] = readers(p, candidates)
+        if candidates is None and found[p]:
+            candidates = found[p]
+    counts: dict[str, int] = {}
+    for names in found.values():
+        for name in names:
             counts[name] = counts.get(name, 0) + 1
     if not counts:
         return Choice(None, counts, len(picked))
