@@ -148,6 +148,10 @@ class BertBase(_OneFlow):
 #   step: 19, total_loss: 9.725, mlm_loss: 8.960, nsp_loss: 0.766, throughput: 54.982 1598056519.8844702
 # (``validation: epoch ...`` lines are evaluation, not steps). A line may follow a progress bar's ``\r`` or a rank
 # label, and a record cut by buffering is glued back by the Scanner.
+# OneFlow-Benchmark's BERT run_pretraining.py before 2020-07-23 (benchmark_util's StepTimer), 0-based iter:
+#   iter 19, total_loss: 10.987, mlm_loss: 10.291, nsp_loss: 0.695, speed: 47.756(sec/batch), 40.204(sentences/sec)
+# where "sec/batch" is in fact the seconds of the print interval (loss_print_every_n_iter iterations) and
+# sentences/sec the global sentences over them; clock: those seconds.
 # OneFlow-Inc/models' Vision/classification/image/resnet50 train.py (2021-09 on, which replaced OneFlow-Benchmark),
 # every rank printing its own line (metric_local, the default), interleaved:
 #   [1] [train], epoch: 0/50, iter: 100/3336, loss: 1.73143, lr: 0.004604, top1: 0.00167, throughput: 161.66
@@ -168,11 +172,13 @@ _LOSS = re.compile(r"(?<![A-Za-z_])(?:total_)?loss: (" + _NUM + r")")
 _MODELS = re.compile(r"^\[(?:rank:)?(\d+)\] \[train\], epoch: (\d+)/\d+, iter: (\d+)/(\d+), ")
 _MODELS_TPUT = re.compile(r"\bthroughput: (" + _NUM + r")")
 _MODELS_STAMP = re.compile(r"\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\s*$")
-_NEEDLES = ("train: epoch", "step: ", "[train], epoch: ")
+_BERT2020 = re.compile(r"(?<![A-Za-z_])iter (\d+), (?=.*\(sentences/sec\))")
+_BERT2020_FIG = re.compile(r"\bspeed: (" + _NUM + r")\(sec/batch\), (" + _NUM + r")\(sentences/sec\)")
+_NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 
 def _wanted(text: str) -> bool:
-    return "train: epoch" in text or "step: " in text or "[train], epoch: " in text
+    return "train: epoch" in text or "step: " in text or "[train], epoch: " in text or "(sentences/sec)" in text
 
 
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -225,7 +231,33 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         st["prev"] = step
         return lp.CONSUMED
 
+    def bert2020(m: re.Match, text: str) -> int:
+        fig = _BERT2020_FIG.search(text, m.end())
+        if fig is None:
+            return lp.NOT_MINE
+        step = int(m.group(1)) + 1  # the 0-based iteration index
+        if step <= st["prev"]:
+            return lp.CONSUMED
+        span = step - st["prev"]
+        seconds, speed = lp.to_float(fig.group(1)), lp.to_float(fig.group(2))
+        if seconds is not None and not seconds > 0:
+            seconds = None
+        if seconds is not None:
+            st["clock"] += seconds
+            st["timed"] += 1
+        st["forms"].add("bert-2020")
+        loss = _LOSS.search(text, m.end())
+        window.add(step, st["clock"] if seconds is not None else None, speed=speed,
+                   loss=lp.to_float(loss.group(1)) if loss else None,
+                   span_from=step - span if seconds is not None else None, span_seconds=seconds)
+        st["prev"] = step
+        return lp.CONSUMED
+
     def handler(text: str, rank: int | None, final: bool) -> int:
+        if "(sentences/sec)" in text:
+            mb = _BERT2020.search(text)
+            if mb is not None:
+                return bert2020(mb, text)
         if "[train], epoch: " in text:
             mm = _MODELS.search(text)
             if mm is not None:
