@@ -10,11 +10,13 @@ named cases."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import outcome
-from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, RunResult, Status
+from dlperf_slurm import outcome, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, ParseContext, RunResult, Status
 
 from dlperf_slurm.schedulers import local, slurmctl  # noqa: E402
 
@@ -173,11 +175,6 @@ def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():
     """Part 4 of #20: a program that finished on its own (exit 0) before the window's end is INCOMPLETE with the
     steps it had and the steps the window needs, on a real log: MindSpore's model zoo ResNet-50 (five epochs of 312
     steps, tests/fixtures/real/MindSpore-models/8ab20db7/) read with a window of 312 + 2000."""
-    from pathlib import Path
-
-    from dlperf_slurm import parsing as lp, suites
-    from dlperf_slurm.model import ParseContext
-
     path = Path(__file__).parent / "fixtures" / "real" / "MindSpore-models" / "8ab20db7" / \
         "resnet50_imagenet_8p_zoo.excerpt.log"
     log = suites.get("mindspore/resnet50").parse(lp.read_lines(path), ParseContext(1, 8, 256, 312, 2000))
