@@ -208,13 +208,14 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
         span = step - st["prev"] if step > st["prev"] else 1
         seconds = speed = None
         cumulative = None  # the clock of a running-mean line (PaddleClas static before #525)
-        static = per_epoch is not None and _ELAPSE.search(body) is not None
-        if static:  # its lines before the reset time the epoch's first steps: no clock of the window's
-            form = "paddleclas-static"
+        elapse = _ELAPSE.search(body) if per_epoch is not None else None
+        static = elapse is not None
+        if per_epoch is not None and elapse is not None:  # its lines before the reset time the epoch's first
+            form = "paddleclas-static"                    # steps: no clock of the window's
             epoch, index = per_epoch
             if st["cum_epoch"] != epoch:
                 st["cum_epoch"], st["cum_base"], st["cum_prev"] = epoch, st["cum_last"], None
-            mean = lp.to_float(_ELAPSE.search(body).group(1))
+            mean = lp.to_float(elapse.group(1))
             v = lp.to_float(ips.group(1)) if ips else None
             if v and v > 0:
                 mean = ctx.batch_size / v  # the same running mean, to ips's five decimals
