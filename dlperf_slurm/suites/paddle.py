@@ -140,16 +140,6 @@ _IPS = re.compile(r"\bips ?:? ?(" + _NUM + r")(?: ?(?:images|samples|sequences|t
 _STEPS_PER_S = re.compile(r"\bspeed: (" + _NUM + r") steps/s\b")
 _CLAS_RESET = 5  # PaddleClas's static program resets its batch-time meter at this step index of each epoch
 
-#: The line formats, tried in order: (name, the program and version that prints it).
-FORMATS = (
-    ("paddlecv", "PaddlePaddle/models PaddleCV image_classification train.py (release/1.8 and 2.0-beta)"),
-    ("ppcls", "PaddleClas 2.1+ (ppcls engine): [Train][Epoch e/E][Iter: i/N]"),
-    ("paddleclas", "PaddleClas 2.0 (tools/static and dygraph tools/program.py): epoch:E train step:i"),
-    ("paddlenlp-trainer", "PaddleNLP Trainer (2.4+): global_step, interval_runtime"),
-    ("paddlenlp", "PaddleNLP BERT run_pretrain.py (2.0+): global step N"),
-    ("bert-1.8", "PaddleNLP BERT train.py for Paddle 1.8 (DLPerf's)"),
-)
-
 
 def _wanted(text: str) -> bool:
     """A step record is on the line (a line that holds one also starts one: it is never the tail of another)."""
