@@ -95,7 +95,9 @@ class BertBase(_MindSpore):
 #   LossMonitor (2.x zoo)  epoch:5 step:5004, loss is 3.1718972                 -- the same, no spaces
 #   BERT LossCallBack  epoch: 0.0, current epoch percent: 0.001, step: 100, outputs are (Tensor(shape=[1],
 #                   dtype=Float32, [ 1.08209e+01]), ...                           -- global step
-#   BERT 0.x           epoch: 0.0, current epoch percent: 0.000, step: 1, outpus are (Tensor(...   -- its spelling
+#   BERT 0.x/1.1       epoch: 0.0, current epoch percent: 0.000, step: 1, outpus are (Tensor(...   -- its spelling
+#   TinyBERT (1.1)     epoch: 1, step: 100, outpus are (Tensor(shape=[1], dtype=Float32, 28.2093), ...  (or a bare loss:
+#                      `outpus are 28.2093`)                                      -- global step, no percent
 #   BERT-THOR          epoch: 1, step: 100, outputs are [4.4550357], total_time_span is 579.68, step_time_span is 5.855
 #                      -- global step; the seconds since the previous print, and per step: its own record
 #   model zoo ResNet (today)  ...:INFO:epoch: [1/90] loss: 1.082604, epoch time: 40.559 s, per step time: 207.995 ms
@@ -114,8 +116,8 @@ _TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NU
 _LOSSMON = re.compile(r"epoch: ?(\d+) step: ?(\d+), loss is (" + _NUM + ")")
 # LossMonitor's own stop on a non-finite loss (mindspore/train/callback/_loss_monitor.py, raised as ValueError)
 _LOSSBAD = re.compile(r"epoch: ?(\d+) step: ?(\d+), loss is NAN or INF")
-_LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, current epoch percent: [^,]*, step: (\d+), outpu?ts are "
-                     r"\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?\[?\s*(" + _NUM + ")")
+_LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, (?:current epoch percent: [^,]*, )?step: (\d+), output?s are "
+                     r"(?:\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?)?\[?\s*(" + _NUM + ")")
 _THOR = re.compile(r"epoch: \d+, step: (\d+), outputs are \[(" + _NUM + r")\], total_time_span is (" + _NUM
                    + r"), step_time_span is (" + _NUM + ")")
 _ZOO = re.compile(r"epoch: \[(\d+)/\d+\] loss: (" + _NUM + "),")
@@ -258,6 +260,8 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if b is None:
                 at = max(text.find("outputs are"), text.find("outpus are"))
                 return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
+            if not final and b.end() == len(text.rstrip()):
+                return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
             st["hint"] = ("step", int(b.group(2)))
             loss(b.group(3), int(b.group(2)))
             return lp.CONSUMED
