@@ -209,20 +209,16 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
 
     def pipe(m: re.Match) -> int:
         k, step = kinds["deepspeed-pipe"], int(m.group(1))
-        if step <= k.prev:
-            return lp.CONSUMED
-        span = step - k.prev
         loss, sec, sps = lp.to_float(m.group(2)), lp.to_float(m.group(3)), lp.to_float(m.group(4))
-        if not (sec and sec > 0 and sps and sps > 0):
+        if step > k.prev and not (sec and sec > 0 and sps and sps > 0):
             add(k, step, None, loss=loss)
-            return lp.CONSUMED
-        gb = sps * sec  # the engine's train_batch_size over its mean step time: the batch, to the prints' rounding
-        if abs(gb - round(gb)) <= 0.02 * gb:
-            gb = float(round(gb))
-        if k.in_window(step):
-            k.reported.append(sps)
-        k.clock += span * sec
-        add(k, step, k.clock, speed=sps, loss=loss, seconds=span * sec, gb=gb)
+        elif step > k.prev and sec and sps:
+            gb = sps * sec  # the engine's train_batch_size over its mean step time: the batch, to the rounding
+            gb = float(round(gb)) if abs(gb - round(gb)) <= 0.02 * gb else gb
+            if k.in_window(step):
+                k.reported.append(sps)
+            k.clock += (step - k.prev) * sec
+            add(k, step, k.clock, speed=sps, loss=loss, seconds=(step - k.prev) * sec, gb=gb)
         return lp.CONSUMED
 
     def oneflow(m: re.Match) -> int:
