@@ -175,7 +175,8 @@ def test_dllogger_lines_of_dle_today():
     """DLE's MXNet train.py today logs through dllogger's StdOutBackend on rank 0 (``Epoch: E Iteration: I`` with
     0-based I, ``train.ips : X images/s``): read on the real StdOutBackend lines of DLPerf's NGC PyTorch log (the
     same backend and step format; the PyTorch program names the figure train.total_ips), and with MXNet's name."""
-    text = (REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log").read_text()
+    text = (REAL / "DeepLearningExamples" / "pytorch-20.03"
+            / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log").read_text()
     rows = {int(i) + 1: (s, float(v)) for s, i, v in re.findall(
         r"^DLL (\S+ \S+) - Epoch: 0 Iteration: (\d+) .*train\.total_ips : (\S+) img/s", text, re.M)}
     assert sorted(rows) == list(range(2, 14))

@@ -19,6 +19,8 @@ from dlperf_slurm.model import ParseContext, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
+NGC_RN50_2N8G = REAL / "DeepLearningExamples" / "pytorch-20.03" / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"
+DLLOGGER_EXAMPLE = REAL / "DeepLearningExamples" / "pytorch-2019-10" / "dllogger_example_resnet_log.json"
 sys.path.insert(0, str(FIXTURES))
 import logsynth as ls
 
@@ -46,7 +48,7 @@ def close(a: float | None, b: float | None, rel: float = 1e-9) -> bool:
 def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
     """DLPerf README log (2n8g, bs128, world_size 16): window = end of iteration 2 -> end of iteration 12."""
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"), ParseContext(2, 8, 128, 2, 10))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128, 2, 10))
     seconds = (18.553769 - 14.427490)  # 14:29:18.553769 - 14:29:14.427490
     assert res.status == Status.OK, res.reason
     assert res.throughput == pytest.approx(2048 * 10 / seconds, rel=1e-9)
@@ -61,14 +63,14 @@ def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
 
 def test_real_ngc_excerpt_against_the_default_window_is_incomplete():
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"), ParseContext(2, 8, 128))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128))
     assert res.status == Status.INCOMPLETE and res.throughput is None
     assert "step 12 of 120" in res.reason
 
 
 def test_real_dllogger_json_stream():
     """NVIDIA/dllogger's example: print_freq 5 (a coarse log), two epochs, validation lines in between."""
-    res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(REAL / "dllogger_example_resnet_log.json"),
+    res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(DLLOGGER_EXAMPLE),
                                                    ParseContext(1, 1, 128, 5, 15))
     assert res.status == Status.OK, res.reason
     seconds = 924.688333 - 921.842053  # step [0, 20] - step [0, 5] (1570716924.688333 - 1570716921.842053)
