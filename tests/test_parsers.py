@@ -84,7 +84,7 @@ def test_real_dllogger_json_stream():
 def test_real_workload_log_agrees_with_the_workloads_own_summary():
     """A log written by our pytorch-ddp workload (tiny ResNet-50, 2 CPU processes under torchrun)."""
     res = suites.get("pytorch-ddp/resnet50").parse(
-        lp.read_lines(FIXTURES / "workload" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
+        lp.read_lines(REAL / "dlperf_slurm-workload" / "37a2126" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
     assert res.status == Status.OK and res.tiny is True
     seconds = 519.0784872 - 518.170091  # end of step 7 - end of step 2 (1795301519.0784872 - 1795301518.170091)
     assert res.throughput == pytest.approx(8 * 5 / seconds, rel=1e-6)
