@@ -525,3 +525,20 @@ def _check_result(res: RunResult) -> None:
         assert res.reason
     for v in (res.throughput, res.throughput_speed, res.latency_ms):
         assert v is None or isinstance(v, float)
+
+
+def test_horovodrun_gloo_label_is_a_rank_label():
+    """horovodrun --gloo labels every line ``[R]<stdout>:`` (no job index, unlike OpenMPI's ``[1,R]``): a real
+    Horovod 0.28.1 log; both the line loop and the block path read rank 0's lines, with the label taken off."""
+    path = REAL / "horovod-examples" / "0.28.1" / "pytorch_synthetic_benchmark_gloo_2cpu_b2.log"
+    assert lp.split_rank("[0]<stdout>:Iter #0: 0.2 img/sec per CPU") == (0, "Iter #0: 0.2 img/sec per CPU")
+    suite = suites.get("horovod-synthetic/resnet50")
+    ctx = ParseContext(1, 2, 2, 2, 6, options={"batches_per_iter": 2})
+    for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
+        res = suite.parse(lines, ctx)
+        assert res.status == Status.OK and res.extra["ranks_seen"] == 2, res.reason
+        assert "batch_mismatch" not in res.extra and "world_size_mismatch" not in res.extra
+        assert res.throughput_speed == pytest.approx(2 * 0.2) and res.extra["reported_throughput"] == 0.4
+    # the label is taken off before "Batch size: 2" is read: a context of batch 4 is told apart
+    other = suite.parse(lp.read_lines(path), ParseContext(1, 2, 4, 2, 6, options={"batches_per_iter": 2}))
+    assert "batch_mismatch" in other.extra
