@@ -88,6 +88,19 @@ def test_gluon_nlp_2019_states_each_intervals_seconds():
     assert res.extra["formats"] == ["gluon-nlp-2019"]
 
 
+def test_gluon_nlp_v0_10_latency_in_ms_per_step():
+    """gluon-nlp v0.10.0 (8d43da9a, 2020-02+) prints the same record with ``latency=... ms/step`` (``ms/batch``
+    before); its "[step 12] Saving model params to ..." lines are no record (nothing garbled)."""
+    text = _real("gluon-nlp/v0.10.0/phase1_log.0")
+    lat = {int(s): float(v) for s, v in re.findall(r"\[step (\d+)\]\t.*latency=(\S+) ms/step", text)}
+    assert sorted(lat) == list(range(1, 13))
+    res = _parse(BERT, text, bs=4, warmup=4, measure=8)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(4 * 8 / (sum(lat[s] for s in range(5, 13)) / 1000))
+    assert res.throughput_speed == pytest.approx(sum(4000 / lat[s] for s in range(5, 13)) / 8)
+    assert "garbled_lines" not in res.extra and res.extra["formats"] == ["gluon-nlp"]
+
+
 def test_unlabelled_lines_of_two_ranks_all_count():
     """DLPerf's mpirun has no --tag-output: two ranks' lines per batch, unlabelled (horovod issue #875)."""
     text = _real("horovod-examples/2019-02/horovod_issue_875_mpirun_2_ranks_unlabelled.log")

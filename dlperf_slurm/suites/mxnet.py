@@ -174,6 +174,8 @@ class GluonBert(_Gluon):
 #     (def34313 2019-03)           (time: the seconds of the log interval, its steps since the previous line)
 #   gluon-nlp run_pretraining      [step 20]\tmlm_loss=7.93   nsp_loss= 0.69\tthroughput=122.0K tks/s\tlr=0.0000100 time=0.26, latency=262.0 ms/batch
 #     (4b83eb6b 2019-04+, 7b7bf60)
+#   gluon-nlp run_pretraining      [step 1]\tmlm_loss=0.00000\tnsp_loss= 0.57\tthroughput=0.0K tks/s\tlr=0.0000083 time=20.77, latency=20768.7 ms/step
+#     (8d43da9a 2020-02+, v0.9-v0.10)  the same record, its latency now "ms/step"; written to <ckpt_dir>/phase1_log.<rank>
 
 _NUM = lp.NUM
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,6})?)")
@@ -182,7 +184,8 @@ _EPOCH_HEAD = re.compile(r"Epoch\[\d+\]\t")
 _HEAD = re.compile(r"Epoch\[(\d+)\] ?Batch ?\[\d+(?:-\d+)?\]")
 _DLL = re.compile(r"Epoch: (\d+) Iteration: (\d+) .*?train\.(?:total_)?ips : (" + _NUM + r")")
 _DLL_LOSS = re.compile(r"train\.loss : (" + _NUM + r")")
-_BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM + r") ms/batch")
+_BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM + r") ms/(?:batch|step)")
+_BERT_HEAD = re.compile(r"\[step \d+\]\t")  # a record; "[step 12] Saving model params to ..." is none
 _BERT_2019 = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?\btime=(" + _NUM + r")\s*$")
 _EPOCH_SPEED = re.compile(r"Epoch\[(\d+)\]\tSpeed: (" + _NUM + r") samples/sec")
 _EPOCH_COST = re.compile(r"Epoch\[(\d+)\] Rank\[\d+\] Batch\[(\d+)\]\tTime cost=")
@@ -212,8 +215,8 @@ def _cut(text: str) -> bool:
     if e is not None:  # "Epoch[0]\t" then part of "Speed: 3114.92 samples/sec" (gluon-cv's per-epoch line)
         rest = text[e.end():]
         return "Speed: ".startswith(rest) or _SPEED_CUT.fullmatch(rest) is not None
-    if "[step " in text:  # a gluon-nlp record ends with its latency's unit (2019-03: with its time=)
-        return "ms/batch" not in text and _BERT_2019.search(text) is None
+    if _BERT_HEAD.search(text):  # a gluon-nlp record ends with its latency's unit (2019-03: with its time=)
+        return "ms/batch" not in text and "ms/step" not in text and _BERT_2019.search(text) is None
     return "Iteration: " in text and "train." in text and "ips : " not in text  # dllogger, cut before train.ips
 
 
