@@ -91,7 +91,7 @@ def test_gluon_nlp_2019_states_each_intervals_seconds():
 def test_gluon_nlp_v0_10_latency_in_ms_per_step():
     """gluon-nlp v0.10.0 (8d43da9a, 2020-02+) prints the same record with ``latency=... ms/step`` (``ms/batch``
     before); its "[step 12] Saving model params to ..." lines are no record (nothing garbled)."""
-    text = _real("gluon-nlp/v0.10.0/phase1_log.0")
+    text = _real("gluon-nlp/v0.10.0/phase1_log_b4.log")
     lat = {int(s): float(v) for s, v in re.findall(r"\[step (\d+)\]\t.*latency=(\S+) ms/step", text)}
     assert sorted(lat) == list(range(1, 13))
     res = _parse(BERT, text, bs=4, warmup=4, measure=8)
