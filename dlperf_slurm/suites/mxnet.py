@@ -245,7 +245,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if (lm := _DLL_LOSS.search(text)) is not None:
                 loss = lp.to_float(lm.group(1))
         elif (m := _LOSS_LINE.search(text)) is not None:  # gluon-cv train_horovod.py 2020-04+: a step, no speed
-            form, epoch, step, value, speed = "gluon-cv-epoch", int(m.group(1)), int(m.group(2)), m.group(3), None
+            form, epoch, step, value, speed = "gluon-cv-loss", int(m.group(1)), int(m.group(2)), m.group(3), None
             loss = lp.to_float(value)
         elif (m := _EPOCH_COST.search(text)) is not None:  # ... and the epoch's length before its Speed line
             epoch, n = int(m.group(1)), int(m.group(2))
@@ -348,7 +348,8 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         extra["tokens_per_s"] = sum(in_window) / len(in_window)  # gluon-nlp's throughput: the sum over ranks
     res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                     no_memory_reason="the MXNet programs' logs report no GPU memory")
-    if res.status == Status.UNMEASURED and st["forms"] == {"gluon-cv-epoch"} and total:
+    if res.status == Status.UNMEASURED and "gluon-cv-epoch" in st["forms"] \
+            and st["forms"] <= {"gluon-cv-epoch", "gluon-cv-loss"} and total:
         first = offsets[min(offsets)] + max(max(s for e, s in steps if e == min(offsets)), ends.get(min(offsets), 0))
         res.reason += (f"; gluon-cv's train_horovod.py times whole epochs only (one Speed line per epoch, the first "
                        f"{first} steps long): a window on epoch boundaries times it, e.g. --warmup-steps {first} "
