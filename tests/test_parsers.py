@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -542,3 +543,14 @@ def test_horovodrun_gloo_label_is_a_rank_label():
     # the label is taken off before "Batch size: 2" is read: a context of batch 4 is told apart
     other = suite.parse(lp.read_lines(path), ParseContext(1, 2, 4, 2, 6, options={"batches_per_iter": 2}))
     assert "batch_mismatch" in other.extra
+
+
+def test_dle_bert_summary_without_a_unit_is_the_reported_figure():
+    """DLE PyTorch BERT's last line has no unit after its figure (``-  e2e_train_time : 931.02
+    training_sequences_per_second : 4058.34  final_loss : ...``): the next metric says the number ended."""
+    path = REAL / "DeepLearningExamples" / "pytorch-20.06" / "bert_run_pretraining_8gpu_fp16_bs64_acc132.dll_lines.log"
+    stated = float(re.search(r"training_sequences_per_second : (\S+)", path.read_text()).group(1))
+    for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
+        res = suites.get("ngc-pytorch/bert-base").parse(lines, ParseContext(1, 8, 8448, 1, 49))
+        assert res.status == Status.OK and res.extra["reported_throughput"] == stated, res.reason
+        assert abs(res.throughput - stated) < 0.005 * stated  # the window 1..50 against the program's own figure
