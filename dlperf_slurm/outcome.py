@@ -42,13 +42,11 @@ Precedence, first match wins:
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
 13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
-                                                                          UNMEASURED, PARSE_ERROR; a log with no
-                                                                          step its suite knows: UNRECOGNISED (the
-                                                                          program finished: never a launch failure)
+                                                                          UNMEASURED, PARSE_ERROR (INCOMPLETE:
+                                                                          "the run had N steps, the window needs
+                                                                          M"); a log with no step its suite knows:
+                                                                          UNRECOGNISED (never a launch failure)
 ====  ==================================================================  ==========================================
-
-A failed run's reason quotes the log's own error line, path and line number; an UNRECOGNISED run's, the lines
-that look like progress and the suites that read the log (both: :mod:`dlperf_slurm.recognise`).
 """
 
 from __future__ import annotations
@@ -60,6 +58,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
+
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 #: Statuses whose figures stay on the record: OK's are results; NONFINITE's and a late OOM's are evidence.
 KEEPS_FIGURES = (Status.OK, Status.NONFINITE, Status.OOM)
@@ -87,8 +86,6 @@ RULES = {1: "an unknown scheduler state", 2: "the scheduler holds the job", 3: "
          "verdict", 4: "out of memory", 5: "the loss went non-finite", 6: "stopped by the hang watchdog",
          7: "the health gate failed", 8: "the script failed, the job not ended", 9: "killed", 10: "no log",
          11: "a failure exit", 12: "gone without a trace", 13: "ended well: the log's verdict"}
-#: statuses whose reason quotes the log's own error line (:func:`dlperf_slurm.recognise.quote_error`)
-QUOTES_ERROR = (Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE)
 
 
 @dataclass(frozen=True)
@@ -149,9 +146,8 @@ def decide(ev: Evidence) -> Outcome | None:
         if log.status == Status.INCOMPLETE:
             return out(log.status, log.reason + "; no exit marker and no scheduler state: still running, "
                                                 "or killed without a trace")
-        info = _unread(log)
-        if log.status == Status.LAUNCH_FAILED and info.get("plenty"):
-            return out(Status.UNRECOGNISED, _unrecognised(info, "no exit marker, plenty of output"))
+        if log.status == Status.LAUNCH_FAILED and _unrecognised(log, "")[0]:
+            return out(Status.UNRECOGNISED, _unrecognised(log, "no exit marker, plenty of output")[1])
         return out(log.status, log.reason)
     row = 4  # out of memory
     if log is not None and log.status == Status.OOM:
@@ -210,19 +206,22 @@ def decide(ev: Evidence) -> Outcome | None:
     if log is None:
         return out(Status.OK, "")
     if log.status == Status.LAUNCH_FAILED:  # the program finished: what it printed is not what its suite reads
-        return out(Status.UNRECOGNISED, _unrecognised(_unread(log), "exit code 0" if rc == 0 else "ended well"))
+        return out(Status.UNRECOGNISED, _unrecognised(log, "exit code 0" if rc == 0 else "ended well")[1])
+    needs = log.extra.get("window_needs") if log.status == Status.INCOMPLETE else None
+    if needs and not log.extra.get("restarts"):  # the program ended on its own before the window's end
+        return out(log.status, f"the run had {log.steps_seen} steps, the window needs {needs}; use --measure-steps "
+                               "and --warmup-steps (collect --from) or the matrix's [measure] to fit the window in "
+                               "the run, or run it longer")
     return out(log.status, log.reason)
 
 
-def _unread(log: RunResult) -> Mapping[str, Any]:
-    info = (log.extra or {}).get("unread")
-    return info if isinstance(info, Mapping) else {}
-
-
-def _unrecognised(info: Mapping[str, Any], exited: str) -> str:
+def _unrecognised(log: RunResult, exited: str) -> tuple[bool, str]:
+    """Whether a no-step log is plenty of output, and an UNRECOGNISED run's reason (:mod:`dlperf_slurm.recognise`)."""
     from dlperf_slurm import recognise
 
-    return recognise.unrecognised_reason(dict(info), exited)
+    info = (log.extra or {}).get("unread")
+    info = dict(info) if isinstance(info, Mapping) else {}
+    return bool(info.get("plenty")), recognise.unrecognised_reason(info, exited)
 
 
 

@@ -46,6 +46,9 @@ _ERRORISH = re.compile(r"(?:\b[A-Z]\w*Error\b|\berror:|\bERROR\b|\bError\b|\bFAT
                        r"No such file or directory|not found)")
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)\b:?")
 
+#: statuses whose reason quotes the log's own error line (:func:`quote_error`; an UNRECOGNISED run's quotes the
+#: lines that look like progress and names the suites that read the log: :func:`unrecognised_reason`)
+QUOTES_ERROR = (Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE)
 TRACEBACK_LINES = 400  # lines a traceback may take before its exception line
 QUOTE = 160  # characters of a log line quoted in a reason
 SAMPLE_LINES = 4  # progress lines quoted: the first three and the last

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import health, outcome, parsecache, suites
+from dlperf_slurm import health, outcome, parsecache, recognise, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
 
@@ -96,9 +96,7 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
     decided = _decide(spec, res, has_log)
     res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record), for
     # collect --explain: not in the row (the same run decided again from the manifest's record says 0)
-    if has_log and decided.status in outcome.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
-        from dlperf_slurm import recognise
-
+    if has_log and decided.status in recognise.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
         decided = recognise.quote_error(decided, spec.log, recognise.last_error(spec.log))
     outcome.apply(res, decided)
     res.extra["log_status"] = log_verdict

@@ -18,6 +18,13 @@ from dlperf_slurm.errors import UserError
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 
+def real(name: str) -> Path:
+    """A real log of the corpus by its file name, wherever its program's folder keeps it."""
+    found = sorted(REAL.rglob(Path(name).name))
+    assert found, f"no real log {name} under {REAL}"
+    return found[0]
+
+
 def _tree(tmp_path: Path, src: Path, rel: str, rc: int | None = None) -> tuple[Path, Path]:
     log = tmp_path / "t" / rel
     log.parent.mkdir(parents=True)
@@ -36,7 +43,7 @@ def _line(path: Path, n: int) -> str:
 
 
 def test_a_dllogger_run_its_window_lines_and_formula(tmp_path):
-    src = REAL / "ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log"
+    src = real("ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log")
     root, log = _tree(tmp_path, src, "1n1g/rn50_b128_fp32_1.log")
     text = _explain(root, "ngc-tf1/resnet50", str(log), 210, 50)
     # the window's ends are DLLogger's steps 209 and 259 (0-based: the lines that end steps 210 and 260)
@@ -56,7 +63,7 @@ def test_a_dllogger_run_its_window_lines_and_formula(tmp_path):
 def test_a_suite_that_gathers_its_steps_first_maps_them_to_its_lines(tmp_path):
     # pytorch/examples' parser sums the ranks' Time per step after reading every line: its steps are still quoted
     # at the lines they came from (index i, 0-based, ends step i + 1)
-    src = REAL / "pytorch_examples_rn50_2n8g.excerpt.log"
+    src = real("pytorch_examples_rn50_2n8g.excerpt.log")
     root, log = _tree(tmp_path, src, "1n8g/r50_b128_fp32_1.log")
     text = _explain(root, "pytorch-examples/resnet50", str(log), 2, 9)
     lines = src.read_text().splitlines()
@@ -77,7 +84,7 @@ def test_a_failed_run_says_the_row_and_quotes_its_error(tmp_path):
 
 
 def test_an_unrecognised_run_by_its_key_on_the_command_line(tmp_path, capsys):
-    src = REAL / "pytorch_examples_rn50_2n8g.excerpt.log"
+    src = real("pytorch_examples_rn50_2n8g.excerpt.log")
     root = _tree(tmp_path, src, "1n8g/r50_b128_fp32_1.log", rc=0)[0]
     key = collect.runs_from_tree(root, "ngc-pytorch/resnet50", 2, 9).runs[0].key
     assert cli.main(["collect", "--from", str(root), "--suite", "ngc-pytorch/resnet50", "--explain", key]) == 2
@@ -88,7 +95,7 @@ def test_an_unrecognised_run_by_its_key_on_the_command_line(tmp_path, capsys):
 
 
 def test_an_unknown_run_is_one_line_naming_the_runs(tmp_path):
-    root = _tree(tmp_path, REAL / "pytorch_examples_rn50_2n8g.excerpt.log", "1n8g/r50_b128_fp32_1.log")[0]
+    root = _tree(tmp_path, real("pytorch_examples_rn50_2n8g.excerpt.log"), "1n8g/r50_b128_fp32_1.log")[0]
     with pytest.raises(UserError) as err:
         _explain(root, "pytorch-examples/resnet50", "nope.r1", 2, 9)
     assert "\n" not in str(err.value) and "resnet50.pytorch-examples.1x8.b128.fp32.xla0.r1" in str(err.value)

@@ -16,6 +16,13 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Status
 
 REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def real(name: str) -> Path:
+    """A real log of the corpus by its file name, wherever its program's folder keeps it."""
+    found = sorted(REAL.rglob(Path(name).name))
+    assert found, f"no real log {name} under {REAL}"
+    return found[0]
 FAILURES = REAL / "failures"
 
 
@@ -54,7 +61,7 @@ def test_the_last_error_line_of_real_failures(name, line, starts):
 
 def test_the_error_line_number_past_the_tail_read(tmp_path):
     # a log longer than what last_error reads: its line number still counts every line before
-    filler = (REAL / "pytorch_examples_rn50_2n8g.excerpt.log").read_text()
+    filler = real("pytorch_examples_rn50_2n8g.excerpt.log").read_text()
     big = tmp_path / "big.log"
     reps = recognise.TAIL_BYTES // len(filler) * 3
     big.write_text(filler * reps + (FAILURES / "itsd_pytorch_issue_2_traceback.log").read_text())
@@ -83,7 +90,7 @@ FOREIGN = [("ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log", "ngc-tf1/
 
 @pytest.mark.parametrize("src,reader,wrong", FOREIGN)
 def test_a_finished_run_its_suite_does_not_read_is_unrecognised(tmp_path, src, reader, wrong):
-    root = _tree(tmp_path, REAL / src, "r50_b4_fp32_1.log", rc=0)
+    root = _tree(tmp_path, real(src), "r50_b4_fp32_1.log", rc=0)
     row = _one(root, wrong)
     assert row.status == Status.UNRECOGNISED, row.reason
     assert row.throughput is None and row.extra["log_status"] == Status.LAUNCH_FAILED
@@ -91,14 +98,14 @@ def test_a_finished_run_its_suite_does_not_read_is_unrecognised(tmp_path, src, r
     assert f"read by {reader}" in row.reason and f"--suite {reader}" in row.reason
     # the quoted progress lines are the log's own, at the line numbers given
     info = row.extra["unread"]
-    assert info["readers"] == recognise.readers(REAL / src, skip=wrong) and reader in info["readers"]
+    assert info["readers"] == recognise.readers(real(src), skip=wrong) and reader in info["readers"]
     assert info["progress"], info
     for n, text in info["progress"]:
-        assert f"line {n}: {text!r}" in row.reason and _line(REAL / src, n).startswith(text.rstrip("…"))
+        assert f"line {n}: {text!r}" in row.reason and _line(real(src), n).startswith(text.rstrip("…"))
 
 
 def test_a_tree_log_without_exit_marker_unrecognised_with_plenty_of_output(tmp_path):
-    root = _tree(tmp_path, REAL / FOREIGN[0][0], "r50_b4_fp32_1.log", rc=None)
+    root = _tree(tmp_path, real(FOREIGN[0][0]), "r50_b4_fp32_1.log", rc=None)
     row = _one(root, "paddle/resnet50")
     assert row.status == Status.UNRECOGNISED and "no exit marker, plenty of output" in row.reason
     # a failure with little output stays a launch failure, with its own words
@@ -140,8 +147,8 @@ def _shape_tree(root: Path, logs: dict[str, Path]) -> Path:
 
 def test_auto_reads_the_suite_from_the_logs(tmp_path):
     root = _shape_tree(tmp_path / "dlperf", {
-        "1n1g/rn50_b128_fp32_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log",
-        "1n8g/rn50_b256_amp_1.log": REAL / "ngc-tf1/convnets_training_benchmark_gpu8_amp_bs256.log"})
+        "1n1g/rn50_b128_fp32_1.log": real("ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log"),
+        "1n8g/rn50_b256_amp_1.log": real("ngc-tf1/convnets_training_benchmark_gpu8_amp_bs256.log")})
     suite, notes = collect.tree_suite(root, None)
     assert suite == "ngc-tf1/resnet50"
     assert notes == ["--suite auto: ngc-tf1/resnet50 (its parser reads 2 of 2 sampled logs)"]
@@ -149,7 +156,7 @@ def test_auto_reads_the_suite_from_the_logs(tmp_path):
 
 def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tmp_path):
     # MXNet's Speedometer lines are read by every MXNet suite's parser: the folder names the program
-    src = REAL / "mxnet-gluon-resnet50/mxnet_issue_11284_every_batch.log"
+    src = real("mxnet-gluon-resnet50/mxnet_issue_11284_every_batch.log")
     shared = recognise.readers(src)
     assert len(shared) > 1 and "mxnet-gluon/resnet50" in shared
     root = _shape_tree(tmp_path / "mxnet-gluon", {"1n1g/r50_b64_fp32_1.log": src})
@@ -163,7 +170,7 @@ def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tm
 
 
 def test_a_suite_that_reads_none_of_the_tree_is_refused_naming_those_that_do(tmp_path):
-    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": REAL / "pytorch_examples_rn50_2n8g.excerpt.log"})
+    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": real("pytorch_examples_rn50_2n8g.excerpt.log")})
     with pytest.raises(UserError) as err:
         collect.tree_suite(root, "ngc-pytorch/resnet50")
     text = str(err.value)
@@ -185,7 +192,7 @@ def test_a_tree_no_suite_reads(tmp_path):
 def test_collect_from_without_suite_on_the_command_line(tmp_path, capsys):
     from dlperf_slurm import cli
 
-    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": REAL / "pytorch_examples_rn50_2n8g.excerpt.log"})
+    root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": real("pytorch_examples_rn50_2n8g.excerpt.log")})
     assert cli.main(["collect", "--from", str(root), "--out", str(tmp_path / "out"), "--no-plots", "--quiet"]) == 0
     assert "--suite auto: pytorch-examples/resnet50" in capsys.readouterr().err
     runs = json.loads((tmp_path / "out" / "t.json").read_text())["runs"]
