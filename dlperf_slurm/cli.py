@@ -85,16 +85,20 @@ def cmd_render(args: argparse.Namespace) -> int:
     if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
         raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
                         "into another folder (--out DIR)")
-    _make_folder(out)
+    _make_folder(out, m.provenance.umask)
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0
 
 
-def _make_folder(path: Path) -> None:
-    """The campaign folder (``--out``, ``--logs``), or one line saying why it cannot be made."""
+def _make_folder(path: Path, umask: str | None = None) -> None:
+    """The campaign folder (``--out``, ``--logs``), made under the site's umask (``[provenance] umask``), or one
+    line saying why it cannot be made."""
+    from dlperf_slurm.files import no_more_open_than
+
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        with no_more_open_than([path], umask):
+            pass
     except OSError as err:
         raise UserError(f"{path}: cannot create the campaign folder: {err.strerror or err}") from None
 
@@ -172,7 +176,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from dlperf_slurm.render import check_template_dir
 
         check_template_dir(args.templates)  # before the campaign folder is made
-        _make_folder(cdir)
+        _make_folder(cdir, m.provenance.umask)
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
                     template_dir=args.templates, top_up=top)
     if args.dry_run:
