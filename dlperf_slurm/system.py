@@ -151,9 +151,10 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
     groups = system["node_groups"]
     if not groups:
         lines += ["No run recorded its system (no provenance lines in the logs).", ""]
+    first: list[tuple[str, str]] = []
     for i, g in enumerate(groups):
         title = "Nodes" if len(groups) == 1 else f"Node group {i + 1}" + (" (the majority)" if i == 0 else "")
-        lines += [f"**{title}**: {_short(g['nodes'])} ({g['runs']} runs)", "", "| | |", "| --- | --- |"]
+        runs = f"{g['runs']} run" + ("s" if g["runs"] != 1 else "")
         gpu = g["gpu"]
         rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
                 ("driver", gpu.get("driver")), ("CUDA", g["cuda"]), ("cuDNN", g["cudnn"]), ("NCCL", g["nccl"]),
@@ -161,7 +162,15 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
                 ("container", g["container"] or "none"), ("modules", g["modules"]),
                 ("partition / QOS", " / ".join(str(x or "—") for x in (g["partition"], g["qos"]))),
                 ("program code", g["program"]), ("dlperf_slurm", g["tool"])]
-        lines += [f"| {k} | {_text(v).replace('|', '/')} |" for k, v in rows] + [""]
+        shown = [(k, _text(v).replace("|", "/")) for k, v in rows]
+        if i == 0:
+            first = shown
+            lines += [f"**{title}**: {_short(g['nodes'])} ({runs})", "", "| | |", "| --- | --- |"]
+            lines += [f"| {k} | {v} |" for k, v in shown] + [""]
+        else:  # as the majority's group but for what the table shows
+            other = "; ".join(f"{k} {v}" for (k, v), (_, v0) in zip(shown, first) if v != v0)
+            lines += [f"**{title}**: {_short(g['nodes'])} ({runs}): as group 1 but {other or 'nothing shown here'}",
+                      ""]
     if system["differs"]:
         lines.append("Differs from the majority:")
         lines.append("")

@@ -180,3 +180,38 @@ def test_site_umask_and_campaign_folder_bound_every_file(tmp_path):
     opened = {str(q): oct(stat.S_IMODE(q.stat().st_mode)) for q in paths if stat.S_IMODE(q.stat().st_mode) & 0o077}
     assert not opened
     assert stat.S_IMODE((logs / "private").stat().st_mode) == 0o700
+
+
+def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
+    """Three runs on this machine, each seeing an `nvidia-smi` (a stand-in on PATH printing the query's CSV for two
+    A100s, with the drivers two public hosts reported): one run's driver differs from the majority's, and the
+    summary's System section names it, in the markdown and in the JSON object."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$FAKE_SMI" in odd) d=580.159.04;; *) d=535.129.03;; esac\n'
+                   'for i in 0 1; do echo "$i, NVIDIA A100-SXM4-80GB, $d, 81920 MiB, 1410 MHz"; done\n')
+    smi.chmod(0o755)
+    mx = _matrix(tmp_path, "mixed").read_text().replace(
+        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
+    (tmp_path / "mixed.toml").write_text(mx)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(tmp_path / "mixed.toml"), "--executor", "local", "--wait", env=env,
+            cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", "mixed", "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    system = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["system"]
+    assert system["schema"] == "dlperf_slurm.system/1"
+    assert [g["gpu"] for g in system["node_groups"]] == [
+        {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "535.129.03"},
+        {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "580.159.04"}]
+    assert [g["runs"] for g in system["node_groups"]] == [2, 1]
+    [finding] = system["differs"]
+    runs = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["runs"]
+    odd = [r["run"] for r in runs if "FAKE_SMI-odd" in r["run"]]
+    assert finding["field"] == "driver" and finding["majority"] == "535.129.03" and finding["value"] == "580.159.04"
+    assert finding["runs"] == odd and len(odd) == 1
+    md = (tmp_path / "summaries" / "mixed.md").read_text()
+    assert f"- **driver** 580.159.04 (majority: 535.129.03) on {finding['nodes'][0]}: runs {odd[0]}" in md
