@@ -144,14 +144,12 @@ def _cuda(environ):
     return _first_version(("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11"))
 
 
-def _container(environ, image):
-    runtime = None
-    if environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER"):
-        runtime = "apptainer"
-    elif environ.get("PYXIS_VERSION") or environ.get("ENROOT_ROOTFS") or os.path.exists("/etc/enroot"):
-        runtime = "pyxis"
-    if not image and not runtime:
+def _container(environ, image, kind):
+    """The container the probe runs in, as the job entered it (``kind``: pyxis or apptainer), with the image's digest
+    where its reference (``...@sha256:...``) or apptainer's labels give one."""
+    if not image or kind in (None, "none"):
         return None
+    runtime = kind
     digest = None
     if "@sha256:" in (image or ""):
         digest = image.split("@", 1)[1]
@@ -161,7 +159,7 @@ def _container(environ, image):
         digest = digest or next((str(v) for k, v in labels.items() if "digest" in k.lower()), None)
     except (OSError, ValueError, AttributeError):
         pass
-    return {"runtime": runtime, "image": image or None, "digest": digest}
+    return {"runtime": runtime, "image": image, "digest": digest}
 
 
 def _program(path):
@@ -186,13 +184,14 @@ def node_record(environ, conf) -> dict:
         if v:
             versions[d] = v
     return {
-        "event": "node", "time": time.time(), "hostname": socket.gethostname(),
+        "event": "node", "time": time.time(),
+        "hostname": environ.get("SLURMD_NODENAME") or socket.gethostname(),  # the Slurm node (several may share a host)
         "gpus": gpus.splitlines() if gpus else None,
         "gpu_reason": None if gpus else "nvidia-smi not found or no GPU",
         "cuda": _cuda(environ), "cudnn": _cudnn(environ),
         "nccl": environ.get("NCCL_VERSION") or _first_version(("nvidia-nccl-cu12", "nvidia-nccl-cu11")),
         "python": sys.version.split()[0], "executable": sys.executable, "versions": versions,
-        "container": _container(environ, conf.get("image")), "program": _program(conf.get("program_path")),
+        "container": _container(environ, conf.get("image"), conf.get("container")), "program": _program(conf.get("program_path")),
     }
 
 

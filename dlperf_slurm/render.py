@@ -187,7 +187,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "umask": matrix.provenance.umask,
         "prov": {"python": python_exe(plain_program), "prefix": apptainer,
                  "srun": cell.nodes > 1 or container.type == "pyxis",
-                 "conf": json.dumps({"allow": list(matrix.provenance.env_allow),
+                 "conf": json.dumps({"allow": list(matrix.provenance.env_allow), "container": container.type,
                                      "deny": list(matrix.provenance.env_deny), "image": container.image,
                                      "program_path": program_path(plain_program), "tool": tool_version()},
                                     sort_keys=True)},
