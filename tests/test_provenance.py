@@ -213,5 +213,7 @@ def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
     odd = [r["run"] for r in runs if "FAKE_SMI-odd" in r["run"]]
     assert finding["field"] == "driver" and finding["majority"] == "535.129.03" and finding["value"] == "580.159.04"
     assert finding["runs"] == odd and len(odd) == 1
+    # the run's provenance keeps the first node's GPUs where the readers of older logs look (compare ref:)
+    assert all(len(r["provenance"]["gpus"]) == 2 and "A100-SXM4-80GB" in r["provenance"]["gpus"][0] for r in runs)
     md = (tmp_path / "summaries" / "mixed.md").read_text()
     assert f"- **driver** 580.159.04 (majority: 535.129.03) on {finding['nodes'][0]}: runs {odd[0]}" in md

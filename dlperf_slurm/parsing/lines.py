@@ -362,6 +362,11 @@ class Scanner:
         elif kind == ev.EV_NODE:
             if len(self.facts.nodes) < 4096:
                 self.facts.nodes.append({k: event[k] for k in ev.NODE_KEYS if k in event})
+            if self.facts.job is not None and not event.get(ev.ERROR):
+                # the job record's GPUs and versions, as older logs' job events held them: the first node's
+                for k in ev.JOB_KEYS_BEFORE_NODES:
+                    if k in event and k not in self.facts.job:
+                        self.facts.job[k] = event[k]
         elif kind == ev.EV_MEMORY:
             if len(self.facts.memories) < 4096:
                 self.facts.memories.append(event)
