@@ -42,7 +42,8 @@ ALLOW = (
     "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_TOPOLOGY_ADDR*",
 )
 #: Names never recorded, though an allow pattern matches them.
-DENY = ("DLPERF_COMMAND", "DLPERF_PROVENANCE*")
+DENY = ("DLPERF_COMMAND", "DLPERF_PROVENANCE*",
+        "TF_VAR_*", "TF_TOKEN_*", "TF_CLI_*", "TF_WORKSPACE", "TF_REGISTRY_*")  # Terraform's, not TensorFlow's
 #: A name that reads like a credential: its value is never recorded, whatever allows it.
 SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASS|PWD|CRED|AUTH|JWT|COOKIE|SESSION|SIGNATURE|PRIVATE|CERT|WEBHOOK",
                          re.I)
