@@ -1,7 +1,9 @@
-"""Command line: ``python -m dlperf_slurm {plan,render,submit,status,cancel,collect}``.
+"""Command line: ``python -m dlperf_slurm {plan,render,submit,search,status,cancel,collect,compare,references,suites}``.
 
-Each subcommand's work lives in its stage module, imported only when that subcommand runs, so
-``--help`` and ``plan`` never import submitit, numpy or torch.
+This module is the parser and :func:`main` alone. Each command's handler is a module of
+:mod:`dlperf_slurm.commands` (``commands/<name>.py``, ``cmd_<name>``), named here by string and imported only
+when that command runs, so ``--help`` imports no stage module, nor submitit, numpy, tabulate or torch. No stage
+module imports this module or the commands (tests/test_structure.py).
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from pathlib import Path
 from typing import Callable, Sequence
 
 from dlperf_slurm import __version__
@@ -23,84 +24,6 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--site", metavar="FILE", help="site defaults for [slurm]/[environment] "
                    "(default: $DLPERF_SLURM_SITE or ~/.config/dlperf_slurm/site.toml)")
     p.add_argument("--no-site", action="store_true", help="ignore any site file")
-
-
-def _load_matrix(args: argparse.Namespace):
-    from dlperf_slurm import matrix
-
-    return matrix.load(args.matrix, site=False if args.no_site else args.site)
-
-
-def note_dropped(m, matrix_arg: str) -> None:
-    """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
-    make the others, so one line on stderr says how many and why, and changes nothing they do."""
-    if not m.dropped:
-        return
-    reasons = list(dict.fromkeys(d.reason for d in m.dropped))
-    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {len(reasons) - 1} more reason{'s' * (len(reasons) > 2)}"
-    print(f"dlperf-slurm: {len(m.dropped)} of {len(m.cells) + len(m.dropped)} cells dropped ({why}): "
-          f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
-
-
-# ------------------------------------------------------------------------------------------------ plan
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
-    m = _load_matrix(args)
-    rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
-             ", ".join(f"{k}={v}" for k, v in (*((("setup", c.setup),) if c.setup else ()), *c.params, *c.env))
-             or "-", m.measure.repeats] for c in m.cells]
-    print(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
-                                     if not m.grouped else f"{len(m.suites)} suites"))
-    for s in m.suites if m.grouped else ():
-        print(f"  {s.name}: {s.description}")
-    if m.grouped:
-        rows = [[c.suite, *row] for c, row in zip(m.cells, rows)]
-    print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
-                                  "repeats"], tablefmt="github"))
-    print(f"\n{len(m.cells)} cells x {m.measure.repeats} repeats = {m.runs} runs; "
-          f"window: skip {m.measure.warmup_steps} steps, measure {m.measure.measure_steps}")
-    print(f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)")
-    if m.dropped:
-        print(f"\ndropped {len(m.dropped)} cells:")
-        for d in m.dropped:
-            print(f"  {d.cell.id}: {d.reason}")
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------- render
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    from dlperf_slurm import matrix, render
-
-    m = _load_matrix(args)
-    note_dropped(m, args.matrix)
-    out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
-    render.check_template_dir(args.templates)  # before any folder is made
-    from dlperf_slurm.manifest import MANIFEST
-
-    if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
-        raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
-                        "into another folder (--out DIR)")
-    _make_folder(out, m.provenance.umask)
-    paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
-    print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
-    return 0
-
-
-def _make_folder(path: Path, umask: str | None = None) -> None:
-    """The campaign folder (``--out``, ``--logs``), made under the site's umask (``[provenance] umask``), or one
-    line saying why it cannot be made."""
-    from dlperf_slurm.files import no_more_open_than
-
-    try:
-        with no_more_open_than([path], umask):
-            pass
-    except OSError as err:
-        raise UserError(f"{path}: cannot create the campaign folder: {err.strerror or err}") from None
 
 
 # -------------------------------------------------------------------------------------------- parser
@@ -118,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
-    p.set_defaults(func=cmd_plan)
+    p.set_defaults(func=_lazy("plan"))
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")
     _add_matrix_args(p)
     p.add_argument("--out", metavar="DIR", help="campaign folder to write into (default: LOGS/<campaign>)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=cmd_render)
+    p.set_defaults(func=_lazy("render"))
 
     _lifecycle_commands(sub)
     _collect_commands(sub)
@@ -132,105 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("suites", help="list every suite: program, launchers, precisions, XLA, axes, options, "
                        "throughput flavour, example matrix")
     p.add_argument("--json", action="store_true", help="as JSON")
-    p.set_defaults(func=_lazy("dlperf_slurm.catalog", "cmd_suites"))
+    p.set_defaults(func=_lazy("suites"))
     return parser
 
 
-# ------------------------------------------------------------------- submit / status / cancel / collect
-# The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/, collect.py,
-# report.py), imported inside the handlers, so --help imports none of them, nor submitit, numpy or tabulate.
+def _lazy(command: str) -> Callable[[argparse.Namespace], int]:
+    """The handler ``cmd_<command>`` of ``dlperf_slurm.commands.<command>``, imported when the command runs."""
 
-
-def cmd_submit(args: argparse.Namespace) -> int:
-    import re
-
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.manifest import MANIFEST, Manifest
-    from dlperf_slurm.model import FAILURES
-    from dlperf_slurm.submit import plural, submit
-
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
-    note_dropped(m, args.matrix)
-    if args.campaign:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
-            raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
-        m.name = args.campaign
-    cdir = (Path(args.logs) / m.name).resolve()
-    if args.jobs < 1:
-        raise UserError("--jobs must be at least 1")
-    backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
-    if args.executor == "auto" and backend.auto_note() and not args.dry_run:
-        print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
-    top = None
-    if args.top_up:
-        from dlperf_slurm.topup import TopUp
-
-        from dlperf_slurm.axes import MAX_REPEATS
-
-        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
-            raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
-                            f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
-        top = TopUp(args.ci_target, args.max_repeats)
-    if not args.dry_run:
-        from dlperf_slurm.render import check_template_dir
-
-        check_template_dir(args.templates)  # before the campaign folder is made
-        _make_folder(cdir, m.provenance.umask)
-    report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates, top_up=top)
-    if args.dry_run:
-        return 0
-    print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
-          f"manifest: {cdir / MANIFEST}")
-    if not args.wait:
-        return 0
-    man = Manifest(cdir)
-    try:
-        final = monitor.wait(man, schedulers.for_campaign(cdir, monitor.used_schedulers(man), default=backend))
-        print(monitor.status_report(man, show_runs=False, notes=backend.notes()))
-    finally:
-        man.close()
-    return 0 if not sum(v for k, v in final.items() if k in FAILURES) else 1
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.manifest import Manifest, find_campaign
-
-    cdir = find_campaign(args.logs, args.campaign)
-    m = Manifest(cdir)
-    try:
-        used = monitor.used_schedulers(m)
-        exs = schedulers.for_campaign(cdir, used)
-        if not args.no_refresh:
-            monitor.refresh(m, exs)
-        notes = []
-        for name in sorted(used):
-            notes += exs[name].notes() if name in exs else [
-                f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes))
-    finally:
-        m.close()
-    return 0
-
-
-def cmd_cancel(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor
-    from dlperf_slurm.manifest import campaigns, find_campaign
-
-    if not args.campaign:  # cancelling is not undone: "the latest campaign" must be the only one
-        names = [c.name for c in campaigns(args.logs)]
-        if len(names) > 1:
-            raise UserError(f"cancel which campaign? {args.logs}/ holds {len(names)}: {', '.join(names)}; "
-                            "name one (dlperf-slurm cancel NAME)")
-    monitor.cancel(find_campaign(args.logs, args.campaign), pending_only=args.pending)
-    return 0
-
-
-def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(module), name)(args)
+        return getattr(importlib.import_module(f"dlperf_slurm.commands.{command}"), f"cmd_{command}")(args)
 
     return run
 
@@ -254,7 +87,7 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-repeats", type=int, default=21, metavar="N",
                    help="with --top-up: never more repeats per cell than this (default 21)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
-    p.set_defaults(func=cmd_submit)
+    p.set_defaults(func=_lazy("submit"))
 
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
                        "then bisection; one short probe run each, resumable), then that value with the normal repeats")
@@ -270,19 +103,19 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--templates", metavar="DIR", help="your template folder")
     p.add_argument("--no-run", action="store_true", help="search only; do not submit the found values' repeats")
     p.add_argument("--wait", action="store_true", help="wait for the found values' repeats to end")
-    p.set_defaults(func=_lazy("dlperf_slurm.search", "cmd_search"))
+    p.set_defaults(func=_lazy("search"))
 
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
-    p.set_defaults(func=cmd_status)
+    p.set_defaults(func=_lazy("status"))
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the only one under LOGS; with "
                    "several, naming it is required)")
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
-    p.set_defaults(func=cmd_cancel)
+    p.set_defaults(func=_lazy("cancel"))
 
 
 def _collect_commands(sub: argparse._SubParsersAction) -> None:
@@ -316,8 +149,7 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watch", nargs="?", type=float, const=0.0, default=None, metavar="SECONDS",
                    help="collect again every SECONDS (default 30) as runs end, updating the summaries and one "
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
-    p.set_defaults(func=_lazy("dlperf_slurm.collectcli", "cmd_collect"))
-
+    p.set_defaults(func=_lazy("collect"))
 
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
@@ -332,12 +164,12 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
                    "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
-    p.set_defaults(func=_lazy("dlperf_slurm.compare", "cmd_compare"))
+    p.set_defaults(func=_lazy("compare"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")
     p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")
     p.add_argument("--json", action="store_true", help="as JSON")
-    p.set_defaults(func=_lazy("dlperf_slurm.refcompare", "cmd_references"))
+    p.set_defaults(func=_lazy("references"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 import os
 import re
 import sys
@@ -34,6 +33,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
+from dlperf_slurm.search import read_results
 
 _TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)_(?P<rep>\d+)\.log$")
 _SHAPE_DIR = re.compile(r"^(\d+)n(\d+)g$")
@@ -276,8 +276,6 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
 
 def _mark_searched(collections: Sequence[Collection], cells: Sequence[CellRow]) -> None:
     """Cells a ``search`` found (the largest value that fits) say so."""
-    from dlperf_slurm.search import read_results
-
     found = {(c.name, cid): text for c in collections if c.source == "manifest"
              for cid, text in read_results(c.where).items()}
     for cell in cells:
@@ -318,36 +316,3 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
     except Exception as err:  # noqa: BLE001
         print(f"dlperf-slurm: warning: statuses not refreshed ({type(err).__name__}: {err})", file=out or sys.stderr)
 
-
-# ================================================================================================= CLI
-
-
-def _campaign_dir(logs: str, name: str) -> Path:
-    p = Path(name)
-    if p.is_dir():
-        return p
-    q = Path(logs) / name
-    if q.is_dir():
-        return q
-    raise UserError(f"no campaign {name!r}: neither {p} nor {q} is a folder")
-
-
-def _options(items: Sequence[str] | None) -> dict[str, Any]:
-    """``--option KEY=VALUE`` pairs; values read as JSON when they can be (numbers, true/false), else text."""
-    out: dict[str, Any] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"--option {item!r}: expected KEY=VALUE, e.g. batches_per_iter=10")
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
-    return out
-
-
-def cmd_collect(args) -> int:
-    """The ``collect`` command (:mod:`dlperf_slurm.collectcli`)."""
-    from dlperf_slurm import collectcli
-
-    return collectcli.cmd_collect(args)

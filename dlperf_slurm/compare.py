@@ -26,12 +26,11 @@ from __future__ import annotations
 import json
 import random
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.outcome import status_without_figure
 
@@ -209,33 +208,3 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
               + f". Regressed: {sum(r.regressed for r in rows)} of {len(rows)} cells."]
     return "\n".join(lines) + "\n"
-
-
-def cmd_compare(args) -> int:
-    if args.threshold is not None and not 0 <= args.threshold < 1:
-        raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
-    from dlperf_slurm.references import PREFIX
-
-    if args.new.startswith(PREFIX):
-        raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
-    if args.base.startswith(PREFIX):  # a published reference: one figure per cell, no interval, no verdict
-        from dlperf_slurm import references, refcompare
-
-        ref = references.load(args.base)  # an unknown set fails before any campaign is collected
-        new_name, runs = load_runs(args.new, args.logs)
-        return refcompare.cmd_compare_reference(args, ref, new_name, runs)
-    if args.threshold is None:
-        args.threshold = DEFAULT_THRESHOLD
-    base_name, base = load_side(args.base, args.logs)
-    new_name, new = load_side(args.new, args.logs)
-    rows = compare(base, new, args.threshold)
-    text = markdown(base_name, new_name, rows, args.threshold)
-    print(text, end="")
-    out = Path(args.out)
-    stem = f"compare.{base_name}.{new_name}"
-    atomic_write(out / f"{stem}.md", text)
-    atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
-                                                   "confidence": CONFIDENCE, "resamples": RESAMPLES,
-                                                   "cells": [asdict(r) for r in rows]}, indent=1))
-    print(f"written: {out / stem}.md, .json")
-    return 1 if any(r.regressed for r in rows) else 0

@@ -15,15 +15,12 @@ run.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import references
-from dlperf_slurm.files import atomic_write
 from dlperf_slurm.model import Status
 from dlperf_slurm.outcome import status_without_figure
 
@@ -193,7 +190,7 @@ def markdown(ref: references.ReferenceSet, new_name: str, rows: list[RefRow], un
              f"precision and XLA ({ref.figure}). The conditions differ (below, per cell), so a ratio says how "
              "this campaign's number relates to that published one; it is not a verdict that one set-up is "
              "faster or slower than the other.", "",
-             f"Reference conditions: " + "; ".join(f"{k}: {v}" for k, v in ref.conditions.items()) + ".",
+             "Reference conditions: " + "; ".join(f"{k}: {v}" for k, v in ref.conditions.items()) + ".",
              f"Source: {ref.repository} at {ref.commit[:12]}.", ""]
     if threshold is not None:
         lines += [f"Gate asked for (--threshold {threshold}): a matched cell below {1 - threshold:.2f} of its "
@@ -215,61 +212,3 @@ def markdown(ref: references.ReferenceSet, new_name: str, rows: list[RefRow], un
                   f"precision or XLA not in its tables; `python -m dlperf_slurm references {ref.name}`): "
                   + ", ".join(unmatched) + "."]
     return "\n".join(lines) + "\n"
-
-
-def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:
-    rows, unmatched = compare(runs, ref, args.threshold)
-    text = markdown(ref, new_name, rows, unmatched, args.threshold)
-    print(text, end="")
-    out = Path(args.out)
-    stem = f"compare.ref-{ref.name}.{new_name}"
-    atomic_write(out / f"{stem}.md", text)
-    doc = {"reference": ref.name, "reference_title": ref.title, "repository": ref.repository, "commit": ref.commit,
-           "reference_conditions": ref.conditions, "new": new_name, "threshold": args.threshold,
-           "cells": [{**asdict(r), "statement": r.statement} for r in rows], "unmatched": unmatched}
-    atomic_write(out / f"{stem}.json", json.dumps(doc, indent=1))
-    print(f"written: {out / stem}.md, .json")
-    return 1 if any(r.below_gate for r in rows) else 0
-
-
-# ========================================================================================= references
-
-
-def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:
-    suites: dict[str, int] = {}
-    for e in ref.entries:
-        suites[e.suite] = suites.get(e.suite, 0) + 1
-    return {"name": ref.name, "title": ref.title, "repository": ref.repository, "commit": ref.commit,
-            "figure": ref.figure, "conditions": ref.conditions, "suites": {s: {"figures": n, **ref.suites.get(s, {})}
-                                                                            for s, n in suites.items()}}
-
-
-def cmd_references(args) -> int:
-    """``references``: every shipped set with its conditions and suites; ``references NAME``: its figures."""
-    sets = [references.load(args.name)] if args.name else [references.load(n) for n in references.names()]
-    if args.json:
-        doc = [{**_set_summary(r), **({"entries": [{**asdict(e), "source": r.url(e)} for e in r.entries]}
-                                       if args.name else {})} for r in sets]
-        print(json.dumps(doc, indent=1))
-        return 0
-    for ref in sets:
-        s = _set_summary(ref)
-        print(f"{ref.name}: {ref.title} ({ref.repository} at {ref.commit[:12]}); {len(ref.entries)} figures")
-        print(f"  figure: {ref.figure}")
-        for k, v in ref.conditions.items():
-            print(f"  {k}: {v}")
-        for suite, info in s["suites"].items():
-            extra = "; ".join(f"{k}: {v}" for k, v in info.items() if k != "figures")
-            print(f"  {suite}: {info['figures']} figures; {extra}")
-        if args.name:
-            print()
-            print("| suite | devices | batch | precision | xla | figure | variant | note | source |")
-            print("|---|---|---|---|---|---|---|---|---|")
-            for e in ref.entries:
-                print(f"| {e.suite} | {e.devices} | {e.batch_size} | {e.precision} | {str(e.xla).lower()} | "
-                      f"{figure(e.value)} | {e.variant} | {e.note} | {e.source}: {' > '.join(e.headings)} |")
-        print()
-    if not args.name:
-        print("Compare a campaign with one: python -m dlperf_slurm compare ref:NAME CAMPAIGN "
-              "(python -m dlperf_slurm references NAME lists its figures)")
-    return 0

@@ -11,6 +11,9 @@ and goes on where the first stopped). A probe that fails for another reason than
 with the reason. The result is kept in ``<name>.search/search.json``; unless ``--no-run``, the largest OK value of
 each cell is then submitted with the matrix's normal repeats into the campaign itself, and ``collect`` shows it
 ("max 96 (batch_size, 9 probes)").
+
+This module is the search alone (and the reader of its result, for ``collect``); the ``search`` command
+(:mod:`dlperf_slurm.commands.search`) hands it a ``probe`` that goes through ``submit`` and waits.
 """
 
 from __future__ import annotations
@@ -177,55 +180,3 @@ def read_results(campaign_dir: str | Path) -> dict[str, str]:
         return {}
     return {c["found_cell"]: f"{c['result']} ({doc['axis']}, {len(c['probes'])} probes)"
             for c in doc.get("cells", []) if c.get("found_cell")}
-
-
-def cmd_search(args) -> int:
-    """``python -m dlperf_slurm search MATRIX --axis batch_size ...``"""
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.cli import note_dropped
-    from dlperf_slurm.manifest import Manifest
-    from dlperf_slurm.submit import submit
-
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
-    note_dropped(m, args.matrix)
-    cdir = (Path(args.logs) / m.name).resolve()
-    pdir = Path(str(cdir) + SUFFIX)
-    try:
-        warm, meas = (int(x) for x in args.probe_steps.split(","))
-    except ValueError:
-        raise UserError(f"--probe-steps {args.probe_steps!r}: expected WARMUP,MEASURE such as 2,3") from None
-    backend = schedulers.choose(args.executor, pdir, jobs=args.jobs)
-
-    def probe(cells: list[Cell], measure: Measure) -> dict[str, str]:
-        pm = dataclasses.replace(m, name=m.name + SUFFIX, cells=cells, dropped=[], measure=measure)
-        submit(pm, pdir, backend, template_dir=args.templates, out=lambda s: None)
-        man = Manifest(pdir)
-        try:
-            monitor.wait(man, schedulers.for_campaign(pdir, monitor.used_schedulers(man), default=backend),
-                         out=lambda s: None)
-            st = {r["key"]: r["status"] for r in man.runs()}
-        finally:
-            man.close()
-        return {c.id: Status(st.get(f"{c.id}.r0", Status.UNSUBMITTED)) for c in cells}
-
-    found = run_search(m, args.axis, pdir, probe, args.start, args.limit, args.step, (warm, meas))
-    for s in found:
-        print(f"{s.key}: {s.result} after {len(s.probes)} probes "
-              f"({', '.join(f'{v}: {st}' for v, st in s.probes.items())})")
-    print(f"written: {pdir / RESULT}")
-    cells = found_cells(m, args.axis, found)
-    if args.no_run or not cells:
-        return 0 if all(s.ok is not None for s in found) else 1
-    main = dataclasses.replace(m, cells=cells, dropped=[])
-    main_backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
-    report = submit(main, cdir, main_backend, template_dir=args.templates)
-    print(f"submitted {report.submitted} runs of the {len(cells)} cells at their largest value "
-          f"({m.measure.repeats} repeats each) into {cdir}")
-    if args.wait:
-        man = Manifest(cdir)
-        try:
-            monitor.wait(man, schedulers.for_campaign(cdir, monitor.used_schedulers(man), default=main_backend))
-        finally:
-            man.close()
-    return 0 if all(s.ok is not None for s in found) else 1

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collectcli, manifest, parsecache, suites
+from dlperf_slurm import cli, manifest, parsecache, suites
+from dlperf_slurm.commands import collect as collectcli
 from dlperf_slurm.model import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"

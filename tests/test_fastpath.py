@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
 from dlperf_slurm.model import ParseContext
-from dlperf_slurm.parsing import blocks, lines
+from dlperf_slurm.parsing import blocks, lines, reading
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
@@ -114,7 +114,7 @@ def _messy(text: str, how: str, seed: int) -> bytes:
 @pytest.mark.parametrize("mode", ["plain", "srun-l", "split", "split-all-ranks", "crlf-bad-bytes", "truncated",
                                   "long-lines", "unicode", "errors", "oom", "nan", "killed"])
 def test_synthetic_logs_read_the_same_both_ways(spy, tmp_path, monkeypatch, suite, which, mode):
-    monkeypatch.setattr(lines, "MAX_LINE", 300)  # small pieces and blocks: carries and cut lines are exercised
+    monkeypatch.setattr(reading, "MAX_LINE", 300)  # small pieces and blocks: carries and cut lines are exercised
     monkeypatch.setattr(blocks, "MAX_LINE", 300)
     monkeypatch.setattr(blocks, "BLOCK", 101)
     spec = ls.Spec(nodes=2, gpus=4, batch=16, noise=2, seed=which + 3, warmup=5, measure=20, log_steps=5, bpi=5,

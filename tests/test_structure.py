@@ -67,31 +67,37 @@ def test_no_module_over_the_size_limit():
     assert not big, f"modules over {MAX_LINES} lines (split them by job): {big}"
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """The package modules ``name`` imports at module level (function-level imports are lazy on purpose)."""
+def _imports(name: str, path: Path, lazy: bool = False) -> set[str]:
+    """The package modules ``name`` imports at module level, or with ``lazy`` anywhere (inside functions too:
+    lazy on purpose, for start-up speed, but an arrow all the same). ``if TYPE_CHECKING:`` blocks do not run.
+    (Imports by string are the registries' of their own submodules and cli's command table, checked below.)"""
     out = set()
     tree = ast.parse(path.read_text())
     base = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    for node in tree.body:
-        stmts = [node]
-        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks do not run
-            continue
-        if isinstance(node, ast.Try):
-            stmts = node.body
-        for st in stmts:
-            if isinstance(st, ast.Import):
-                targets = [a.name for a in st.names]
-            elif isinstance(st, ast.ImportFrom):
-                mod = st.module or ""
-                if st.level:
-                    up = base.split(".")[: len(base.split(".")) - (st.level - 1)]
-                    mod = ".".join(up + ([mod] if mod else []))
-                targets = [mod] + [f"{mod}.{a.name}" for a in st.names]
-            else:
+    if lazy:
+        skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
+                   ast.unparse(node.test) for n in ast.walk(node)}
+        stmts = [n for n in ast.walk(tree) if id(n) not in skipped]
+    else:
+        stmts = []
+        for node in tree.body:
+            if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks do not run
                 continue
-            for t in targets:
-                if t in MODULES and t != name:
-                    out.add(t)
+            stmts += node.body if isinstance(node, ast.Try) else [node]
+    for st in stmts:
+        if isinstance(st, ast.Import):
+            targets = [a.name for a in st.names]
+        elif isinstance(st, ast.ImportFrom):
+            mod = st.module or ""
+            if st.level:
+                up = base.split(".")[: len(base.split(".")) - (st.level - 1)]
+                mod = ".".join(up + ([mod] if mod else []))
+            targets = [mod] + [f"{mod}.{a.name}" for a in st.names]
+        else:
+            continue
+        for t in targets:
+            if t in MODULES and t != name:
+                out.add(t)
     # importing a submodule imports its packages first
     return out | {p for t in out for p in _parents(t) if p != name and p in MODULES} - {name}
 
@@ -102,19 +108,77 @@ def _parents(mod: str) -> list[str]:
 
 
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+#: every arrow, function-level imports included
+FULL_GRAPH = {name: _imports(name, path, lazy=True) for name, path in MODULES.items()}
+#: the face: the parser (cli), the command handlers (commands/) and the ``python -m`` entry points
+FACE = {"dlperf_slurm.cli", "dlperf_slurm.__main__"} | {m for m in MODULES if m.startswith("dlperf_slurm.commands")}
+
+
+def _acyclic(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    # a package's __init__ may import its submodules (a registry filling itself): that edge is not a cycle
+    return {n: {d for d in deps if not d.startswith(n + ".")} for n, deps in graph.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    try:
+        list(TopologicalSorter(_acyclic(graph)).static_order())
+    except CycleError as err:
+        return err.args[1]
+    return []
 
 
 def test_the_import_graph_has_no_cycle():
-    # a package's __init__ may import its submodules (a registry filling itself): that edge is not a cycle
-    graph = {n: {d for d in deps if not d.startswith(n + ".")} for n, deps in GRAPH.items()}
-    try:
-        list(TopologicalSorter(graph).static_order())
-    except CycleError as err:
-        raise AssertionError(f"import cycle: {' -> '.join(err.args[1])}") from None
+    assert not (c := _cycle(GRAPH)), f"import cycle: {' -> '.join(c)}"
+
+
+def test_lazy_imports_make_no_cycle_either():
+    """Counting imports inside functions, the graph is still a DAG: every module has a floor (the longest chain of
+    imports below it) and every arrow, lazy or not, points to a lower floor; none runs back up."""
+    cycle = _cycle(FULL_GRAPH)
+    lazy = [f"{a} -> {b}" for a, b in zip(cycle, cycle[1:]) if b not in GRAPH[a]]
+    assert not cycle, f"import cycle: {' -> '.join(cycle)} (lazy: {', '.join(lazy) or 'none'})"
+    graph = _acyclic(FULL_GRAPH)
+    floor: dict[str, int] = {}
+    for m in TopologicalSorter(graph).static_order():
+        floor[m] = 1 + max((floor[d] for d in graph[m]), default=-1)
+    up = [f"{a} ({floor[a]}) -> {b} ({floor[b]})" for a, deps in graph.items() for b in deps if floor[b] >= floor[a]]
+    assert not up, f"imports back up the floors: {up}"
+
+
+def test_the_cycle_check_follows_lazy_imports(tmp_path):
+    # the check can fail: a function-level import that closes a loop is found, and named as lazy
+    b = tmp_path / "b.py"
+    b.write_text("def f():\n    from dlperf_slurm import cli\n")
+    graph = {"dlperf_slurm.cli": {"dlperf_slurm.search"},
+             "dlperf_slurm.search": _imports("dlperf_slurm.x", b, lazy=True) - {"dlperf_slurm"}}
+    assert _imports("dlperf_slurm.x", b) == set() and graph["dlperf_slurm.search"] == {"dlperf_slurm.cli"}
+    assert _cycle(graph)
+
+
+def test_no_stage_module_imports_the_command_line():
+    """Only the face imports cli or commands/ (lazy imports included): the stages never reach up into the command
+    line. And cli names each command's module by string: every subcommand has ``commands/<name>.py`` with
+    ``cmd_<name>``, and every command module (but the shared ``common``) is a subcommand."""
+    import argparse
+    import importlib
+
+    from dlperf_slurm import cli
+
+    up = sorted(f"{m} -> {d}" for m, deps in FULL_GRAPH.items() if m not in FACE for d in deps if d in FACE)
+    assert not up, f"stage modules import the command line: {up}"
+    inside = sorted(f"{m} -> {d}" for m, deps in FULL_GRAPH.items() if m not in FACE - {"dlperf_slurm.cli"}
+                    for d in deps if d.startswith("dlperf_slurm.commands"))
+    assert not inside, f"only cli (by name) and the command modules import dlperf_slurm.commands: {inside}"
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    names = set(sub.choices)
+    for name in names:
+        assert callable(getattr(importlib.import_module(f"dlperf_slurm.commands.{name}"), f"cmd_{name}", None)), name
+    modules = {m.rsplit(".", 1)[1] for m in MODULES if m.startswith("dlperf_slurm.commands.")} - {"common"}
+    assert modules == names, f"command modules without a subcommand: {modules - names}"
 
 
 def test_every_module_imports_in_a_fresh_interpreter_in_dependency_order():
-    graph = {n: {d for d in deps if not d.startswith(n + ".")} for n, deps in GRAPH.items()}
+    graph = _acyclic(GRAPH)
     order = [m for m in TopologicalSorter(graph).static_order() if m not in ENTRY_POINTS]
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\nprint(len(sys.argv) - 1)"
     p = subprocess.run([sys.executable, "-c", code, *order], capture_output=True, text=True, timeout=120)

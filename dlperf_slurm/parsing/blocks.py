@@ -14,9 +14,9 @@ Which lines can matter (a superset: a line taken needlessly costs time, never a 
 
 What every line contributes, the others included, is counted here at block level with the same rules: the number
 of lines (``\\n``, ``\\r\\n`` and a lone ``\\r`` end one; a last line without an end counts) and the launcher
-rank labels (:func:`~dlperf_slurm.parsing.lines.split_rank`'s, in file order). A physical line of
-:data:`~dlperf_slurm.parsing.lines.MAX_LINE` bytes or more, which the line reader cuts into pieces, sends the rest
-of the file through the line reader itself (:func:`~dlperf_slurm.parsing.lines.text_lines`).
+rank labels (:func:`~dlperf_slurm.parsing.reading.split_rank`'s, in file order). A physical line of
+:data:`~dlperf_slurm.parsing.reading.MAX_LINE` bytes or more, which the line reader cuts into pieces, sends the rest
+of the file through the line reader itself (:func:`~dlperf_slurm.parsing.reading.text_lines`).
 
 ``tests/test_fastpath.py`` checks that both paths give equal results over every log fixture and over fuzzed logs.
 """
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dlperf_slurm.parsing.lines import MAX_LINE, split_rank, text_lines
+from dlperf_slurm.parsing.reading import MAX_LINE, split_rank, text_lines
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
 
@@ -142,7 +142,7 @@ def sieve(needles: tuple[str, ...], nocase: tuple[str, ...]) -> Sieve:
 
 
 # ------------------------------------------------------------------------------------------- rank labels
-# lines.split_rank's rule in bytes, exact for a label made of ASCII (Python's \s also takes \x1c-\x1f); a line
+# reading.split_rank's rule in bytes, exact for a label made of ASCII (Python's \s also takes \x1c-\x1f); a line
 # with a byte that is not ASCII that this does not match is read by split_rank itself.
 _RANK = re.compile(rb"(?: [ \t\x0b\x0c\x1c-\x1f]{0,7}([0-9]{1,6}): |([0-9]{1,6}): |\[(?:rank|default)([0-9]{1,6})\]:"
                    rb"|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>:)")
@@ -172,7 +172,7 @@ def _label_starts(a: np.ndarray, starts: np.ndarray, end: int) -> np.ndarray:
 
 
 class BlockLines:
-    """Iterating yields the lines the Scanner must see (decoded as :func:`~dlperf_slurm.parsing.lines.read_lines`
+    """Iterating yields the lines the Scanner must see (decoded as :func:`~dlperf_slurm.parsing.reading.read_lines`
     does) of the file at ``path``; ``lines`` and ``ranks`` then hold what every line of it contributes: the number of
     lines and the rank labels (at most 4,096, the first in file order, as the Scanner keeps them). ``pending`` is the
     Scanner's dict of held fragments: while it holds one, every line is yielded."""

@@ -1,10 +1,7 @@
-"""Reading a log: lines streamed with flat memory, launcher rank labels, the facts any log holds (OOM text,
-Slurm kill banners, errors, ``:::DLPERF`` events) and the :class:`Scanner` that runs a suite's line handler.
+"""The facts any log holds (OOM text, Slurm kill banners, errors, ``:::DLPERF`` events) and the :class:`Scanner`
+that runs a suite's line handler over a log read by :mod:`.reading` (re-exported here: :func:`read_lines`,
+:func:`split_rank`, :data:`MAX_LINE`, ...).
 
-- :func:`read_lines`: lines of a file, decoded as UTF-8 with ``errors='replace'``; ``\\r`` also ends a line
-  (progress bars); a physical line longer than :data:`MAX_LINE` comes in pieces (flat memory).
-- :func:`split_rank`: rank labels written by launchers: ``srun -l`` (``0: ``, `` 3: ``), ``torchrun --tee``
-  (``[rank0]:``, ``[default0]:``) and OpenMPI ``--tag-output`` (``[1,0]<stdout>:``).
 - :class:`Scanner`: runs a suite's line handler over a log: rank filtering, re-joining a record that buffering
   split over two labelled lines, OOM / Slurm-kill / error text on every rank, ``:::DLPERF`` job, memory and error
   events in every suite's log.
@@ -15,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,86 +20,13 @@ from dlperf_slurm import events as ev
 from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
 from dlperf_slurm.events import parse_event  # the one reader of our line format
 from dlperf_slurm.model import Status
+from dlperf_slurm.parsing.reading import (MAX_LINE, LogLines, iter_text_lines, read_lines, split_rank,  # noqa: F401
+                                          text_lines)  # re-exported: what a parser reads with
 
-MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
 MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
 MAX_REASON = 300  # characters of a log line quoted in a reason
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|NaN|Inf)"  # a number as logs print one
-
-# ------------------------------------------------------------------------------------------------ reading
-
-
-def read_lines(path: Any) -> "LogLines":
-    """The lines of the file at ``path``, streamed, without their line ends.
-
-    Bytes that are not UTF-8 become U+FFFD; ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line (universal
-    newlines); a truncated last line (no newline) is yielded as it is; a line longer than :data:`MAX_LINE`
-    characters comes in several pieces, so memory stays flat for any file.
-
-    The result iterates like a generator of those lines; a :class:`Scanner` given it unstarted reads the file in
-    large blocks instead and looks only at the lines that can matter (:mod:`dlperf_slurm.parsing.blocks`), with
-    the same result.
-    """
-    return LogLines(path)
-
-
-class LogLines:
-    """The lines of one log file, as :func:`read_lines` gives them: an iterator over :func:`text_lines` that also
-    says which file it reads (``path``) and whether iteration has begun (``started``)."""
-
-    def __init__(self, path: Any):
-        self.path = path
-        self._it: Iterator[str] | None = None
-
-    @property
-    def started(self) -> bool:
-        return self._it is not None
-
-    def __iter__(self) -> "LogLines":
-        return self
-
-    def __next__(self) -> str:
-        if self._it is None:
-            self._it = text_lines(self.path)
-        return next(self._it)
-
-
-def text_lines(path: Any, offset: int = 0) -> Iterator[str]:
-    """The line reader itself (see :func:`read_lines`), from byte ``offset``, which must start a line."""
-    with open(path, encoding="utf-8", errors="replace", newline=None) as f:
-        if offset:
-            f.seek(offset)
-        readline = f.readline
-        while True:
-            line = readline(MAX_LINE)
-            if not line:
-                return
-            if line[-1:] == "\n":
-                line = line[:-1]
-            yield line
-
-
-def iter_text_lines(text: str) -> Iterator[str]:
-    """The lines of an in-memory log (tests, fuzzing): the same splitting rules as :func:`read_lines`."""
-    yield from text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    # a trailing "\n" yields one empty last line, which every parser ignores
-
-
-# ------------------------------------------------------------------------------------------------- ranks
-
-_RANK = re.compile(r"(?:\s{0,8}(\d{1,6}): |\[(?:rank|default)(\d{1,6})\]:\s?|\[\d+,(\d{1,6})\]<std(?:out|err)>:\s?)")
-
-
-def split_rank(line: str) -> tuple[int | None, str]:
-    """``(rank, text)`` of a line labelled by a launcher, ``(None, line)`` for an unlabelled one."""
-    c = line[:1]
-    if c == " " or c == "[" or c.isdigit():
-        m = _RANK.match(line)
-        if m:
-            return int(m.group(m.lastindex or 1)), line[m.end():]
-    return None, line
-
 
 # --------------------------------------------------------------------------------------------- text facts
 

@@ -4,20 +4,45 @@ summaries that changed, and with ``--watch`` do it again as runs end, printing o
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Any, Sequence, TextIO
 
 from dlperf_slurm import manifest, parsecache
-from dlperf_slurm.collect import (Collection, Result, _campaign_dir, _options, collect, keep_verdicts,
-                                  refresh_statuses, runs_from_campaign, runs_from_matrix, runs_from_tree)
+from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, refresh_statuses, runs_from_campaign,
+                                  runs_from_matrix, runs_from_tree)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import ACTIVE
 
 WATCH_SECONDS = 30.0  # --watch without a value
+
+
+def _campaign_dir(logs: str, name: str) -> Path:
+    p = Path(name)
+    if p.is_dir():
+        return p
+    q = Path(logs) / name
+    if q.is_dir():
+        return q
+    raise UserError(f"no campaign {name!r}: neither {p} nor {q} is a folder")
+
+
+def _options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``--option KEY=VALUE`` pairs; values read as JSON when they can be (numbers, true/false), else text."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--option {item!r}: expected KEY=VALUE, e.g. batches_per_iter=10")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
 
 
 def tree_options(suite_name: str, items: list[str] | None) -> dict:

@@ -1,0 +1,58 @@
+"""``compare``: two campaigns cell by cell (:mod:`dlperf_slurm.compare`), or a campaign against a published
+reference set (:mod:`dlperf_slurm.refcompare`); exits 1 when a cell regressed or fell below the gate."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from dlperf_slurm import refcompare, references
+from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, RESAMPLES, compare, load_runs, load_side,
+                                  markdown)
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.files import atomic_write
+
+
+def cmd_compare(args) -> int:
+    if args.threshold is not None and not 0 <= args.threshold < 1:
+        raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
+    from dlperf_slurm.references import PREFIX
+
+    if args.new.startswith(PREFIX):
+        raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
+    if args.base.startswith(PREFIX):  # a published reference: one figure per cell, no interval, no verdict
+        ref = references.load(args.base)  # an unknown set fails before any campaign is collected
+        new_name, runs = load_runs(args.new, args.logs)
+        return cmd_compare_reference(args, ref, new_name, runs)
+    if args.threshold is None:
+        args.threshold = DEFAULT_THRESHOLD
+    base_name, base = load_side(args.base, args.logs)
+    new_name, new = load_side(args.new, args.logs)
+    rows = compare(base, new, args.threshold)
+    text = markdown(base_name, new_name, rows, args.threshold)
+    print(text, end="")
+    out = Path(args.out)
+    stem = f"compare.{base_name}.{new_name}"
+    atomic_write(out / f"{stem}.md", text)
+    atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
+                                                   "confidence": CONFIDENCE, "resamples": RESAMPLES,
+                                                   "cells": [asdict(r) for r in rows]}, indent=1))
+    print(f"written: {out / stem}.md, .json")
+    return 1 if any(r.regressed for r in rows) else 0
+
+
+def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:
+    rows, unmatched = refcompare.compare(runs, ref, args.threshold)
+    text = refcompare.markdown(ref, new_name, rows, unmatched, args.threshold)
+    print(text, end="")
+    out = Path(args.out)
+    stem = f"compare.ref-{ref.name}.{new_name}"
+    atomic_write(out / f"{stem}.md", text)
+    doc = {"reference": ref.name, "reference_title": ref.title, "repository": ref.repository, "commit": ref.commit,
+           "reference_conditions": ref.conditions, "new": new_name, "threshold": args.threshold,
+           "cells": [{**asdict(r), "statement": r.statement} for r in rows], "unmatched": unmatched}
+    atomic_write(out / f"{stem}.json", json.dumps(doc, indent=1))
+    print(f"written: {out / stem}.md, .json")
+    return 1 if any(r.below_gate for r in rows) else 0
