@@ -22,6 +22,7 @@ GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options",
             "setups", "health", "provenance")
 SETUP_KEYS = ("launcher_args", "env", "description")
+PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
 HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
                "size_mb": Health.size_mb, "python": Health.python}
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
@@ -234,25 +235,18 @@ def _health(ctx: Source, table: Any) -> Health:
     return Health(**v)
 
 
-PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
-_ENV_PATTERN = re.compile(r"^[A-Za-z0-9_*?]+$")
-
-
 def _provenance(ctx: Source, table: Any) -> Provenance:
     if not isinstance(table, dict):
         raise ctx.error("provenance", "expected a table with env_allow, env_deny, umask")
     check_keys(ctx, table, PROVENANCE_KEYS, "provenance")
-    lists = {}
-    for k in ("env_allow", "env_deny"):
-        for p in _str_list(ctx, f"provenance.{k}", table.get(k, [])):
-            if not _ENV_PATTERN.match(p):
-                raise ctx.error(f"provenance.{k}", f"{p!r} is not a name pattern: letters, digits, '_', and the "
-                                                   "wildcards '*' and '?' (e.g. 'MY_SITE_*')")
-        lists[k] = tuple(table.get(k, []))
+    lists = {k: tuple(_str_list(ctx, f"provenance.{k}", table.get(k, []))) for k in ("env_allow", "env_deny")}
+    for k, bad in ((k, p) for k, ps in lists.items() for p in ps if not re.fullmatch(r"[A-Za-z0-9_*?]+", p)):
+        raise ctx.error(f"provenance.{k}", f"{bad!r} is not a name pattern: letters, digits, '_', and the wildcards "
+                                           "'*' and '?' (e.g. 'MY_SITE_*')")
     umask = table.get("umask")
     if umask is not None and (not isinstance(umask, str) or not re.fullmatch(r"0?[0-7]{3}", umask)):
-        raise ctx.error("provenance.umask", f"expected an octal umask as a string such as \"027\" (group may "
-                                            f"read, others nothing) or \"077\", got {umask!r}")
+        raise ctx.error("provenance.umask", f"expected an octal umask as a string such as \"027\" (group may read, "
+                                            f"others nothing) or \"077\", got {umask!r}")
     return Provenance(lists["env_allow"], lists["env_deny"], umask.zfill(4) if umask else None)
 
 
