@@ -141,7 +141,8 @@ def _variant(cell: dict[str, Any]) -> str:
 
 
 # the job event's keys a run row keeps as its provenance, in this order
-_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT)
+_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT,
+               ev.PARTITION, ev.QOS, ev.MODULES, ev.TOOL, ev.PER_NODE)
 
 
 def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:

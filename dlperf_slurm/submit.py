@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
 from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
-from dlperf_slurm.files import atomic_write
+from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
 from dlperf_slurm.model import FAILURES, Matrix, Run, Status
 from dlperf_slurm.render import Renderer, check_template_dir, run_resources
@@ -228,6 +228,17 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
     check_template_dir(template_dir)  # before anything is written, and for --dry-run too
+    if not dry_run:  # every file of the campaign: the site's umask, and never more open than its folder
+        with no_more_open_than([cdir], matrix.provenance.umask):
+            return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, template_dir=template_dir,
+                           top_up=top_up, out=out)
+    return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, dry_run=True,
+                   template_dir=template_dir, top_up=top_up, out=out)
+
+
+def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: bool = False, force: bool = False,
+            dry_run: bool = False, template_dir: str | None = None, top_up: "TopUp | None" = None,
+            out=print) -> SubmitReport:
     more = _recorded_repeats(cdir)
     if top_up is not None:
         more.update(_top_up(cdir, more, top_up, out))

@@ -205,8 +205,8 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
     x: dict[str, Any] = dict(extra or {})
     if facts.garbled:
         x["garbled_lines"] = facts.garbled
-    if facts.job:
-        x["job"] = facts.job
+    if facts.job or facts.nodes:
+        x["job"] = {**(facts.job or {}), **({ev.PER_NODE: facts.nodes} if facts.nodes else {})}
     if facts.health:
         x["health"] = facts.health
     if facts.ranks:
@@ -242,6 +242,9 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         res.reason = "no training step in the log" + (f"; last error: {why}" if why else "")
         if facts.lines == 0:
             res.reason = "empty log: no training step"
+        setup = next((e for e in facts.errors if e.get(ev.KIND) == ev.KIND_SETUP), None)
+        if setup is not None:  # the job script's set-up failed: that step is the reason
+            res.reason = _clip(str(setup.get(ev.MESSAGE) or "set-up failed"))
     elif window.nonfinite is not None:
         step, loss = window.nonfinite
         res.status, res.reason = Status.NONFINITE, (f"loss is {loss} at step {step}: a throughput with a " \
