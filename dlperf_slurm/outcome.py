@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm import storage
+from dlperf_slurm.runfiles import log_start, read_banner  # noqa: F401 - outcome.read_banner/log_start, as before
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
@@ -387,39 +388,3 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
         except OSError:
             pass
     return res
-
-
-def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:
-    """A verdict the scheduler's own output files state: a ``slurmstepd`` kill banner or a cgroup OOM kill."""
-    from dlperf_slurm import parsing
-
-    for p in paths:
-        try:
-            for line in parsing.read_lines(p):
-                st = parsing.slurm_kill(line) if "***" in line else None
-                if st:
-                    return Status(st), line.strip()[:300]
-                if "oom-kill" in line or "oom_kill" in line or "Exceeded job memory limit" in line:
-                    return Status.OOM, line.strip()[:300]
-        except OSError:
-            continue
-    return None
-
-
-def log_start(path: str | Path) -> float | None:
-    """When the job script started, from the provenance (``job``) event near the top of its log."""
-    from dlperf_slurm import events
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(65536).decode(errors="replace")
-    except OSError:
-        return None
-    for line in head.splitlines():
-        ev = events.parse_event(line) if events.PREFIX in line else None
-        if ev is not None and ev.get(events.EVENT) == events.EV_JOB:
-            try:
-                return float(ev.get(events.TIME))
-            except (TypeError, ValueError):
-                return None
-    return None
