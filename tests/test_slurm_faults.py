@@ -482,8 +482,14 @@ def test_controller_killed_while_runs_wait_for_their_health_gate_blames_no_node(
         faults.wait_for(lambda: len(list(tmp_path.glob("at-gate.*"))) == 2, 60, "both runs at their gate")
         # killed before it saved the array's tasks, slurmctld would hand their job ids out again (a Duplicate
         # jobid drain: the row of the issue the reconciling submit and status deal with, not this test's fault)
-        faults.wait_for(lambda: saved_next_job_id() > max(raw_job_ids(ours)), 60,
-                        "slurmctld to save the state of the started tasks")
+        def saved():  # a job update (a comment) makes slurmctld save its state again soon
+            ids = raw_job_ids(ours)
+            if saved_next_job_id() > max(ids):
+                return True
+            subprocess.run(["scontrol", "update", f"JobId={max(ids)}", "Comment=gate"], capture_output=True)
+            return False
+
+        faults.wait_for(saved, 60, "slurmctld to save the state of the started tasks", interval=1)
         if foreign_active(ours):
             raise AssertionError(f"someone else's job is running; not killing slurmctld:\n{faults.squeue_text()}")
         faults.kill_controller()
