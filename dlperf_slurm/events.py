@@ -33,8 +33,9 @@ EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goe
 EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
 EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
 EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.health judge)
+EV_EVAL = "eval"  # an evaluation on the held-out set (accuracy mode), after each epoch
 
-EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH)
+EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH, EV_EVAL)
 
 # ------------------------------------------------------------------------------------------ keys
 # A key used by several events is declared once; the per-event tuples below say which event carries which.
@@ -88,6 +89,16 @@ SAMPLES = "samples"  # samples in the step, all ranks
 LOSS = "loss"  # rank 0's loss; also in the nonfinite_loss error
 STEP_TIME = "step_time"  # seconds since the previous step's end
 THROUGHPUT = "throughput"  # samples/s; in the summary, the time flavour over the window
+
+# eval (accuracy mode; fractions in [0, 1]; the torchvision-style line beside it prints percents)
+EPOCH = "epoch"  # 1-based
+TOP1 = "top1"
+TOP5 = "top5"
+EXAMPLES = "examples"  # held-out samples evaluated
+TARGET = "target"  # {"metric": "top1", "value": 0.75} or null (header)
+EPOCHS = "epochs"  # planned epochs (header); epochs run (summary)
+DATASET = "dataset"  # header: "synthetic" or "digits"
+STEPS_PER_EPOCH = "steps_per_epoch"
 
 # error
 KIND = "kind"  # one of ERROR_KINDS

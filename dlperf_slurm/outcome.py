@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from dlperf_slurm import accuracy
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
@@ -130,6 +131,8 @@ def decide(ev: Evidence) -> Outcome | None:
         if log.status == Status.INCOMPLETE:
             return out(log.status, log.reason + "; no exit marker and no scheduler state: still running, "
                                                 "or killed without a trace")
+        if log.status == Status.OK and (conv := accuracy.verdict(log.extra)) is not None:
+            return out(*conv)
         return out(log.status, log.reason)
     # 4. out of memory
     if log is not None and log.status == Status.OOM:
@@ -184,9 +187,11 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    # 13. ended well: the log decides
+    # 13. ended well: the log decides; an accuracy run that never reached its target did not converge
     if log is None:
         return out(Status.OK, "")
+    if log.status == Status.OK and (conv := accuracy.verdict(log.extra)) is not None:
+        return out(*conv)
     return out(log.status, log.reason)
 
 

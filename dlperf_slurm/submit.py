@@ -30,8 +30,9 @@ from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_scheduler
 if TYPE_CHECKING:
     from dlperf_slurm.topup import TopUp
 
-#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included
-RETRYABLE = frozenset(FAILURES)
+#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included;
+#: not NOT_CONVERGED: an accuracy run that trained to its end is a result (it stays out of the medians)
+RETRYABLE = frozenset(FAILURES) - {Status.NOT_CONVERGED}
 
 
 @dataclass
