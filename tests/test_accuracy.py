@@ -156,3 +156,14 @@ def test_table_keeps_not_converged_runs_out_of_the_medians_and_names_them():
     assert row["time_to_target_s"] == 12.0 and row["not_converged"] == ["c.r2"] and (row["n_ok"], row["n"]) == (2, 3)
     text = "\n".join(accuracy.markdown([cell], runs))
     assert "85.00% (80.00%–90.00%)" in text and "`c` NOT_CONVERGED: c.r2" in text
+
+
+def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
+    from dlperf_slurm.tables import plan_text
+
+    root = Path(__file__).parent.parent / "matrices"
+    smoke = matrix.load(root / "accuracy-smoke.toml", site=False)
+    assert smoke.measure.target == Target("top1", 0.75) and [c.shape for c in smoke.cells] == ["1n1g", "1n2g"]
+    ddl = matrix.load(root / "ddl-accuracy.toml", site=False)
+    assert ddl.measure.accuracy and {c.devices for c in ddl.cells} == {1, 2, 4}
+    assert "accuracy runs: up to 8 epochs, stopping at top1 75.00%" in plan_text(smoke)
