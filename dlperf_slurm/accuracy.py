@@ -148,7 +148,7 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
             "top5": _med(top5), "top5_min": min(top5, default=None), "top5_max": max(top5, default=None),
             "target": target, "time_to_target_s": _med(ttt), "epochs": _med([r.extra.get(EPOCHS) or 0 for r in ok]),
             "n_ok": len(ok), "n": len(rs),
-            "not_converged": [r.run for r in rs if r.status == Status.NOT_CONVERGED],
+            "not_converged": {r.run: r.extra.get(TOP1) for r in rs if r.status == Status.NOT_CONVERGED},
             "failed": {r.run: str(r.status) for r in rs if r.status not in (Status.OK, Status.NOT_CONVERGED)},
         })
     return out
@@ -186,7 +186,9 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
                       tablefmt="github", disable_numparse=True), ""]
     for r in rows:
         if r["not_converged"]:
-            lines.append(f"- `{r['cell_id']}` NOT_CONVERGED: {', '.join(r['not_converged'])}")
+            ends = ", ".join(f"{run} (final {top1:.2%})" if _num(top1) is not None else run
+                             for run, top1 in r["not_converged"].items())
+            lines.append(f"- `{r['cell_id']}` NOT_CONVERGED: {ends}")
         for run, st in r["failed"].items():
             lines.append(f"- `{r['cell_id']}` {st}: {run}")
     return lines + ([""] if lines[-1] else [])

@@ -153,9 +153,9 @@ def test_table_keeps_not_converged_runs_out_of_the_medians_and_names_them():
             _run("c", Status.NOT_CONVERGED, 0.10, None, "c.r2")]
     (row,) = accuracy.table([cell], runs)
     assert row["top1"] == pytest.approx(0.85) and (row["top1_min"], row["top1_max"]) == (0.80, 0.90)
-    assert row["time_to_target_s"] == 12.0 and row["not_converged"] == ["c.r2"] and (row["n_ok"], row["n"]) == (2, 3)
+    assert row["time_to_target_s"] == 12.0 and row["not_converged"] == {"c.r2": 0.10} and (row["n_ok"], row["n"]) == (2, 3)
     text = "\n".join(accuracy.markdown([cell], runs))
-    assert "85.00% (80.00%–90.00%)" in text and "`c` NOT_CONVERGED: c.r2" in text
+    assert "85.00% (80.00%–90.00%)" in text and "`c` NOT_CONVERGED: c.r2 (final 10.00%)" in text
 
 
 def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
