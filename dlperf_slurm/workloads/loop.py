@@ -70,7 +70,7 @@ def timed_loop(
                 beat_at = now
                 heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
             log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
-                               ev.STEP_TIME: step_time,
+                               ev.STEP_TIME: step_time, ev.EPOCH: None,
                                ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})
             if not math.isfinite(value):
                 if not result.nonfinite_steps:
@@ -89,7 +89,8 @@ def summarize(result: LoopResult, warmup_steps: int, measure_steps: int, global_
     of the per-step throughputs over the same window (the speed flavour) is given as ``throughput_mean``."""
     t = result.times
     end = warmup_steps + measure_steps
-    fields: dict[str, Any] = {ev.STEPS: result.steps, ev.WARMUP_STEPS: warmup_steps, ev.MEASURE_STEPS: measure_steps}
+    fields: dict[str, Any] = {ev.STEPS: result.steps, ev.WARMUP_STEPS: warmup_steps, ev.MEASURE_STEPS: measure_steps,
+                              ev.EPOCHS: None}
     throughput = None
     if measure_steps > 0 and len(t) > end and t[end] > t[warmup_steps]:
         elapsed = t[end] - t[warmup_steps]
