@@ -92,10 +92,11 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
             REACHED: (hit is not None) if tgt else None, TTT: round(ttt, 3) if ttt is not None else None}
 
 
-def verdict(extra_: Mapping[str, Any]) -> tuple[Status, str] | None:
-    """NOT_CONVERGED, with its reason, for a run that ended well but never reached its target; None otherwise
-    (no target, reached, or no accuracy run). The caller (:func:`dlperf_slurm.outcome.decide`) asks only for a run
-    whose log and exit say it ended well."""
+def verdict(log: Any) -> tuple[Status, str] | None:
+    """NOT_CONVERGED, with its reason, for a run (its parser's RunResult) whose log is OK but never reached its
+    target; None otherwise (no target, reached, no accuracy run, or a log not OK). The caller
+    (:func:`dlperf_slurm.outcome.decide`, row 13) asks only for a run whose exit says it ended well."""
+    extra_ = log.extra if log.status == Status.OK and isinstance(log.extra, Mapping) else {}
     tgt = _target(extra_.get(TARGET))
     if tgt is None or extra_.get(REACHED) is not False:
         return None
