@@ -119,7 +119,7 @@ def test_a_real_log_of_the_workload_that_reached_its_target():
     # every " * Acc@1" line the log prints is an evaluation the parser kept, in order
     printed = [accuracy.torchvision_line(line) for line in (FIXTURES / "reached.log").read_text().splitlines()]
     assert [round(p.top1, 5) for p in printed if p] == [round(e["top1"], 5) for e in x["evals"]]
-    assert accuracy.verdict(x) is None
+    assert accuracy.verdict(res) is None
 
 
 def test_a_run_that_ends_short_of_its_target_is_not_converged():
