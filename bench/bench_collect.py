@@ -186,7 +186,7 @@ def collect_once(trees, out: Path, jobs, changed: list[Path] | None = None) -> d
     state.save()
     t_write = time.perf_counter() - t
     return {"gather": t_gather, "parse": res.seconds, "write": t_write, "total": time.perf_counter() - t0,
-            "read": res.reread, "res": res, "written": [p for p in paths if str(p) not in state.kept],
+            "read": res.reread, "res": res, "written": [p for p in paths if not state.is_kept(p)],
             "paths": paths}
 
 

@@ -164,18 +164,21 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"--from {root}: not a folder")
+    # the tree's name is its real folder's: ``--from .``, ``--from ../tree`` and a symlink to it are one tree (one
+    # summary name, one parse cache beside the summaries)
+    real_name = Path(os.path.realpath(root)).name
     opts = {**suite.options, **(options or {})}
     runs, skipped = [], []
     found = []
     for dirpath, dirnames, _files in os.walk(root):  # every shape folder below root, in path order
         found += [os.path.join(dirpath, d) for d in dirnames if _SHAPE_DIR.match(d)]
     shape_dirs = [Path(d) for d in sorted(found, key=lambda d: Path(d).parts)]
-    if _SHAPE_DIR.match(root.name):
+    if _SHAPE_DIR.match(real_name):
         shape_dirs.insert(0, root)
     cells: dict[tuple, dict[str, Any]] = {}
     models: dict[str, dict[str, list[str]]] = {}  # subtree -> the model part of its file names -> its files
     for d in shape_dirs:
-        nodes, gpus = (int(x) for x in _SHAPE_DIR.match(d.name).groups())
+        nodes, gpus = (int(x) for x in _SHAPE_DIR.match(real_name if d is root else d.name).groups())
         sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
         try:
             with os.scandir(d) as it:
@@ -213,12 +216,12 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
             marker = fname[:-4] + ".exit"  # looked for once, here: most trees have none
             runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), log,
                                 os.path.join(folder, marker) if marker in present else None, None, "", None, None,
-                                warmup_steps, measure_steps, opts, name or root.name, outs.get(fname[:-4], [])))
+                                warmup_steps, measure_steps, opts, name or real_name, outs.get(fname[:-4], [])))
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
     _one_model_per_subtree(root, models)
     notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
-    return Collection(name or root.name, "tree", str(root), runs, None, [], window_notes + notes)
+    return Collection(name or real_name, "tree", str(root), runs, None, [], window_notes + notes)
 
 
 def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) -> None:

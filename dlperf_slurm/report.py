@@ -311,6 +311,7 @@ def _drop_stale(state: OutputState, out: Path, stem: str, ran: list[str]) -> Non
     suite gone from the campaign, a format no writer makes any more (the PNG plots of earlier versions). A writer
     left out this time (``--no-plots``) keeps its files, still known as they were. What is removed is listed in
     ``state.removed``."""
+    real_out = os.path.realpath(out)  # the state knows files by their canonical path
     for p, d in state.before.items():
         if p in state.now:
             continue
@@ -319,6 +320,6 @@ def _drop_stale(state: OutputState, out: Path, stem: str, ran: list[str]) -> Non
             state.now[p] = d
             continue
         path = Path(p)
-        if path.parent == out and path.name.startswith(f"{stem}.") and path.exists():
+        if str(path.parent) == real_out and path.name.startswith(f"{stem}.") and path.exists():
             path.unlink()
             state.removed.append(path)

@@ -165,7 +165,7 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
               known: Mapping[str, parsecache.Entry] | None = None,
               fresh: dict[str, parsecache.Entry] | None = None) -> list[RunRow]:
     """Every run's row, in input order. A run whose log the parse cache ``known`` (log path -> entry) holds as it
-    is now is rebuilt from it (:func:`from_cache`); the others are parsed in ``jobs`` processes (default: the CPUs
+    is now is rebuilt from it (:func:`from_cache`; keyed by :func:`parsecache.canonical` path); the others are parsed in ``jobs`` processes (default: the CPUs
     this process may use), and their new entries added to ``fresh`` (None for a log the cache cannot hold)."""
     rows: list[RunRow | None] = [None] * len(specs)
     todo = list(range(len(specs)))
@@ -173,7 +173,7 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
         todo, hits = [], []
         fps: dict[tuple, str] = {}
         for i, s in enumerate(specs):
-            e = known.get(s.log)
+            e = known.get(parsecache.canonical(s.log))
             if e is not None and parsecache.stat_key(s.log) == e[:3]:
                 c = s.cell
                 k = (c.get("suite"), c.get("nodes"), c.get("gpus_per_node"), c.get("batch_size"), c.get("precision"),

@@ -120,7 +120,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
         state.save()
     except (OSError, sqlite3.Error) as err:
         parsecache.warn(f"{side} not written", err)
-    return result, [p for p in paths if str(p) not in state.kept], [p for p in paths if str(p) in state.kept], state
+    return result, [p for p in paths if not state.is_kept(p)], [p for p in paths if state.is_kept(p)], state
 
 
 def cmd_collect(args) -> int:
