@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a source checkout
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import logsynth as ls
 
@@ -200,10 +201,20 @@ def main() -> None:
     ap.add_argument("--dense-log-mb", type=int, default=100, help="size of the log with a step on every line "
                     "(0: skip)")
     ap.add_argument("--keep", action="store_true", help="keep the generated folder")
+    ap.add_argument("--peer", action="store_true", help="only collect --from against DLPerf's extractor on DLPerf's "
+                    "TF2 logs (bench/peer.py)")
+    ap.add_argument("--peer-runs", type=int, default=1000, help="--peer: runs per shape (6 shapes)")
+    ap.add_argument("--peer-kb", type=int, default=41, help="--peer: size of a log")
+    ap.add_argument("--repeat", type=int, default=3, help="--peer: runs of each command; the best is printed")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_collect_"))
     try:
+        if args.peer:
+            import peer
+
+            peer.run(tmp, args.peer_runs, args.peer_kb, args.repeat)
+            return
         t = time.perf_counter()
         trees, files, total = generate(tmp / "logs", args.runs, args.kb_per_run)
         gen = time.perf_counter() - t
