@@ -144,7 +144,7 @@ class Scanner:
                  starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
                  wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None,
-                 block_needles: Sequence[str] | None = None):
+                 block_needles: Sequence[str] | None = None, block_short: tuple[str, int] | None = None):
         self.handler = handler
         self.starts = starts or (lambda text: False)
         self.all_ranks = ranks == "all"
@@ -169,6 +169,10 @@ class Scanner:
         # anything with contains: ``needles``, or ``block_needles`` with ``wanted`` (a superset of its lines).
         self._block_needles = tuple(block_needles) if block_needles is not None else (
             tuple(needles) if needles is not None and wanted is None else None)
+        # ``block_short`` (first characters, length): besides the lines holding a block needle, the lines whose
+        # text is shorter than ``length`` and starts with one of the characters (what a ``wanted`` says of short
+        # lines, records cut by buffering; cheaper at block level than a needle that every such line holds)
+        self._block_short = block_short
 
     def run(self, lines: Iterable[str]) -> Facts:
         """Read ``lines`` (any iterable of lines; the unstarted result of :func:`read_lines` is read in blocks, only
@@ -178,7 +182,7 @@ class Scanner:
 
             if all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
                 src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
-                                                                 _OOM_WORDS), self._pending)
+                                                                 _OOM_WORDS), self._pending, self._block_short)
                 facts = self._loop(src)
                 facts.lines, facts.ranks = src.lines, src.ranks  # what every line contributed, the others included
                 return facts
