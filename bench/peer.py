@@ -5,7 +5,8 @@ The tree: DLPerf's published per-repeat figures for TF 2.x ResNet-50 FP32 batch 
 README.md, stored under tests/fixtures/real/references/dlperf/; the same figures tests/test_tf2.py and
 tests/test_dlperf_published.py check), each written as a log in DLPerf's TF2 format (``tests/test_tf2.py``'s
 ``dlperf_rn50_log``: TimeHistory every 100 of 600 steps, glog stamps) and padded with the start-up lines a TF2 job
-prints to the size of a real one. Repeat r of a shape is DLPerf's repeat ``(r - 1) % 5 + 1``, so every shape's
+prints (start-up and repeated TF lines, :data:`_FILLER`; not DLPerf's own bytes, which are not published) to the
+size of theirs (~41 KB). Repeat r of a shape is DLPerf's repeat ``(r - 1) % 5 + 1``, so every shape's
 median is the one DLPerf published: the bench checks it, for collect and for the extractor.
 
 The peer (:data:`PEER`) is a re-implementation, written here, of the loop of DLPerf's
@@ -74,22 +75,34 @@ pprint.PrettyPrinter(indent=1).pprint(result)
 print("JSON " + __import__("json").dumps(result))
 '''
 
-# what a TF 2.x job prints before and between its TimeHistory lines (start-up, devices, autograph), glog style
-_NOISE = (
-    "I0826 15:{m:02d}:{s:02d}.{u:06d} 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: {g}",
-    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/stream_executor/platform/default/dso_loader.cc:48] "
-    "Successfully opened dynamic library libcudart.so.10.1",
-    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1402] Created "
-    "TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:{g} with 14764 MB memory) -> physical GPU "
-    "(device: {g}, name: Tesla V100-SXM2-16GB, pci bus id: 0000:{g:02x}:00.0, compute capability: 7.0)",
-    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1561] Found device "
-    "{g} with properties: pciBusID: 0000:{g:02x}:00.0 name: Tesla V100-SXM2-16GB computeCapability: 7.0",
+# what a TF 2.x job prints around its TimeHistory lines, glog style: a start-up once per run (libraries, one
+# "Found device" and "Created TensorFlow device" per GPU, the strategy), then filler of the kinds TF repeats (XLA,
+# grappler, AutoGraph, allocator lines); none of it is a record
+_START = (
+    "2020-08-26 15:00:01.{u:06d}: I tensorflow/stream_executor/platform/default/dso_loader.cc:48] Successfully "
+    "opened dynamic library lib{lib}.so.10",
+    "2020-08-26 15:00:02.{u:06d}: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1561] Found device {g} with "
+    "properties: pciBusID: 0000:{g:02x}:00.0 name: Tesla V100-SXM2-16GB computeCapability: 7.0",
+    "2020-08-26 15:00:03.{u:06d}: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1402] Created TensorFlow device "
+    "(/job:localhost/replica:0/task:0/device:GPU:{g} with 14764 MB memory) -> physical GPU (device: {g}, name: Tesla "
+    "V100-SXM2-16GB, pci bus id: 0000:{g:02x}:00.0, compute capability: 7.0)",
+)
+_ONCE = ("I0826 15:00:04.{u:06d} 140405777909504 mirrored_strategy.py:341] Using MirroredStrategy with devices "
+         "('/job:localhost/replica:0/task:0/device:GPU:0',)",
+         "I0826 15:00:05.{u:06d} 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: 0")
+_FILLER = (
+    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/compiler/xla/service/service.cc:168] XLA service "
+    "0x{u:08x} initialized for platform CUDA (this does not guarantee that XLA will be used). Devices:",
+    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/core/grappler/optimizers/meta_optimizer.cc:928] "
+    "Optimization results for grappler item: graph_to_optimize",
+    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: W tensorflow/core/grappler/optimizers/loop_optimizer.cc:906] Skipping "
+    "loop optimization for Merge node with control input: cond/branch_executed/_{g}",
+    "WARNING:tensorflow:AutoGraph could not transform <function Model.make_train_function.<locals>.train_function "
+    "at 0x7f{u:010x}> and will run it as-is. Please report this to the TensorFlow team.",
+    "2020-08-26 15:{m:02d}:{s:02d}.{u:06d}: I tensorflow/core/common_runtime/bfc_allocator.cc:1046] InUse at "
+    "7f{u:08x}00 of size 1280 next {g}",
     "I0826 15:{m:02d}:{s:02d}.{u:06d} 140405777909504 cross_device_ops.py:1130] Collective batch_all_reduce: 161 "
     "all-reduces, num_devices = {g}, group_size = {g}, communication_hint = NCCL, num_packs = 1",
-    "WARNING:tensorflow:AutoGraph could not transform <function Model.make_train_function.<locals>.train_function "
-    "at 0x7f{u:010x}> and will run it as-is.",
-    "I0826 15:{m:02d}:{s:02d}.{u:06d} 140405777909504 mirrored_strategy.py:341] Using MirroredStrategy with devices "
-    "('/job:localhost/replica:0/task:0/device:GPU:{g}',)",
 )
 
 
@@ -98,8 +111,8 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
     from test_tf2 import DLPERF_PUBLISHED, DLPERF_RUNS, dlperf_rn50_log
 
     rng = random.Random(0)
-    noise = [rng.choice(_NOISE).format(m=rng.randrange(60), s=rng.randrange(60), u=rng.randrange(10**6),
-                                       g=rng.randrange(8)) + "\n" for _ in range(2048)]
+    filler = [rng.choice(_FILLER).format(m=rng.randrange(60), s=rng.randrange(60), u=rng.randrange(10**6),
+                                         g=rng.randrange(8)) + "\n" for _ in range(2048)]
     files = total = 0
     for shape in SHAPES:
         d = root / shape
@@ -107,9 +120,14 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
         bodies = {}
         for rep, speed in DLPERF_RUNS[shape].items():
             lines = dlperf_rn50_log(shape, speed).splitlines(keepends=True)
-            pad, head = kb_per_run * 1024 - sum(map(len, lines)), []
+            gpus = int(shape[-2]) if len(shape) == 4 else int(shape[-3:-1])
+            head = [t.format(u=rng.randrange(10**6), lib=lib, g=0) + "\n"
+                    for t, lib in zip([_START[0]] * 6, ("cudart", "cublas", "cufft", "curand", "cusolver", "cudnn"))]
+            head += [t.format(u=rng.randrange(10**6), g=g) + "\n" for t in _START[1:] for g in range(gpus)]
+            head += [t.format(u=rng.randrange(10**6)) + "\n" for t in _ONCE]
+            pad = kb_per_run * 1024 - sum(map(len, lines)) - sum(map(len, head))
             while pad > 0:
-                head.append(noise[rng.randrange(len(noise))])
+                head.append(filler[rng.randrange(len(filler))])
                 pad -= len(head[-1])
             cut = len(head) * 9 // 10  # most before training starts, the rest between the first intervals
             bodies[rep] = "".join(head[:cut] + lines[:3] + head[cut:] + lines[3:]).encode()

@@ -252,6 +252,7 @@ class Result:
     seconds: float
     bytes: int
     reread: int | None = None  # logs parsed this time (the others came from the parse cache); None: no cache
+    workers: int = 1  # processes that read logs (0: none was read)
 
 
 @_keeps_what_it_makes
@@ -262,7 +263,7 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
     fresh: dict[str, parsecache.Entry | None] = {}
-    rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
+    rows, workers = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
     if cache is not None:
         cache.save(fresh)
     repeats: dict[Any, int] = {}
@@ -274,7 +275,7 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     _mark_searched(collections, cells)
     total = sum(r.log_bytes or 0 for r in rows)
     return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
-                  time.perf_counter() - t0, total, len(fresh) if cache is not None else None)
+                  time.perf_counter() - t0, total, len(fresh) if cache is not None else None, workers)
 
 
 def _mark_searched(collections: Sequence[Collection], cells: Sequence[CellRow]) -> None:

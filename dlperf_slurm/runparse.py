@@ -6,6 +6,7 @@ reads many runs in parallel processes.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -163,10 +164,12 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
               known: Mapping[str, parsecache.Entry] | None = None,
-              fresh: dict[str, parsecache.Entry] | None = None) -> list[RunRow]:
-    """Every run's row, in input order. A run whose log the parse cache ``known`` (log path -> entry) holds as it
-    is now is rebuilt from it (:func:`from_cache`; keyed by :func:`parsecache.canonical` path); the others are parsed in ``jobs`` processes (default: the CPUs
-    this process may use), and their new entries added to ``fresh`` (None for a log the cache cannot hold)."""
+              fresh: dict[str, parsecache.Entry] | None = None) -> tuple[list[RunRow], int]:
+    """Every run's row, in input order, and the number of processes that read logs. A run whose log the parse
+    cache ``known`` (log path -> entry) holds as it is now is rebuilt from it (:func:`from_cache`; keyed by
+    :func:`parsecache.canonical` path); the others are parsed in :func:`workers` processes (``jobs``, or as many
+    as the work and the free CPUs pay for), and their new entries added to ``fresh`` (None for a log the cache
+    cannot hold)."""
     rows: list[RunRow | None] = [None] * len(specs)
     todo = list(range(len(specs)))
     if known:
@@ -188,21 +191,48 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
         results = parsecache.decode_all([e.result for _, e in hits])  # one JSON parse for them all
         for (i, e), res in zip(hits, results):
             rows[i] = from_cache(specs[i], e, res)
-    for i, (row, entry) in zip(todo, _read_all([specs[i] for i in todo], jobs)):
+    todo_specs = [specs[i] for i in todo]
+    used = workers(todo_specs, jobs) if todo_specs else 0
+    for i, (row, entry) in zip(todo, _read_all(todo_specs, used)):
         rows[i] = row
         if fresh is not None and row.log_bytes is not None:
             fresh[specs[i].log] = entry
-    return rows  # type: ignore[return-value]
+    return rows, used  # type: ignore[return-value]
 
 
-def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, parsecache.Entry | None]]:
-    if jobs is None:
-        try:
-            jobs = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            jobs = os.cpu_count() or 1
-    jobs = max(1, min(jobs, len(specs)))
-    if jobs == 1 or len(specs) < 32:
+#: What a run costs to read, for sizing the pool: a fixed part per log (open, the suite's objects, the row) and
+#: a part per byte (the block scan); measured on DLPerf's TF2 logs (bench_collect.py --peer, about 0.3 ms and
+#: 150 MB/s a core). A worker is started only for at least WORKER_SECONDS of that work: its start (a fork) and the
+#: trip of its rows back cost tens of milliseconds.
+SECONDS_PER_LOG, BYTES_PER_SECOND, WORKER_SECONDS = 3e-4, 150e6, 0.25
+
+
+def workers(specs: Sequence[RunSpec], jobs: int | None) -> int:
+    """How many processes read ``specs``: ``jobs`` when given (at most one a log); by default the CPUs this
+    process may use that the machine's load leaves free (the load average counts this process), and no more than
+    the work pays for (:data:`WORKER_SECONDS` of estimated work each). The one decision of the pool's size."""
+    if jobs is not None:
+        return max(1, min(jobs, len(specs)))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        free = cpus - max(0.0, os.getloadavg()[0] - 1.0)
+    except OSError:
+        free = cpus
+    size = 0
+    for s in specs:
+        with contextlib.suppress(OSError):
+            size += os.stat(s.log).st_size
+    work = len(specs) * SECONDS_PER_LOG + size / BYTES_PER_SECOND
+    return max(1, min(cpus, int(free + 0.5), int(work / WORKER_SECONDS), len(specs)))
+
+
+def _read_all(specs: Sequence[RunSpec], jobs: int) -> list[tuple[RunRow, parsecache.Entry | None]]:
+    """Read ``specs`` in ``jobs`` processes (:func:`workers`), each taking chunks of runs large enough that
+    handing them out costs little beside reading them."""
+    if jobs <= 1:
         return [read_run(s) for s in specs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -213,7 +243,7 @@ def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, 
         from dlperf_slurm.parsing import blocks  # noqa: F401
     suites.names()  # every suite module, once
     parsecache.parser_version()
-    chunk = max(1, min(64, len(specs) // (jobs * 8)))
+    chunk = max(1, min(256, len(specs) // (jobs * 4)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     # gc.enable: a worker reads many logs, whether or not its parent turned cycle collection off meanwhile
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=gc.enable) as pool:

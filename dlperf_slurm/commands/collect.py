@@ -141,7 +141,8 @@ def _parsed(result: Result) -> str:
     mb = result.bytes / 1e6
     cached = "" if result.reread is None else f"; {result.reread} read, {len(result.runs) - result.reread} from " \
                                               "the parse cache"
-    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s"
+    procs = f" ({result.workers} processes)" if result.workers > 1 else ""
+    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
 
 
 def _written(wrote: list[Path], kept: list[Path], removed: Sequence[Path] = ()) -> str:

@@ -57,7 +57,10 @@ _SAMPLE = (b"node1:1234:1250 [3] NCCL INFO Channel 00/02 :    0   1   2   3   4 
            b"mirrored_strategy.py:341] Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:"
            b"GPU:0',) I tensorflow/stream_executor/platform/default/dso_loader.cc:48] Successfully opened dynamic "
            b"library libcudart.so.10.1 WARNING:tensorflow:AutoGraph could not transform <function Model."
-           b"make_train_function.<locals>.train_function at 0x7f5c> and will run it as-is. mirrored_strategy.py:500]")
+           b"make_train_function.<locals>.train_function at 0x7f5c> and will run it as-is. mirrored_strategy.py:500] "
+           b"I tensorflow/core/grappler/optimizers/meta_optimizer.cc:928] Optimization results for grappler item: "
+           b"graph_to_optimize W tensorflow/core/grappler/optimizers/loop_optimizer.cc:906] Skipping loop optimization "
+           b"I tensorflow/core/common_runtime/bfc_allocator.cc:1046] InUse at 7f0b00 of size 1280 next 3")
 _COUNTS: dict[bytes, int] = {}
 for _n in (2, 3):
     for _i in range(len(_SAMPLE) - _n + 1):
