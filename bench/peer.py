@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -139,46 +140,53 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
     return files, total, DLPERF_PUBLISHED
 
 
-def _best(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, str]:
-    """Best wall time of ``repeat`` runs of ``cmd`` (other work on the machine only slows a run down), its stdout."""
-    best, out = float("inf"), ""
+def _best(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float, str]:
+    """The best wall time of ``repeat`` runs of ``cmd`` (other work on the machine only slows a run down), the
+    best CPU time (user + system, its worker processes included), the stdout of the fastest."""
+    best, cpu, out = float("inf"), float("inf"), ""
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False)
         dt = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+        cpu = min(cpu, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if dt < best:
             best, out = dt, r.stdout
-    return best, out
+    return best, cpu, out
 
 
-def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int) -> None:
+def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, code: Path = ROOT) -> None:
+    """Write the tree under ``tmp``, time the extractor and ``collect --from`` (that of the checkout ``code``)."""
     tree = tmp / "rn50"
     t = time.perf_counter()
     files, total, published = make_tree(tree, runs_per_shape, kb_per_run)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"--peer: {files} DLPerf-format TF2 ResNet-50 logs ({len(SHAPES)} shapes x {runs_per_shape}), "
           f"{total / 1e6:.0f} MB, written in {time.perf_counter() - t:.1f} s; {cpus} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; best of {repeat} runs each, warm page cache")
+          f"{os.getloadavg()[0]:.1f}; best of {repeat} runs each, warm page cache; collect of {code}")
     subprocess.run(f"cat {tree}/*/*.log > /dev/null", shell=True, check=False)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     py = sys.executable
-    peer_s, peer_out = _best([py, "-c", PEER, str(tree)], repeat, env)
+    peer_s, peer_cpu, peer_out = _best([py, "-c", PEER, str(tree)], repeat, env)
     peer = json.loads(peer_out.split("JSON ", 1)[1])
-    rows = [("DLPerf's extract_tensorflow_logs_time.py loop (re-implemented)", peer_s, None)]
+    rows = [("DLPerf's extract_tensorflow_logs_time.py loop (re-implemented)", peer_s, peer_cpu, None)]
     medians: dict[str, dict[str, float]] = {}
     for label, jobs in (("collect --from (default jobs)", []), ("collect --from -j 1", ["-j", "1"])):
         out = tmp / f"out{len(rows)}"
         cmd = [py, "-m", "dlperf_slurm", "collect", "--from", str(tree), "--suite", "tf2/resnet50", "--no-plots",
                "-q", "--no-cache", "--out", str(out), *jobs]
-        secs, printed = _best(cmd, repeat, env)
-        rows.append((label, secs, printed.strip().splitlines()[-1] if printed.strip() else ""))
+        secs, cpu, printed = _best(cmd, repeat, env)
+        last = printed.strip().splitlines()[-1] if printed.strip() else ""
+        rows.append((label, secs, cpu, last.split("; wrote")[0]))
         cells = json.loads((out / "rn50.json").read_text())["cells"]
         medians[label] = {c["shape"]: c["median"] for c in cells}
-    print(f"\n{'':64s} {'seconds':>8s} {'x peer':>7s} {'MB/s':>6s}")
-    for label, secs, note in rows:
-        print(f"{label:64s} {secs:8.2f} {secs / peer_s:7.2f} {total / 1e6 / secs:6.0f}" + (f"  ({note})" if note else ""))
+    print(f"\n{'':64s} {'seconds':>8s} {'x peer':>7s} {'MB/s':>6s} {'CPU s':>6s} {'x peer':>7s}")
+    for label, secs, cpu, note in rows:
+        print(f"{label:64s} {secs:8.2f} {secs / peer_s:7.2f} {total / 1e6 / secs:6.0f} {cpu:6.2f} "
+              f"{cpu / peer_cpu:7.2f}" + (f"  ({note})" if note else ""))
     bad = []
     for shape, (median, speedup) in published.items():
         if abs(peer[shape]["median_speed"] - median) > 0.011 or abs(peer[shape]["speedup"] - speedup) > 0.011:
