@@ -161,12 +161,13 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     for flag, value, least in (("--warmup-steps", warmup_steps, 0), ("--measure-steps", measure_steps, 1)):
         if value < least:  # as a matrix's [measure] (the window would silently become 0 -> 1 step)
             raise UserError(f"{flag} {value}: expected an integer >= {least}")
-    root = Path(root)
-    if not root.is_dir():
-        raise UserError(f"--from {root}: not a folder")
-    # the tree's name is its real folder's: ``--from .``, ``--from ../tree`` and a symlink to it are one tree (one
-    # summary name, one parse cache beside the summaries)
-    real_name = Path(os.path.realpath(root)).name
+    typed = Path(root)
+    if not typed.is_dir():
+        raise UserError(f"--from {typed}: not a folder")
+    # the tree is read at its real path: ``--from .``, ``--from ../tree``, ``/abs/tree`` and a symlink to it are one
+    # tree (one summary name, the same rows, one parse cache beside the summaries)
+    root = Path(os.path.realpath(typed))
+    real_name = root.name
     opts = {**suite.options, **(options or {})}
     runs, skipped = [], []
     found = []
@@ -218,13 +219,13 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
                                 os.path.join(folder, marker) if marker in present else None, None, "", None, None,
                                 warmup_steps, measure_steps, opts, name or real_name, outs.get(fname[:-4], [])))
     if not runs:
-        raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
-    _one_model_per_subtree(root, models)
+        raise UserError(f"--from {typed}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
+    _one_model_per_subtree(root, models, typed)
     notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
     return Collection(name or real_name, "tree", str(root), runs, None, [], window_notes + notes)
 
 
-def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) -> None:
+def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]], typed: Path) -> None:
     """A tree's cells come from the shape folder and the rest of the file name, not its model part: the logs of
     two models side by side would pool into one cell (and one model's 1n1g cell would be the other's baseline).
     The model part cannot pick the suite's logs either: DLPerf names them r50_, rn50_, bert-base-adam-training_,
@@ -234,7 +235,7 @@ def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) 
             where = root / sub if sub else root
             names = ", ".join(f"{m} ({len(logs)} files, e.g. {Path(logs[0]).relative_to(root)})"
                               for m, logs in sorted(found.items()))
-            raise UserError(f"--from {root}: the shape folders of {where} hold the logs of {len(found)} models: "
+            raise UserError(f"--from {typed}: the shape folders of {where} hold the logs of {len(found)} models: "
                             f"{names}; they would pool into the same cells. Give each model a folder of its own "
                             f"(as DLPerf keeps one log root per model, e.g. {root}/<model>/<N>n<G>g/...) and point "
                             "--from at it (subfolders of one --from stay apart)")
