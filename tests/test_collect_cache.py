@@ -373,9 +373,9 @@ def test_the_tree_cache_hits_however_the_tree_and_out_are_spelled(tmp_path, caps
                          "1", "--no-plots"]) == 0, how
         printed = capsys.readouterr().out
         assert "0 read, 9 from the parse cache" in printed, (how, printed)
-        assert "summaries unchanged (4 files" in printed, (how, printed)  # the same rows: the logs' real paths
-        assert sorted(p.name for p in out.iterdir()) == [".tree.cache.sqlite", "tree.csv", "tree.json", "tree.md",
-                                                         "tree.runs.csv"]
+        assert "summaries unchanged (5 files" in printed, (how, printed)  # the same rows: the logs' real paths
+        assert sorted(p.name for p in out.iterdir()) == [".tree.cache.sqlite", "tree.csv", "tree.html", "tree.json",
+                                                         "tree.md", "tree.runs.csv"]
     assert summaries(out) == cold
 
 
