@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -181,8 +181,8 @@ def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, code: Path
         cmd = [py, "-m", "dlperf_slurm", "collect", "--from", str(tree), "--suite", "tf2/resnet50", "--no-plots",
                "-q", "--no-cache", *store, "--out", str(out), *jobs]
         secs, cpu, printed = _best(cmd, repeat, env)
-        said = " ".join(printed.split())
-        rows.append((label, secs, cpu, said[said.find("parsed"):].split("; wrote")[0].split(" summaries")[0]))
+        said = re.search(r"parsed .*? in [0-9.]+ s(?: \(\d+ processes\))?", " ".join(printed.split()))
+        rows.append((label, secs, cpu, said.group(0) if said else ""))
         cells = json.loads((out / "rn50.json").read_text())["cells"]
         medians[label] = {c["shape"]: c["median"] for c in cells}
     print(f"\n{'':64s} {'seconds':>8s} {'x peer':>7s} {'MB/s':>6s} {'CPU s':>6s} {'x peer':>7s}")
