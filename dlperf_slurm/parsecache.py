@@ -137,20 +137,13 @@ def _result(d: dict[str, Any]) -> RunResult:
 def canonical(path: str | os.PathLike) -> str:
     """The one spelling of a file's path the caches know it by, whatever spelling a user gave: absolute, its
     folder's symlinks resolved (``tree/1n1g/x.log``, ``/abs/tree/1n1g/x.log``, ``link/1n1g/x.log`` and the same
-    from another working directory are one key). The folder is resolved once per collect (:func:`forget_folders`);
-    the file's own name is kept (a log that is itself a symlink stays that link)."""
+    from another working directory are one key). A folder is resolved once per collect (:meth:`Caches.known`
+    forgets them); the file's own name is kept (a log that is itself a symlink stays that link)."""
     folder, name = os.path.split(os.fspath(path))
     return os.path.join(_real_folder(folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)), name)
 
 
-@functools.lru_cache(maxsize=4096)
-def _real_folder(folder: str) -> str:
-    return os.path.realpath(folder)
-
-
-def forget_folders() -> None:
-    """Resolve folders anew (a symlink may point elsewhere by the next collect of a ``--watch``)."""
-    _real_folder.cache_clear()
+_real_folder = functools.lru_cache(maxsize=4096)(os.path.realpath)
 
 
 def stat_key(path: str) -> tuple[int, int, int] | None:
@@ -381,7 +374,7 @@ class Caches:
 
     def known(self) -> dict[str, Entry]:
         """Every entry the caches hold, by the log's :func:`canonical` path."""
-        forget_folders()
+        _real_folder.cache_clear()  # a symlink may point elsewhere by the next collect of a --watch
         out: dict[str, Entry] = {}
         if not self.read:
             return out
