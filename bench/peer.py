@@ -5,8 +5,9 @@ The tree: DLPerf's published per-repeat figures for TF 2.x ResNet-50 FP32 batch 
 README.md, stored under tests/fixtures/real/references/dlperf/; the same figures tests/test_tf2.py and
 tests/test_dlperf_published.py check), each written as a log in DLPerf's TF2 format (``tests/test_tf2.py``'s
 ``dlperf_rn50_log``: TimeHistory every 100 of 600 steps, glog stamps) and padded with the start-up lines a TF2 job
-prints (start-up and repeated TF lines, :data:`_FILLER`; not DLPerf's own bytes, which are not published) to the
-size of theirs (~41 KB). Repeat r of a shape is DLPerf's repeat ``(r - 1) % 5 + 1``, so every shape's
+prints: a real tf-models-official classifier_trainer run's start-up (:data:`REAL_TF2`, its records left out), a
+V100 job's device lines, then repeated TF lines (:data:`_FILLER`) to the size of DLPerf's logs (~41 KB; their
+bytes are not published). Repeat r of a shape is DLPerf's repeat ``(r - 1) % 5 + 1``, so every shape's
 median is the one DLPerf published: the bench checks it, for collect and for the extractor.
 
 The peer (:data:`PEER`) is a re-implementation, written here, of the loop of DLPerf's
@@ -34,6 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 SHAPES = ("1n1g", "1n2g", "1n4g", "1n8g", "2n8g", "4n8g")
+# the real program's output (tests/fixtures/real: tf-models-official 2.20.0's classifier_trainer on this project's
+# test machine), its records and our harness's event line left out: each bench log starts with it
+REAL_TF2 = ROOT / "tests/fixtures/real/tensorflow-models/2.20.0/classifier_trainer_resnet50_synthetic_1x1_b2.log"
 
 # A re-implementation of DLPerf's extract_tensorflow_logs_time.py loop (see the module docstring).
 PEER = r'''
@@ -111,6 +115,8 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
     """Write the tree; returns (files, bytes, DLPerf's published (median, speedup) per shape)."""
     from test_tf2 import DLPERF_PUBLISHED, DLPERF_RUNS, dlperf_rn50_log
 
+    real = [line for line in REAL_TF2.read_text().splitlines(keepends=True)
+            if "TimeHistory" not in line and " - loss: " not in line and ":::DLPERF" not in line]
     rng = random.Random(0)
     filler = [rng.choice(_FILLER).format(m=rng.randrange(60), s=rng.randrange(60), u=rng.randrange(10**6),
                                          g=rng.randrange(8)) + "\n" for _ in range(2048)]
@@ -122,8 +128,9 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
         for rep, speed in DLPERF_RUNS[shape].items():
             lines = dlperf_rn50_log(shape, speed).splitlines(keepends=True)
             gpus = int(shape[-2]) if len(shape) == 4 else int(shape[-3:-1])
-            head = [t.format(u=rng.randrange(10**6), lib=lib, g=0) + "\n"
-                    for t, lib in zip([_START[0]] * 6, ("cudart", "cublas", "cufft", "curand", "cusolver", "cudnn"))]
+            head = list(real)  # a real TF2 classifier_trainer run's start-up, then a V100 job's devices
+            head += [t.format(u=rng.randrange(10**6), lib=lib, g=0) + "\n"
+                     for t, lib in zip([_START[0]] * 6, ("cudart", "cublas", "cufft", "curand", "cusolver", "cudnn"))]
             head += [t.format(u=rng.randrange(10**6), g=g) + "\n" for t in _START[1:] for g in range(gpus)]
             head += [t.format(u=rng.randrange(10**6)) + "\n" for t in _ONCE]
             pad = kb_per_run * 1024 - sum(map(len, lines)) - sum(map(len, head))
