@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import health, outcome, parsecache, suites
+from dlperf_slurm import health, outcome, parsecache, recognise, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
 
@@ -78,6 +78,12 @@ def from_cache(spec: RunSpec, entry: parsecache.Entry, result: RunResult | None 
     return _finish(spec, res, entry.size, seconds=entry.seconds)
 
 
+def row_of(spec: RunSpec, res: RunResult, size: int | None) -> RunRow:
+    """The row of a run whose log another reader parsed into ``res`` (``collect --explain``'s traced parse), its
+    status decided as :func:`read_run` decides it."""
+    return _finish(spec, res, size, seconds=0.0)
+
+
 def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = None,
             seconds: float | None = None) -> RunRow:
     cell = spec.cell
@@ -89,6 +95,10 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         published, unit = "time", "samples/s"
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
+    res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record), for
+    # collect --explain: not in the row (the same run decided again from the manifest's record says 0)
+    if has_log and decided.status in recognise.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
+        decided = recognise.quote_error(decided, spec.log, recognise.last_error(spec.log))
     outcome.apply(res, decided)
     res.extra["log_status"] = log_verdict
     if spec.state:
@@ -132,7 +142,8 @@ def _variant(cell: dict[str, Any]) -> str:
 
 
 # the job event's keys a run row keeps as its provenance, in this order
-_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT)
+_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT,
+               ev.PARTITION, ev.QOS, ev.MODULES, ev.TOOL, ev.PER_NODE)
 
 
 def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:
@@ -159,7 +170,7 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         health=health.summary(x.get("health")), health_busbw_gbs=(x.get("health") or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra={k: v for k, v in x.items() if k not in ("job", "window", "health")})
+        extra={k: v for k, v in x.items() if k not in ("job", "window", "health", "rule")})
 
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
