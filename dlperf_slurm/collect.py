@@ -287,13 +287,12 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     status decided with them, so ``status`` and ``submit --retry-failed`` see what ``collect`` saw."""
     m = manifest.Manifest(campaign_dir)
     try:
-        known = {r["key"]: r for r in m.runs("log_status IS NULL")}
-        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.exit_code, r.run)
+        known = {r["key"]: r for r in m.runs(verdict_missing=True)}
+        updates = [manifest.Decision(key=r.run, status=r.status, reason=r.reason or "", exit_code=r.exit_code,
+                                     log_status=str((r.extra or {}).get("log_status") or ""))
                    for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
         if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
-            with m.write() as db:
-                db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?) "
-                               "WHERE key=? AND log_status IS NULL", updates)
+            m.set_verdicts(updates)
         return len(updates)
     finally:
         m.close()
@@ -307,8 +306,7 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
 
         m = manifest.Manifest(campaign_dir)
         try:
-            marks = ",".join("?" * len(ACTIVE))
-            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone():
+            if not m.has_runs(statuses=ACTIVE):
                 return  # every run has ended: nothing to ask (and no scheduler client to start)
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:

@@ -104,8 +104,7 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             for r in rows:
                 by_ex.setdefault(r["executor"] or "slurm", []).append(r["job_id"])
             now = time.time()
-            with m.write() as db:
-                db.executemany("UPDATE runs SET cancel_requested_at=? WHERE key=?", [(now, r["key"]) for r in rows])
+            m.request_cancel([r["key"] for r in rows], now)
             for name, ids in by_ex.items():
                 ex = exs.get(name)
                 if ex is None:
