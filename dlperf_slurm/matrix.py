@@ -114,8 +114,9 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     _distinct_files(ctx, kept, several)
-    return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
-                  str(data.get("description", "")), grouped=several, setups=setups, health=health)
+    return Matrix(path=ctx.path, name=name, suites=tuple(suite_list), cells=kept, dropped=dropped, measure=measure,
+                  slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
+                  grouped=several, setups=setups, health=health)
 
 
 def _distinct_files(ctx: Source, cells: list[Cell], grouped: bool) -> None:

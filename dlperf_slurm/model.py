@@ -200,7 +200,7 @@ class Dropped:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Matrix:
     path: Path
     name: str
@@ -331,4 +331,13 @@ class RunResult:
     gpu_util: float | None = None
     loss_finite: bool | None = None
     tiny: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # what else a suite's parser says (flops_per_sample, ...)
+    # what every log may hold besides the figures (parsing.finish) ...
+    window: dict[str, Any] | None = None  # the measured window: start, end, steps, seconds, speed_points
+    job: dict[str, Any] | None = None  # the :::DLPERF job event: the run's provenance
+    health: dict[str, Any] | None = None  # the health gate's verdict, as the log reports it
+    # ... and what deciding the run's status adds (outcome.apply, runparse)
+    exit_code: int | None = None
+    log_status: Status | None = None  # the log's own verdict, before the decision
+    scheduler_state: str | None = None  # the status the manifest recorded
+    manifest_reason: str | None = None  # the manifest's reason, where the decision says another

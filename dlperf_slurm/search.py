@@ -33,7 +33,7 @@ RESULT = "search.json"
 SUFFIX = ".search"  # the probes' campaign: <campaign><SUFFIX>
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Search:
     """One cell's search: its probes so far (value -> status) and what they imply."""
 
@@ -134,7 +134,7 @@ def run_search(matrix: Matrix, axis: str, campaign_dir: Path, probe: Callable[[l
     measure = Measure(repeats=1, warmup_steps=probe_steps[0], measure_steps=probe_steps[1], hang_timeout=0)
     searches: list[tuple[Cell, Search, dict[str, Any]]] = []
     for base, key in base_cells(matrix, axis):
-        searches.append((base, Search(key, axis, start, limit, step), dict(matrix.suite_of(base).axis_defaults)))
+        searches.append((base, Search(key=key, axis=axis, start=start, limit=limit, step=step), dict(matrix.suite_of(base).axis_defaults)))
     rounds = 0
     while True:
         todo = [(base, s, s.next_value(), d) for base, s, d in searches]
