@@ -35,7 +35,8 @@ from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 from dlperf_slurm.search import read_results
 
-_TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)_(?P<rep>\d+)\.log$")
+_TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)"
+                        r"_(?P<rep>\d+)\.log$")
 _SHAPE_DIR = re.compile(r"^(\d+)n(\d+)g$")
 T = TypeVar("T")
 
@@ -131,7 +132,8 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
                        warmup_steps=m.measure.warmup_steps, measure_steps=m.measure.measure_steps,
                        options=m.options_for(r.cell), campaign=m.name, slurm_out=outs.get(str(r.base), []))
         if rec is not None:  # what the manifest recorded of it
-            spec.state, spec.state_reason, spec.job_id, spec.exit_code = rec.status, rec.reason, rec.job_id, rec.exit_code
+            spec.state, spec.state_reason = rec.status, rec.reason
+            spec.job_id, spec.exit_code = rec.job_id, rec.exit_code
             spec.slurm_out = ([str(rec.slurm_out)] if rec.slurm_out else []) + spec.slurm_out
             spec.log_status = rec.log_status
         runs.append(spec)
@@ -179,7 +181,9 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     cells: dict[tuple, Cell] = {}
     models: dict[str, dict[str, list[str]]] = {}  # subtree -> the model part of its file names -> its files
     for d in shape_dirs:
-        nodes, gpus = (int(x) for x in _SHAPE_DIR.match(d.name).groups())
+        shape = _SHAPE_DIR.match(d.name)
+        assert shape is not None  # shape_dirs holds only such folders
+        nodes, gpus = (int(x) for x in shape.groups())
         sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
         try:
             with os.scandir(d) as it:
@@ -221,7 +225,8 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     if not runs:
         raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
     _one_model_per_subtree(root, models)
-    notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
+    notes = ([f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"]
+             if skipped else [])
     return Collection(name=name or root.name, source="tree", where=str(root), runs=runs, notes=window_notes + notes)
 
 

@@ -34,7 +34,8 @@ def _fs_type(path: Path) -> str:
     p = str(path.resolve())
     for line in mounts:
         parts = line.split()
-        if len(parts) >= 3 and (p == parts[1] or p.startswith(parts[1].rstrip("/") + "/")) and len(parts[1]) >= len(best):
+        if len(parts) >= 3 and (p == parts[1] or p.startswith(parts[1].rstrip("/") + "/")) \
+                and len(parts[1]) >= len(best):
             best, kind = parts[1], parts[2]
     return kind
 
@@ -68,7 +69,8 @@ def campaign_lock(campaign_dir: Path, wait_s: float = 30.0) -> Iterator[None]:
                 f.seek(0)
                 holder = f.read().strip() or "another process"
                 f.close()
-                raise UserError(f"{campaign_dir}: the campaign is busy ({holder} holds {path}); try again later")
+                raise UserError(f"{campaign_dir}: the campaign is busy ({holder} holds {path}); try again later") \
+                    from None
             time.sleep(0.2)
     try:
         f.seek(0)

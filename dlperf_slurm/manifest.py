@@ -211,7 +211,8 @@ class Manifest:
         limit_s = matrix.slurm.minutes * 60
         added = 0
         with self.write() as db:
-            meta = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites), "matrix_path": str(Path(matrix.path).resolve()),
+            meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
+                                    "matrix_path": str(Path(matrix.path).resolve()),
                     "matrix_sha": sha, "measure": {"repeats": matrix.measure.repeats,
                                                    "warmup_steps": matrix.measure.warmup_steps,
                                                    "measure_steps": matrix.measure.measure_steps},
@@ -262,7 +263,8 @@ class Manifest:
                            (Status.SUBMITTING, executor, token, out or None, now, key))
             db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
                        "VALUES (?,?,?,?,?,?,?,?)",
-                       (token, name, executor, Status.SUBMITTING, json.dumps(keys), json.dumps(options), now, int(held)))
+                       (token, name, executor, Status.SUBMITTING, json.dumps(keys), json.dumps(options), now,
+                        int(held)))
 
     def record_ids(self, *, token: str, executor: str, ids: Sequence[tuple[str, str, str | None, int | None]],
                    job_id: str | None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
@@ -29,14 +29,14 @@ MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps
                 "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
 _MEASURE_MIN = {"warmup_steps": 0, "hang_timeout": 0}  # the others are at least 1
 _MEASURE_MAX = {"repeats": axes.MAX_REPEATS}
-SLURM_KEYS = {
+SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
     "extra_directives": [], "array_throttle": None,
 }
 # sbatch options the submit journal sets itself: a site directive overriding one breaks it
 _OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
-ENV_KEYS = {"modules": [], "env": {}, "setup": [], "container": {}}
+ENV_KEYS: dict[str, Any] = {"modules": [], "env": {}, "setup": [], "container": {}}
 CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 
 # Values that end up in #SBATCH lines or names: no whitespace, quotes or shell metacharacters.
@@ -67,7 +67,7 @@ def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
     return data, src
 
 
-def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None) -> Matrix:
+def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False] = None) -> Matrix:
     """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none."""
     path = Path(path)
     data, text = read_toml(path)

@@ -20,7 +20,7 @@ DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
 DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
 DEFAULT_REPEATS = 7
 
-from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig,  # noqa: F401 (re-exported)
+from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig,  # noqa: E402,F401 (re-exported)
                                  time_to_minutes)
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -141,7 +141,8 @@ class Cell:
     @functools.cached_property
     def id(self) -> str:
         """Stable readable id, e.g. ``bert-base.pytorch-ddp.2x8.b96.amp.xla0``."""
-        base = f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}.xla{int(self.xla)}"
+        base = (f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}"
+                f".xla{int(self.xla)}")
         parts = self._variant_parts()
         return ".".join([base, *parts]) if parts else base
 

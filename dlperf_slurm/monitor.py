@@ -110,8 +110,8 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
                 if ex is None:
                     raise UserError(f"cannot cancel {len(ids)} {name} runs: no {name} client on this machine")
                 ex.cancel(ids)
-            out(f"cancel requested for {len(rows)} runs" + (f" ({', '.join(f'{k}: {len(v)}' for k, v in by_ex.items())})"
-                                                           if by_ex else ""))
+            per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
+            out(f"cancel requested for {len(rows)} runs" + (f" ({per})" if by_ex else ""))
             return len(rows)
         finally:
             m.close()

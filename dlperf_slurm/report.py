@@ -98,7 +98,8 @@ def markdown(result: Result) -> str:
     win = "; ".join(f"skip {w} steps, time the next {m}" for w, m in windows) or "none"
     lines = [f"# dlperf_slurm summary: {result.name}", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
-                 f"from {len(runs)} runs in {', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
+                 f"from {len(runs)} runs in "
+                 f"{', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
     time_flavour = "global batch × measured steps / the log's own time between the window's ends"
     speed = sorted({c.suite for c in cells if c.published == "speed"})

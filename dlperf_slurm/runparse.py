@@ -64,7 +64,7 @@ def read_run(spec: RunSpec) -> tuple[RunRow, parsecache.Entry | None]:
         res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     text = parsecache.encode(res) if st is not None else None
     row = _finish(spec, res, st[0] if st is not None else None, t0=t0)
-    if text is None:
+    if text is None or st is None:
         return row, None
     fp = parsecache.fingerprint(spec.cell, spec.warmup_steps, spec.measure_steps, spec.options)
     return row, parsecache.Entry(*st, fp, row.parse_seconds, text)
@@ -94,7 +94,10 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         res.scheduler_state = str(spec.state)
     if spec.state_reason and res.status != Status.OK and spec.state_reason not in res.reason:
         res.manifest_reason = spec.state_reason
-    return _row(spec, res, published, unit, size, seconds if seconds is not None else time.perf_counter() - t0)
+    if seconds is None:
+        assert t0 is not None, "a parse gives t0, a cache hit its seconds"
+        seconds = time.perf_counter() - t0
+    return _row(spec, res, published, unit, size, seconds)
 
 
 def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
@@ -176,7 +179,7 @@ def _row_extra(res: RunResult) -> dict[str, Any]:
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
               known: Mapping[str, parsecache.Entry] | None = None,
-              fresh: dict[str, parsecache.Entry] | None = None) -> list[RunRow]:
+              fresh: dict[str, parsecache.Entry | None] | None = None) -> list[RunRow]:
     """Every run's row, in input order. A run whose log the parse cache ``known`` (log path -> entry) holds as it
     is now is rebuilt from it (:func:`from_cache`); the others are parsed in ``jobs`` processes (default: the CPUs
     this process may use), and their new entries added to ``fresh`` (None for a log the cache cannot hold)."""

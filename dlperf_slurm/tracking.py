@@ -4,8 +4,8 @@
 :func:`refresh` asks each scheduler about every run it holds, in one batched query, and
 
 1. settles the controller with the runs: a task the controller has queued again (pending) though its exit marker
-   shows its run ended (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold this tool placed is
-   released (an interrupted release, or a restarted controller that lost it);
+   shows its run ended (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold
+   this tool placed is released (an interrupted release, or a restarted controller that lost it);
 2. decides each run's status with :func:`dlperf_slurm.outcome.decide`; when the run has ended its log is read once
    by the suite's parser, so the manifest keeps the measurement verdict (NONFINITE, INCOMPLETE, ...) and
    ``status``, ``collect`` and ``--retry-failed`` see the same status. Final statuses are never queried again.
@@ -66,8 +66,9 @@ def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
                           cancel_requested=bool(row["cancel_requested_at"]), time_limit_s=row["time_limit_s"])
     if read_log:
         if ev.has_log:
-            ev.log = outcome.read_log(ctx.cell(row["cell_id"]), log, warmup_steps=ctx.warmup,
-                                      measure_steps=ctx.measure, options=ctx.options.get(ctx.cell(row["cell_id"]).suite, {}))
+            cell = ctx.cell(row["cell_id"])
+            ev.log = outcome.read_log(cell, log, warmup_steps=ctx.warmup, measure_steps=ctx.measure,
+                                      options=ctx.options.get(cell.suite, {}))
             ev.started_at = outcome.log_start(log)
         if row["slurm_out"]:
             ev.banner = outcome.read_banner([row["slurm_out"]])
@@ -195,7 +196,7 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
             out(f"  interrupted submission {sub['token']}: {dropped} task(s) could not be completed; cancelled "
                 "before they started, to be submitted again")
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
-        if have:
+        if have and backend is not None:  # found only through a backend
             record_ids(m, backend, sub["token"], [k for k, _ in have], [j for _, j in have])
             out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {len(keys)} runs had been "
                 f"submitted ({backend.group_label([j for _, j in have])})")

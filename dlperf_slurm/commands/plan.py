@@ -20,7 +20,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"  {s.name}: {s.description}")
     if m.grouped:
         rows = [[c.suite, *row] for c, row in zip(m.cells, rows)]
-    print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla", "launcher", "variant",
+    print(tabulate(rows, headers=["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla",
+                                                          "launcher", "variant",
                                   "repeats"], tablefmt="github"))
     print(f"\n{len(m.cells)} cells x {m.measure.repeats} repeats = {m.runs} runs; "
           f"window: skip {m.measure.warmup_steps} steps, measure {m.measure.measure_steps}")

@@ -264,7 +264,7 @@ class BlockLines:
         for s, e in zip(starts.tolist(), ends.tolist()):
             m = match(buf, s, e)
             if m is not None:
-                self._rank(int(m.group(m.lastindex)))
+                self._rank(int(m.group(m.lastindex or 1)))
             elif not buf[s:e].isascii():
                 c = buf[s:e].decode("utf-8", "replace")
                 if c[:1] == " " or c[:1] == "[" or c[:1].isdigit():
