@@ -1,4 +1,5 @@
-"""Command line: ``python -m dlperf_slurm {plan,render,submit,search,status,cancel,collect,compare,references,suites}``.
+"""Command line: ``python -m dlperf_slurm {plan,render,submit,search,status,cancel,collect,compare,history,references,
+suites}``.
 
 This module is the parser and :func:`main` alone. Each command's handler is a module of
 :mod:`dlperf_slurm.commands` (``commands/<name>.py``, ``cmd_<name>``), named here by string and imported only
@@ -24,6 +25,17 @@ def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--site", metavar="FILE", help="site defaults for [slurm]/[environment] "
                    "(default: $DLPERF_SLURM_SITE or ~/.config/dlperf_slurm/site.toml)")
     p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="a named system (and partition) of the site file "
+                   "([systems.NAME], [systems.NAME.partitions.P]): its [slurm], [environment], [health] over the "
+                   "site's (default: the site file's default_system)")
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
+                   "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
+                   "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition): the one collect "
+                   "records the campaign under in the store, the one history and --base last-good read")
 
 
 # -------------------------------------------------------------------------------------------- parser
@@ -41,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
+    p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit 100 columns)")
     p.set_defaults(func=_lazy("plan"))
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")
@@ -109,6 +122,7 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
+    p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
     p.set_defaults(func=_lazy("status"))
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
@@ -143,28 +157,53 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
+    p.add_argument("--wide", action="store_true", help="print every column (the tables fit 100 columns by "
+                   "default; the files always have every column)")
     p.add_argument("--no-cache", action="store_true", help="read every log again (collect remembers the logs it "
                    "read, in the manifest or beside the summaries, and reads only new or changed ones) and write "
                    "every summary")
     p.add_argument("--watch", nargs="?", type=float, const=0.0, default=None, metavar="SECONDS",
                    help="collect again every SECONDS (default 30) as runs end, updating the summaries and one "
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
+    _store_args(p)
+    p.add_argument("--no-store", action="store_true", help="do not add the cells to the results store")
     p.set_defaults(func=_lazy("collect"))
 
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
-                       "interval, noise-aware verdict); exits 1 when a cell regressed")
+                       "interval, noise-aware verdict); exits 1 when a cell regressed, NEW lacks a cell BASE had, "
+                       "or they share no cell")
     p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, summaries/<name>.json, "
-                   "or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, ref:ngc-a100; "
-                   "see the references command)")
+                   "last-good (from the results store: the latest campaign of NEW's cells and system in which no "
+                   "cell regressed), or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, "
+                   "ref:ngc-a100; see the references command)")
     p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
                    "or has no OK run)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
+    _store_args(p)
+    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store (--base last-good)")
+    p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.add_argument("--wide", action="store_true", help="the table uncut (default: it fits 100 columns; the .md "
+                   "file has it whole)")
+    p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
+                   "testcase per cell, a regression a failure, a cell no longer running an error")
     p.set_defaults(func=_lazy("compare"))
+    p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the "
+                       "changes beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, "
+                       "framework, ...)")
+    p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
+    _store_args(p)
+    p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")
+    p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
+                   "new/previous < 1 - F (default 0.05), as in compare")
+    p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")
+    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store")
+    p.add_argument("--no-site", action="store_true", help="ignore any site file")
+    p.set_defaults(func=_lazy("history"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")
     p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")

@@ -261,6 +261,10 @@ class Result:
     #: what the summary writers wrote last time, while :func:`dlperf_slurm.report.write_all` writes (the plot
     #: writer keeps a plot whose cells did not change); None: write everything
     output_state: parsecache.OutputState | None = None
+    with_plots: bool = True  # whether the writers make plots (the HTML report inlines them): write_all's ``plots``
+    #: per cell id, its earlier campaigns in the results store and this one (htmlreport.Point lists), for the HTML
+    #: report's trend plots; set by the collect command (None: no store read)
+    trend: dict[str, list[Any]] | None = None
 
 
 @_keeps_what_it_makes

@@ -18,7 +18,10 @@ A cell's verdict:
 - ``only in base`` / ``only in new``.
 
 A cell **regressed** when it is ``slower`` by more than the threshold (new/base below 1 - threshold) or
-``now`` fails; ``compare`` exits 1 when any cell regressed (0 otherwise), so it can gate a CI job.
+``now`` fails. ``compare`` exits 1 when any cell regressed, when NEW lacks a cell BASE had (it no longer runs),
+or when BASE and NEW share no cell (nothing was compared); 0 otherwise, so it can gate a CI job
+(:class:`Gate`). ``--junit FILE`` writes the same judgement as JUnit XML, one testcase per cell
+(:func:`junit`), for the CI system's test report.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
                          base_n=len(base.values) if base else 0, new_n=len(new.values) if new else 0,
                          verdict="", regressed=False, unit=unit)
     if base is None or new is None:
-        out.verdict = "only in new" if base is None else "only in base"
+        out.verdict = ONLY_IN_NEW if base is None else ONLY_IN_BASE
         return out
     if base.values and not new.values:
         out.verdict, out.regressed = f"now {new.status}", True
@@ -119,6 +122,45 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
 def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05) -> list[CellComparison]:
     ids = list(base) + [c for c in new if c not in base]
     return [compare_cell(c, base.get(c), new.get(c), threshold) for c in ids]
+
+
+ONLY_IN_BASE, ONLY_IN_NEW = "only in base", "only in new"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Whether a comparison passes, and why not: the one decision behind the exit status, the markdown's last line
+    and the JUnit file."""
+
+    regressed: tuple[str, ...]  # cell ids
+    missing: tuple[str, ...]  # in BASE, not in NEW: they no longer run
+    shared: int  # cells in both
+
+    @classmethod
+    def of(cls, rows: Sequence[CellComparison]) -> Gate:
+        return cls(regressed=tuple(r.cell_id for r in rows if r.regressed),
+                   missing=tuple(r.cell_id for r in rows if r.verdict == ONLY_IN_BASE),
+                   shared=sum(r.verdict not in (ONLY_IN_BASE, ONLY_IN_NEW) for r in rows))
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.regressed or self.missing or not self.shared)
+
+    def reasons(self) -> list[str]:
+        out = []
+        if not self.shared:
+            out.append("BASE and NEW share no cell: nothing was compared (another matrix or system?)")
+        if self.missing:
+            out.append(f"NEW lacks {len(self.missing)} cell{'s' * (len(self.missing) > 1)} BASE had "
+                       f"({_some(self.missing)})")
+        if self.regressed:
+            out.append(f"{len(self.regressed)} cell{'s' * (len(self.regressed) > 1)} regressed "
+                       f"({_some(self.regressed)})")
+        return out
+
+
+def _some(ids: Sequence[str], n: int = 3) -> str:
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
 # ============================================================================================== inputs
@@ -205,6 +247,101 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
+    gate = Gate.of(rows)
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
-              + f". Regressed: {sum(r.regressed for r in rows)} of {len(rows)} cells."]
+              + f". Regressed: {len(gate.regressed)} of {len(rows)} cells."]
+    if gate.failed:
+        lines += ["", "**Fails:** " + "; ".join(gate.reasons()) + "."]
     return "\n".join(lines) + "\n"
+
+
+def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float,
+             wide: bool = False) -> str:
+    """The comparison for the terminal: the markdown's table fitting 100 columns unless ``wide`` (the .md file
+    keeps it whole)."""
+    import textwrap
+
+    from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table, left_out_line
+
+    md = markdown(base_name, new_name, rows, threshold).splitlines()
+    table = [[_f(r.base_median), _f(r.new_median), _f(r.ratio, 3),
+              f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", f"{r.base_n}/{r.new_n}",
+              f"{r.verdict}, REGRESSED" if r.regressed else r.verdict] for r in rows]
+    text, dropped = fit_table(["cell", "base median", "new median", "new/base", "interval", "runs (base/new)",
+                               "verdict"], [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
+                              drop=("runs", "base median", "new median", "interval"))
+    def wrap(line: str) -> list[str]:
+        line = line.replace("**", "")
+        return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, break_long_words=False,
+                                                 break_on_hyphens=False) or [""]
+
+    out = [md[0], "", *wrap(md[2]), "", text]
+    if dropped:
+        out.append(left_out_line(dropped, "the .md/.json"))
+    for line in md[md.index("") + 1:][md[md.index("") + 1:].index("") + 1:]:  # after the method line
+        if not line.startswith("|"):
+            out += wrap(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _interval_text(r: CellComparison) -> str:
+    return f"{int(CONFIDENCE * 100)} % interval {_f(r.low, 3)}-{_f(r.high, 3)}" if r.low is not None else "no interval"
+
+
+def testcase_outcome(r: CellComparison, threshold: float) -> tuple[str, str]:
+    """A cell as a JUnit testcase: ``(kind, message)``, kind one of ``passed``, ``failure`` (a regression: slower
+    beyond the threshold, with its ratio and interval), ``error`` (the cell no longer runs: no OK run any more, or
+    absent from NEW) and ``skipped`` (nothing to judge: new, too few runs, no OK run on either side)."""
+    if r.verdict == ONLY_IN_BASE:
+        return "error", f"no longer running: in BASE (median {_f(r.base_median)} {r.unit}), absent from NEW"
+    if r.regressed and r.verdict.startswith("now "):
+        return "error", (f"no longer running: {r.verdict}, no OK run in NEW (BASE: {r.base_n} OK runs, median "
+                         f"{_f(r.base_median)} {r.unit})")
+    if r.regressed:
+        return "failure", (f"{r.verdict}: new/base {_f(r.ratio, 3)} ({_interval_text(r)}), below "
+                           f"{1 - threshold:.3f} (threshold {threshold:.0%}); median {_f(r.base_median)} -> "
+                           f"{_f(r.new_median)} {r.unit}")
+    if r.verdict == ONLY_IN_NEW or r.verdict == "too few runs" or r.verdict.startswith("no OK run"):
+        return "skipped", r.verdict + (f": new/base {_f(r.ratio, 3)}" if r.ratio is not None else "")
+    ratio = f": new/base {_f(r.ratio, 3)} ({_interval_text(r)})" if r.ratio is not None else ""
+    return "passed", r.verdict + ratio
+
+
+def junit(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float) -> str:
+    """The comparison as JUnit XML: one ``testsuite`` (NEW against BASE), one ``testcase`` per cell (classname the
+    cell's suite part, name the cell id); a comparison that shares no cell gets one erroring testcase so the
+    report is not an empty success."""
+    import xml.etree.ElementTree as ET
+
+    cases = []
+    for r in rows:
+        kind, message = testcase_outcome(r, threshold)
+        case = ET.Element("testcase", name=r.cell_id, classname=f"{new_name} vs {base_name}", time="0")
+        if kind != "passed":
+            child = ET.SubElement(case, kind, message=message)
+            if kind != "skipped":
+                child.set("type", "regression" if kind == "failure" else "not running")
+                child.text = message
+        else:
+            ET.SubElement(case, "system-out").text = message
+        cases.append((kind, case))
+    gate = Gate.of(rows)
+    if not gate.shared:
+        case = ET.Element("testcase", name="shared cells", classname=f"{new_name} vs {base_name}", time="0")
+        reason = gate.reasons()[0]
+        ET.SubElement(case, "error", message=reason, type="no shared cell").text = reason
+        cases.append(("error", case))
+    count = {k: sum(kind == k for kind, _ in cases) for k in ("failure", "error", "skipped")}
+    suite = ET.Element("testsuite", name=f"dlperf-slurm compare {new_name} vs {base_name}", tests=str(len(cases)),
+                       failures=str(count["failure"]), errors=str(count["error"]), skipped=str(count["skipped"]),
+                       time="0")
+    props = ET.SubElement(suite, "properties")
+    for k, v in (("base", base_name), ("new", new_name), ("threshold", f"{threshold:g}"),
+                 ("confidence", f"{CONFIDENCE:g}"), ("resamples", str(RESAMPLES))):
+        ET.SubElement(props, "property", name=k, value=v)
+    suite.extend(case for _, case in cases)
+    root = ET.Element("testsuites", tests=suite.get("tests", "0"), failures=suite.get("failures", "0"),
+                      errors=suite.get("errors", "0"), time="0")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

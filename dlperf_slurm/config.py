@@ -29,6 +29,32 @@ class Health:
 
 
 @dataclass(frozen=True)
+class System:
+    """A named system of the site file (``[systems.NAME]``, a partition of it ``[systems.NAME.partitions.P]``):
+    what describes its hardware; its ``[slurm]``, ``[environment]`` and ``[health]`` layer over the site's."""
+
+    name: str
+    partition: str = ""
+    description: str = ""
+    gpu_model: str = ""
+    gpus_per_node: int | None = None
+    interconnect: str = ""
+    busbw_gbs: float | None = None  # the all-reduce bus bandwidth the system is expected to reach (nccl-tests)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.partition}" if self.partition else self.name
+
+    def describe(self) -> str:
+        """One line: the label and the hardware."""
+        gpus = " x ".join(x for x in (self.gpu_model, f"{self.gpus_per_node}/node" if self.gpus_per_node else "")
+                          if x)
+        bits = [b for b in (self.description, gpus, self.interconnect,
+                            f"busbw {self.busbw_gbs:g} GB/s expected" if self.busbw_gbs else "") if b]
+        return f"system {self.label}" + (f" ({'; '.join(bits)})" if bits else "")
+
+
+@dataclass(frozen=True)
 class Container:
     type: str = "none"
     image: str = ""

@@ -217,7 +217,8 @@ class Manifest:
                                                    "warmup_steps": matrix.measure.warmup_steps,
                                                    "measure_steps": matrix.measure.measure_steps},
                     "suite_options": matrix.options, "time_limit": matrix.slurm.time,
-                    "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped]}
+                    "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped],
+                    "system": matrix.system.label if matrix.system is not None else None}
             if self.meta("created_at") is None:
                 meta["created_at"] = now
             for k, v in meta.items():

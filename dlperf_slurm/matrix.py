@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
-from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Run, Setup, SlurmConfig,
-                                time_to_minutes)
+                                System, time_to_minutes)
+from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
+from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 
@@ -48,45 +50,26 @@ _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def default_site_file() -> Path | None:
-    env = os.environ.get("DLPERF_SLURM_SITE")
-    if env:
-        return Path(env)
-    home = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "dlperf_slurm" / "site.toml"
-    return home if home.is_file() else None
-
-
-def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
-    """A site file holds the ``[slurm]``, ``[environment]`` and ``[health]`` defaults a center shares: its data,
-    and its :class:`Source` (an error in a value it gives names it, with its line)."""
-    if path is None:
-        return {}, None
-    data, text = read_toml(Path(path), "site file")
-    src = Source(Path(path), text)
-    check_keys(src, data, ("slurm", "environment", "health"), "")
-    return data, src
-
-
-def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False] = None) -> Matrix:
-    """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none."""
+def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False] = None, system: str | None = None
+         ) -> Matrix:
+    """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none;
+    ``system``: ``NAME[:PARTITION]``, a named system of the site file (default: its ``default_system``)."""
     path = Path(path)
     data, text = read_toml(path)
     site_path = None if site is False else (Path(site) if site else default_site_file())
     site_data, site_src = load_site(site_path)
-    return _build(Source(path, text, site=site_src), data, site_data, site_path)
+    if system and site_src is None:
+        raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE or "
+                        "~/.config/dlperf_slurm/site.toml) names systems")
+    site_data, chosen, origin = select_system(site_data, site_src, system)
+    if chosen is not None and site_src is not None:  # a value a system gives is reported at its own line
+        site_src.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
+            + (f"systems.{chosen.name}",)
+    return _build(Source(path, text, site=site_src), data, site_data, site_path, chosen, origin)
 
 
-def _merge(site: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(site)
-    for k, v in own.items():
-        if isinstance(v, dict) and isinstance(merged.get(k), dict):
-            merged[k] = {**merged[k], **v}
-        else:
-            merged[k] = v
-    return merged
-
-
-def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None) -> Matrix:
+def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None,
+           system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None) -> Matrix:
     check_keys(ctx, data, TOP_KEYS, "")
     suite_list, several = _suites(ctx, data)
     name = data.get("name", ctx.path.stem)
@@ -109,14 +92,23 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups),
                            measure.repeats):
         reason = (by_name[cell.suite].drop_reason(cell)
-                  or launchers.container_reason(cell.launcher, environment.container.type))
+                  or launchers.container_reason(cell.launcher, environment.container.type)
+                  or _system_reason(cell, system))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     _distinct_files(ctx, kept, several)
     return Matrix(path=ctx.path, name=name, suites=tuple(suite_list), cells=kept, dropped=dropped, measure=measure,
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
-                  grouped=several, setups=setups, health=health)
+                  grouped=several, setups=setups, health=health, system=system,
+                  overridden=_overridden(ctx, data, origin or {}))
+
+
+def _system_reason(cell: Cell, system: System | None) -> str | None:
+    """Why the named system cannot run a cell: more GPUs per node than its nodes have."""
+    if system is not None and system.gpus_per_node and cell.gpus_per_node > system.gpus_per_node:
+        return f"system {system.label} has {system.gpus_per_node} GPUs per node, the cell asks {cell.gpus_per_node}"
+    return None
 
 
 def _distinct_files(ctx: Source, cells: list[Cell], grouped: bool) -> None:

@@ -20,7 +20,7 @@ DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
 DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
 DEFAULT_REPEATS = 7
 
-from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig,  # noqa: E402,F401 (re-exported)
+from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig, System,  # noqa: E402,F401 (re-exported)
                                  time_to_minutes)
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -216,6 +216,8 @@ class Matrix:
     grouped: bool = False  # suites given as a list: each framework's runs in a folder of its own
     setups: dict[str, "Setup"] = field(default_factory=dict)  # the matrix's [setups.NAME] bundles
     health: Health = Health()
+    system: System | None = None  # the site file's named system (and partition) it is for, if any
+    overridden: tuple[str, ...] = ()  # the matrix's keys that win over the system's own value, one line each
 
     def suite_of(self, cell: Cell) -> Any:
         """The suite that runs ``cell``."""

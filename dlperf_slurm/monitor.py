@@ -117,8 +117,10 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             m.close()
 
 
-def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()) -> str:
-    from tabulate import tabulate
+def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True) -> str:
+    """The campaign's status: per cell, then per run; ``wide`` False: the tables fit the terminal (a long
+    reason cut, see :func:`dlperf_slurm.tables.fit_table`)."""
+    from dlperf_slurm.tables import fit_table
 
     rows = m.runs()
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
@@ -136,11 +138,13 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
         worst = worst_failure(c) or ""
         table.append([cell_id, f"{n_ok}/{len(rs)}", fmt_counts(c), worst])
     lines.append("")
-    lines.append(tabulate(table, headers=["cell", "ok/n", "statuses", "failure"], tablefmt="github"))
+    lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide, cut=("failure", "statuses"),
+                           tablefmt="github")[0])
     if show_runs:
         lines.append("")
         run_rows = [[r["key"], r["job_id"] or "-", r["status"], _short(r["reason"])] for r in rows]
-        lines.append(tabulate(run_rows, headers=["run", "job", "status", "reason"], tablefmt="github"))
+        lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
+                               tablefmt="github")[0])
     return "\n".join(lines)
 
 

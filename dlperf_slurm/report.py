@@ -167,22 +167,29 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def terminal(result: Result) -> str:
-    """The main tables for the terminal."""
-    from tabulate import tabulate
+#: what the terminal leaves out first to fit (the files keep every column)
+TERMINAL_DROP = ("TFLOP/s", "GPU mem", "latency", "spread")
+
+
+def terminal(result: Result, wide: bool = False) -> str:
+    """The main tables for the terminal, fitting :data:`tables.TERMINAL_WIDTH` columns unless ``wide``."""
+    from dlperf_slurm.tables import fit_table, left_out_line
 
     shared = shared_suites(result.cells)
     launchers = len({c.launcher for c in result.cells}) > 1
     out = [f"{result.name}: {len(result.runs)} runs ({counts_text(result.runs)}), {len(result.cells)} cells"]
+    left_out: list[str] = []
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)
-        out += ["", group_title(key, gc, launchers, shared),
-                tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+        text, dropped = fit_table(headers, rows, wide=wide, drop=TERMINAL_DROP)
+        left_out += dropped
+        out += ["", group_title(key, gc, launchers, shared), text]
     xs = cross_suite(result.cells)
     if len({c.suite for c in result.cells}) > 1:
         for model, headers, rows in xs:
-            out += ["", f"{model} across suites (largest shape)",
-                    tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+            out += ["", f"{model} across suites (largest shape)", fit_table(headers, rows, wide=wide)[0]]
+    if left_out:
+        out += ["", left_out_line(left_out, "the .md/.csv/.html")]
     return "\n".join(out)
 
 
@@ -258,6 +265,17 @@ def _json_lines(doc: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+@writer("html")
+def write_html(result: Result, out: Path, stem: str) -> list[Path]:
+    """``<stem>.html``: one self-contained page (System, tables, inline plots, failures with their logs' last lines,
+    each cell's stored history): :mod:`dlperf_slurm.htmlreport`."""
+    from dlperf_slurm import htmlreport
+    from dlperf_slurm.sysversions import system_section
+
+    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend)
+    return [_write(out / f"{stem}.html", text)]
+
+
 @writer("svg", plot=True)
 def write_plots(result: Result, out: Path, stem: str) -> list[Path]:
     """One SVG plot per suite with an OK cell; with ``result.output_state``, a plot whose cells did not change is
@@ -288,11 +306,13 @@ def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: b
     ``state`` records what is current (the plots keep their own digest per file)."""
     out, stem = Path(out_dir), _slug(result.name)
     result.output_state = state
+    result.with_plots = plots
     inputs = None
     if state is not None:
         inputs = digest(result.name, [(c.name, c.source, c.where, c.repeats, c.notes, len(c.runs),
                                        sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
-                                      for c in result.collections], result.runs, result.cells)
+                                      for c in result.collections], result.runs, result.cells, plots,
+                        getattr(result, "trend", None))
     paths: list[Path] = []
     ran = [n for n in WRITERS if plots or n not in _PLOTS]
     for name in ran:

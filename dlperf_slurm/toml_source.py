@@ -20,6 +20,9 @@ class Source:
     def __init__(self, path: Path, text: str, site: "Source | None" = None):
         self.path, self.text, self.site = path, text, site
         self._lines: dict[str, int] | None = None
+        #: tables of this file laid over its top-level ones, most specific first (a site file's named system and
+        #: partition: ``systems.alpha.partitions.small``, ``systems.alpha``): a key is looked for there first
+        self.layers: tuple[str, ...] = ()
 
     def _index(self) -> dict[str, int]:
         if self._lines is None:
@@ -37,9 +40,16 @@ class Source:
             key = key[:key.rindex("[")] if key.endswith("]") else (key.rsplit(".", 1)[0] if "." in key else "")
         return None
 
+    def _where(self, key: str) -> str | None:
+        """The key as this file holds it: under its most specific layer that has it, else at the top; None."""
+        index = self._index()
+        return next((f"{p}.{key}" for p in self.layers if f"{p}.{key}" in index), key if key in index else None)
+
     def error(self, key: str | None, message: str) -> MatrixError:
-        if key and self.site is not None and key not in self._index() and key in self.site._index():
-            return self.site.error(key, message)
+        if key and self.site is not None and key not in self._index():
+            held = self.site._where(key)
+            if held:
+                return self.site.error(held, message)
         return MatrixError(str(self.path), key, message, self.line_of(key) if key else None)
 
 

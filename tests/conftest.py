@@ -19,6 +19,16 @@ def pytest_addoption(parser):
 GOLDEN = Path(__file__).parent / "golden"
 
 
+@pytest.fixture(autouse=True)
+def _results_store_of_the_test(tmp_path_factory, monkeypatch):
+    """Every collect of a test (in process or in a child process) adds its cells to a results store of that test's
+    own, never to the user's data folder (``$XDG_DATA_HOME/dlperf_slurm/results.sqlite``), to a store a
+    ``DLPERF_SLURM_STORE`` of the calling shell names, or to another test's (whose campaigns would show as history
+    in this one's reports)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+    monkeypatch.delenv("DLPERF_SLURM_STORE", raising=False)
+
+
 @pytest.fixture
 def golden(request):
     """``golden(name, text)``: compare a rendered script with ``tests/golden/<name>.sbatch`` (with

@@ -75,10 +75,14 @@ def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
     assert "submitting 6 as 1" in p.stdout and "dry run" in p.stdout
 
     # status: per cell and per run
-    p = cli("--logs", str(logs), "status", "loc")
+    p = cli("--logs", str(logs), "status", "loc", "--wide")
     assert p.returncode == 0
     assert "| resnet50.pytorch-ddp.1x1.b1.fp32.xla0.DLPERF_TEST_MODE-fail | 0/2" in p.stdout
     assert "exit code 3" in p.stdout and "OOM" in p.stdout and "local runner" in p.stdout
+    # by default the tables fit 100 columns: the reasons cut, the job ids left out, the ids whole
+    p = cli("--logs", str(logs), "status", "loc")
+    assert p.returncode == 0 and max(len(line) for line in p.stdout.splitlines()[1:]) <= 100
+    assert "| resnet50.pytorch-ddp.1x1.b1.fp32.xla0.DLPERF_TEST_MODE-fail | 0/2" in p.stdout and "…" in p.stdout
 
 
 def test_local_skips_srun_cells_with_a_reason(tmp_path):

@@ -139,7 +139,7 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
         return [path]
 
     try:
-        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:4] == ["md", "csv", "json", "svg"]
+        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:5] == ["md", "csv", "json", "html", "svg"]
         out = tmp_path / "out"
         assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
                        "--measure-steps", "20", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
@@ -150,8 +150,8 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
     assert len(result.cells) == 3 and all(isinstance(c, CellRow) for c in result.cells)
     assert (out / "t.toy").read_text() == "3 runs, 3 cells\n" and str(out / "t.toy") in capsys.readouterr().out
     # the summaries, and (hidden) the parse cache and writer state of `collect --from` (issue #13)
-    assert sorted(p.name for p in out.iterdir()) == [".t.cache.sqlite", "t.csv", "t.json", "t.md", "t.runs.csv",
-                                                     "t.toy"]
+    assert sorted(p.name for p in out.iterdir()) == [".t.cache.sqlite", "t.csv", "t.html", "t.json", "t.md",
+                                                     "t.runs.csv", "t.toy"]
     assert "toy" not in report.WRITERS
 
 

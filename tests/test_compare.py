@@ -105,7 +105,7 @@ def test_compare_two_campaigns_from_the_cli(tmp_path):
     (cell,) = doc["cells"]
     assert cell["verdict"] == "slower" and cell["regressed"] and cell["ratio"] == pytest.approx(0.8)
     assert cell["base_n"] == cell["new_n"] == 3
-    assert "**slower, regressed**" in p.stdout
+    assert "slower, REGRESSED" in p.stdout
     p = cli("--logs", logs, "compare", "before", "before", "--out", out)
     assert p.returncode == 0 and "no change" in p.stdout
     # a collect summary serves as the base as well as its campaign does
@@ -172,3 +172,63 @@ def test_a_summary_whose_campaigns_share_a_cell_is_refused_not_pooled(tmp_path, 
     verdicts = sorted(c["verdict"] for c in doc["cells"])
     assert verdicts == ["only in base", "only in base", "slower", "slower"]
     assert all(c["ratio"] == pytest.approx(0.9, rel=0.02) for c in doc["cells"] if c["verdict"] == "slower")
+
+
+def _oom_now(src: Path, dst: Path, cell_suffix: str) -> None:
+    """``src``'s summary with every run of the cells ending in ``cell_suffix`` out of memory (no figure)."""
+    doc = json.loads(src.read_text())
+    for r in doc["runs"]:
+        if r["cell_id"].endswith(cell_suffix):
+            r.update(status="OOM", throughput=None, reason="CUDA out of memory")
+    dst.write_text(json.dumps(doc))
+
+
+def test_junit_one_testcase_per_cell_read_by_junitparser(tmp_path, capsys):
+    """--junit: a regression is a failure carrying its ratio and interval, a cell that no longer runs (OOM now, or
+    absent from NEW) an error, the rest pass; the file is read back by junitparser, a JUnit consumer nobody here
+    wrote, whose counts and messages must be those compare printed."""
+    junitparser = pytest.importorskip("junitparser", reason="junitparser (the test extra) is not installed")
+    from dlperf_slurm.cli import main
+
+    out = _summaries(tmp_path, {"mixed": ("monday", "other"), "wednesday": ("wednesday",),
+                                "monday": ("monday",)})
+    _oom_now(out / "wednesday.json", out / "wed_oom.json", ".1x2.b8.fp32.xla0")
+    xml = tmp_path / "ci" / "compare.xml"
+    assert main(["compare", str(out / "mixed.json"), str(out / "wed_oom.json"), "--out", str(tmp_path / "cmp"),
+                 "--junit", str(xml)]) == 1
+    err = capsys.readouterr().err
+    assert "NEW lacks 2 cells BASE had" in err and "2 cells regressed" in err
+    doc = json.loads((tmp_path / "cmp" / "compare.mixed.wednesday.json").read_text())
+    suite, = junitparser.JUnitXml.fromfile(str(xml))
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (4, 1, 3, 0)
+    cases = {c.name: c for c in suite}
+    assert set(cases) == {c["cell_id"] for c in doc["cells"]}
+    for cell in doc["cells"]:
+        (result,) = cases[cell["cell_id"]].result
+        if cell["verdict"] == "slower":  # 10 % slower: a failure with the figures compare's JSON holds
+            assert isinstance(result, junitparser.Failure) and result.type == "regression"
+            assert f"new/base {cell['ratio']:.3f}" in result.message
+            assert f"95 % interval {cell['low']:.3f}-{cell['high']:.3f}" in result.message
+        else:  # 'now OOM' and the two cells of 'other' only in base
+            assert isinstance(result, junitparser.Error) and "no longer running" in result.message
+            assert ("now OOM" in result.message) == (cell["verdict"] == "now OOM")
+    # the same campaigns, nothing wrong: every testcase passes and compare exits 0
+    assert main(["compare", str(out / "monday.json"), str(out / "monday.json"), "--out", str(tmp_path / "cmp"),
+                 "--junit", str(xml)]) == 0
+    suite, = junitparser.JUnitXml.fromfile(str(xml))
+    assert suite.tests == 2 and suite.failures == suite.errors == 0 and all(c.is_passed for c in suite)
+
+
+def test_compare_fails_when_nothing_is_shared_or_cells_went_missing(tmp_path, capsys):
+    """It exited 0 with 'Regressed: 0 of 4' when BASE and NEW shared no cell, and when NEW lacked cells."""
+    from dlperf_slurm.cli import main
+
+    out = _summaries(tmp_path, {"monday": ("monday",), "other": ("other",), "mixed": ("monday", "other")})
+    args = ["--out", str(tmp_path / "cmp")]
+    assert main(["compare", str(out / "monday.json"), str(out / "other.json"), *args]) == 1
+    captured = capsys.readouterr()
+    assert "share no cell" in captured.err and "Regressed: 0 of 4" in captured.out
+    assert main(["compare", str(out / "mixed.json"), str(out / "monday.json"), *args]) == 1
+    assert "NEW lacks 2 cells BASE had (resnet50.tf-cnn.1x1.b16.fp32.xla0" in capsys.readouterr().err
+    assert main(["compare", str(out / "monday.json"), str(out / "mixed.json"), *args]) == 0  # new cells: fine
+    assert main(["compare", "ref:dlperf-v100", str(out / "monday.json"), "--junit", "x.xml", *args]) == 2

@@ -206,8 +206,9 @@ def test_every_subpackage_is_installed():
     assert packages <= listed, f"not in setup.cfg [options] packages: {sorted(packages - listed)}"
 
 
-#: the modules that hold SQL: the manifest, and the parse cache's store
-SQL_OWNERS = {"manifest.py", "parsecache.py"}
+#: the modules that hold SQL, each the one owner of its database: the campaign's manifest, the parse cache's
+#: store in it, and the results store across campaigns (store.py)
+SQL_OWNERS = {"manifest.py", "parsecache.py", "store.py"}
 _SQL = re.compile(r"\b(?:SELECT\s.+\sFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                   r"CREATE\s+(?:TABLE|INDEX)|ALTER\s+TABLE|PRAGMA)\b", re.S)
 

@@ -84,7 +84,7 @@ def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
             "print(sorted(p.suffix for p in paths), [m for m in ('pandas', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
-    assert out.stdout.strip() == "['.csv', '.csv', '.json', '.md', '.svg'] []"
+    assert out.stdout.strip() == "['.csv', '.csv', '.html', '.json', '.md', '.svg'] []"
 
 
 def test_markdown_names_the_flavour_its_tables_show(tmp_path):

@@ -114,6 +114,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
             keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
     if state is None or state.path != side:
         state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
+    result.trend = stored_trend(args, result)
     state.begin()
     paths = report.write_all(result, args.out, plots=not args.no_plots, state=state)
     try:
@@ -131,10 +132,80 @@ def cmd_collect(args) -> int:
     t0 = time.perf_counter()
     result, wrote, kept, state = collect_once(args)
     if not args.quiet:
-        print(report.terminal(result))
+        print(report.terminal(result, wide=args.wide))
         print()
-    print(f"{_parsed(result)}; {_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)")
+    parts = [_parsed(result), f"{_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)"]
+    print("; ".join(parts) if args.wide else _fit_lines(parts))
+    return store_result(args, result)
+
+
+def system_of(args, result: Result) -> str | None:
+    """The system the store records the cells under: ``--system``, else the one the campaign was submitted for
+    (its manifest's), else none."""
+    if args.system:
+        return args.system
+    for col in result.collections:
+        if col.source == "manifest":
+            m = manifest.Manifest(col.where)
+            try:
+                if m.meta("system"):
+                    return str(m.meta("system"))
+            finally:
+                m.close()
+    return None
+
+
+def stored_trend(args, result: Result) -> dict:
+    """The cells' earlier campaigns in the results store, for the HTML report's trend plots ({} without a store or
+    when it cannot be read: :func:`store_result` says why)."""
+    if getattr(args, "no_store", False):
+        return {}
+    from dlperf_slurm import htmlreport, store
+
+    name, partition, _ = store.placement(result, system_of(args, result))
+    try:
+        with store.Store(store.url_for(args)) as st:
+            stored = st.cells(system=name, partition=partition)
+    except UserError:
+        return {}
+    return htmlreport.trend_of(stored, result)
+
+
+def store_result(args, result: Result, say: bool = True) -> int:
+    """Add the collect's cells to the results store (unless ``--no-store``); one line says where. A store that
+    cannot be reached fails the command (exit 1) after the summaries are written."""
+    if getattr(args, "no_store", False):
+        return 0
+    from dlperf_slurm import store
+
+    try:
+        url = store.url_for(args)
+        added, updated = store.record_collect(result, url, system_of(args, result))
+    except UserError as err:
+        print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
+        return 1
+    if say:
+        print(f"results store {store.describe(url)}: {added} cells added, {updated} updated")
     return 0
+
+
+def _fit_lines(parts: Sequence[str]) -> str:
+    """The summary line's parts on lines of the terminal tables' width, one part a line (the next ones indented),
+    a part too long broken after its commas (a path is never cut)."""
+    from dlperf_slurm.tables import TERMINAL_WIDTH
+
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        items = part.split(", ")
+        current = ("  " if i else "") + items[0]
+        for item in items[1:]:
+            if len(current) + 2 + len(item) > TERMINAL_WIDTH:
+                out.append(current + ",")
+                current = "    " + item
+            else:
+                current += ", " + item
+        out.append(current)
+    return "\n".join(out)
 
 
 def _parsed(result: Result) -> str:
@@ -181,6 +252,8 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
         while True:
             t0 = time.perf_counter()
             result, wrote, _kept, state = collect_once(args, state)
+            if store_result(args, result, say=False) and rounds is None:
+                args.no_store = True  # said once; the summaries keep coming
             line = progress(result, wrote, time.perf_counter() - t0)
             going = any(r.status in ACTIVE for r in result.runs)
             trees = all(c.source == "tree" for c in result.collections)

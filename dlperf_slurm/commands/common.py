@@ -13,12 +13,15 @@ from dlperf_slurm.errors import UserError
 def load_matrix(args: argparse.Namespace):
     from dlperf_slurm import matrix
 
-    return matrix.load(args.matrix, site=False if args.no_site else args.site)
+    return matrix.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
 
 
 def note_dropped(m, matrix_arg: str) -> None:
     """The cells the matrix dropped (a value its suite cannot run): ``plan`` lists them; ``render`` and ``submit``
-    make the others, so one line on stderr says how many and why, and changes nothing they do."""
+    make the others, so one line on stderr says how many and why, and changes nothing they do. A matrix key that
+    the named system sets too (the matrix's wins) is said first, one line each."""
+    for line in m.overridden:
+        print(f"dlperf-slurm: {line}", file=sys.stderr)
     if not m.dropped:
         return
     reasons = list(dict.fromkeys(d.reason for d in m.dropped))

@@ -1,16 +1,19 @@
 """``compare``: two campaigns cell by cell (:mod:`dlperf_slurm.compare`), or a campaign against a published
-reference set (:mod:`dlperf_slurm.refcompare`); exits 1 when a cell regressed or fell below the gate."""
+reference set (:mod:`dlperf_slurm.refcompare`), or against the last good campaign of the results store
+(:mod:`dlperf_slurm.history`); exits 1 when a cell regressed, fell below the gate, or went missing, or when the two
+share no cell (:class:`dlperf_slurm.compare.Gate`)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import refcompare, references
-from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, RESAMPLES, compare, load_runs, load_side,
-                                  markdown)
+from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, RESAMPLES, Gate, compare, junit, load_runs,
+                                  load_side, markdown, terminal)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 
@@ -23,16 +26,27 @@ def cmd_compare(args) -> int:
     if args.new.startswith(PREFIX):
         raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
     if args.base.startswith(PREFIX):  # a published reference: one figure per cell, no interval, no verdict
+        if args.junit:
+            raise UserError(f"--junit judges two campaigns; against {args.base} there is no interval to judge by")
         ref = references.load(args.base)  # an unknown set fails before any campaign is collected
         new_name, runs = load_runs(args.new, args.logs)
         return cmd_compare_reference(args, ref, new_name, runs)
     if args.threshold is None:
         args.threshold = DEFAULT_THRESHOLD
-    base_name, base = load_side(args.base, args.logs)
-    new_name, new = load_side(args.new, args.logs)
+    from dlperf_slurm.history import LAST_GOOD
+
+    if args.base == LAST_GOOD:  # from the results store: the latest campaign of NEW's cells with no regression
+        from dlperf_slurm import history, store
+
+        new_name, new = load_side(args.new, args.logs)
+        base_name, base = history.last_good_side(store.url_for(args), args.system, new_name, new, args.threshold)
+        print(f"--base {LAST_GOOD}: {base_name}")
+    else:
+        base_name, base = load_side(args.base, args.logs)
+        new_name, new = load_side(args.new, args.logs)
     rows = compare(base, new, args.threshold)
     text = markdown(base_name, new_name, rows, args.threshold)
-    print(text, end="")
+    print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide), end="")
     out = Path(args.out)
     stem = f"compare.{base_name}.{new_name}"
     atomic_write(out / f"{stem}.md", text)
@@ -40,7 +54,13 @@ def cmd_compare(args) -> int:
                                                    "confidence": CONFIDENCE, "resamples": RESAMPLES,
                                                    "cells": [asdict(r) for r in rows]}, indent=1))
     print(f"written: {out / stem}.md, .json")
-    return 1 if any(r.regressed for r in rows) else 0
+    if args.junit:
+        atomic_write(Path(args.junit), junit(base_name, new_name, rows, args.threshold))
+        print(f"written: {args.junit} (JUnit)")
+    gate = Gate.of(rows)
+    for reason in gate.reasons():
+        print(f"dlperf-slurm: compare fails: {reason}", file=sys.stderr)
+    return 1 if gate.failed else 0
 
 
 def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:

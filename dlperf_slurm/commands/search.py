@@ -19,7 +19,7 @@ def cmd_search(args) -> int:
     from dlperf_slurm.manifest import Manifest
     from dlperf_slurm.submit import submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
+    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
     note_dropped(m, args.matrix)
     cdir = (Path(args.logs) / m.name).resolve()
     pdir = Path(str(cdir) + SUFFIX)

@@ -20,7 +20,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for name in sorted(used):
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes))
+        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
     finally:
         m.close()
     return 0

@@ -22,7 +22,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dlperf_slurm.model import FAILURES
     from dlperf_slurm.submit import plural, submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site)
+    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
     note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):

@@ -1,0 +1,173 @@
+"""A cell's record over campaigns, from the results store (:mod:`dlperf_slurm.store`):
+
+    python -m dlperf_slurm history [CELL-PATTERN] [--system NAME[:PARTITION]] [--since DATE]
+
+Per cell and system, each campaign's median with its 95 % interval, oldest first; each campaign judged against the
+one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cell`: the ratio's bootstrap interval
+over both campaigns' runs, the threshold for a regression), and what changed between them (driver, CUDA, NCCL,
+framework, container: the versions each campaign's System section or runs recorded).
+
+:func:`last_good` is ``compare --base last-good``: the latest campaign before NEW, on NEW's system, sharing cells
+with it, in which no cell regressed against its own predecessor.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from dlperf_slurm import compare
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.store import StoredCell
+
+LAST_GOOD = "last-good"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One campaign of one cell's series: the stored cell, its judgement against the campaign before it (None for
+    the first), and the versions that changed since then (``name: (before, now)``)."""
+
+    cell: StoredCell
+    against: compare.CellComparison | None
+    changed: dict[str, tuple[str, str]]
+
+    @property
+    def flagged(self) -> bool:
+        """A change beyond noise: faster, slower, now failing, fixed."""
+        return self.against is not None and self.against.verdict not in ("no change", "too few runs") \
+            and not self.against.verdict.startswith("no OK run")
+
+
+def side(c: StoredCell) -> compare.Side:
+    """A stored cell as one side of a comparison."""
+    return compare.Side(c.ok_values, c.statuses, c.unit)
+
+
+def changed(before: dict[str, str], now: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The versions that differ, absent ones as ``(none)``."""
+    return {k: (before.get(k, "(none)"), now.get(k, "(none)")) for k in sorted(set(before) | set(now))
+            if before.get(k) != now.get(k)}
+
+
+def series(cells: Iterable[StoredCell]) -> dict[tuple[str, str], list[StoredCell]]:
+    """``(system label, cell id)`` -> its campaigns, oldest first (as the store returns them)."""
+    out: dict[tuple[str, str], list[StoredCell]] = {}
+    for c in cells:
+        out.setdefault((c.system_label, c.cell_id), []).append(c)
+    return out
+
+
+def judge(cells: Sequence[StoredCell], threshold: float = compare.DEFAULT_THRESHOLD) -> list[Step]:
+    """One cell's campaigns, each against the one before it."""
+    steps = []
+    for i, c in enumerate(cells):
+        if i == 0:
+            steps.append(Step(c, None, {}))
+            continue
+        prev = cells[i - 1]
+        steps.append(Step(c, compare.compare_cell(c.cell_id, side(prev), side(c), threshold),
+                          changed(prev.versions, c.versions)))
+    return steps
+
+
+def last_good(cells: Sequence[StoredCell], new_campaign: str, new_cells: Iterable[str],
+              threshold: float = compare.DEFAULT_THRESHOLD) -> str | None:
+    """The latest campaign (but ``new_campaign``) sharing a cell with NEW in which no cell regressed against the
+    campaign before it, and some cell had an OK run; None when there is none."""
+    wanted = set(new_cells)
+    bad: set[str] = set()
+    ok: set[str] = set()
+    order: dict[str, str] = {}
+    for steps in (judge(s, threshold) for s in series(c for c in cells if c.campaign != new_campaign).values()):
+        for st in steps:
+            order[st.cell.campaign] = max(order.get(st.cell.campaign, ""), st.cell.first_collected)
+            if st.against is not None and st.against.regressed:
+                bad.add(st.cell.campaign)
+            if st.cell.n_ok and st.cell.cell_id in wanted:
+                ok.add(st.cell.campaign)
+    good = [c for c in ok if c not in bad]
+    return max(good, key=lambda c: (order[c], c)) if good else None
+
+
+def last_good_side(url: str, system_arg: str | None, new_name: str, new_cells: Iterable[str],
+                   threshold: float) -> tuple[str, dict[str, compare.Side]]:
+    """``compare --base last-good``: the last good campaign's name and cells, from the store at ``url``."""
+    from dlperf_slurm import store
+
+    new_cells = list(new_cells)
+    system, partition = store.split_system(system_arg)
+    with store.Store(url) as st:
+        cells = st.cells(system=system or None, partition=partition or None)
+    cells = [c for c in cells if c.campaign != new_name]
+    systems = sorted({c.system_label for c in cells if c.cell_id in set(new_cells)})
+    if len(systems) > 1:
+        raise UserError(f"--base {LAST_GOOD}: the store holds these cells on {len(systems)} systems "
+                        f"({', '.join(systems)}): say which with --system NAME[:PARTITION]")
+    cells = [c for c in cells if c.system_label in systems]
+    name = last_good(cells, new_name, new_cells, threshold)
+    if name is None:
+        where = f" on {system_arg}" if system_arg else ""
+        raise UserError(f"--base {LAST_GOOD}: no stored campaign{where} shares a cell with {new_name} without a "
+                        f"regression (store {store.describe(url)}; collect adds campaigns to it)")
+    return name, {c.cell_id: side(c) for c in cells if c.campaign == name}
+
+
+# ============================================================================================== output
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _changes(ch: dict[str, tuple[str, str]]) -> str:
+    return "; ".join(f"{k} {a} -> {b}" for k, (a, b) in ch.items())
+
+
+def _verdict(step: Step) -> str:
+    a = step.against
+    if a is None:
+        return ""
+    ratio = f"x{a.ratio:.3f} " if a.ratio is not None else ""
+    return ratio + a.verdict + (", REGRESSED" if a.regressed else "") + (" *" if step.flagged else "")
+
+
+def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
+    """Each cell's table: campaign, when, median, 95 % interval, OK runs, against the one before, what changed
+    (its names; the versions, before and now, under the table, wrapped to ``width``; ``wide``: in the table)."""
+    import textwrap
+
+    from tabulate import tabulate
+
+    out: list[str] = []
+    for (system, cell_id), steps in steps_by_cell.items():
+        unit = steps[-1].cell.unit
+        rows, notes = [], []
+        for st in steps:
+            c = st.cell
+            ci = f"{_f(c.ci_low)}-{_f(c.ci_high)}" if c.ci_low is not None else "-"
+            what = _changes(st.changed) if wide else ", ".join(st.changed)
+            rows.append([c.campaign, c.first_collected[:10], _f(c.median) if c.median is not None else c.status, ci,
+                         f"{c.n_ok}/{c.n}", _verdict(st), what])
+            if st.changed and not wide:
+                notes += textwrap.wrap(f"{c.campaign}: {_changes(st.changed)}", width, initial_indent="  ",
+                                       subsequent_indent="    ", break_on_hyphens=False)
+        out += [f"{cell_id} on {system} ({unit})",
+                tabulate(rows, headers=["campaign", "collected", "median", "95% CI", "OK/n", "vs previous", "changed"],
+                         tablefmt="simple", disable_numparse=True), *notes, ""]
+    flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
+    regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)
+    out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
+                         "(compare's rule: the 95 % interval of new/previous excludes 1; regressed when slower by "
+                         "more than the threshold, or no OK run any more)", 10_000 if wide else width)
+    return "\n".join(out)
+
+
+def parse_since(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return datetime.date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise UserError(f"--since {value}: expected a date as YYYY-MM-DD, e.g. 2026-01-31") from None

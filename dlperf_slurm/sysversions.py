@@ -1,0 +1,84 @@
+"""What a campaign ran on, as ``{name: version}`` (driver, CUDA, NCCL, frameworks, container, ...): from the System
+object a collect makes (:mod:`dlperf_slurm.system`, ``"system"`` in ``summaries/<name>.json``) when this
+dlperf_slurm has one, else from the runs' provenance. The results store keeps them per cell
+(:mod:`dlperf_slurm.store`), ``history`` names what changed between campaigns, the HTML report shows them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+
+def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str, str]:
+    """What a campaign ran on, as ``{name: version}``: from the summary's System object when there is one (its
+    majority node group: :func:`_flat_versions`), else the most frequent of its runs' provenance (the job event's
+    package versions, the GPUs' model and driver, the container image)."""
+    if system:
+        return _flat_versions(system)
+    tally: dict[str, Counter[str]] = {}
+    for r in runs:
+        p = getattr(r, "provenance", None) or {}
+        facts = {k: str(v) for k, v in (p.get("versions") or {}).items() if v is not None}
+        for line in p.get("gpus") or ():
+            parts = [x.strip() for x in str(line).split(",")]
+            if len(parts) >= 3:
+                facts.setdefault("gpu", parts[1])
+                facts.setdefault("driver", parts[2])
+        if p.get("container_image"):
+            facts["container"] = str(p["container_image"])
+        for k, v in facts.items():
+            tally.setdefault(k, Counter())[v] += 1
+    return {k: c.most_common(1)[0][0] for k, c in sorted(tally.items())}
+
+
+def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
+    """The facts of a System object (``summaries/<name>.json``'s ``system``: its majority node group, the first)
+    that say what changed between campaigns: GPU model, driver, CUDA, cuDNN, NCCL, Python, each framework's
+    version, the container image (and digest), the program's code version."""
+    groups = system.get("node_groups")
+    g = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], dict) else system
+    out: dict[str, str] = {}
+    gpu = g.get("gpu")
+    if isinstance(gpu, dict):
+        if gpu.get("model"):
+            out["gpu"] = str(gpu["model"])
+        if gpu.get("driver"):
+            out["driver"] = str(gpu["driver"])
+    for key in ("driver", "cuda", "cudnn", "nccl", "python", "program"):
+        if g.get(key) and not isinstance(g[key], (dict, list)):
+            out.setdefault(key, str(g[key]))
+    for table in ("framework", "versions"):
+        if isinstance(g.get(table), dict):
+            out.update({str(k): str(v) for k, v in g[table].items() if v not in (None, "")})
+    container = g.get("container")
+    if isinstance(container, dict) and container.get("image"):
+        out["container"] = str(container["image"])
+        if container.get("digest"):
+            out["container_digest"] = str(container["digest"])
+    elif isinstance(container, str) and container:
+        out["container"] = container
+    return out
+
+
+def system_section(result: Any) -> dict[str, Any] | None:
+    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``) when this dlperf_slurm
+    makes one (:mod:`dlperf_slurm.system`); else None, and the runs' provenance stands in
+    (:func:`versions_of`)."""
+    import importlib
+
+    try:
+        describe = importlib.import_module("dlperf_slurm.system").describe
+    except (ImportError, AttributeError):
+        return None
+    section = describe(result.runs)
+    return section if isinstance(section, dict) else None
+
+
+def partition_of(system: dict[str, Any] | None) -> str:
+    """The Slurm partition the System object's majority node group ran in ("" when it says none)."""
+    groups = (system or {}).get("node_groups")
+    if isinstance(groups, list) and groups and isinstance(groups[0], dict):
+        return str(groups[0].get("partition") or "")
+    return ""

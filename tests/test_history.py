@@ -1,0 +1,98 @@
+"""history: each cell's median over the stored campaigns, judged by compare's rule, with what changed between
+them; compare --base last-good."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import synthcampaigns as sc  # noqa: E402
+
+from dlperf_slurm import history, store  # noqa: E402
+from dlperf_slurm.cli import main  # noqa: E402
+
+A100 = "0, NVIDIA A100-SXM4-80GB, {driver}, 81920 MiB, 1410 MHz"
+
+
+def _job(driver: str, tf: str = "2.15.0", image: str | None = None) -> dict:
+    job = {"versions": {"python": "3.10.12", "tensorflow": tf}, "gpus": [A100.format(driver=driver)] * 2}
+    if image:
+        job["container_image"] = image
+    return job
+
+
+@pytest.fixture
+def three(tmp_path, monkeypatch, capsys):
+    """monday; tuesday, after a driver upgrade, 20 % slower; wednesday, a new container, as fast as tuesday. Each
+    collected with the CLI into the store of ``tmp_path``."""
+    url = str(tmp_path / "results.sqlite")
+    monkeypatch.setenv("DLPERF_SLURM_STORE", url)
+    for name, scale, job, seed in (("monday", 1.0, _job("535.104.05"), 0),
+                                   ("tuesday", 0.8, _job("550.54.15"), 10),
+                                   ("wednesday", 0.8, _job("550.54.15", image="nvcr.io/nvidia/tensorflow:24.01"), 20)):
+        tree = sc.tree(tmp_path / "trees", name, scale, job=job, seed=seed)
+        assert main(["collect", "--from", str(tree), "--suite", sc.SUITE, "--no-plots", "-q", "--system", "alpha:gpu",
+                     "--out", str(tmp_path / "summaries")]) == 0
+    capsys.readouterr()
+    return tmp_path
+
+
+def test_history_of_three_campaigns(three, capsys):
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    print(out)  # the record (pytest -s)
+    assert all(len(line) <= 100 for line in out.splitlines()), "history fits 100 columns"
+    blocks = out.split("\n\n")
+    assert len(blocks) == 3 and blocks[-1].startswith("2 cells; 2 changes beyond noise (*), 2 regressions")
+    for block in blocks[:2]:
+        head, _, _, monday, tuesday, wednesday, *notes = block.splitlines()
+        assert head.endswith("on alpha:gpu (img/s)")
+        assert monday.startswith("monday") and "*" not in monday
+        assert "slower, REGRESSED *" in tuesday and tuesday.endswith("driver")
+        assert float(tuesday.split("x0.")[1][:3]) / 1000 == pytest.approx(0.8, abs=0.005)
+        assert "no change" in wednesday and "*" not in wednesday and wednesday.endswith("container")
+        assert notes == ["  tuesday: driver 535.104.05 -> 550.54.15",
+                         "  wednesday: container (none) -> nvcr.io/nvidia/tensorflow:24.01"]
+    # the figures are collect's: each campaign's summary holds the same medians and intervals
+    for name in ("monday", "tuesday", "wednesday"):
+        doc = json.loads((three / "summaries" / f"{name}.json").read_text())
+        for cell in doc["cells"]:
+            line = next(b for b in blocks if b.startswith(cell["cell_id"])).splitlines()
+            row = next(r for r in line if r.startswith(name))
+            assert f"{cell['median']:,.2f}" in row and f"{cell['ci_low']:,.2f}-{cell['ci_high']:,.2f}" in row
+
+
+def test_history_filters_and_bad_input(three, capsys):
+    assert main(["history", "*1x2*", "--system", "alpha:gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "1x2.b8" in out and "1x1.b8" not in out and "\n1 cells; 1 changes beyond noise" in out
+    assert main(["history", "--system", "beta"]) == 1
+    assert "no stored cell on beta" in capsys.readouterr().err
+    assert main(["history", "--since", "2999-01-01"]) == 1
+    assert main(["history", "--since", "yesterday"]) == 2
+    assert "--since yesterday: expected a date as YYYY-MM-DD" in capsys.readouterr().err
+    assert main(["history", "--wide"]) == 0
+
+
+def test_compare_base_last_good(three, capsys):
+    """tuesday regressed against monday, wednesday is new: the last good campaign is monday, and wednesday is
+    judged against it (20 % slower: exit 1)."""
+    summaries = three / "summaries"
+    assert main(["compare", "last-good", str(summaries / "wednesday.json"), "--out", str(three / "cmp")]) == 1
+    out = capsys.readouterr().out
+    assert "--base last-good: monday" in out and "# wednesday against monday" in out
+    doc = json.loads((three / "cmp" / "compare.monday.wednesday.json").read_text())
+    assert [c["verdict"] for c in doc["cells"]] == ["slower", "slower"]
+    # tuesday's own last good is monday too; with only the regressed campaign before it there is none
+    with store.Store(str(three / "results.sqlite")) as st:
+        cells = st.cells()
+    assert history.last_good(cells, "wednesday", {c.cell_id for c in cells}) == "monday"
+    assert history.last_good([c for c in cells if c.campaign != "monday"], "wednesday",
+                             {c.cell_id for c in cells}) == "tuesday"  # the first campaign has nothing to regress from
+    assert main(["compare", "last-good", str(summaries / "monday.json"), "--system", "beta",
+                 "--out", str(three / "cmp")]) == 2
+    assert "no stored campaign on beta shares a cell with monday" in capsys.readouterr().err
