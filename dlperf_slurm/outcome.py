@@ -40,6 +40,8 @@ Precedence, first match wins:
                                                                           log has no step
 13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
+                                                                          (INCOMPLETE: "the run had N steps, the
+                                                                          window needs M; use --measure-steps")
 ====  ==================================================================  ==========================================
 """
 
@@ -187,6 +189,11 @@ def decide(ev: Evidence) -> Outcome | None:
     # 13. ended well: the log decides
     if log is None:
         return out(Status.OK, "")
+    needs = log.extra.get("window_needs") if log.status == Status.INCOMPLETE else None
+    if needs and not log.extra.get("restarts"):  # the program ended on its own before the window's end
+        return out(log.status, f"the run had {log.steps_seen} steps, the window needs {needs}; use --measure-steps "
+                               "and --warmup-steps (collect --from) or the matrix's [measure] to fit the window in "
+                               "the run, or run it longer")
     return out(log.status, log.reason)
 
 

@@ -1,6 +1,7 @@
 """The GPT suites (megatron/gpt, deepspeed/gpt, oneflow/gpt): the parser on real lines of the real programs (each
-fixture in tests/fixtures/real/gpt/ says where it comes from), expected figures computed from those lines; the
-parallel layout and its drop reasons; the programs' flags and the DeepSpeed config."""
+fixture in tests/fixtures/real/<program>/<version>/ says where it comes from, in its SOURCE.toml and header), expected
+figures computed from those lines; the parallel layout and its drop reasons; the programs' flags and the DeepSpeed
+config."""
 
 from __future__ import annotations
 
@@ -20,17 +21,22 @@ from dlperf_slurm.model import Cell, Measure, ParseContext, Status
 from dlperf_slurm.suites import gpt, gpt_log
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-GPT = REAL / "gpt"
+
+
+def _find(name: str) -> Path:
+    """A real log of the corpus by its file name (tests/fixtures/real/<program>/<version>/)."""
+    return next(REAL.rglob(name))
+
 MEG, DS, OF = suites.get("megatron/gpt"), suites.get("deepspeed/gpt"), suites.get("oneflow/gpt")
 
 
 def _parse(suite, name: str, nodes=1, gpus=1, bs=1, warmup=0, measure=1, precision="fp16"):
-    path = GPT / name if (GPT / name).exists() else REAL / name
+    path = _find(name)
     return suite.parse(lp.read_lines(path), ParseContext(nodes, gpus, bs, warmup, measure, precision))
 
 
 def _fields(name: str, pattern: str) -> list[tuple[str, ...]]:
-    return re.findall(pattern, (GPT / name).read_text(), re.M)
+    return re.findall(pattern, _find(name).read_text(), re.M)
 
 
 # ------------------------------------------------------------------------------------------ Megatron-LM
@@ -166,7 +172,7 @@ def test_libai_on_cpu_two_ranks_times_a_window_inside_one_second():
     assert res.extra["format"] == "libai" and res.steps_seen == 9
     clock = _libai_clock(name)
     assert sorted(clock) == list(range(3, 10))  # steps 1 and 2: no time, no throughput
-    stamps = set(re.findall(r"^\[(\S+ \S+) lb\.utils\.events\]", (GPT / name).read_text(), re.M))
+    stamps = set(re.findall(r"^\[(\S+ \S+) lb\.utils\.events\]", _find(name).read_text(), re.M))
     assert len(stamps) == 1  # one second: the stamps cannot time it
     gb = (clock[9][0] - clock[3][0]) / 6
     assert gb == 4  # micro batch 2 x 2 ranks
@@ -174,7 +180,7 @@ def test_libai_on_cpu_two_ranks_times_a_window_inside_one_second():
     assert res.latency_ms == pytest.approx(1000 * (clock[9][1] - clock[3][1]) / 6)
     assert res.throughput_speed == pytest.approx(sum(clock[s][2] for s in range(4, 10)) / 6)
     # LiBai's own summary says the same: 7 timed iterations at the last line's mean
-    overall = re.search(r"Overall training speed: (\d+) iterations in \S+ \((\S+) s / it\)", (GPT / name).read_text())
+    overall = re.search(r"Overall training speed: (\d+) iterations in \S+ \((\S+) s / it\)", _find(name).read_text())
     assert int(overall.group(1)) == 9 - gpt_log.LIBAI_UNTIMED and float(overall.group(2)) * 7 == clock[9][1]
 
 
@@ -186,15 +192,15 @@ def test_a_foreign_log_is_launch_failed(suite):
 
 
 def test_an_iteration_line_cut_by_buffering_is_glued():
-    line = (GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
+    line = _find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
     cut = line.index("| lm loss")
-    text = "\n".join((GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[:-1] + [line[:cut], line[cut:]])
+    text = "\n".join(_find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[:-1] + [line[:cut], line[cut:]])
     res = MEG.parse(lp.iter_text_lines(text), ParseContext(1, 4, 1, 1, 1))
     assert res.status == Status.OK and res.throughput == pytest.approx(4 / 0.3703) and "garbled_lines" not in res.extra
 
 
 def test_nan_iterations_make_the_run_nonfinite():
-    line = (GPT / "megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
+    line = _find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
     bad = line.replace("number of nan iterations:   0", "number of nan iterations:   1")
     res = MEG.parse(lp.iter_text_lines(line + "\n" + bad.replace("iteration        2/", "iteration        3/")),
                     ParseContext(1, 4, 1, 1, 1))
@@ -319,7 +325,7 @@ def test_megatron_deepspeed_line_from_the_last_rank_memory_lines_and_an_oom_kill
     res = _parse(DS, "megatron_deepspeed_srun_oom.excerpt.log", gpus=4, bs=4, warmup=0, measure=1)
     assert res.status == Status.OOM and "oom_kill" in res.reason
     assert res.throughput == pytest.approx(32 / 31.5917)  # global batch / the interval: the printed 1.013 samples/s
-    text = (GPT / "megatron_deepspeed_srun_oom.excerpt.log").read_text()
+    text = _find("megatron_deepspeed_srun_oom.excerpt.log").read_text()
     assert res.mem_allocator_mib == max(float(v) for v in re.findall(r"max allocated: (\S+) \|", text))
     assert res.extra["mem_reserved_mib"] == max(float(v) for v in re.findall(r"max reserved: (\S+)$", text, re.M))
     assert res.extra["ranks_seen"] == 3
@@ -383,7 +389,7 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     job = ev.format_line(ev.EV_JOB, **{ev.GPUS: ["0, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz"],
                                        ev.COMMAND: "torchrun ... pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
                                                    "--seq-length 4096 --recompute-granularity full"})
-    text = job + "\n" + (GPT / "megatron_2024_tflops.excerpt.log").read_text()
+    text = job + "\n" + _find("megatron_2024_tflops.excerpt.log").read_text()
     res = MEG.parse(lp.iter_text_lines(text), ParseContext(2, 8, 1, 10, 2, "bf16"))
     assert res.status == Status.OK, res.reason
     x = res.extra

@@ -17,7 +17,16 @@ from dlperf_slurm.model import Cell, Measure, ParseContext, Status
 from dlperf_slurm.workloads import pyconfig
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = Path(__file__).parent / "fixtures" / "real" / "insightface"
+REAL = Path(__file__).parent / "fixtures" / "real" / "insightface"  # the stand-in's log and the report
+LOGS = ("arcface_mxnet_issue807.excerpt.log", "partial_fc_mxnet_dlperf_pr106.excerpt.log",
+        "arcface_torch_callback_iccv21_tutorial.excerpt.log", "arcface_mxnet_dmlc_2x1_tiny_cpu_srun_label.log",
+        "oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log")
+
+
+def _real(name: str) -> Path:
+    """A log by its file name: in the corpus (tests/fixtures/real/<program>/<version>/) or beside the report."""
+    return next(REAL.parent.rglob(name))
+
 OF, MX = suites.get("oneflow/insightface"), suites.get("mxnet/insightface")
 
 
@@ -29,7 +38,7 @@ def _parse(suite, path_or_text, ctx: ParseContext):
 # ------------------------------------------------------------------------------------------ real lines
 
 def test_arcface_mxnet_validation_interval_left_out():
-    path = REAL / "arcface_mxnet_issue807.excerpt.log"
+    path = _real("arcface_mxnet_issue807.excerpt.log")
     text = path.read_text()
     recs = [(int(b), float(v)) for b, v in re.findall(r"Batch \[\d+-(\d+)\]\tSpeed: ([\d.]+)", text)]
     # the interval that holds the verification (ending at 32500) printed a speed 8x below its neighbours
@@ -48,14 +57,14 @@ def test_arcface_mxnet_validation_interval_left_out():
 
 
 def test_arcface_mxnet_speed_is_per_node():
-    path = REAL / "arcface_mxnet_issue807.excerpt.log"
+    path = _real("arcface_mxnet_issue807.excerpt.log")
     one = _parse(MX, path, ParseContext(1, 1, 8, 32420, 120))
     two = _parse(MX, path, ParseContext(2, 1, 8, 32420, 120))
     assert two.throughput_speed == pytest.approx(2 * one.throughput_speed)  # DLPerf: Speed x node_num
 
 
 def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
-    path = REAL / "partial_fc_mxnet_dlperf_pr106.excerpt.log"
+    path = _real("partial_fc_mxnet_dlperf_pr106.excerpt.log")
     text = path.read_text()
     res = _parse(MX, path, ParseContext(1, 8, 64, 460, 220))
     assert res.status == Status.OK, res.reason
@@ -67,7 +76,7 @@ def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
 
 
 def test_oneflow_face_2021_speed_lines():
-    path = REAL / "arcface_torch_callback_iccv21_tutorial.excerpt.log"
+    path = _real("arcface_torch_callback_iccv21_tutorial.excerpt.log")
     res = _parse(OF, path, ParseContext(1, 4, 128, 100, 200, precision="amp"))
     assert res.status == Status.OK, res.reason
     speeds = [float(x) for x in re.findall(r"Speed ([\d.]+) samples/sec", path.read_text())][1:]
@@ -104,7 +113,7 @@ def test_a_log_that_stops_early_is_incomplete_and_oom_reads_oom():
 def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
     """The real 2-node dmlc run (tests/test_insightface_slurm.py): both workers print MXNet's Speedometer lines, each
     its own node's samples/s; the first node's (srun label 0) are read, x nodes, never mixed with node 1's."""
-    text = (REAL / "arcface_mxnet_dmlc_2x1_tiny_cpu_srun_label.log").read_text()
+    text = (_real("arcface_mxnet_dmlc_2x1_tiny_cpu_srun_label.log")).read_text()
     speeds = {label: [float(v) for v in re.findall(rf"^{label}: INFO:root:Epoch\[0\] Batch \[\d+-(?:[3-8])\]\t"
                                                     r"Speed: (\S+) samples/sec", text, re.M)] for label in (0, 1)}
     assert len(speeds[0]) == len(speeds[1]) == 6 and speeds[0] != speeds[1]
@@ -115,7 +124,7 @@ def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
 
 
 def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
-    text = (REAL / "oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log").read_text()
+    text = (_real("oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log")).read_text()
     tput = [float(v) for i, v in re.findall(r"^0: train: iter (\d+), loss \S+, throughput: (\S+)$", text, re.M)
             if 2 <= int(i) <= 7]
     res = _parse(OF, text, ParseContext(2, 1, 2, 2, 6))
@@ -124,7 +133,7 @@ def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
     assert res.loss_finite is True
 
 
-@pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [_real(n) for n in LOGS], ids=lambda p: p.name)
 @pytest.mark.parametrize("suite", [OF, MX], ids=["oneflow", "mxnet"])
 def test_block_path_reads_like_the_line_loop(suite, path):
     for ctx in (ParseContext(1, 8, 64, 460, 220), ParseContext(1, 1, 8, 32420, 120)):

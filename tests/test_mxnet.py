@@ -50,9 +50,60 @@ def test_ngc_every_rank_prints_the_jobs_speed_and_a_step_is_their_median():
     assert res.extra["clock"].startswith("log stamps") and res.extra["formats"] == ["ngc-train.py"]
 
 
+def test_gluon_cv_train_horovod_times_whole_epochs_and_counts_batches_per_epoch():
+    """gluon-cv train_horovod.py unmodified (2020-04+): `Epoch[e] Batch[b] Loss[l]` every log interval (b from 1 again
+    every epoch), the epoch's length in its `Time cost` line, its Speed once per epoch: steps count across epochs
+    (three epochs of 1251 are 3753 steps, not 1251), each epoch one timed span."""
+    text = _real("gluon-cv/2020-05/resnest14_train_horovod_8gpu_epochs0-2.excerpt.log")
+    speeds = [float(v) for v in re.findall(r"Epoch\[\d\]\tSpeed: (\S+) samples/sec", text)]
+    assert len(speeds) == 3
+    res = _parse(RN50, text, gpus=8, bs=128, warmup=1251, measure=2 * 1251)
+    assert res.status == Status.OK, res.reason
+    assert res.steps_seen == 3 * 1251 and res.extra["formats"] == ["gluon-cv-epoch", "gluon-cv-loss"]
+    assert res.throughput_speed == pytest.approx((speeds[1] + speeds[2]) / 2)
+    assert res.throughput == pytest.approx(1024 * 2 * 1251 / (1024 * 1251 / speeds[1] + 1024 * 1251 / speeds[2]))
+    # a window inside an epoch cannot be timed from it: UNMEASURED, saying which window can
+    res = _parse(RN50, text, gpus=8, bs=128)
+    assert res.status == Status.UNMEASURED and "--warmup-steps 1251 --measure-steps 1251" in res.reason
+    # the per-epoch Speed line cut by buffering after "Speed: 31" is glued back to its tail
+    cut = text.replace("Epoch[1]\tSpeed: 3178.23 samples/sec\n", "Epoch[1]\tSpeed: 31\n[1,0]<stderr>:78.23 samples/sec\n")
+    assert cut != text
+    res = _parse(RN50, cut, gpus=8, bs=128, warmup=1251, measure=1251)
+    assert res.status == Status.OK and res.throughput_speed == pytest.approx(3178.23), res.reason
+
+
+def test_gluon_nlp_2019_states_each_intervals_seconds():
+    """gluon-nlp def34313 (2019-03): `[step 249]\t...throughput=122.0K tks/s\tlr=... time=163.24` -- no latency;
+    time is the log interval's seconds, its steps those since the previous line."""
+    text = _real("gluon-nlp/2019-03/bert_base_pretrain_8gpu_steps249-3749.excerpt.log")
+    rows = [(int(s), float(k), float(t)) for s, k, t in
+            re.findall(r"\[step (\d+)\]\t.*throughput=(\S+)K tks/s\tlr=\S+ time=(\S+)", text)]
+    assert len(rows) >= 6
+    res = _parse(BERT, text, gpus=8, bs=32, warmup=249, measure=500)
+    assert res.status == Status.OK, res.reason
+    (s0, _, _), (s1, k1, t1), (s2, k2, t2) = rows[:3]
+    assert res.throughput == pytest.approx(256 * (s2 - s0) / (t1 + t2))
+    assert res.throughput_speed == pytest.approx((256 * (s1 - s0) / t1 + 256 * (s2 - s1) / t2) / 2)
+    assert res.extra["tokens_per_s"] == pytest.approx((k1 + k2) * 1000 / 2)
+    assert res.extra["formats"] == ["gluon-nlp-2019"]
+
+
+def test_gluon_nlp_v0_10_latency_in_ms_per_step():
+    """gluon-nlp v0.10.0 (8d43da9a, 2020-02+) prints the same record with ``latency=... ms/step`` (``ms/batch``
+    before); its "[step 12] Saving model params to ..." lines are no record (nothing garbled)."""
+    text = _real("gluon-nlp/v0.10.0/phase1_log_b4.log")
+    lat = {int(s): float(v) for s, v in re.findall(r"\[step (\d+)\]\t.*latency=(\S+) ms/step", text)}
+    assert sorted(lat) == list(range(1, 13))
+    res = _parse(BERT, text, bs=4, warmup=4, measure=8)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(4 * 8 / (sum(lat[s] for s in range(5, 13)) / 1000))
+    assert res.throughput_speed == pytest.approx(sum(4000 / lat[s] for s in range(5, 13)) / 8)
+    assert "garbled_lines" not in res.extra and res.extra["formats"] == ["gluon-nlp"]
+
+
 def test_unlabelled_lines_of_two_ranks_all_count():
     """DLPerf's mpirun has no --tag-output: two ranks' lines per batch, unlabelled (horovod issue #875)."""
-    text = _real("mxnet-gluon-resnet50/horovod_issue_875_mpirun_2_ranks_unlabelled.log")
+    text = _real("horovod-examples/2019-02/horovod_issue_875_mpirun_2_ranks_unlabelled.log")
     res = _parse(RN50, text, gpus=2, bs=32, warmup=50, measure=100)
     assert res.status == Status.OK, res.reason
     assert res.throughput_speed == pytest.approx((8533.43 + 8506.38) / 2 / 2 + (5277.87 + 5264.60) / 2 / 2)
@@ -61,7 +112,7 @@ def test_unlabelled_lines_of_two_ranks_all_count():
 
 
 def test_gluon_stamped_lines_time_flavour_from_the_stamps():
-    text = _real("mxnet-gluon-resnet50/mxnet_issue_15962_gluon_stamped.log")
+    text = _real("mxnet/2019-08/mxnet_issue_15962_gluon_stamped.log")
     res = _parse(RN50, text, gpus=4, bs=32, warmup=50, measure=300)  # batch 32 on each of 4 GPUs, as the run
     assert res.status == Status.OK, res.reason
     assert res.extra["clock"].startswith("log stamps")
@@ -72,12 +123,12 @@ def test_gluon_stamped_lines_time_flavour_from_the_stamps():
 
 
 def test_every_batch_six_decimals_and_speedometer_lines_per_metric():
-    text = _real("mxnet-gluon-resnet50/mxnet_issue_11284_every_batch.log")
+    text = _real("mxnet/2018-06/mxnet_issue_11284_every_batch.log")
     speeds = [float(v) for v in re.findall(r"Speed: (\S+) samples/sec", text)]
     res = _parse(RN50, text, bs=64, warmup=40, measure=10)
     assert res.status == Status.OK and res.throughput_speed == pytest.approx(sum(speeds[2:]) / 10)
     # Module Speedometer prints a batch's line once per metric (4 here): the step is read once per value
-    text = _real("mxnet-gluon-resnet50/mxnet_issue_3072_module_speedometer_per_metric.log")
+    text = _real("mxnet/2016-08/mxnet_issue_3072_module_speedometer_per_metric.log")
     res = _parse(RN50, text, gpus=8, bs=4, warmup=50, measure=50)
     assert res.status == Status.OK and res.throughput_speed == pytest.approx(92.71)
     assert res.throughput == pytest.approx(32 * 50 / (138.073))  # 10:58:12,137 -> 11:00:30,210 (the last line)
@@ -85,7 +136,7 @@ def test_every_batch_six_decimals_and_speedometer_lines_per_metric():
 
 def test_real_dmlc_two_node_run_reads_worker_zero():
     """The real 2-node dmlc run (tests/test_mxnet_slurm.py's campaign): srun node labels, worker 0 on node 1."""
-    text = _real("mxnet-gluon-resnet50/dmlc_2x1_tiny_cpu_srun_label.log")
+    text = _real("mxnet/1.9.1/dmlc_2x1_tiny_cpu_srun_label.log")
     speeds = [float(v) for v in re.findall(r"^1: INFO:root:Epoch\[0\] Batch\[\d\]\tSpeed: (\S+) samples/sec", text, re.M)]
     assert len(speeds) == 8
     res = _parse(RN50, text, nodes=2, bs=2, warmup=2, measure=6)
@@ -94,7 +145,7 @@ def test_real_dmlc_two_node_run_reads_worker_zero():
 
 
 def test_bert_latency_to_samples_and_tokens_with_unit_suffixes():
-    text = _real("mxnet-gluon-bert-base/7b7bf60_log_noacc.log")
+    text = _real("gluon-nlp/7b7bf60/7b7bf60_log_noacc.log")
     lat = [float(v) for v in re.findall(r"latency=(\S+) ms/batch", text)]
     tks = [float(v) * 1000 for v in re.findall(r"throughput=(\S+)K tks/s", text)]
     res = _parse(BERT, text, nodes=1, gpus=1, bs=2, warmup=3, measure=2)
@@ -111,7 +162,7 @@ def test_bert_latency_to_samples_and_tokens_with_unit_suffixes():
 
 
 @pytest.mark.parametrize("suite,name,kw", [
-    (BERT, "mxnet-gluon-bert-base/7b7bf60_log_noacc.log", dict(bs=2, warmup=3, measure=2)),
+    (BERT, "gluon-nlp/7b7bf60/7b7bf60_log_noacc.log", dict(bs=2, warmup=3, measure=2)),
     (NGC, "ngc-mxnet-resnet50/e470c215_fit_py_2ranks_mpirun_tag_output.log", dict(gpus=2, warmup=2, measure=6))])
 def test_lines_cut_by_buffering_and_glued_to_progress_bars(suite, name, kw):
     text = _real(name)
@@ -137,7 +188,8 @@ def test_dllogger_lines_of_dle_today():
     """DLE's MXNet train.py today logs through dllogger's StdOutBackend on rank 0 (``Epoch: E Iteration: I`` with
     0-based I, ``train.ips : X images/s``): read on the real StdOutBackend lines of DLPerf's NGC PyTorch log (the
     same backend and step format; the PyTorch program names the figure train.total_ips), and with MXNet's name."""
-    text = (REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log").read_text()
+    text = (REAL / "DeepLearningExamples" / "pytorch-20.03"
+            / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log").read_text()
     rows = {int(i) + 1: (s, float(v)) for s, i, v in re.findall(
         r"^DLL (\S+ \S+) - Epoch: 0 Iteration: (\d+) .*train\.total_ips : (\S+) img/s", text, re.M)}
     assert sorted(rows) == list(range(2, 14))
@@ -366,8 +418,8 @@ def test_collect_gives_dlperfs_published_medians_and_speedups(tmp_path, suite, b
         assert c["speedup"] == pytest.approx(speedup, abs=0.01), (shape, c["speedup"])
 
 
-MXNET_FIXTURES = sorted(p for d in ("ngc-mxnet-resnet50", "mxnet-gluon-resnet50", "mxnet-gluon-bert-base")
-                        for p in (REAL / d).glob("*.log"))
+MXNET_FIXTURES = sorted(p for d in ("ngc-mxnet-resnet50", "gluon-cv", "gluon-nlp", "mxnet",
+                                   "horovod-examples") for p in (REAL / d).rglob("*.log"))
 
 
 @pytest.mark.parametrize("suite", [NGC, RN50, BERT], ids=lambda s: s.name)

@@ -16,7 +16,8 @@ from dlperf_slurm import cli, matrix, parsing as lp, render, suites
 from dlperf_slurm.model import Cell, Measure, ParseContext, Status
 
 HERE = Path(__file__).resolve().parent
-FIX = HERE / "fixtures" / "real" / "ngc-tf1"
+FIX = HERE / "fixtures" / "real" / "DeepLearningExamples" / "tf1-20.06"
+HOROVOD = HERE / "fixtures" / "real" / "horovod" / "0.28.1"
 GOLDEN = HERE / "golden"
 RN50, BERT = suites.get("ngc-tf1/resnet50"), suites.get("ngc-tf1/bert-base")
 _STAMP = re.compile(r"DLL (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) - ")
@@ -90,10 +91,10 @@ def test_bert_real_log_amp_repeated_iterations_skipping_lines_and_summary():
 def test_horovodrun_tag_output_empty_chunk_after_a_record():
     """A real horovodrun launch (SOURCE.md): OpenMPI's --tag-output, and its empty tagged chunk glued after some
     records (``... total_ips : 157.62430710836355 [1,0]<stdout>:``); rank 1's line is not a step."""
-    text = (FIX / "horovodrun_tag_output_2x1_tiny.log").read_text()
+    text = (HOROVOD / "horovodrun_tag_output_2x1_tiny.log").read_text()
     assert re.search(r"total_ips : [\d.]+ \[1,0\]<stdout>:$", text, re.M)
     ips = {int(s): float(v) for s, v in re.findall(r"\(0, (\d+)\) total_ips : ([\d.]+)", text)}
-    for lines in (lp.iter_text_lines(text), lp.read_lines(FIX / "horovodrun_tag_output_2x1_tiny.log")):
+    for lines in (lp.iter_text_lines(text), lp.read_lines(HOROVOD / "horovodrun_tag_output_2x1_tiny.log")):
         res = RN50.parse(lines, ParseContext(2, 1, 2, 2, 6))  # main.py --warmup_steps=1 --num_iter=8
         assert res.status == Status.OK and res.steps_seen == 8 and res.extra["ranks_seen"] == 2, res.reason
         assert res.throughput_speed == pytest.approx(sum(ips[i] for i in range(2, 8)) / 6)

@@ -10,11 +10,13 @@ named cases."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import outcome
-from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, RunResult, Status
+from dlperf_slurm import outcome, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, ParseContext, RunResult, Status
 
 from dlperf_slurm.schedulers import local, slurmctl  # noqa: E402
 
@@ -167,6 +169,22 @@ def test_each_log_verdict_survives_a_clean_exit(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
             assert o.status == log
+
+
+def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():
+    """Part 4 of #20: a program that finished on its own (exit 0) before the window's end is INCOMPLETE with the
+    steps it had and the steps the window needs, on a real log: MindSpore's model zoo ResNet-50 (five epochs of 312
+    steps, tests/fixtures/real/MindSpore-models/8ab20db7/) read with a window of 312 + 2000."""
+    path = Path(__file__).parent / "fixtures" / "real" / "MindSpore-models" / "8ab20db7" / \
+        "resnet50_imagenet_8p_zoo.excerpt.log"
+    log = suites.get("mindspore/resnet50").parse(lp.read_lines(path), ParseContext(1, 8, 256, 312, 2000))
+    assert log.status == Status.INCOMPLETE and log.steps_seen == 1560
+    o = outcome.decide(outcome.Evidence(job=None, asked=True, marker=MARKERS["rc0"], log=log, has_log=True))
+    assert o.status == Status.INCOMPLETE
+    assert o.reason.startswith("the run had 1560 steps, the window needs 2312; use --measure-steps")
+    # still running, or killed without a trace: the log's own words, not advice to shorten the window
+    o = outcome.decide(outcome.Evidence(job=None, asked=False, marker=None, log=log, has_log=True))
+    assert o.status == Status.INCOMPLETE and "the log stops at step 1560 of 2312" in o.reason
 
 
 def test_a_failed_exit_is_never_ok(decided):

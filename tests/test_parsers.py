@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from dlperf_slurm.model import ParseContext, RunResult, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
+NGC_RN50_2N8G = REAL / "DeepLearningExamples" / "pytorch-20.03" / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"
+DLLOGGER_EXAMPLE = REAL / "DeepLearningExamples" / "pytorch-2019-10" / "dllogger_example_resnet_log.json"
 sys.path.insert(0, str(FIXTURES))
 import logsynth as ls
 
@@ -46,7 +49,7 @@ def close(a: float | None, b: float | None, rel: float = 1e-9) -> bool:
 def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
     """DLPerf README log (2n8g, bs128, world_size 16): window = end of iteration 2 -> end of iteration 12."""
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"), ParseContext(2, 8, 128, 2, 10))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128, 2, 10))
     seconds = (18.553769 - 14.427490)  # 14:29:18.553769 - 14:29:14.427490
     assert res.status == Status.OK, res.reason
     assert res.throughput == pytest.approx(2048 * 10 / seconds, rel=1e-9)
@@ -61,14 +64,14 @@ def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
 
 def test_real_ngc_excerpt_against_the_default_window_is_incomplete():
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log"), ParseContext(2, 8, 128))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128))
     assert res.status == Status.INCOMPLETE and res.throughput is None
     assert "step 12 of 120" in res.reason
 
 
 def test_real_dllogger_json_stream():
     """NVIDIA/dllogger's example: print_freq 5 (a coarse log), two epochs, validation lines in between."""
-    res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(REAL / "dllogger_example_resnet_log.json"),
+    res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(DLLOGGER_EXAMPLE),
                                                    ParseContext(1, 1, 128, 5, 15))
     assert res.status == Status.OK, res.reason
     seconds = 924.688333 - 921.842053  # step [0, 20] - step [0, 5] (1570716924.688333 - 1570716921.842053)
@@ -82,7 +85,7 @@ def test_real_dllogger_json_stream():
 def test_real_workload_log_agrees_with_the_workloads_own_summary():
     """A log written by our pytorch-ddp workload (tiny ResNet-50, 2 CPU processes under torchrun)."""
     res = suites.get("pytorch-ddp/resnet50").parse(
-        lp.read_lines(FIXTURES / "workload" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
+        lp.read_lines(REAL / "dlperf_slurm-workload" / "37a2126" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
     assert res.status == Status.OK and res.tiny is True
     seconds = 519.0784872 - 518.170091  # end of step 7 - end of step 2 (1795301519.0784872 - 1795301518.170091)
     assert res.throughput == pytest.approx(8 * 5 / seconds, rel=1e-6)
@@ -523,3 +526,31 @@ def _check_result(res: RunResult) -> None:
         assert res.reason
     for v in (res.throughput, res.throughput_speed, res.latency_ms):
         assert v is None or isinstance(v, float)
+
+
+def test_horovodrun_gloo_label_is_a_rank_label():
+    """horovodrun --gloo labels every line ``[R]<stdout>:`` (no job index, unlike OpenMPI's ``[1,R]``): a real
+    Horovod 0.28.1 log; both the line loop and the block path read rank 0's lines, with the label taken off."""
+    path = REAL / "horovod-examples" / "0.28.1" / "pytorch_synthetic_benchmark_gloo_2cpu_b2.log"
+    assert lp.split_rank("[0]<stdout>:Iter #0: 0.2 img/sec per CPU") == (0, "Iter #0: 0.2 img/sec per CPU")
+    suite = suites.get("horovod-synthetic/resnet50")
+    ctx = ParseContext(1, 2, 2, 2, 6, options={"batches_per_iter": 2})
+    for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
+        res = suite.parse(lines, ctx)
+        assert res.status == Status.OK and res.extra["ranks_seen"] == 2, res.reason
+        assert "batch_mismatch" not in res.extra and "world_size_mismatch" not in res.extra
+        assert res.throughput_speed == pytest.approx(2 * 0.2) and res.extra["reported_throughput"] == 0.4
+    # the label is taken off before "Batch size: 2" is read: a context of batch 4 is told apart
+    other = suite.parse(lp.read_lines(path), ParseContext(1, 2, 4, 2, 6, options={"batches_per_iter": 2}))
+    assert "batch_mismatch" in other.extra
+
+
+def test_dle_bert_summary_without_a_unit_is_the_reported_figure():
+    """DLE PyTorch BERT's last line has no unit after its figure (``-  e2e_train_time : 931.02
+    training_sequences_per_second : 4058.34  final_loss : ...``): the next metric says the number ended."""
+    path = REAL / "DeepLearningExamples" / "pytorch-20.06" / "bert_run_pretraining_8gpu_fp16_bs64_acc132.dll_lines.log"
+    stated = float(re.search(r"training_sequences_per_second : (\S+)", path.read_text()).group(1))
+    for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
+        res = suites.get("ngc-pytorch/bert-base").parse(lines, ParseContext(1, 8, 8448, 1, 49))
+        assert res.status == Status.OK and res.extra["reported_throughput"] == stated, res.reason
+        assert abs(res.throughput - stated) < 0.005 * stated  # the window 1..50 against the program's own figure

@@ -14,7 +14,7 @@ import pytest
 from dlperf_slurm import cli, parsing as lp, suites
 from dlperf_slurm.model import Cell, Measure, ParseContext, Status
 
-FIX = Path(__file__).parent / "fixtures" / "ptex"
+FIX = Path(__file__).parent / "fixtures" / "real" / "pytorch-examples" / "49ec0bd"
 RN50 = suites.get("pytorch-examples/resnet50")
 # DLPerf's own logs, as its PyTorch/resnet50v1.5/README.md pastes them ("两机测试" and "多机测试"; copied to
 # /work/shared/fixtures/real-log-excerpts/): pytorch/examples 49ec0bd main.py, display(i): 0-based indices.
@@ -185,3 +185,40 @@ def test_collect_gives_dlperfs_published_medians_and_speedups(tmp_path):
         assert c["n_ok"] == len(RUNS[shape]) and c["published"] == "time", c
         assert c["median"] == pytest.approx(median, abs=0.01), (shape, c["median"])
         assert c["speedup"] == pytest.approx(speedup, abs=0.01), (shape, c["speedup"])
+
+
+# ------------------------------------------------------------------ torchvision references/classification/train.py
+
+SEW = (Path(__file__).parent / "fixtures" / "real" / "torchvision-references" / "sew-resnet-2021"
+       / "sew_resnet_imagenet_issue10.excerpt.log").read_text()
+
+
+def test_torchvision_metric_logger_lines_are_a_generation_of_this_reader():
+    """torchvision's MetricLogger line (rank 0 only, 0-based [i/N], `time` the mean iteration time, `img/s` one
+    process's figure, `max mem` its allocator peak): index i ends step i + 1; the speed flavour is img/s x the job's
+    processes; the time flavour sums `time` over the window's steps; `max mem` is the allocator memory."""
+    rows = {int(i): (float(ips), float(t)) for i, ips, t in
+            re.findall(r"\[\s*(\d+)/5005\].*?img/s: (\S+) .*?time: (\S+)  data", SEW)}
+    assert sorted(rows)[:2] == [10, 11] and len(rows) == 21
+    res = _parse(SEW, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
+    assert res.status == Status.OK, res.reason
+    assert res.extra["format"] == "torchvision references MetricLogger"
+    assert res.throughput_speed == pytest.approx(sum(rows[i][0] for i in range(42, 47)) / 5 * 8)
+    assert res.throughput == pytest.approx(256 * 5 / sum(rows[i][1] for i in range(42, 47)))
+    assert res.mem_allocator_mib == 3524 and res.mem_peak_mib is None
+    # the default window runs past the 79 steps the excerpt holds: INCOMPLETE, not a figure
+    res = _parse(SEW, nodes=1, gpus=8, bs=32, warmup=20, measure=100)
+    assert res.status == Status.INCOMPLETE and res.steps_seen == 79
+
+
+@pytest.mark.parametrize("at", ["time: 2.3", "max mem: 3"])
+def test_torchvision_line_cut_by_buffering_is_glued(at):
+    """Step 43's line cut inside its time, or its max mem, and finished on the next line: read as one line."""
+    lines = SEW.splitlines()
+    cut = lines[8].index(at) + len(at)
+    text = "\n".join(lines[:8] + [lines[8][:cut], lines[8][cut:]] + lines[9:]) + "\n"
+    plain = _parse(SEW, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
+    res = _parse(text, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
+    assert res.status == Status.OK and res.throughput == pytest.approx(plain.throughput)
+    assert res.window == plain.window
+

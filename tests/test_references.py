@@ -248,7 +248,8 @@ def test_compare_a_real_collected_dlperf_log_with_its_published_table(tmp_path):
     beside the figure DLPerf published for that case: no provenance, so GPU, container and framework are unknown."""
     tree = tmp_path / "tree" / "2n8g"
     tree.mkdir(parents=True)
-    shutil.copy(REAL / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log", tree / "r50_b128_fp32_5.log")
+    shutil.copy(REAL / "DeepLearningExamples" / "pytorch-20.03" / "ngc_pytorch_rn50_2n8g_r50_b128_fp32_5.excerpt.log",
+                tree / "r50_b128_fp32_5.log")
     out = str(tmp_path / "out")
     cli("collect", "--from", str(tree.parent), "--suite", "ngc-pytorch/resnet50", "--warmup-steps", "2",
         "--measure-steps", "10", "--no-plots", "--out", out, "--name", "dlperf-real", "-q", check=True)

@@ -18,6 +18,7 @@ from dlperf_slurm.suites.tensorpack import humanized_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = Path(__file__).parent / "fixtures" / "real" / "tensorpack"
+TP011, ISSUE = REAL / "0.11", REAL / "2019-08"
 GOLDEN = Path(__file__).parent / "golden"
 TP, TF = suites.get("tensorpack/resnet50"), suites.get("tf-cnn/resnet50")
 _EPOCH = re.compile(r"Epoch (\d+) \(global_step (\d+)\) finished, time:([\d.]+) seconds?\.")
@@ -35,7 +36,7 @@ def _epochs(text: str) -> list[tuple[int, float]]:
 @pytest.mark.parametrize("name, bs", [("tiny_1x1_gpu_b4_spe20.log", 4), ("tiny_1x1_python-queue_b4_spe10.log", 4),
                                       ("upstream_on_cpu_tp_train.excerpt.log", 2)])
 def test_real_epoch_lines_first_epoch_is_the_warmup(name, bs):
-    text = (REAL / name).read_text()
+    text = (TP011 / name).read_text()
     epochs = _epochs(text)
     spe = epochs[0][0]
     res = _parse(text, bs, spe, epochs[-1][0] - spe)
@@ -55,7 +56,7 @@ def test_real_epoch_lines_first_epoch_is_the_warmup(name, bs):
 
 def test_issue_1298_minutes_peak_memory_and_throughput():
     """A FasterRCNN log pasted in tensorpack issue #1298: 2 GPUs x 1 image, 500 steps per epoch, epoch 4 only."""
-    text = (REAL / "issue1298_fasterrcnn_epoch4.excerpt.log").read_text()
+    text = (ISSUE / "issue1298_fasterrcnn_epoch4.excerpt.log").read_text()
     res = _parse(text, 1, 1500, 500, gpus=2)
     assert res.status == Status.OK, res.reason
     seconds = 3 * 60 + 43  # "3 minutes 43 seconds": the span of the epoch's 500 steps
@@ -68,7 +69,7 @@ def test_issue_1298_minutes_peak_memory_and_throughput():
 
 
 def test_window_is_whole_epochs():
-    text = (REAL / "tiny_1x1_gpu_b4_spe20.log").read_text()
+    text = (TP011 / "tiny_1x1_gpu_b4_spe20.log").read_text()
     epochs = _epochs(text)
     # epochs 2-3 of 4 (an edge on an epoch end)
     res = _parse(text, 4, 20, 40)
@@ -83,7 +84,7 @@ def test_window_is_whole_epochs():
 
 
 def test_cut_lines_are_glued_and_a_truncated_log_is_incomplete():
-    text = (REAL / "tiny_1x1_python-queue_b4_spe10.log").read_text()
+    text = (TP011 / "tiny_1x1_python-queue_b4_spe10.log").read_text()
     whole = _parse(text, 4, 10, 20)
     cut = text.replace("time:0.00689 second.", "time:0.006\n89 second.").replace(
         "Throughput (samples/sec): 5858.9", "Throughput (samples/sec): 58\n58.9")
@@ -96,14 +97,14 @@ def test_cut_lines_are_glued_and_a_truncated_log_is_incomplete():
     assert res.status == Status.INCOMPLETE and res.throughput is None
 
 
-@pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(REAL.rglob("*.log")), ids=lambda p: p.name)
 def test_block_path_reads_like_the_line_loop(path):
     for ctx in (ParseContext(1, 1, 4, 10, 20), ParseContext(1, 1, 4, 20, 60)):
         assert repr(TP.parse(lp.read_lines(path), ctx)) == repr(TP.parse((x for x in lp.read_lines(path)), ctx))
 
 
 def test_oom_reads_oom():
-    text = (REAL / "tiny_1x1_gpu_b4_spe20.log").read_text()
+    text = (TP011 / "tiny_1x1_gpu_b4_spe20.log").read_text()
     stop = text.index("[1123 12:54:12 @base.py:282] Epoch 3")
     oom = text[:stop] + ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
                          "tensor with shape[64,256,56,56]\n")

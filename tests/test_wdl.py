@@ -1,6 +1,7 @@
-"""The Wide & Deep suites (oneflow/wdl, hugectr/wdl): parsers on real HugeCTR and OneFlow lines (each fixture's
-source in tests/fixtures/real/wdl/SOURCES.md), the launch specs, the memory sampler wrapper, golden scripts, and
-DLPerf's published W&D table rebuilt from runs through the cells' medians and the W&D table."""
+"""The Wide & Deep suites (oneflow/wdl, hugectr/wdl): parsers on real HugeCTR and OneFlow lines (the logs under
+tests/fixtures/real/<program>/<version>/, each described in its SOURCE.toml and in tests/fixtures/real/wdl/SOURCES.md),
+the launch specs, the memory sampler wrapper, golden scripts, and DLPerf's published W&D table rebuilt from runs
+through the cells' medians and the W&D table."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ from dlperf_slurm.suites.wdl import workspace_mb
 from dlperf_slurm.workloads import memwatch
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = Path(__file__).parent / "fixtures" / "real" / "wdl"
+REAL = Path(__file__).parent / "fixtures" / "real" / "wdl"  # the reports; the logs are in the corpus layout
+LOGS = ("hugectr_core23_e2e_notebook.excerpt.log", "hugectr_v23_issue186.excerpt.log", "hugectr_v3_dlperf_docstring.log",
+        "oneflow_models_wdl_2021.docstring.log", "oneflow_models_wdl_of090_cpu_1x1.log",
+        "oneflow_benchmark_wdl_2020.docstring.log")
+
+
+def _real(name: str) -> Path:
+    """A real log of the corpus (tests/fixtures/real/<program>/<version>/) by its file name."""
+    return next(REAL.parent.rglob(name))
+
 OF, HC = suites.get("oneflow/wdl"), suites.get("hugectr/wdl")
 
 
@@ -42,7 +52,7 @@ def _evals(path: Path) -> list[float]:
 # ------------------------------------------------------------------------------------------ real lines
 
 def test_hugectr_core23_logger_eval_time_taken_off_the_next_interval():
-    path = REAL / "hugectr_core23_e2e_notebook.excerpt.log"
+    path = _real("hugectr_core23_e2e_notebook.excerpt.log")
     res = _parse(HC, path, bs=2720, warmup=1000, measure=19000)
     assert res.status == Status.OK, res.reason
     iters, evals = _iters(path), _evals(path)
@@ -63,7 +73,7 @@ def test_hugectr_core23_logger_eval_time_taken_off_the_next_interval():
 
 
 def test_hugectr_old_logger_with_mlperf_eval_lines():
-    path = REAL / "hugectr_v23_issue186.excerpt.log"
+    path = _real("hugectr_v23_issue186.excerpt.log")
     res = _parse(HC, path, bs=65536, warmup=3000, measure=6000)
     assert res.status == Status.OK, res.reason
     iters, evals = _iters(path), _evals(path)
@@ -75,7 +85,7 @@ def test_hugectr_old_logger_with_mlperf_eval_lines():
 
 
 def test_hugectr_dlperf_docstring_lines_and_dlperfs_latency_rule():
-    path = REAL / "hugectr_v3_dlperf_docstring.log"
+    path = _real("hugectr_v3_dlperf_docstring.log")
     res = _parse(HC, path, bs=16384, warmup=100, measure=1000)
     assert res.status == Status.OK, res.reason
     # this excerpt has 100, 200 and 1100: the window's ends are 100 and 1100, timed by the 1100 line's interval
@@ -87,7 +97,7 @@ def test_hugectr_dlperf_docstring_lines_and_dlperfs_latency_rule():
 
 
 def test_oneflow_models_2021_stamps_and_dlperfs_printed_latency():
-    path = REAL / "oneflow_models_wdl_2021.docstring.log"
+    path = _real("oneflow_models_wdl_2021.docstring.log")
     res = _parse(OF, path, bs=16384, warmup=100, measure=1100)
     assert res.status == Status.OK, res.reason
     # the clock is the lines' millisecond stamps: 13:19:02.625 -> 13:19:05.145 over 1100 iterations
@@ -102,7 +112,7 @@ def test_oneflow_models_train_py_real_cpu_run_under_memwatch():
     window from iteration 2 to 8 on the lines' stamps, and the sampler's memory event with no figure and its reason."""
     from datetime import datetime
 
-    path = REAL / "oneflow_models_wdl_of090_cpu_1x1.log"
+    path = _real("oneflow_models_wdl_of090_cpu_1x1.log")
     text = path.read_text()
     stamps = {int(i): datetime.strptime(s, "%Y-%m-%d %H:%M:%S.%f") for i, s in re.findall(
         r"^\[rank:0\] iter: (\d+)/8, .* \| (\S+ \S+)$", text, re.M)}
@@ -121,7 +131,7 @@ def test_oneflow_models_train_py_real_cpu_run_under_memwatch():
 
 
 def test_oneflow_benchmark_2020_unix_stamps_dlperfs_rule():
-    path = REAL / "oneflow_benchmark_wdl_2020.docstring.log"
+    path = _real("oneflow_benchmark_wdl_2020.docstring.log")
     res = _parse(OF, path, bs=16384, warmup=100, measure=1000)
     assert res.status == Status.OK, res.reason
     stamps = {int(a): float(b) for a, b in re.findall(r"^(\d+) time ([\d.]+)", path.read_text(), re.M)}
@@ -148,7 +158,7 @@ def test_hugectr_nan_stop_reads_nonfinite():
 
 
 def test_memory_from_the_sampler_event_and_from_dlperfs_mem_line():
-    base = (REAL / "hugectr_v3_dlperf_docstring.log").read_text()
+    base = (_real("hugectr_v3_dlperf_docstring.log")).read_text()
     line = memwatch.ev.format_line(memwatch.ev.EV_MEMORY, **{memwatch.ev.NVML_PEAK_USED_MIB: {"n1:0": 4427.0,
                                    "n1:1": 4100.5}, memwatch.ev.NVML_GPU0_MIB: 4427.0})
     res = HC.parse(lp.iter_text_lines(base + line + "\n"), ParseContext(1, 2, 16384, 100, 1000))
@@ -166,7 +176,7 @@ def test_memory_events_of_every_node_are_merged(order):
     ended. The run's peak is the maximum over every GPU of every node (method.md), GPU 0 is the batch host's (the
     node the job event was printed on), the utilization the mean over the nodes, whichever node ended last."""
     e = memwatch.ev
-    base = (REAL / "hugectr_v3_dlperf_docstring.log").read_text()
+    base = (_real("hugectr_v3_dlperf_docstring.log")).read_text()
     job = e.format_line(e.EV_JOB, **{e.HOSTNAME: "n1", e.NODELIST: "n[1-2]"})
     nodes = [{e.NVML_PEAK_USED_MIB: {"n1:0": 4427.0, "n1:1": 4500.0}, e.NVML_GPU0_MIB: 4427.0, e.GPU_UTIL_MEAN: 90.0},
              {e.NVML_PEAK_USED_MIB: {"n2:0": 3900.0, "n2:1": 6100.0}, e.NVML_GPU0_MIB: 3900.0, e.GPU_UTIL_MEAN: 70.0}]
@@ -326,7 +336,7 @@ def test_summary_markdown_has_the_wdl_section_only_with_wdl_cells():
     json.dumps(wdltable.as_dicts(cellsmod.cells_of(runs)))
 
 
-@pytest.mark.parametrize("path", sorted(REAL.glob("*.log")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [_real(n) for n in LOGS], ids=lambda p: p.name)
 @pytest.mark.parametrize("suite", [OF, HC], ids=["oneflow", "hugectr"])
 def test_block_path_reads_like_the_line_loop(suite, path):
     """The Scanner's block path (needles) keeps every line the parsers read (tests/test_fastpath.py's rule)."""

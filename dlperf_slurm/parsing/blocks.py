@@ -145,7 +145,7 @@ def sieve(needles: tuple[str, ...], nocase: tuple[str, ...]) -> Sieve:
 # reading.split_rank's rule in bytes, exact for a label made of ASCII (Python's \s also takes \x1c-\x1f); a line
 # with a byte that is not ASCII that this does not match is read by split_rank itself.
 _RANK = re.compile(rb"(?: [ \t\x0b\x0c\x1c-\x1f]{0,7}([0-9]{1,6}): |([0-9]{1,6}): |\[(?:rank|default)([0-9]{1,6})\]:"
-                   rb"|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>:)")
+                   rb"|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>:|\[([0-9]{1,6})\]<std(?:out|err)>:)")
 _LABEL_FIRST = np.zeros(256, dtype=bool)  # first bytes of a line that split_rank looks at
 _LABEL_FIRST[list(b" [0123456789")] = True
 _LABEL_FIRST[0x80:] = True

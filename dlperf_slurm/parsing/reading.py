@@ -4,7 +4,8 @@
 - :func:`read_lines`: lines of a file, decoded as UTF-8 with ``errors='replace'``; ``\\r`` also ends a line
   (progress bars); a physical line longer than :data:`MAX_LINE` comes in pieces (flat memory).
 - :func:`split_rank`: rank labels written by launchers: ``srun -l`` (``0: ``, `` 3: ``), ``torchrun --tee``
-  (``[rank0]:``, ``[default0]:``) and OpenMPI ``--tag-output`` (``[1,0]<stdout>:``).
+  (``[rank0]:``, ``[default0]:``), OpenMPI ``--tag-output`` (``[1,0]<stdout>:``) and ``horovodrun --gloo``
+  (``[0]<stdout>:``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def iter_text_lines(text: str) -> Iterator[str]:
 
 # ------------------------------------------------------------------------------------------------- ranks
 
-_RANK = re.compile(r"(?:\s{0,8}(\d{1,6}): |\[(?:rank|default)(\d{1,6})\]:\s?|\[\d+,(\d{1,6})\]<std(?:out|err)>:\s?)")
+_RANK = re.compile(r"(?:\s{0,8}(\d{1,6}): |\[(?:rank|default)(\d{1,6})\]:\s?|\[\d+,(\d{1,6})\]<std(?:out|err)>:\s?"
+                   r"|\[(\d{1,6})\]<std(?:out|err)>:\s?)")  # the last: horovodrun --gloo's [0]<stdout>:
 
 
 def split_rank(line: str) -> tuple[int | None, str]:

@@ -243,6 +243,7 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
     elif not reached:
         res.status = Status.INCOMPLETE
         res.reason = f"the log stops {where}" + (f"; last error: {why}" if why else "")
+        x["window_needs"] = window.end_step  # what a run that ended well falls short of (outcome says so)
     elif fig is None:
         res.status = Status.UNMEASURED
         res.reason = f"the log does not time the window: {window.describe()}"

@@ -25,7 +25,14 @@ prints its iteration line on the *last* rank, ``print_rank_last``):
     RunningAvgSamplesPerSec=172.89, CurrSamplesPerSec=172.88, MemAllocated=0.38GB, MaxMemAllocated=0.38GB
 
   (before DeepSpeed 0.7: ``[timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=...``, a running mean over
-  micro steps). Clock: the lines' millisecond stamps; speed: ``CurrSamplesPerSec`` (the step's global samples/s).
+  micro steps; around 0.7: ``[timer.py:207:stop] 0/2498, RunningAvgSamplesPerSec=3.06, CurrSamplesPerSec=2.22,
+  MemAllocated=...``, epoch/micro step). Clock: the lines' millisecond stamps; speed: ``CurrSamplesPerSec`` (the
+  step's global samples/s).
+- The DeepSpeed ``PipelineEngine`` (``deepspeed/runtime/pipe/engine.py``, pipeline parallelism), every
+  ``steps_per_print`` steps on global rank 0: ``steps: 40 loss: 1.0123 iter time (s): 0.538 samples/sec: 14.858``
+  (newer builds put the model's extra losses after ``loss``: ``lm loss: 5.5103 moe loss: 0.0405``), where ``iter
+  time`` is the mean step time over the interval and ``samples/sec`` the global batch over it; clock: the sum of
+  each interval's steps x its iter time; the global batch is samples/sec x iter time.
 - OneFlow-Benchmark ``oneflow_gpt`` (``oneflow_gpt/util.py`` Metric): ``| 10 | 320 | 5120 | 35.88042 | 14.26962 |
   11.23708 |`` (step, micro batches, samples, samples/s, s/iteration, loss) or ``step=10,micro_batches=320,samples=
   5120,throughput=35.88042,latency=14.26962,loss=11.23708,``; clock: the interval's samples over its throughput.
@@ -78,6 +85,9 @@ _MEG_MEM = re.compile(r"memory \(MB\) \| allocated: " + _F + r" \| max allocated
 # ---- DeepSpeed engine
 _DS_NEW = re.compile(r"global_step=(\d+), RunningAvgSamplesPerSec=" + _F + r", CurrSamplesPerSec=" + _F)
 _DS_OLD = re.compile(r"\] (\d+)/(\d+), SamplesPerSec=" + _F)
+_DS_07 = re.compile(r"\] (\d+)/(\d+), RunningAvgSamplesPerSec=" + _F + r", CurrSamplesPerSec=" + _F)
+_DS_PIPE = re.compile(r"\bsteps?: *(\d+)(?: */ *\d+)? +loss: " + _F + r" .*?iter time \(s\): " + _F
+                      + r" samples/sec: " + _F)
 _DS_MEM = re.compile(r"MaxMemAllocated=" + _F + r"GB")
 _DS_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3})\]")
 # ---- OneFlow-Benchmark oneflow_gpt, LiBai
@@ -105,11 +115,11 @@ _FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)"
 _FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
                              r"|train\.activation_checkpoint\.enabled=True\b")
 GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
-KINDS = ("megatron", "oneflow", "libai", "deepspeed")
+KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
 def _wanted(text: str) -> bool:
-    return ("iteration" in text or "SamplesPerSec" in text or text[:1] == "|" or text[:5] == "step=" or " .." in text
+    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|" or text[:5] == "step=" or " .." in text
             or " MiB" in text)
 
 
@@ -175,23 +185,40 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
         m, old = _DS_NEW.search(text), None
         if m is None:
             old = _DS_OLD.search(text)
-            if old is None:
+            mid = _DS_07.search(text) if old is None else None
+            if mid is not None:  # DeepSpeed ~0.7: epoch/step, then the running mean and the step's own figure
+                m = mid
+            elif old is None:
                 return lp.NOT_MINE
         if not final and not re.search(r"MaxMemAllocated=" + _NUM + r"GB\s*$", text):
             return lp.FRAGMENT
         k = kinds["deepspeed"]
-        step = int(m.group(1)) if m else int(old.group(2))
+        step = int(m.group(2)) if m is not None and m.re is _DS_07 else int(m.group(1)) if m else int(old.group(2))
         if step <= k.prev:  # every rank's engine may print it: the first one read counts
             return lp.CONSUMED
         stamp = _DS_STAMP.search(text)
         t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
-        speed = lp.to_float(m.group(3)) if m else None
+        speed = lp.to_float(m.group(4 if m.re is _DS_07 else 3)) if m else None
         if k.in_window(step):
-            k.reported.append(lp.to_float(m.group(2) if m else old.group(3)))
+            k.reported.append(lp.to_float(m.group(3 if m.re is _DS_07 else 2) if m else old.group(3)))
         mm = _DS_MEM.search(text)
         if mm:
             mem["ds_max_allocated_gib"] = max(mem.get("ds_max_allocated_gib", 0.0), lp.to_float(mm.group(1)) or 0.0)
         add(k, step, t, speed=speed)
+        return lp.CONSUMED
+
+    def pipe(m: re.Match) -> int:
+        k, step = kinds["deepspeed-pipe"], int(m.group(1))
+        loss, sec, sps = lp.to_float(m.group(2)), lp.to_float(m.group(3)), lp.to_float(m.group(4))
+        if step > k.prev and not (sec and sec > 0 and sps and sps > 0):
+            add(k, step, None, loss=loss)
+        elif step > k.prev and sec and sps:
+            gb = sps * sec  # the engine's train_batch_size over its mean step time: the batch, to the rounding
+            gb = float(round(gb)) if abs(gb - round(gb)) <= 0.02 * gb else gb
+            if k.in_window(step):
+                k.reported.append(sps)
+            k.clock += (step - k.prev) * sec
+            add(k, step, k.clock, speed=sps, loss=loss, seconds=(step - k.prev) * sec, gb=gb)
         return lp.CONSUMED
 
     def oneflow(m: re.Match) -> int:
@@ -230,6 +257,11 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
                 return libai(m, text)
         if "SamplesPerSec=" in text:
             return deepspeed(text, final)
+        if "iter time (s)" in text:
+            m = _DS_PIPE.search(text)
+            if m is None or (not final and m.end() == len(text.rstrip())):
+                return lp.FRAGMENT if m is not None else lp.NOT_MINE  # its last figure may be cut short
+            return pipe(m)
         if text[:1] == "|" or text[:5] == "step=":
             m = _OF_ROW.match(text) or _OF_KV.match(text)
             return oneflow(m) if m else lp.NOT_MINE
@@ -250,8 +282,10 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
                 dump[m.group(1)] = m.group(2)
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, ranks="all", wanted=_wanted,
-                       block_needles=("iteration", "SamplesPerSec", "|", "step=", " ..", " MiB")).run(lines)
+    # a PipelineEngine line starts a record: one that follows a cut one is never its tail
+    facts = lp.Scanner(handler, ranks="all", wanted=_wanted, starts=lambda text: text.startswith(("steps: ", "step: ")),
+                       block_needles=("iteration", "SamplesPerSec", "iter time (s)", "|", "step=", " ..", " MiB")
+                       ).run(lines)
     return _finish(kinds, facts, ctx, dump, mem, smi_mib, no_memory_reason)
 
 
@@ -323,7 +357,8 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
     x["clock"] = {"megatron": "sum of the printed per-interval iteration times",
                   "oneflow": "sum of each interval's samples / its throughput",
                   "libai": "LiBai's step timer: its mean s/iter x the iterations it timed (from the 3rd)",
-                  "deepspeed": "log stamps"}[name]
+                  "deepspeed": "log stamps",
+                  "deepspeed-pipe": "sum of each interval's steps x its printed iter time"}[name]
     res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
     x = res.extra  # finish copies what it is given
     # model FLOPs, tokens/s

@@ -92,23 +92,34 @@ class BertBase(_MindSpore):
 # Records (real lines: tests/test_mindspore.py names each one's source):
 #   TimeMonitor     [Train ]epoch time: 4733.000 ms, per step time: 24.143 ms   -- one per sink (or epoch)
 #   LossMonitor     epoch: 41 step: 195, loss is 0.17125674                      -- step within the epoch
+#   LossMonitor (2.x zoo)  epoch:5 step:5004, loss is 3.1718972                 -- the same, no spaces
 #   BERT LossCallBack  epoch: 0.0, current epoch percent: 0.001, step: 100, outputs are (Tensor(shape=[1],
 #                   dtype=Float32, [ 1.08209e+01]), ...                           -- global step
+#   BERT 0.x/1.1       epoch: 0.0, current epoch percent: 0.000, step: 1, outpus are (Tensor(...   -- its spelling
+#   TinyBERT (1.1)     epoch: 1, step: 100, outpus are (Tensor(shape=[1], dtype=Float32, 28.2093), ...  (or a bare loss:
+#                      `outpus are 28.2093`)                                      -- global step, no percent
+#   BERT-THOR          epoch: 1, step: 100, outputs are [4.4550357], total_time_span is 579.68, step_time_span is 5.855
+#                      -- global step; the seconds since the previous print, and per step: its own record
 #   model zoo ResNet (today)  ...:INFO:epoch: [1/90] loss: 1.082604, epoch time: 40.559 s, per step time: 207.995 ms
 # A record's steps: the last LossMonitor step before it (the step within the epoch, which ends at the sink size),
 # else epoch time / per step time (MindSpore divides by the sink size); it ends at the step the loss line before it
-# names, else right after the worker's previous record. Rank labels (msrun launch: "[rankN]: ",
+# names, else right after the worker's previous record. LossMonitor's step counts within an epoch: a log of its lines
+# alone (no TimeMonitor) counts its steps across epochs (each epoch adds the last step the one before it printed), so
+# a finished run is never short of the window for that; it has no clock, so its window is never timed. The zoo's
+# per-epoch record states no step count: its epochs are as long as its first (epoch time / per step time there). Rank labels (msrun launch: "[rankN]: ",
 # srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log (DLPerf's mpirun
 # --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not yet seen its
 # epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
 
 _NUM = lp.NUM
 _TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NUM + r") ms")
-_LOSSMON = re.compile(r"epoch: (\d+) step: (\d+), loss is (" + _NUM + ")")
+_LOSSMON = re.compile(r"epoch: ?(\d+) step: ?(\d+), loss is (" + _NUM + ")")
 # LossMonitor's own stop on a non-finite loss (mindspore/train/callback/_loss_monitor.py, raised as ValueError)
-_LOSSBAD = re.compile(r"epoch: (\d+) step: (\d+), loss is NAN or INF")
-_LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, current epoch percent: [^,]*, step: (\d+), outputs are "
-                     r"\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?\[?\s*(" + _NUM + ")")
+_LOSSBAD = re.compile(r"epoch: ?(\d+) step: ?(\d+), loss is NAN or INF")
+_LOSSCB = re.compile(r"epoch: (\d+)(?:\.\d+)?, (?:current epoch percent: [^,]*, )?step: (\d+), output?s are "
+                     r"(?:\(Tensor\(shape=\[\d*\], dtype=\w+, (?:value=\s*)?)?\[?\s*(" + _NUM + ")")
+_THOR = re.compile(r"epoch: \d+, step: (\d+), outputs are \[(" + _NUM + r")\], total_time_span is (" + _NUM
+                   + r"), step_time_span is (" + _NUM + ")")
 _ZOO = re.compile(r"epoch: \[(\d+)/\d+\] loss: (" + _NUM + "),")
 _MAX_STREAMS = 1024
 
@@ -165,7 +176,9 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     workers: list[_Worker] = [_Worker()]
     fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
     gb = float(ctx.global_batch)
-    st: dict[str, Any] = {"hint": None, "losses": 0}  # hint: ("epoch", E, S) | ("step", N) of the last loss line
+    # hint: ("epoch", E, S) | ("step", N) of the last loss line; epoch/offset/last: LossMonitor's epochs counted on
+    # (the steps before the current epoch, the last step it printed); zoo_n: the zoo record's epoch length
+    st: dict[str, Any] = {"hint": None, "losses": 0, "epoch": None, "offset": 0, "last": 0, "zoo_n": None}
 
     def loss(value: str, step_guess: int) -> None:
         x = lp.to_float(value)
@@ -187,6 +200,10 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         hint = st["hint"]
         if hint and hint[0] == "epoch" and hint[2]:
             n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
+        elif hint and hint[0] == "epoch":  # the zoo's record: every epoch is as long as the first
+            if st["zoo_n"] is None:
+                st["zoo_n"] = _steps(epoch_ms, step_ms, fallback)
+            n = st["zoo_n"]
         else:
             n = _steps(epoch_ms, step_ms, fallback)
         key = hint[:2] if hint else None
@@ -209,7 +226,28 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if w is workers[0]:
             window.add(end)
 
+    def thor(step: int, loss_v: str, total: str, per_step: str) -> None:
+        """BERT-THOR's line: its own record of the steps since the previous print (total / per step of them)."""
+        seconds, each = lp.to_float(total), lp.to_float(per_step)
+        st["hint"] = ("step", step)
+        loss(loss_v, step)
+        if seconds is None or each is None or not (seconds >= 0 and each > 0):
+            return
+        w = workers[0]
+        n = max(1, round(seconds / each))
+        w.records.append((step - n, step, seconds, 1000.0 * each))
+        w.end = max(w.end, step)
+        window.add(step)
+
     def handler(text: str, rank: int | None, final: bool) -> int:
+        if "total_time_span is" in text:
+            th = _THOR.search(text)
+            if th is None:
+                return lp.FRAGMENT if not final else lp.NOT_MINE
+            if not final and th.end() == len(text):
+                return lp.FRAGMENT  # its last figure ends the line: it may be cut short
+            thor(int(th.group(1)), th.group(2), th.group(3), th.group(4))
+            return lp.CONSUMED
         m = _TIME.search(text)
         if m is None and not final and _cut_record(text):
             return lp.FRAGMENT  # cut by buffering: read it with what follows
@@ -217,10 +255,13 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if z is not None:
             st["hint"] = ("epoch", int(z.group(1)), None)
             loss(z.group(2), workers[0].end)
-        elif "outputs are" in text:
+        elif "outputs are" in text or "outpus are" in text:
             b = _LOSSCB.search(text)
             if b is None:
-                return lp.FRAGMENT if not final and ")" not in text[text.find("outputs are"):] else lp.NOT_MINE
+                at = max(text.find("outputs are"), text.find("outpus are"))
+                return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
+            if not final and b.end() == len(text.rstrip()):
+                return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
             st["hint"] = ("step", int(b.group(2)))
             loss(b.group(3), int(b.group(2)))
             return lp.CONSUMED
@@ -236,7 +277,12 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                 return lp.FRAGMENT  # the loss ends the line: it may be cut short
             e, s = int(lm.group(1)), int(lm.group(2))
             st["hint"] = ("epoch", e, s)
-            loss(lm.group(3), workers[0].end + s)
+            if st["epoch"] is None:
+                st["epoch"] = e
+            elif e > st["epoch"]:  # a new epoch: its steps follow the last one the previous epoch printed
+                st["epoch"], st["offset"], st["last"] = e, st["offset"] + st["last"], 0
+            st["last"] = max(st["last"], s)
+            loss(lm.group(3), max(workers[0].end, st["offset"]) + s)
             return lp.CONSUMED
         if m is None:
             return lp.NOT_MINE
@@ -257,11 +303,14 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                                statistics.median(f.throughput for f in figs),
                                statistics.median(f.latency_ms for f in figs),
                                statistics.median(speeds) if speeds else None, fig.speed_points)
-    reached = max((w.end for w in measured), default=0) >= ctx.warmup_steps + ctx.measure_steps
+    reached = max([window.max_step] + [w.end for w in measured]) >= ctx.warmup_steps + ctx.measure_steps
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
                     extra=extra, no_memory_reason="MindSpore model_zoo logs report no GPU memory")
     res.steps_seen = max([window.max_step] + [w.end for w in measured])
-    if res.status == Status.UNMEASURED:
+    if res.status == Status.UNMEASURED and not workers[0].records:
+        res.reason = (f"the log's steps reach {res.steps_seen} but no TimeMonitor record (epoch time, per step time) "
+                      "times them: add TimeMonitor to the callbacks")
+    elif res.status == Status.UNMEASURED:
         ends = [r[1] for r in workers[0].records]
         res.reason = (f"the sinks in the log do not tile the window {ctx.warmup_steps}->"
                       f"{ctx.warmup_steps + ctx.measure_steps} (sinks end at steps {ends[:8]}"

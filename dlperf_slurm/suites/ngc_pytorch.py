@@ -193,7 +193,9 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
             return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
         if body.startswith("Summary:") or body.startswith(" "):  # run summary: step ()
             got = _metric(body, final_key)
-            if got is not None and got[1]:
+            # a unit, or another metric after it, says the number ended (BERT's training_sequences_per_second has
+            # no unit: '-  e2e_train_time : 931.02  training_sequences_per_second : 4058.34  final_loss : ...')
+            if got is not None and (got[1] or not got[2] or final):
                 st["final"] = _float(got[0])
         return lp.CONSUMED
 

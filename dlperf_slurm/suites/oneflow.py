@@ -148,6 +148,18 @@ class BertBase(_OneFlow):
 #   step: 19, total_loss: 9.725, mlm_loss: 8.960, nsp_loss: 0.766, throughput: 54.982 1598056519.8844702
 # (``validation: epoch ...`` lines are evaluation, not steps). A line may follow a progress bar's ``\r`` or a rank
 # label, and a record cut by buffering is glued back by the Scanner.
+# OneFlow-Benchmark's BERT run_pretraining.py before 2020-07-23 (benchmark_util's StepTimer), 0-based iter:
+#   iter 19, total_loss: 10.987, mlm_loss: 10.291, nsp_loss: 0.695, speed: 47.756(sec/batch), 40.204(sentences/sec)
+# where "sec/batch" is in fact the seconds of the print interval (loss_print_every_n_iter iterations) and
+# sentences/sec the global sentences over them; clock: those seconds.
+# OneFlow-Inc/models' Vision/classification/image/resnet50 train.py (2021-09 on, which replaced OneFlow-Benchmark),
+# every rank printing its own line (metric_local, the default), interleaved:
+#   [1] [train], epoch: 0/50, iter: 100/3336, loss: 1.73143, lr: 0.004604, top1: 0.00167, throughput: 161.66
+#   [rank:0] [train], epoch: 0/2, iter: 2/12, loss: 1.72641, lr: 0.000000, top1: 0.00000, throughput: 0.58 | 2026-11-27 06:43:13.575
+# (utils/logger.py: "[{rank}] " until 2021-09-10, then "[rank:{rank}] " and a UTC stamp to the millisecond). Its iter
+# counts from 1 within each epoch of N (the line states N); its throughput is the rank's own samples/s over the
+# interval (per-device batch x iterations / time): rank 0's lines are read, the figure x GPUs; clock: the stamps,
+# else the interval's per-device samples over its throughput.
 
 _NUM = lp.NUM
 _CNN = re.compile(r"(?<![A-Za-z_])train: epoch (\d+), iter (\d+), ")
@@ -157,16 +169,21 @@ _BERT = re.compile(r"(?<![A-Za-z_])step: (\d+), ")
 _FIGURE = re.compile(r"\b(?:samples/s|throughput): (" + _NUM + r")(?>(?:[ \t]+(" + _NUM + r"))?)(?=\s|$)")
 _CUT_HEAD = re.compile(r"(?:train: epoch(?: \d+(?:,(?: (?:i(?:t(?:e(?:r(?: \d*)?)?)?)?)?)?)?)?|step: \d*)$")
 _LOSS = re.compile(r"(?<![A-Za-z_])(?:total_)?loss: (" + _NUM + r")")
-_NEEDLES = ("train: epoch", "step: ")
+_MODELS = re.compile(r"^\[(?:rank:)?(\d+)\] \[train\], epoch: (\d+)/\d+, iter: (\d+)/(\d+), ")
+_MODELS_TPUT = re.compile(r"\bthroughput: (" + _NUM + r")")
+_MODELS_STAMP = re.compile(r"\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\s*$")
+_BERT2020 = re.compile(r"(?<![A-Za-z_])iter (\d+), (?=.*\(sentences/sec\))")
+_BERT2020_FIG = re.compile(r"\bspeed: (" + _NUM + r")\(sec/batch\), (" + _NUM + r")\(sentences/sec\)")
+_NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 
 def _wanted(text: str) -> bool:
-    return "train: epoch" in text or "step: " in text
+    return "train: epoch" in text or "step: " in text or "[train], epoch: " in text or "(sentences/sec)" in text
 
 
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    stamps = lp.EpochClock()
+    stamps, iso = lp.EpochClock(), lp.IsoClock()
     gb = float(ctx.global_batch)
     st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0, "timed": 0,
                           "forms": set()}
@@ -181,7 +198,70 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         st["last"] = max(st["last"], it)
         return st["offset"] + it
 
+    def models(m: re.Match, text: str, final: bool) -> int:
+        if int(m.group(1)) != 0:
+            return lp.CONSUMED  # another rank's own line: rank 0's are read
+        fig = _MODELS_TPUT.search(text, m.end())
+        if not final and (fig is None or text.rstrip().endswith(tuple("0123456789."))):
+            return lp.FRAGMENT
+        if fig is None:
+            return lp.NOT_MINE
+        epoch, it, length = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        if st["epoch"] is None:
+            st["epoch"] = epoch
+        step = (epoch - st["epoch"]) * length + it
+        if step <= st["prev"]:
+            return lp.CONSUMED
+        span = step - st["prev"]
+        tput = lp.to_float(fig.group(1))
+        speed = tput * ctx.world_size if tput is not None else None
+        seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
+        stamp = _MODELS_STAMP.search(text)
+        t = iso.seconds(stamp.group(1)) if stamp else None
+        if t is not None:
+            st["stamps"] += 1
+        elif seconds is not None:
+            st["clock"] += seconds
+            st["timed"] += 1
+            t = st["clock"]
+        st["forms"].add("oneflow-models")
+        loss = _LOSS.search(text, m.end())
+        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
+                   span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
+        st["prev"] = step
+        return lp.CONSUMED
+
+    def bert2020(m: re.Match, text: str) -> int:
+        fig = _BERT2020_FIG.search(text, m.end())
+        if fig is None:
+            return lp.NOT_MINE
+        step = int(m.group(1)) + 1  # the 0-based iteration index
+        if step <= st["prev"]:
+            return lp.CONSUMED
+        span = step - st["prev"]
+        seconds, speed = lp.to_float(fig.group(1)), lp.to_float(fig.group(2))
+        if seconds is not None and not seconds > 0:
+            seconds = None
+        if seconds is not None:
+            st["clock"] += seconds
+            st["timed"] += 1
+        st["forms"].add("bert-2020")
+        loss = _LOSS.search(text, m.end())
+        window.add(step, st["clock"] if seconds is not None else None, speed=speed,
+                   loss=lp.to_float(loss.group(1)) if loss else None,
+                   span_from=step - span if seconds is not None else None, span_seconds=seconds)
+        st["prev"] = step
+        return lp.CONSUMED
+
     def handler(text: str, rank: int | None, final: bool) -> int:
+        if "(sentences/sec)" in text:
+            mb = _BERT2020.search(text)
+            if mb is not None:
+                return bert2020(mb, text)
+        if "[train], epoch: " in text:
+            mm = _MODELS.search(text)
+            if mm is not None:
+                return models(mm, text, final)
         m = _CNN.search(text)
         if m is not None:
             form, step = "cnns", step_of(int(m.group(1)), int(m.group(2)))
@@ -216,7 +296,8 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         st["prev"] = step
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t)), wanted=_wanted,
+    facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),
+                       wanted=_wanted,
                        block_needles=_NEEDLES).run(lines)
     extra: dict[str, Any] = {"formats": sorted(st["forms"])}
     extra["clock"] = "print stamps" if st["stamps"] else "sum of the printed intervals (batch x steps / samples/s)"

@@ -100,33 +100,51 @@ class BertBase(_Paddle):
 
 
 # ----------------------------------------------------------------------------------------------- parsing
-# Rank 0's step lines, one per step (print_step / skip_steps / logging_steps 1), in the forms these programs print:
+# Rank 0's step lines: a small table of line formats, one per program generation, tried in order (``_FORMATS``):
 #   PaddleCV train.py (models release/1.8, DLPerf's)  [Pass 0, train batch 19] \tloss 6.91, acc1 0.0, acc5 0.0, lr 0.00100, elapse 0.3626 sec
 #   PaddleCV train.py (release/2.0-beta on)           [Pass 0, train batch 20]   loss ..., batch_cost 0.12865 sec, reader_cost 0.00103 sec, ips 994.94165 images/sec
-#   PaddleClas tools/static                           epoch:0   train step:10   ... loss: 11.5920 lr: 0.100000, batch_cost: 0.08779 s, reader_cost: 0.00010 s, ips: 121.41242 images/sec.
+#   PaddleClas tools/static (2020-11/12, before #525) epoch:0   train step:6    loss: ... lr: 0.100000 elapse: 0.183s ips: 1137.76163 images/sec.
+#   PaddleClas 2.0 (static after #525, dygraph)       epoch:0   train step:10   ... loss: 11.5920 lr: 0.100000, batch_cost: 0.08779 s, reader_cost: 0.00010 s, ips: 121.41242 images/sec.
+#   PaddleClas 2.1+ (ppcls engine)                    ppcls INFO: [Train][Epoch 3/360][Iter: 0/2503]lr(LinearWarmup): ..., batch_cost: 1.15203s, reader_cost: 0.85557, ips: 444.43222 samples/s, eta: ...
 #   PaddleNLP BERT train.py (1.8, DLPerf's)           epoch: 4, progress: 1/1, step: 8720, loss: 8.089045, ppl: ..., speed: 5.793753 steps/s, file: ...
-#   PaddleNLP run_pretrain.py                         global step: 20, epoch: 0, batch: 19, loss: ..., avg_batch_cost: 0.27 sec, ..., ips: 118.5 sequences/sec
+#   PaddleNLP run_pretrain.py (2.0)                   global step 20, epoch: 0, batch: 19, loss: ..., speed: 4.61 step/s, ips: 147.52 sequences/s   (also ``ips :218.08``)
+#   PaddleNLP run_pretrain.py (2.x)                   global step: 20, epoch: 0, batch: 19, loss: ..., avg_batch_cost: 0.27 sec, ..., ips: 118.5 sequences/sec
+#   PaddleNLP Trainer (2.4+)                          [    INFO] - loss: 10.70859375, learning_rate: 2e-07, global_step: 20, interval_runtime: 2.5065, interval_samples_per_second: 7.979, ...
 # each maybe after a logging prefix: ``2020-09-25 10:47:02,989-INFO: `` (millisecond stamps), ``INFO:utils.utility:``.
+# Step counters: PaddleCV's batch and PaddleClas's step/iter count within an epoch (from 0), so steps are counted
+# across epochs (with ``[Iter: i/N]`` from N, the epoch's length the line states); PaddleNLP's step is global.
 # Speed flavour (DLPerf's): global batch / the line's batch time, or for BERT 1.8 ``steps/s x devices per node x
 # batch`` (its printed speed already counts the nodes: skip_steps x trainers / time); a line with only ``ips`` is
-# scaled by the suite's ``ips_scale``. Time flavour: the stamps at the window's ends when the lines carry
-# millisecond stamps, else the batch times summed (DLPerf's logs of these programs have no usable stamps).
+# scaled by the suite's ``ips_scale``. PaddleClas's static program before #525 prints the running mean of the
+# batch times since the epoch's sixth step (``elapse``, reset at index 5), the mean over the steps since the reset
+# (``ips`` = per-card batch / that mean): its clock is that mean times the steps since the reset, and a line's speed
+# the global batch over the steps since the previous line, by the time between them. The PaddleNLP Trainer's
+# ``interval_runtime`` times the steps since the previous logged step (its ``interval_samples_per_second`` is that
+# runtime over one batch in 2.4, not over the interval: not read). Time flavour: the stamps at the window's ends when
+# the lines carry millisecond stamps, else the batch times summed (DLPerf's logs of these programs have no usable
+# stamps).
 
 _NUM = lp.NUM
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d{3,6})")
 _CV = re.compile(r"\[Pass (\d+), train batch (\d+)\]")
-_CLAS = re.compile(r"epoch:\s*(\d+)\s+train step:\s*(\d+)")
+_CLAS = re.compile(r"epoch:\s*(\d+)\s*,?\s*train step:\s*(\d+)")
+_PPCLS = re.compile(r"\[Train\]\[Epoch (\d+)/\d+\]\[Iter: (\d+)/(\d+)\]")
 _BERT18 = re.compile(r"epoch: (\d+), progress: \d+/\d+, step: (\d+), ")
 _NLP = re.compile(r"global step:? (\d+)")
-_LOSS = re.compile(r"\bloss:? (" + _NUM + r")(?:,|\s|$)")
+_TRAINER = re.compile(r"\bglobal_step: (\d+),")
+_LOSS = re.compile(r"\bloss:?\s+(" + _NUM + r")(?:,|\s|$)")
 _BATCH_TIME = re.compile(r"\b(?:elapse|batch_cost|avg_batch_cost):? (" + _NUM + r") ?(?:sec|s)\b")
-_IPS = re.compile(r"\bips:? (" + _NUM + r")(?: ?(?:images|samples|sequences|tokens|words)/s(?:ec)?)?\.?(?:,|\s|$)")
+_ELAPSE = re.compile(r"\belapse: (" + _NUM + r")s ")  # PaddleClas static before #525: the running mean
+_RUNTIME = re.compile(r"\binterval_runtime: (" + _NUM + r")(?:,|\s|$)")
+_IPS = re.compile(r"\bips ?:? ?(" + _NUM + r")(?: ?(?:images|samples|sequences|tokens|words)/s(?:ec)?)?\.?(?:,|\s|$)")
 _STEPS_PER_S = re.compile(r"\bspeed: (" + _NUM + r") steps/s\b")
+_CLAS_RESET = 5  # PaddleClas's static program resets its batch-time meter at this step index of each epoch
 
 
 def _wanted(text: str) -> bool:
     """A step record is on the line (a line that holds one also starts one: it is never the tail of another)."""
-    return "train batch" in text or "train step" in text or "progress:" in text or "global step" in text
+    return ("train batch" in text or "train step" in text or "progress:" in text or "global step" in text
+            or "[Iter: " in text or "global_step: " in text)
 
 
 def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -136,7 +154,8 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
     per_node = float(ctx.gpus_per_node * ctx.batch_size)
     ips_scale = ctx.nodes if suite.ips_scale == "nodes" else ctx.world_size
     st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0,
-                          "timed": 0, "forms": set(), "ips": []}
+                          "timed": 0, "forms": set(), "ips": [],
+                          "cum_epoch": None, "cum_base": 0.0, "cum_last": 0.0, "cum_prev": None}
 
     def step_of(epoch: int, index: int) -> int:
         """PaddleCV counts batches from 0 in each pass (PaddleClas its steps in each epoch): steps are counted
@@ -151,24 +170,60 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         m = _CV.search(text)
+        per_epoch = None  # (epoch, index in the epoch) of a cumulative PaddleClas static line
         if m:
             form, step = "paddlecv", step_of(int(m.group(1)), int(m.group(2)))
+        elif (m := _PPCLS.search(text)) is not None:  # its iter counts from 0 in each epoch of N iters
+            epoch, index, length = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            if st["epoch"] is None:
+                st["epoch"] = epoch
+            form, step = "ppcls", (epoch - st["epoch"]) * length + index + 1
+        elif (m := _TRAINER.search(text)) is not None:
+            form, step = "paddlenlp-trainer", int(m.group(1))
         elif (m := _NLP.search(text)) is not None:
             form, step = "paddlenlp", int(m.group(1))
         elif (m := _BERT18.search(text)) is not None:
             form, step = "bert-1.8", int(m.group(2))
         elif (m := _CLAS.search(text)) is not None:  # its step counts from 0 in each epoch: epoch 0's as printed
             form, step = "paddleclas", step_of(int(m.group(1)), int(m.group(2))) - 1
+            per_epoch = (int(m.group(1)), int(m.group(2)))
         else:
             return lp.NOT_MINE
-        body = text[m.end():]
+        body = text[m.end():] if form != "paddlenlp-trainer" else text
         bt, ips, sps = _BATCH_TIME.search(body), _IPS.search(body), _STEPS_PER_S.search(body)
-        if not final and (not (bt or ips or sps) or text.endswith(tuple("0123456789"))):
+        run = _RUNTIME.search(body) if form == "paddlenlp-trainer" else None
+        if not final and (not (bt or ips or sps or run) or text.endswith(tuple("0123456789"))):
             return lp.FRAGMENT  # the figure that ends the line may be cut short: read it with what follows
         loss = _LOSS.search(body)
         span = step - st["prev"] if step > st["prev"] else 1
         seconds = speed = None
-        if sps:  # BERT 1.8: steps/s already multiplied by the trainer (node) count
+        cumulative = None  # the clock of a running-mean line (PaddleClas static before #525)
+        elapse = _ELAPSE.search(body) if per_epoch is not None else None
+        static = elapse is not None
+        if per_epoch is not None and elapse is not None:  # its lines before the reset time the epoch's first
+            form = "paddleclas-static"                    # steps: no clock of the window's
+            epoch, index = per_epoch
+            if st["cum_epoch"] != epoch:
+                st["cum_epoch"], st["cum_base"], st["cum_prev"] = epoch, st["cum_last"], None
+            mean = lp.to_float(elapse.group(1))
+            v = lp.to_float(ips.group(1)) if ips else None
+            if v and v > 0:
+                mean = ctx.batch_size / v  # the same running mean, to ips's five decimals
+            if index >= _CLAS_RESET and mean is not None and mean > 0:
+                cumulative = st["cum_base"] + (index - _CLAS_RESET + 1) * mean
+                # before the epoch's first line after the reset: the reset itself, the end of step index 4
+                prev = st["cum_prev"] or (step - (index - _CLAS_RESET + 1), st["cum_base"])
+                if step > prev[0] and cumulative > prev[1]:
+                    seconds = cumulative - prev[1]
+                    speed = gb * (step - prev[0]) / seconds
+                    span = step - prev[0]
+                st["cum_prev"] = (step, cumulative)
+                st["cum_last"] = cumulative
+        elif run:
+            v = lp.to_float(run.group(1))
+            if v and v > 0:
+                speed, seconds = gb * span / v, v
+        elif sps:  # BERT 1.8: steps/s already multiplied by the trainer (node) count
             v = lp.to_float(sps.group(1))
             if v and v > 0:
                 speed, seconds = v * per_node, span * ctx.nodes / v
@@ -180,12 +235,15 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             v = lp.to_float(ips.group(1))
             if v is not None:
                 st["ips"].append(v)
-                if speed is None and v > 0:
+                if speed is None and not static and v > 0:
                     speed, seconds = v * ips_scale, span * gb / (v * ips_scale)
         stamp = _STAMP.search(text, 0, m.start() + 1)
         t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if t is not None:
             st["stamps"] += 1
+        elif cumulative is not None:
+            st["timed"] += 1
+            t = cumulative
         elif seconds is not None:
             st["clock"] += seconds
             st["timed"] += 1

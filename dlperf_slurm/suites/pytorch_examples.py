@@ -30,7 +30,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.suites import Suite, register
 
 
@@ -67,12 +67,25 @@ class ResNet50(Suite):
 
 
 # ----------------------------------------------------------------------------------------------- parsing
-# main.py's ProgressMeter line (fields joined by tabs; DLPerf's pytorch/examples 49ec0bd printed ``display(i)``,
-# 0-based, today's main.py ``display(i + 1)``):
-#   Epoch: [0][ 5/13]\tTime  0.362 ( 2.620)\tData  0.106 ( 0.075)\tLoss 1.4081e+01 (3.0098e+01)\tAcc@1 ... Acc@5 ...
+# The line formats, one per program generation (each ``[i/N]`` counts batches within its epoch; steps are counted
+# across epochs, N per epoch):
+#   pytorch/examples main.py ProgressMeter (fields joined by tabs; DLPerf's 49ec0bd printed ``display(i)``, 0-based,
+#   today's main.py ``display(i + 1)``), every rank:
+#     Epoch: [0][ 5/13]\tTime  0.362 ( 2.620)\tData  0.106 ( 0.075)\tLoss 1.4081e+01 (3.0098e+01)\tAcc@1 ... Acc@5 ...
+#   torchvision references/classification/train.py MetricLogger.log_every (2019+; what PyTorch users run today
+#   instead of main.py), rank 0 only, ``i`` 0-based, every --print-freq batches; ``time`` is the mean iteration time
+#   (data included) over the last 20 iterations, ``img/s`` one process's batch over that step's compute (data loading
+#   excluded), ``max mem`` torch.cuda.max_memory_allocated in MiB (absent on CPU in later versions):
+#     Epoch: [0]  [  10/5005]  eta: 16:04:31  lr: 0.1  img/s: 12.32699510677423  loss: 6.9894 (6.9822)  acc1: ...
+#         time: 11.5858  data: 5.7029  max mem: 3524
 _NUM = lp.NUM
 _LINE = re.compile(r"Epoch: \[(\d+)\]\[\s*(\d+)/\s*(\d+)\]\s+Time\s+(" + _NUM + r")\s+\(\s*(?:" + _NUM + r")\)")
 _LOSS = re.compile(r"\bLoss\s+(" + _NUM + r")\s")
+_TV = re.compile(r"Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]\s+eta: \S+\s+(.*?)\btime: (" + _NUM + r")\s+data: (?:" + _NUM
+                 + r")(?:\s+max mem: (" + _NUM + r"))?")
+_TV_IPS = re.compile(r"\bimg/s: (" + _NUM + r")")
+_TV_LOSS = re.compile(r"\bloss: (" + _NUM + r")")
+_END = re.compile(r"\s*Training time \d+:\d\d:\d\d\s*$")
 _MAX_STEPS = 1 << 20  # distinct steps kept (a full ImageNet epoch at batch 1 is 1.28 M: far beyond any window)
 
 
@@ -80,16 +93,49 @@ def _starts(text: str) -> bool:
     return "Epoch: [" in text
 
 
+def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: dict) -> int:
+    """A torchvision MetricLogger line (``m`` its match): one step of rank 0."""
+    epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    st["tv"] = True
+    t = lp.to_float(m.group(5))
+    ips = _TV_IPS.search(m.group(4))
+    loss = _TV_LOSS.search(m.group(4))
+    mem = lp.to_float(m.group(6)) if m.group(6) else None
+    if mem is not None and lp.finite(mem) and mem > 0:
+        st["mem"] = max(st.get("mem", 0.0), mem)
+    rec = steps.get((epoch, index))
+    if rec is None:
+        if len(steps) >= _MAX_STEPS:
+            return lp.CONSUMED
+        rec = steps[(epoch, index)] = [0.0, 0, None, batches, 0.0, 0]
+    if t is not None and lp.finite(t) and t >= 0:
+        rec[0] += t
+        rec[1] += 1
+    if ips is not None and (v := lp.to_float(ips.group(1))) is not None and lp.finite(v) and v > 0:
+        rec[4] += v
+        rec[5] += 1
+    if loss:
+        rec[2] = lp.to_float(loss.group(1))
+    return lp.CONSUMED
+
+
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    # (epoch, displayed index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch]
+    # (epoch, index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch, sum of img/s, img/s lines]
     steps: dict[tuple[int, int], list] = {}
-    st = {"zero": False}
+    st: dict[str, Any] = {"zero": False, "tv": False}
 
     def handler(text: str, rank: int | None, final: bool) -> int:
+        if _END.match(text):  # torchvision's train.py printed its last line: the run finished
+            st["done"] = text.strip()
+            return lp.CONSUMED
         m = _LINE.search(text)
         if m is None:
-            if not final and _starts(text) and "Time" not in text[text.index("Epoch: [") + 8:]:
-                return lp.FRAGMENT  # cut before its Time field
+            if (tv := _TV.search(text)) is not None:
+                if not final and tv.end() >= len(text.rstrip()):
+                    return lp.FRAGMENT  # its last number may be cut short: the rest may follow
+                return _torchvision(text, tv, steps, st)
+            if not final and _starts(text) and ("eta: " in text or "Time" not in text[text.index("Epoch: [") + 8:]):
+                return lp.FRAGMENT  # cut before its time (Time) field
             return lp.NOT_MINE
         if not final and not text.rstrip().endswith(")"):
             return lp.FRAGMENT  # a ProgressMeter line ends with ``( avg)``: the rest may follow
@@ -102,7 +148,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if rec is None:
             if len(steps) >= _MAX_STEPS:
                 return lp.CONSUMED
-            rec = steps[(epoch, index)] = [0.0, 0, None, batches]
+            rec = steps[(epoch, index)] = [0.0, 0, None, batches, 0.0, 0]
         if t is not None and lp.finite(t) and t >= 0:
             rec[0] += t
             rec[1] += 1
@@ -110,17 +156,19 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             rec[2] = lp.to_float(loss.group(1))
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, ranks="all", starts=_starts, needles=("Epoch: [",)).run(lines)
+    facts = lp.Scanner(handler, ranks="all", starts=_starts, needles=("Epoch: [", "Training time ")).run(lines)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     gb = float(ctx.global_batch)
-    base = 1 if st["zero"] else 0  # 0-based indices (display(i)): the line of index i ends step i + 1
+    # 0-based indices (display(i), torchvision's log_every): the line of index i ends step i + 1
+    base = 1 if st["zero"] or st["tv"] else 0
     offsets: dict[int, int] = {}
     total = 0
     for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
         offsets[epoch] = total
         total += max(r[3] for (e, _), r in steps.items() if e == epoch)
     clock, prev, per_step = 0.0, 0, []
-    for (epoch, index), (tsum, n, loss, _) in sorted(steps.items()):
+    devices = ctx.nodes * ctx.gpus_per_node
+    for (epoch, index), (tsum, n, loss, _, ips_sum, ips_n) in sorted(steps.items()):
         step = offsets[epoch] + index + base
         if step <= 0:
             continue
@@ -133,13 +181,34 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             clock += seconds
             t = clock
             speed = gb / mean if mean > 0 else None
+        if ips_n:  # torchvision: one process's img/s, the same on every rank of a data-parallel job
+            speed = ips_sum / ips_n * devices
         window.add(step, t, speed=speed, loss=loss, span_from=step - span if seconds is not None else None,
                    span_seconds=seconds)
         prev = max(prev, step)
-    extra: dict[str, Any] = {"clock": "sum of the steps' Time (mean over the ranks that printed the step)",
-                             "indices": "0-based (display(i))" if st["zero"] else "1-based (display(i + 1))"}
+    if st["tv"]:
+        extra: dict[str, Any] = {
+            "format": "torchvision references MetricLogger",
+            "clock": "per printed step, its 'time' (the mean iteration time of the last 20) x the steps since the "
+                     "previous printed one",
+            "speed": "img/s (rank 0's batch over its step's compute) x the job's processes"}
+    else:
+        extra = {"format": "pytorch/examples main.py ProgressMeter",
+                 "clock": "sum of the steps' Time (mean over the ranks that printed the step)",
+                 "indices": "0-based (display(i))" if st["zero"] else "1-based (display(i + 1))"}
     if per_step:
         extra["ranks_per_step_max"] = max(per_step)
         extra["ranks_per_step_min"] = min(per_step)
-    return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
-                     no_memory_reason="pytorch/examples main.py reports no GPU memory")
+    res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+                    no_memory_reason="pytorch/examples main.py reports no GPU memory" if not st["tv"] else
+                    "torchvision's log prints no 'max mem' (a CPU run, or its memory was 0)")
+    if res.status == Status.INCOMPLETE and st.get("done") and total < window.end_step:
+        epochs = len(offsets)
+        res.reason = (f"the run had {total} steps ({epochs} epoch{'s' if epochs != 1 else ''} of its [i/N] counter), "
+                      f"the window needs {window.end_step}; use --warmup-steps/--measure-steps (the program finished: "
+                      f"{st['done']!r})")
+    if st.get("mem") and res.mem_allocator_mib is None:
+        res.mem_allocator_mib = st["mem"]  # torchvision's "max mem": rank 0's torch.cuda.max_memory_allocated
+        if res.mem_reason.startswith("torchvision's log prints no"):
+            res.mem_reason = "torchvision's 'max mem' (rank 0's max_memory_allocated, MiB): allocator only"
+    return res

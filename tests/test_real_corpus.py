@@ -1,0 +1,139 @@
+"""The real-log corpus: output of the real programs, each version users run, read by every suite as `collect --from`
+reads a DLPerf tree.
+
+Every folder ``tests/fixtures/real/<program>/<version-or-date>/`` with a ``SOURCE.toml`` holds logs that nobody here
+wrote (pasted in public issues and READMEs, committed in public repositories, or printed by the real program on this
+project's test cluster), each described by one ``[[log]]`` entry::
+
+    program = "PaddleClas"            # the program that printed the logs
+    version = "2.5"                   # its version, or the date of the logs when no version is known
+
+    [[log]]
+    file = "r50_8gpu_excerpt.log"     # beside SOURCE.toml
+    source = "https://github.com/PaddlePaddle/PaddleClas/issues/1234"   # where it was taken from
+    suites = ["paddle/resnet50"]      # the suites that must read it
+    shape = "1n8g"                    # nodes x GPUs of the run (what the log or its source says)
+    batch = 64                        # batch size per device
+    precision = "fp32"                # optional, default fp32
+    window = [1, 5]                   # optional: warmup and measured steps (default: the suite's DLPerf window)
+    options = {}                      # optional: the suite's [options] the run had
+    status = "OK"                     # the status the run must read as
+    stated = 444.43                   # optional: a figure the log itself states (a printed average, a summary)
+    stated_flavour = "speed"          # optional: which of our figures it must match within 0.5 %:
+                                      # "published" (default), "time" or "speed"
+    note = "..."                      # optional: what is special about this log
+
+The corpus test reads each log through the same path as ``collect --from`` (a one-log DLPerf tree), checks its
+status, and the stated figure within 0.5 %. The coverage test asks of every registered suite at least three real logs
+from at least two versions of its program.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlperf_slurm import collect, suites
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+TOLERANCE = 0.005
+FLAVOURS = {"published": "throughput", "time": "throughput_time", "speed": "throughput_speed"}
+KEYS = {"file", "source", "suites", "shape", "batch", "precision", "window", "options", "status", "stated",
+        "stated_flavour", "note"}
+
+
+@dataclass(frozen=True)
+class RealLog:
+    path: Path
+    program: str
+    version: str
+    source: str
+    suites: tuple[str, ...]
+    shape: str
+    batch: int
+    precision: str = "fp32"
+    window: tuple[int, int] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    status: str = "OK"
+    stated: float | None = None
+    stated_flavour: str = "published"
+
+    @property
+    def id(self) -> str:
+        return str(self.path.relative_to(REAL))
+
+
+def corpus() -> list[RealLog]:
+    logs = []
+    for index in sorted(REAL.rglob("SOURCE.toml")):
+        doc = tomllib.loads(index.read_text())
+        for entry in doc.get("log", []):
+            unknown = set(entry) - KEYS
+            assert not unknown, f"{index}: unknown keys {sorted(unknown)}"
+            logs.append(RealLog(
+                path=index.parent / entry["file"], program=doc["program"], version=str(doc["version"]),
+                source=entry["source"], suites=tuple(entry["suites"]), shape=entry["shape"],
+                batch=int(entry["batch"]), precision=entry.get("precision", "fp32"),
+                window=tuple(entry["window"]) if "window" in entry else None,
+                options=dict(entry.get("options", {})), status=entry.get("status", "OK"),
+                stated=entry.get("stated"), stated_flavour=entry.get("stated_flavour", "published")))
+    return logs
+
+
+CORPUS = corpus()
+CASES = [(log, suite) for log in CORPUS for suite in log.suites]
+
+
+def test_the_corpus_entries_are_well_formed():
+    assert CORPUS, "no SOURCE.toml under tests/fixtures/real"
+    known = set(suites.names())
+    for log in CORPUS:
+        assert log.path.is_file(), f"{log.id}: no such file"
+        assert log.source.startswith(("https://", "this project's")), f"{log.id}: source must say where it came from"
+        assert set(log.suites) <= known, f"{log.id}: unknown suites {set(log.suites) - known}"
+        assert log.stated_flavour in FLAVOURS, f"{log.id}: stated_flavour {log.stated_flavour!r}"
+        assert log.path.parent.parent.parent == REAL, f"{log.id}: not under <program>/<version>/"
+
+
+def read(log: RealLog, suite: str, tmp_path: Path):
+    shape_dir = tmp_path / "tree" / log.shape
+    shape_dir.mkdir(parents=True)
+    shutil.copyfile(log.path, shape_dir / f"model_b{log.batch}_{log.precision}_0.log")
+    warmup, measure = log.window if log.window else (None, None)
+    col = collect.runs_from_tree(tmp_path / "tree", suite, warmup, measure, log.options or None)
+    res = collect.collect([col], jobs=1)
+    assert len(res.runs) == 1
+    return res.runs[0]
+
+
+@pytest.mark.parametrize(("log", "suite"), CASES, ids=[f"{suite}:{log.id}" for log, suite in CASES])
+def test_a_real_log_reads_as_its_program_ran(log, suite, tmp_path):
+    row = read(log, suite, tmp_path)
+    assert str(row.status) == log.status, f"{log.id} as {suite}: {row.status} ({row.reason})"
+    if log.stated is not None:
+        ours = getattr(row, FLAVOURS[log.stated_flavour])
+        assert ours is not None, f"{log.id} as {suite}: no {log.stated_flavour} figure ({row.reason})"
+        assert abs(ours - log.stated) <= TOLERANCE * abs(log.stated), \
+            f"{log.id} as {suite}: {ours:.6g} against the log's own {log.stated:.6g}"
+
+
+#: Suites still short of the corpus goal, with what was searched: each an xfail that must fail (strict), so the entry
+#: goes as soon as its logs arrive. Issue #20 stays open while this holds anything.
+GAPS = {
+    "ngc-pytorch/bert-base": "only DeepLearningExamples 20.06 logs found so far",
+    "ngc-tf1/bert-base": "only one DeepLearningExamples release's logs found so far",
+}
+
+
+@pytest.mark.parametrize("suite", [pytest.param(name, marks=pytest.mark.xfail(reason=GAPS[name], strict=True))
+                                   if name in GAPS else name for name in suites.names()])
+def test_every_suite_reads_three_real_logs_of_two_versions(suite):
+    logs = [log for log in CORPUS if suite in log.suites]
+    versions = {(log.program, log.version) for log in logs}
+    assert len(logs) >= 3 and len(versions) >= 2, \
+        f"{suite}: {len(logs)} real logs from {len(versions)} program versions (need 3 logs of 2 versions)"
