@@ -9,6 +9,7 @@ file, key and line (through :class:`~dlperf_slurm.toml_source.Source`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -280,10 +281,12 @@ def _product(suite: "Suite", axes: Rule) -> Iterable[Cell]:
         # a suite axis at its default value is left out, so ids stay short and stable
         params = tuple(sorted((k, v[k]) for k in suite.axes if k in v and v[k] != suite.axis_defaults.get(k)))
         env = tuple(sorted((k[4:], v[k]) for k in keys if k.startswith("env.")))
-        yield Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
-                   batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
-                   launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher,
-                   setup=v["setup"])
+        cell = Cell(suite=suite.name, model=suite.model, framework=suite.framework, nodes=n, gpus_per_node=g,
+                    batch_size=v["batch_size"], precision=v["precision"], xla=v["xla"], launcher=v["launcher"],
+                    launcher_args=tuple(v["launcher_args"]), params=params, env=env, default_launcher=suite.launcher,
+                    setup=v["setup"])
+        gb = suite.global_batch(cell)  # the suite decides the batch its program is given
+        yield dataclasses.replace(cell, program_batch=gb) if gb != cell.global_batch else cell
 
 
 def _matches(suite: "Suite", cell: Cell, rule: Rule) -> bool:

@@ -143,7 +143,13 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-site", action="store_true", help="ignore any site file (--matrix)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="import logs laid out as DLPerf did: "
                    "DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log, no manifest needed")
-    p.add_argument("--suite", metavar="NAME", help="with --from: the suite whose log format the files are in")
+    p.add_argument("--explain", metavar="RUN", help="print where one run's figures and status come from (the "
+                   "first and last timed step lines with their numbers, the window, each figure's formula, the "
+                   "decision table's row) instead of collecting: a run key as the summaries' run column names it, "
+                   "or with --from DIR a log's path")
+    p.add_argument("--suite", metavar="NAME", help="with --from: the suite whose log format the files are in; "
+                   "auto (the default): the suite whose parser reads most of a sample of the logs (a named suite "
+                   "that reads none of them is refused, naming those that do)")
     p.add_argument("--warmup-steps", type=int, metavar="N",
                    help="with --from: steps to skip (default: the window DLPerf's extractor used for the suite's "
                    "logs where the suite knows it, e.g. 100 for tf2/resnet50; else 20. DLPerf's NGC PyTorch: 25)")

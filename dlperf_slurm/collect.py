@@ -230,6 +230,70 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     return Collection(name=name or root.name, source="tree", where=str(root), runs=runs, notes=window_notes + notes)
 
 
+def tree_logs(root: str | os.PathLike) -> list[str]:
+    """The ``<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log`` files below ``root`` (or in it, when it is a shape
+    folder), in path order."""
+    root = Path(root)
+    found = []
+    for dirpath, _dirs, files in os.walk(root):
+        if _SHAPE_DIR.match(os.path.basename(dirpath)):
+            found += [os.path.join(dirpath, f) for f in files if _TREE_NAME.match(f)]
+    return sorted(found)
+
+
+_TREE_SUITES: dict[tuple[str, str], tuple[str, list[str]]] = {}  # one process (--watch): decided once a tree
+
+
+def tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, list[str]]:
+    """:func:`_tree_suite`, once per tree and ``--suite`` in a process (``collect --watch`` gathers every round)."""
+    key = (str(Path(root).resolve()), suite_name or "auto")
+    if key not in _TREE_SUITES:
+        _TREE_SUITES[key] = _tree_suite(root, suite_name)
+    name, notes = _TREE_SUITES[key]
+    return name, list(notes)
+
+
+def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, list[str]]:
+    """The suite that reads a ``--from`` tree, and what to say of it. ``auto`` (or None): the suite whose parser
+    finds steps in most of a sample of its logs (:func:`dlperf_slurm.recognise.choose_suite`: ties go to the suite
+    the tree's path and file names name, else the first in name order, and the note says so). A named suite that
+    reads none of the sampled logs while other suites do is refused, with one line naming them: its runs would all
+    read as failures, and the summary of the tree's name be overwritten with them."""
+    from dlperf_slurm import recognise, suites
+
+    name = suite_name or "auto"
+    if name != "auto":
+        try:
+            suites.get(name)
+        except KeyError:
+            raise UserError(f"unknown suite {name!r}; known: auto, {', '.join(suites.names())}") from None
+    logs = tree_logs(root)
+    if not logs:
+        if name == "auto":
+            raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
+        return name, []  # runs_from_tree says so
+    hint = f"{Path(root).resolve()} " + " ".join(sorted({Path(p).name.split('_b')[0] for p in logs}))
+    sample = recognise.sample(logs)
+    if name != "auto":
+        if any(recognise.readers(p, [name]) for p in sample):
+            return name, []
+        choice = recognise.choose_suite(logs, hint)
+        if choice.suite is None:  # no suite reads them: failed runs, or a format nobody reads: their rows say
+            return name, []
+        others = recognise.rank_readers(list(choice.counts), hint)
+        raise UserError(f"--from {root}: {name} finds no training step in any of {len(sample)} sampled logs (e.g. "
+                        f"{sample[0]}); {', '.join(others)} read them: --suite {choice.suite} (or leave --suite "
+                        "out: auto)")
+    choice = recognise.choose_suite(logs, hint)
+    if choice.suite is None:
+        raise UserError(f"--from {root}: no registered suite finds a training step in any of {choice.sampled} "
+                        f"sampled logs (e.g. {sample[0]}); give --suite NAME to read them as that suite's (each "
+                        "run's reason then quotes its log)")
+    note = (f"--suite auto: {choice.suite} (its parser reads {choice.counts[choice.suite]} of {choice.sampled} "
+            f"sampled logs)" + (f"; {choice.note}" if choice.note else ""))
+    return choice.suite, [note]
+
+
 def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) -> None:
     """A tree's cells come from the shape folder and the rest of the file name, not its model part: the logs of
     two models side by side would pool into one cell (and one model's 1n1g cell would be the other's baseline).

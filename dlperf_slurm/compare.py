@@ -74,6 +74,7 @@ class CellComparison:
     verdict: str
     regressed: bool
     unit: str
+    unrecognised: str = ""  # runs of either side whose log their suite does not read (UNRECOGNISED), called out
 
 
 def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
@@ -121,7 +122,23 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
 
 def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05) -> list[CellComparison]:
     ids = list(base) + [c for c in new if c not in base]
-    return [compare_cell(c, base.get(c), new.get(c), threshold) for c in ids]
+    return [call_out(compare_cell(c, base.get(c), new.get(c), threshold), base.get(c), new.get(c)) for c in ids]
+
+
+def call_out(row: CellComparison, base: Side | None, new: Side | None) -> CellComparison:
+    """A comparison whose sides hold UNRECOGNISED runs says so (:func:`verdict_text`): their programs finished, but no
+    figure of theirs is in either median (their logs are read with another suite, or by a parser that knows
+    their format: ``collect``'s reasons name the suites that read them)."""
+    parts = [f"{n} {name}" for name, side in (("base", base), ("new", new))
+             if side and (n := sum(s == Status.UNRECOGNISED for s in side.statuses))]
+    row.unrecognised = ", ".join(parts)
+    return row
+
+
+def verdict_text(r: CellComparison) -> str:
+    """The verdict as the tables show it: with the UNRECOGNISED runs of its sides, when there are some."""
+    return r.verdict + (f" ({r.unrecognised} runs UNRECOGNISED: their logs not read, in no median)"
+                        if r.unrecognised else "")
 
 
 ONLY_IN_BASE, ONLY_IN_NEW = "only in base", "only in new"
@@ -241,7 +258,7 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         interval = f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—"
-        verdict = f"**{r.verdict}, regressed**" if r.regressed else r.verdict
+        verdict = f"**{verdict_text(r)}, regressed**" if r.regressed else verdict_text(r)
         lines.append(f"| {r.cell_id} | {_f(r.base_median)} | {_f(r.new_median)} | {_f(r.ratio, 3)} | {interval} | "
                      f"{r.base_n}/{r.new_n} | {verdict} |")
     counts: dict[str, int] = {}
@@ -252,6 +269,12 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
               + f". Regressed: {len(gate.regressed)} of {len(rows)} cells."]
     if gate.failed:
         lines += ["", "**Fails:** " + "; ".join(gate.reasons()) + "."]
+    unread = [r for r in rows if r.unrecognised]
+    if unread:
+        which = "; ".join(f"{r.cell_id}: {r.unrecognised}" for r in unread[:5]) + ("; ..." if len(unread) > 5 else "")
+        lines += ["", (f"**UNRECOGNISED runs in {len(unread)} cells** ({which}): their programs finished, but their "
+                       "suite reads no step of their logs, so no figure of theirs is compared; `collect`'s reasons "
+                       "name the suites that read them.")]
     return "\n".join(lines) + "\n"
 
 
@@ -266,7 +289,7 @@ def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     md = markdown(base_name, new_name, rows, threshold).splitlines()
     table = [[_f(r.base_median), _f(r.new_median), _f(r.ratio, 3),
               f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", f"{r.base_n}/{r.new_n}",
-              f"{r.verdict}, REGRESSED" if r.regressed else r.verdict] for r in rows]
+              f"{verdict_text(r)}, REGRESSED" if r.regressed else verdict_text(r)] for r in rows]
     text, dropped = fit_table(["cell", "base median", "new median", "new/base", "interval", "runs (base/new)",
                                "verdict"], [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
                               drop=("runs", "base median", "new median", "interval"))

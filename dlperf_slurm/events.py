@@ -33,8 +33,9 @@ EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goe
 EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
 EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
 EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.health judge)
+EV_NODE = "node"  # provenance of one node, from where the program runs (dlperf_slurm/provprobe.py), one a node
 
-EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH)
+EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH, EV_NODE)
 
 # ------------------------------------------------------------------------------------------ keys
 # A key used by several events is declared once; the per-event tuples below say which event carries which.
@@ -124,8 +125,20 @@ CUDA = "cuda"  # nvcc's version line
 NCCL = "nccl"
 CONTAINER_IMAGE = "container_image"
 COMMAND = "command"
-GIT = "git"
-ENV = "env"  # the environment, secrets redacted (readers leave it out of results)
+GIT = "git"  # older logs: `git rev-parse HEAD` where the job ran (now TOOL, and the node event's PROGRAM)
+ENV = "env"  # the environment by allow-list, credentials masked (readers leave it out of results)
+PARTITION = "partition"  # SLURM_JOB_PARTITION
+QOS = "qos"  # SLURM_JOB_QOS
+MODULES = "modules"  # LOADEDMODULES, as a list
+TOOL = "tool"  # dlperf_slurm's version (+ its checkout's commit) that rendered the script
+PER_NODE = "per_node"  # a run's node events, gathered by the reader under its job record
+
+# node (provenance of one node; also HOSTNAME, TIME, GPUS, GPU_REASON, CUDA, NCCL, VERSIONS, ERROR)
+CUDNN = "cudnn"
+PYTHON = "python"  # the interpreter's version
+EXECUTABLE = "executable"  # the interpreter the probe ran with (the program's)
+CONTAINER = "container"  # {runtime, image, digest} where the node step ran in a container
+PROGRAM = "program"  # {path, git, describe}: the program's own code version, where it runs
 ERROR = "error"  # the provenance script could not run: only this key (and EVENT) is set
 
 # health (dlperf_slurm.health; also NODES, BACKEND, GPUS, NOTES, ERROR, TIME)
@@ -149,7 +162,8 @@ KIND_OOM = "oom"
 KIND_COMPILE_FAILED = "compile_failed"
 KIND_EXCEPTION = "exception"
 KIND_LAUNCH = "launch"  # the launch environment could not be read
-ERROR_KINDS = (KIND_NONFINITE_LOSS, KIND_OOM, KIND_COMPILE_FAILED, KIND_EXCEPTION, KIND_LAUNCH)
+KIND_SETUP = "setup"  # the job script's set-up failed (module load, source, container entry): LAUNCH_FAILED
+ERROR_KINDS = (KIND_NONFINITE_LOSS, KIND_OOM, KIND_COMPILE_FAILED, KIND_EXCEPTION, KIND_LAUNCH, KIND_SETUP)
 
 # header device
 DEVICE_CUDA = "cuda"
@@ -171,14 +185,18 @@ MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU
 SUMMARY_KEYS = (STEPS, WARMUP_STEPS, MEASURE_STEPS, THROUGHPUT, LATENCY_MS, THROUGHPUT_MEAN, MEASURED_SECONDS,
                 NONFINITE_LOSS, NONFINITE_STEPS, TFLOPS, PEAK_TFLOPS, MFU, GLOBAL_BATCH, TINY)
 JOB_KEYS = (RUN, TIME, JOB_ID, ARRAY_JOB_ID, ARRAY_TASK_ID, NODELIST, HOSTNAME, GPUS, GPU_REASON, CUDA, NCCL,
-            CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR)
+            CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR, PARTITION, QOS, MODULES, TOOL)
+#: What older job events held that node events (one a node, from where the program runs) hold now.
+JOB_KEYS_BEFORE_NODES = (GPUS, GPU_REASON, CUDA, NCCL, VERSIONS, GIT)
+NODE_KEYS = (HOSTNAME, TIME, GPUS, GPU_REASON, CUDA, CUDNN, NCCL, PYTHON, EXECUTABLE, VERSIONS, CONTAINER, PROGRAM,
+             ERROR)
 
 HEALTH_KEYS = (RANKS, NODES, BACKEND, GPUS, BYTES, ITERS, SECONDS_PER_ITER, ALGBW_GBS, BUSBW_GBS, MIN_BUSBW_GBS,
                NOTES, OK, PROBLEMS, BLAMED, SECONDS, ERROR, TIME)
 
 KEYS: dict[str, tuple[str, ...]] = {EV_JOB: JOB_KEYS, EV_HEADER: HEADER_KEYS, EV_STEP: STEP_KEYS,
                                     EV_ERROR: ERROR_KEYS, EV_MEMORY: MEMORY_KEYS, EV_SUMMARY: SUMMARY_KEYS,
-                                    EV_HEALTH: HEALTH_KEYS}
+                                    EV_HEALTH: HEALTH_KEYS, EV_NODE: NODE_KEYS}
 """Every key each event may carry besides :data:`EVENT`."""
 
 # ------------------------------------------------------------------------------------------ the line format
@@ -224,6 +242,16 @@ def job_error_line(message: str) -> str:
     """The job event the sbatch script prints when its provenance script cannot run. Spaced JSON (``json.dumps``'
     default separators), like the line the provenance script itself prints."""
     return PREFIX + json.dumps({EVENT: EV_JOB, ERROR: message})
+
+
+def node_error_line(message: str) -> str:
+    """The node event a node prints when the provenance probe cannot run there."""
+    return PREFIX + json.dumps({EVENT: EV_NODE, ERROR: message})
+
+
+def setup_error_line(step: str) -> str:
+    """The error event the job script prints when a set-up step fails (``step``: its line): the run ends there."""
+    return PREFIX + json.dumps({EVENT: EV_ERROR, KIND: KIND_SETUP, MESSAGE: f"set-up failed: {step}"})
 
 
 def parse_event(line: str) -> dict[str, Any] | None:

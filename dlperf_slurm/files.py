@@ -3,8 +3,11 @@ one, never half of one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
+from typing import Iterable, Iterator
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool = False,
@@ -34,3 +37,23 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
             pass
         raise
     return path
+
+
+@contextlib.contextmanager
+def no_more_open_than(folders: Iterable[str | os.PathLike], umask: str | None = None) -> Iterator[int]:
+    """While inside, files and folders this process creates are no more open than any of ``folders`` (the mode
+    bits a folder lacks are added to the umask) nor than ``umask`` (octal text, the site's ``[provenance]
+    umask``; None: the user's own). A folder that does not exist yet is made first, under that umask. Yields the
+    umask in force."""
+    old = os.umask(0o077)
+    mask = old | (int(umask, 8) if umask else 0)
+    try:
+        os.umask(mask)
+        for folder in folders:
+            path = Path(folder)
+            path.mkdir(parents=True, exist_ok=True)
+            mask |= ~stat.S_IMODE(path.stat().st_mode) & 0o777
+        os.umask(mask)
+        yield mask
+    finally:
+        os.umask(old)

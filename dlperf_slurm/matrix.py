@@ -14,16 +14,17 @@ from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Run, Setup, SlurmConfig,
-                                System, time_to_minutes)
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run, Setup,
+                                SlurmConfig, System, time_to_minutes)
 from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options",
-            "setups", "health")
+            "setups", "health", "provenance")
 SETUP_KEYS = ("launcher_args", "env", "description")
+PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
 HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
                "size_mb": Health.size_mb, "python": Health.python}
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
@@ -81,6 +82,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
     options = _suite_options(ctx, suite_list, data.get("options", {}), several)
     health = _health(ctx, _merge(site.get("health", {}), data.get("health", {})))
+    provenance = _provenance(ctx, _merge(site.get("provenance", {}), data.get("provenance", {})))
 
     table = data.get("axes")
     if not isinstance(table, dict):
@@ -100,7 +102,8 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     _distinct_files(ctx, kept, several)
     return Matrix(path=ctx.path, name=name, suites=tuple(suite_list), cells=kept, dropped=dropped, measure=measure,
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
-                  grouped=several, setups=setups, health=health, system=system,
+                  grouped=several, setups=setups, health=health,
+                  provenance=provenance, system=system,
                   overridden=_overridden(ctx, data, origin or {}))
 
 
@@ -223,6 +226,21 @@ def _health(ctx: Source, table: Any) -> Health:
         v[k] = float(v[k])
     v["python"] = _safe(ctx, "health.python", v["python"], _MODULE_NAME)
     return Health(**v)
+
+
+def _provenance(ctx: Source, table: Any) -> Provenance:
+    if not isinstance(table, dict):
+        raise ctx.error("provenance", "expected a table with env_allow, env_deny, umask")
+    check_keys(ctx, table, PROVENANCE_KEYS, "provenance")
+    lists = {k: tuple(_str_list(ctx, f"provenance.{k}", table.get(k, []))) for k in ("env_allow", "env_deny")}
+    for k, bad in ((k, p) for k, ps in lists.items() for p in ps if not re.fullmatch(r"[A-Za-z0-9_*?]+", p)):
+        raise ctx.error(f"provenance.{k}", f"{bad!r} is not a name pattern: letters, digits, '_', and the wildcards "
+                                           "'*' and '?' (e.g. 'MY_SITE_*')")
+    umask = table.get("umask")
+    if umask is not None and (not isinstance(umask, str) or not re.fullmatch(r"0?[0-7]{3}", umask)):
+        raise ctx.error("provenance.umask", f"expected an octal umask as a string such as \"027\" (group may read, "
+                                            f"others nothing) or \"077\", got {umask!r}")
+    return Provenance(lists["env_allow"], lists["env_deny"], umask.zfill(4) if umask else None)
 
 
 def _safe(ctx: Source, key: str, value: Any, pattern: re.Pattern = _DIRECTIVE_VALUE, what: str = "") -> str:

@@ -20,7 +20,7 @@ DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
 DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
 DEFAULT_REPEATS = 7
 
-from dlperf_slurm.config import (Container, Environment, Health, Setup, SlurmConfig, System,  # noqa: E402,F401 (re-exported)
+from dlperf_slurm.config import (Container, Environment, Health, Provenance, Setup, SlurmConfig, System,  # noqa: E402,F401 (re-exported)
                                  time_to_minutes)
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -47,6 +47,11 @@ class Status(StrEnum):
     INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
     UNMEASURED = "UNMEASURED"  # past the window, but the log does not time it (e.g. coarse logging)
     PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
+    # the program finished (exit 0; in a tree without exit markers: plenty of output) but its suite finds no step it
+    # knows in the log: another program version's format, or another suite's log. Never a number, never a launch
+    # failure, never resubmitted by --retry-failed (the same program prints the same); its reason quotes the lines
+    # that look like progress and names the suites that read the log
+    UNRECOGNISED = "UNRECOGNISED"
     REQUEUED = "REQUEUED"
     RUNNING = "RUNNING"
     PENDING = "PENDING"
@@ -70,7 +75,8 @@ class Status(StrEnum):
 #: Failures, most severe first: a cell with no OK run reads its most frequent failure, ties broken in this order.
 FAILURES: tuple[Status, ...] = (
     Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
-    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.PARSE_ERROR)
+    Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.UNRECOGNISED,
+    Status.PARSE_ERROR)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.
@@ -110,6 +116,9 @@ class Cell:
     env: tuple[tuple[str, str], ...] = ()  # free environment-variable axes ("env.NAME"), sorted
     default_launcher: str = field(default="", compare=False)  # the suite's; any other launcher is in the id
     setup: str = ""  # a named bundle of launcher arguments and environment (the matrix's [setups.NAME])
+    # the global batch the program is given, as its suite decides it (``Suite.global_batch``: with tensor or
+    # pipeline parallelism a ``global_batch`` axis, not GPUs x batch); 0: GPUs x batch per device
+    program_batch: int = field(default=0, compare=False)
 
     @property
     def shape(self) -> str:
@@ -122,7 +131,9 @@ class Cell:
 
     @property
     def global_batch(self) -> int:
-        return self.devices * self.batch_size
+        """The batch one step of the program takes over every GPU: what its suite decided
+        (:attr:`program_batch`), else GPUs x batch per device."""
+        return self.program_batch or self.devices * self.batch_size
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
@@ -179,7 +190,16 @@ class Cell:
                    launcher_args=tuple(d.get("launcher_args") or ()),
                    params=tuple(sorted((d.get("params") or {}).items())),
                    env=tuple(sorted((d.get("env") or {}).items())), default_launcher=str(default),
-                   setup=str(d.get("setup") or ""))
+                   setup=str(d.get("setup") or ""), program_batch=_program_batch(d))
+
+
+def _program_batch(d: Mapping[str, Any]) -> int:
+    """A stored cell's global batch when it is not GPUs x batch (0 otherwise, or when it is no number)."""
+    try:
+        gb = int(d.get("global_batch") or 0)
+        return gb if gb != int(d["nodes"]) * int(d["gpus_per_node"]) * int(d["batch_size"]) else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 @dataclass(frozen=True)
@@ -216,6 +236,7 @@ class Matrix:
     grouped: bool = False  # suites given as a list: each framework's runs in a folder of its own
     setups: dict[str, "Setup"] = field(default_factory=dict)  # the matrix's [setups.NAME] bundles
     health: Health = Health()
+    provenance: Provenance = Provenance()
     system: System | None = None  # the site file's named system (and partition) it is for, if any
     overridden: tuple[str, ...] = ()  # the matrix's keys that win over the system's own value, one line each
 
@@ -307,6 +328,7 @@ class ParseContext:
     measure_steps: int = DEFAULT_MEASURE_STEPS
     precision: str = "fp32"
     options: Mapping[str, Any] = field(default_factory=dict)  # the suite's [options] (e.g. batches_per_iter)
+    program_batch: int = 0  # the cell's ``Cell.program_batch`` (0: world size x batch)
 
     @property
     def world_size(self) -> int:
@@ -314,7 +336,7 @@ class ParseContext:
 
     @property
     def global_batch(self) -> int:
-        return self.world_size * self.batch_size
+        return self.program_batch or self.world_size * self.batch_size
 
 
 @dataclass(kw_only=True)

@@ -18,7 +18,10 @@ Precedence, first match wins:
  1    an unknown scheduler state                                          undecided (never guessed)
  2    the scheduler holds the job and there is no exit marker             PENDING / RUNNING / REQUEUED
  3    nothing says the run ended (no marker, no record, not asked)        undecided, or the log's verdict (no
-                                                                          scheduler at all: a DLPerf tree)
+                                                                          scheduler at all: a DLPerf tree); a log
+                                                                          with no step its suite knows but plenty
+                                                                          of output (lines that look like
+                                                                          progress): UNRECOGNISED
  4    out of memory: the log, the scheduler (OUT_OF_MEMORY), cgroup       OOM
  5    the loss went non-finite                                            NONFINITE
  6    the job script's watchdog stopped it (the marker's ``hang``)        HANG (with the seconds it saved)
@@ -39,9 +42,10 @@ Precedence, first match wins:
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
 13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
-                                                                          UNMEASURED, LAUNCH_FAILED, PARSE_ERROR
-                                                                          (INCOMPLETE: "the run had N steps, the
-                                                                          window needs M; use --measure-steps")
+                                                                          UNMEASURED, PARSE_ERROR (INCOMPLETE:
+                                                                          "the run had N steps, the window needs
+                                                                          M"); a log with no step its suite knows:
+                                                                          UNRECOGNISED (never a launch failure)
 ====  ==================================================================  ==========================================
 """
 
@@ -77,11 +81,19 @@ class Evidence:
     started_at: float | None = None  # the job's start (its provenance line), for the time-limit inference
 
 
+#: what each row of the table above is called (``collect --explain`` names the row that decided a run)
+RULES = {1: "an unknown scheduler state", 2: "the scheduler holds the job", 3: "nothing says the run ended: the log's "
+         "verdict", 4: "out of memory", 5: "the loss went non-finite", 6: "stopped by the hang watchdog",
+         7: "the health gate failed", 8: "the script failed, the job not ended", 9: "killed", 10: "no log",
+         11: "a failure exit", 12: "gone without a trace", 13: "ended well: the log's verdict"}
+
+
 @dataclass(frozen=True)
 class Outcome:
     status: Status
     reason: str = ""
     exit_code: int | None = None
+    rule: int = 0  # the row of the decision table that gave it (0: not decided here, e.g. the manifest's record)
 
 
 def read_marker(path: str | Path | None) -> dict[str, Any] | None:
@@ -114,52 +126,56 @@ def decide(ev: Evidence) -> Outcome | None:
     exit_note = f"exit code {rc}" + (f" (SIG{sig})" if sig else "") if rc not in (None, 0) else ""
     where = _where(log)
 
-    def out(status: Status, reason: str) -> Outcome:
-        return Outcome(status, reason, rc)
+    row = 0  # the row of the table deciding (Outcome.rule)
 
-    # 1. a state word the scheduler backend does not know
+    def out(status: Status, reason: str) -> Outcome:
+        return Outcome(status, reason, rc, row)
+
+    row = 1  # a state word the scheduler backend does not know
     if job is not None and sched is None:
         return None
-    # 2. with the scheduler
+    row = 2  # with the scheduler
     if sched in ACTIVE and marker is None:
         if log is not None and log.status == Status.OK:
             return out(sched, f"{sched.lower()} (window complete, job not finished)")
         return out(sched, job.reason if sched != Status.RUNNING else "")
-    # 3. nothing says it ended
+    row = 3  # nothing says it ended
     if marker is None and job is None and not ev.asked:
         if log is None:
             return None
         if log.status == Status.INCOMPLETE:
             return out(log.status, log.reason + "; no exit marker and no scheduler state: still running, "
                                                 "or killed without a trace")
+        if log.status == Status.LAUNCH_FAILED and _unrecognised(log, "")[0]:
+            return out(Status.UNRECOGNISED, _unrecognised(log, "no exit marker, plenty of output")[1])
         return out(log.status, log.reason)
-    # 4. out of memory
+    row = 4  # out of memory
     if log is not None and log.status == Status.OOM:
         return out(Status.OOM, log.reason)
     if sched == Status.OOM:
         return out(Status.OOM, f"the scheduler says {job.state} (host memory limit) {where}".rstrip())
     if ev.banner is not None and ev.banner[0] == Status.OOM:
         return out(Status.OOM, f"out of memory {where}: {ev.banner[1]}")
-    # 5. non-finite loss
+    row = 5  # non-finite loss
     if log is not None and log.status == Status.NONFINITE:
         return out(Status.NONFINITE, log.reason)
-    # 6. stopped by the job script's hang watchdog
+    row = 6  # stopped by the job script's hang watchdog
     hang = (marker or {}).get("hang")
     if isinstance(hang, Mapping):
         return out(Status.HANG, _hang_reason(ev, hang, where))
-    # 7. the health gate failed: the job ended before training
+    row = 7  # the health gate failed: the job ended before training
     health = (marker or {}).get("health")
     if isinstance(health, Mapping) and health.get("ok") is False:
         return out(Status.UNHEALTHY, _health_reason(health))
-    # 8. the script failed but the job has not ended: a cgroup OOM kill (of the batch step) is only stated once it
-    # has (OUT_OF_MEMORY, the slurmstepd banner), so a FAILED now would be final and wrong
+    row = 8  # the script failed but the job has not ended: a cgroup OOM kill (of the batch step) is only stated
+    # once it has (OUT_OF_MEMORY, the slurmstepd banner), so a FAILED now would be final and wrong
     if sched == Status.RUNNING and (rc not in (None, 0) or sig):
         return out(Status.RUNNING, f"the job script ended ({exit_note}); waiting for the scheduler's final state")
-    # 9. killed
+    row = 9  # killed
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    # 10. no log
+    row = 10  # no log
     if not ev.has_log:
         if marker is None and job is None and ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -168,7 +184,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                              "record)")
         why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
-    # 11. a failure exit
+    row = 11  # a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
         note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
@@ -176,7 +192,7 @@ def decide(ev: Evidence) -> Outcome | None:
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
         return out(Status.FAILED, f"{note}; {log.reason}")
-    # 12. gone without a trace
+    row = 12  # gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -186,15 +202,27 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    # 13. ended well: the log decides
+    row = 13  # ended well: the log decides
     if log is None:
         return out(Status.OK, "")
+    if log.status == Status.LAUNCH_FAILED:  # the program finished: what it printed is not what its suite reads
+        return out(Status.UNRECOGNISED, _unrecognised(log, "exit code 0" if rc == 0 else "ended well")[1])
     needs = log.extra.get("window_needs") if log.status == Status.INCOMPLETE else None
     if needs and not log.extra.get("restarts"):  # the program ended on its own before the window's end
         return out(log.status, f"the run had {log.steps_seen} steps, the window needs {needs}; use --measure-steps "
                                "and --warmup-steps (collect --from) or the matrix's [measure] to fit the window in "
                                "the run, or run it longer")
     return out(log.status, log.reason)
+
+
+def _unrecognised(log: RunResult, exited: str) -> tuple[bool, str]:
+    """Whether a no-step log is plenty of output, and an UNRECOGNISED run's reason (:mod:`dlperf_slurm.recognise`)."""
+    from dlperf_slurm import recognise
+
+    info = (log.extra or {}).get("unread")
+    info = dict(info) if isinstance(info, Mapping) else {}
+    return bool(info.get("plenty")), recognise.unrecognised_reason(info, exited)
+
 
 
 def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:
@@ -310,20 +338,29 @@ def worst_failure(statuses: Mapping[Any, int]) -> Status | None:
 
 
 def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: int,
-             options: Mapping[str, Any] | None = None) -> RunResult:
-    """The log's verdict and figures, read by the cell's suite parser. Never raises for a bad log: a parser
-    exception is a PARSE_ERROR result, a missing log a LAUNCH_FAILED one."""
+             options: Mapping[str, Any] | None = None, lines: Iterable[str] | None = None) -> RunResult:
+    """The log's verdict and figures, read by the cell's suite parser (from ``lines`` when given: ``collect
+    --explain``'s). Never raises for a bad log: a parser exception is a PARSE_ERROR result, no log LAUNCH_FAILED."""
     from dlperf_slurm import parsing, suites
 
     try:
         suite = suites.get(cell.suite)
         ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
-                           cell.precision, options={**suite.options, **(options or {})})
-        return suite.parse(parsing.read_lines(log), ctx)
+                           cell.precision, options={**suite.options, **(options or {})},
+                           program_batch=cell.program_batch)
+        res = suite.parse(parsing.read_lines(log) if lines is None else lines, ctx)
     except FileNotFoundError:
         return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect
         return RunResult(status=Status.PARSE_ERROR, reason=f"parser failed: {type(err).__name__}: {err}"[:300])
+    if res.status == Status.LAUNCH_FAILED:  # no step its suite knows: what the log holds, which suites read it
+        from dlperf_slurm import recognise
+
+        try:
+            res.extra["unread"] = recognise.unread(log, cell.suite)
+        except OSError:
+            pass
+    return res
 
 
 def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:

@@ -66,7 +66,7 @@ def parser_version() -> str:
     roots = [Path(parsing.__file__).parent, Path(suites.__file__).parent]
     here = Path(__file__).parent
     files = sorted(p for r in roots for p in r.glob("*.py")) + [here / "events.py", here / "model.py",
-                                                                 here / "outcome.py"]
+                                                                 here / "outcome.py", here / "recognise.py"]
     for p in files:
         with contextlib.suppress(OSError):
             h.update(p.name.encode() + p.read_bytes())

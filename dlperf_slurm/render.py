@@ -7,9 +7,11 @@ environment is ``StrictUndefined`` so a missing variable is an error, never an e
 from __future__ import annotations
 
 import dataclasses
-
+import json
 import os
+import re
 import shlex
+import subprocess
 import traceback
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +21,7 @@ import jinja2
 
 from dlperf_slurm import events, launchers
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.files import atomic_write
+from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.model import Cell, Matrix, Run
 from dlperf_slurm.schedulers.base import Resources, resources
 from dlperf_slurm.suites import RUN_DIR
@@ -88,7 +90,55 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     env.filters["pyargs"] = python_args
     env.filters["pyexe"] = python_exe
     env.globals["events"] = events  # the :::DLPERF names, for the job event of provenance.sh.j2
+    env.globals["provprobe"] = provprobe_source()  # the provenance probe the script carries (provenance.sh.j2)
     return env
+
+
+def provprobe_source() -> str:
+    """The provenance probe's source, as the job script carries it."""
+    return (Path(__file__).resolve().parent / "provprobe.py").read_text().rstrip("\n")
+
+
+@lru_cache(maxsize=1)
+def tool_version() -> str:
+    """dlperf_slurm's version, with its checkout's commit (``+g<sha>``, ``.dirty`` when it has changes) when it
+    runs from a git checkout: what the job records as the tool that rendered it."""
+    from dlperf_slurm import __version__
+
+    here = Path(__file__).resolve().parent
+    try:
+        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10)
+        if top.returncode != 0 or not (Path(top.stdout.strip()) / "dlperf_slurm").resolve() == here:
+            return __version__
+        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__}+g{sha}{'.dirty' if dirty else ''}" if sha else __version__
+
+
+#: Set-up lines whose failure ends the run (``source``/``.``, ``module``/``ml``, ``conda activate``,
+#: ``spack load``), when the line is one plain command (no comment, no continuation).
+_CHECKED_SETUP = re.compile(r"^\s*(source|\.|module|ml|conda\s+activate|spack\s+load)\s+\S")
+
+
+def setup_lines(lines: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The matrix's set-up lines, each with the error line the script prints when it fails (None: not checked)."""
+    out: list[tuple[str, str | None]] = []
+    for line in lines:
+        plain = not any(c in line for c in "#\\{}") and not line.rstrip().endswith(("|", "&&", "||", ";", "then",
+                                                                                      "do"))
+        out.append((line, events.setup_error_line(line.strip())
+                    if plain and _CHECKED_SETUP.match(line) else None))
+    return out
+
+
+def program_path(argv: Sequence[str]) -> str | None:
+    """The program's script (its first ``.py`` argument), whose checkout gives the program's own code version."""
+    return next((str(a) for a in argv if str(a).endswith(".py")), None)
 
 
 
@@ -117,6 +167,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     launcher = launchers.get(cell.launcher)
     entry = launcher.entry(container.type)
     container_prefix: list[str] = []
+    apptainer: list[str] = []
+    plain_program = list(program)
     if container.type == "apptainer":
         binds = [a for m in container.mounts for a in ("--bind", m)]
         nv = [] if matrix.slurm.gpu_request == "none" else ["--nv"]
@@ -131,7 +183,14 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "suite": suite.name,
         "measure": dataclasses.asdict(matrix.measure),
         "modules": list(matrix.environment.modules),
-        "setup": list(matrix.environment.setup),
+        "setup": setup_lines(matrix.environment.setup),
+        "umask": matrix.provenance.umask,
+        "prov": {"python": python_exe(plain_program), "prefix": apptainer,
+                 "srun": cell.nodes > 1 or container.type == "pyxis",
+                 "conf": json.dumps({"allow": list(matrix.provenance.env_allow), "container": container.type,
+                                     "deny": list(matrix.provenance.env_deny), "image": container.image,
+                                     "program_path": program_path(plain_program), "tool": tool_version()},
+                                    sort_keys=True)},
         "env": sorted(env.items()),
         "container": {"type": container.type, "image": container.image, "mounts": list(container.mounts),
                       "options": list(container.options)},
@@ -225,5 +284,7 @@ def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
     """Render and write every run's script next to its log (atomically, executable); returns the paths."""
     renderer = Renderer(matrix, template_dir)
-    return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run)), executable=True)
-            for run in runs]
+    runs = list(runs)
+    with no_more_open_than(sorted({str(r.campaign_dir) for r in runs}), matrix.provenance.umask):
+        return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run)), executable=True)
+                for run in runs]

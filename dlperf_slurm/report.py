@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import health, stragglers, studytables, wdltable
-from dlperf_slurm.files import atomic_write
+from dlperf_slurm import health, stragglers, studytables, system, wdltable
+from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
@@ -101,6 +101,7 @@ def markdown(result: Result) -> str:
                  f"from {len(runs)} runs in "
                  f"{', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
+    lines += system.markdown(system.describe(runs))
     time_flavour = "global batch × measured steps / the log's own time between the window's ends"
     speed = sorted({c.suite for c in cells if c.published == "speed"})
     if speed:  # the tables show each suite's published flavour
@@ -236,7 +237,7 @@ def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
 
 @writer("json")
 def write_json(result: Result, out: Path, stem: str) -> list[Path]:
-    doc = {"name": result.name, "generated_at": time.time(),
+    doc = {"name": result.name, "generated_at": time.time(), "system": system.describe(result.runs),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
                         "repeats": c.repeats, "notes": c.notes} for c in result.collections],
            "method": {"throughput": "time flavour: global_batch x measured steps / (t_end - t_start)",
@@ -304,7 +305,13 @@ def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: b
     each file is written atomically. The paths written, in :data:`WRITERS`' order. With ``state`` (what was
     written last time), a writer whose inputs did not change writes nothing (its files are still listed) and
     ``state`` records what is current (the plots keep their own digest per file)."""
-    out, stem = Path(out_dir), _slug(result.name)
+    # a campaign's summaries are no more open than its folder (the site's [provenance] umask made it so)
+    with no_more_open_than([c.where for c in result.collections if c.source == "manifest" and Path(c.where).is_dir()]):
+        return _write_all(result, Path(out_dir), plots, state)
+
+
+def _write_all(result, out: Path, plots: bool, state: OutputState | None) -> list[Path]:
+    stem = _slug(result.name)
     result.output_state = state
     result.with_plots = plots
     inputs = None

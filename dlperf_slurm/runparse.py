@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import health, outcome, parsecache, suites
+from dlperf_slurm import health, outcome, parsecache, recognise, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
 from dlperf_slurm.rows import RunRow
 
@@ -77,6 +77,12 @@ def from_cache(spec: RunSpec, entry: parsecache.Entry, result: RunResult | None 
     return _finish(spec, res, entry.size, seconds=entry.seconds)
 
 
+def row_of(spec: RunSpec, res: RunResult, size: int | None) -> RunRow:
+    """The row of a run whose log another reader parsed into ``res`` (``collect --explain``'s traced parse), its
+    status decided as :func:`read_run` decides it."""
+    return _finish(spec, res, size, seconds=0.0)
+
+
 def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = None,
             seconds: float | None = None) -> RunRow:
     cell = spec.cell
@@ -88,6 +94,10 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
         published, unit = "time", "samples/s"
     log_verdict = res.status
     decided = _decide(spec, res, has_log)
+    res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record), for
+    # collect --explain: not in the row (the same run decided again from the manifest's record says 0)
+    if has_log and decided.status in recognise.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
+        decided = recognise.quote_error(decided, spec.log, recognise.last_error(spec.log))
     outcome.apply(res, decided)
     res.log_status = log_verdict
     if spec.state:
@@ -134,7 +144,8 @@ def _variant(cell: Cell) -> str:
 
 
 # the job event's keys a run row keeps as its provenance, in this order
-_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT)
+_PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT,
+               ev.PARTITION, ev.QOS, ev.MODULES, ev.TOOL, ev.PER_NODE)
 
 
 def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:
@@ -166,7 +177,7 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
 
 def _row_extra(res: RunResult) -> dict[str, Any]:
     """The row's ``extra`` column: what the parser said besides the figures, then what the decision added."""
-    out = dict(res.extra or {})
+    out = {k: v for k, v in (res.extra or {}).items() if k != "rule"}  # the deciding row: --explain's
     if res.exit_code is not None:
         out["exit_code"] = res.exit_code
     out["log_status"] = res.log_status

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
 from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
-from dlperf_slurm.files import atomic_write
+from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
 from dlperf_slurm.model import FAILURES, Matrix, Run, Status
 from dlperf_slurm.render import Renderer, check_template_dir, run_resources
@@ -29,8 +29,9 @@ from dlperf_slurm.tracking import record_ids, reconcile, refresh, used_scheduler
 if TYPE_CHECKING:
     from dlperf_slurm.topup import TopUp
 
-#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included
-RETRYABLE = frozenset(FAILURES)
+#: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included,
+#: but UNRECOGNISED (the program finished; its log is read with another suite, or by a parser that knows its format)
+RETRYABLE = frozenset(FAILURES) - {Status.UNRECOGNISED}
 
 
 @dataclass
@@ -85,7 +86,8 @@ def to_submit(runs: Sequence[Run], statuses: dict[str, str], retry_failed: bool,
     todo = []
     for r in runs:
         st = statuses.get(r.key, Status.UNSUBMITTED)
-        if st == Status.UNSUBMITTED or (st in RETRYABLE and (retry_failed or force)) or (st == Status.OK and force):
+        if st == Status.UNSUBMITTED or (st in RETRYABLE and (retry_failed or force)) or (
+                st in (Status.OK, Status.UNRECOGNISED) and force):
             todo.append(r)
         else:
             report.kept[st] = report.kept.get(st, 0) + 1
@@ -206,6 +208,17 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
     check_template_dir(template_dir)  # before anything is written, and for --dry-run too
+    if not dry_run:  # every file of the campaign: the site's umask, and never more open than its folder
+        with no_more_open_than([cdir], matrix.provenance.umask):
+            return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, template_dir=template_dir,
+                           top_up=top_up, out=out)
+    return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, dry_run=True,
+                   template_dir=template_dir, top_up=top_up, out=out)
+
+
+def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: bool = False, force: bool = False,
+            dry_run: bool = False, template_dir: str | None = None, top_up: "TopUp | None" = None,
+            out=print) -> SubmitReport:
     more = _recorded_repeats(cdir)
     if top_up is not None:
         more.update(_top_up(cdir, more, top_up, out))
@@ -295,6 +308,10 @@ def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int,
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
         out(f"  {failed} failed runs are kept as they are: --retry-failed resubmits them")
+    unread = report.kept.get(Status.UNRECOGNISED, 0)
+    if unread:
+        out(f"  {unread} UNRECOGNISED runs are kept: their programs finished, their suite does not read their logs "
+            "(collect's reasons name the suites that do); --force reruns them")
     for key, why in report.skipped:
         out(f"  skipped {key}: {why}")
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from dlperf_slurm import outcome
+from dlperf_slurm import outcome, recognise
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.manifest import Decision, Manifest, suite_options
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
@@ -83,7 +83,11 @@ def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: boo
     if first is None or first.status in ACTIVE:
         return first, ev
     ev = evidence(ctx, row, info, asked, read_log=True)
-    return outcome.decide(ev), ev
+    decided = outcome.decide(ev)
+    if decided is not None and ev.has_log and decided.status in recognise.QUOTES_ERROR:  # the log's own words
+        log = ctx.m.abspath(row["log"])
+        decided = recognise.quote_error(decided, str(log), recognise.last_error(log))
+    return decided, ev
 
 
 def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] | None = None, out=None) -> int:

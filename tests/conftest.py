@@ -30,9 +30,13 @@ def _results_store_of_the_test(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
-def golden(request):
+def golden(request, monkeypatch):
     """``golden(name, text)``: compare a rendered script with ``tests/golden/<name>.sbatch`` (with
-    ``--update-golden``: write it there first)."""
+    ``--update-golden``: write it there first). The tool version a script records is pinned to the package's
+    (without the checkout's commit), so a golden does not change with every commit."""
+    from dlperf_slurm import __version__, render
+
+    monkeypatch.setattr(render, "tool_version", lambda: __version__)
 
     def check(name: str, text: str) -> None:
         path = GOLDEN / f"{name}.sbatch"

@@ -232,3 +232,18 @@ def test_compare_fails_when_nothing_is_shared_or_cells_went_missing(tmp_path, ca
     assert "NEW lacks 2 cells BASE had (resnet50.tf-cnn.1x1.b16.fp32.xla0" in capsys.readouterr().err
     assert main(["compare", str(out / "monday.json"), str(out / "mixed.json"), *args]) == 0  # new cells: fine
     assert main(["compare", "ref:dlperf-v100", str(out / "monday.json"), "--junit", "x.xml", *args]) == 2
+
+
+def test_unrecognised_runs_are_called_out():
+    # issue 20.2: a side whose logs its suite does not read is said so, not silently a smaller or missing median
+    base, partly = side(noisy(1000)), side(noisy(1000, n=4), [Status.OK] * 4 + [Status.UNRECOGNISED] * 3)
+    unread = side([], [Status.UNRECOGNISED] * 7)
+    rows = cmp.compare({"a": base, "b": base}, {"a": partly, "b": unread})
+    assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new"
+    assert cmp.verdict_text(rows[0]) == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
+    assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new" and rows[1].regressed
+    text = cmp.markdown("x", "y", rows, 0.05)
+    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new; b: 7 new)" in text and "no change: 1" in text
+    assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
+    assert "3 new runs UNRECOGNISED" in cmp.terminal("x", "y", rows, 0.05, wide=True)
+    assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""

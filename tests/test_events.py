@@ -35,7 +35,7 @@ def test_every_event_has_its_keys_and_names_are_unique():
     for event, keys in ev.KEYS.items():
         assert len(set(keys)) == len(keys), event
         assert ev.EVENT not in keys, event
-    values = {"PREFIX", "DEVICE_CUDA", "DEVICE_CPU", "CPU_MEMORY_REASON"}  # constants that are no key
+    values = {"PREFIX", "DEVICE_CUDA", "DEVICE_CPU", "CPU_MEMORY_REASON", "PER_NODE"}  # constants that are no key
     key_values = {v for k, v in _CONSTANTS.items() if not k.startswith(("EV_", "KIND_")) and k not in values}
     assert key_values == {k for keys in ev.KEYS.values() for k in keys} | {ev.EVENT}, "a key in no event's tuple"
 
@@ -126,42 +126,50 @@ def test_failure_paths_print_declared_error_events(monkeypatch, capsys):
 
 
 # ------------------------------------------------------------------------------------- the provenance snippet
-def _provenance(tmp_path: Path, path: str) -> dict:
-    """Render templates/provenance.sh.j2, run it with ``PATH=path``, return its one job event."""
+def _provenance(tmp_path: Path, path: str) -> tuple[dict, list[dict]]:
+    """Render templates/provenance.sh.j2 (one node, no container), run it with ``PATH=path``, return its one job
+    event and its node events."""
     script = tmp_path / "provenance.sh"
-    script.write_text(render.environment().get_template("provenance.sh.j2").render())
+    ctx = {"prov": {"python": "python3", "prefix": [], "srun": False, "conf": "{}"}, "nodes": 1,
+           "container": {"type": "none", "image": "", "mounts": [], "options": []}}
+    script.write_text(render.environment().get_template("provenance.sh.j2").render(ctx))
     env = {"PATH": path, "DLPERF_RUN": "c.r0", "DLPERF_COMMAND": "torchrun x", "SLURM_JOB_ID": "77",
            "HOME": str(tmp_path)}
-    out = subprocess.run(["/bin/bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
-                         timeout=60).stdout
-    lines = [line for line in out.splitlines() if line.startswith(ev.PREFIX)]
-    assert len(lines) == 1, out
+    p = subprocess.run(["/bin/bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [line for line in p.stdout.splitlines() if line.startswith(ev.PREFIX)]
+    assert len(lines) == 2, p.stdout
     # campaign.py finds this line by the spaced text '"event": "job"' (json.dumps' default separators)
     assert f'"{ev.EVENT}": "{ev.EV_JOB}"' in lines[0]
-    job = ev.parse_event(lines[0])
+    job, node = ev.parse_event(lines[0]), ev.parse_event(lines[1])
     assert job is not None and job[ev.EVENT] == ev.EV_JOB
-    return job
+    assert node is not None and node[ev.EVENT] == ev.EV_NODE
+    return job, [node]
 
 
-def test_provenance_snippet_writes_the_job_keys_of_events(tmp_path):
+def test_provenance_snippet_writes_the_job_and_node_keys_of_events(tmp_path):
     python_dir = str(Path(sys.executable).parent)
-    job = _provenance(tmp_path, f"{python_dir}:/usr/bin:/bin")
-    assert set(job) - {ev.EVENT} == set(ev.JOB_KEYS) - {ev.ERROR}
+    job, nodes = _provenance(tmp_path, f"{python_dir}:/usr/bin:/bin")
+    assert set(job) - {ev.EVENT} == set(ev.JOB_KEYS) - {ev.ERROR} - set(ev.JOB_KEYS_BEFORE_NODES)
     assert job[ev.RUN] == "c.r0" and job[ev.JOB_ID] == "77" and job[ev.COMMAND] == "torchrun x"
+    assert set(nodes[0]) - {ev.EVENT} == set(ev.NODE_KEYS) - {ev.ERROR}
+    assert nodes[0][ev.PYTHON] == sys.version.split()[0]
 
 
-def test_provenance_snippet_fallbacks_are_job_events_with_an_error(tmp_path):
+def test_provenance_snippet_fallbacks_are_events_with_an_error(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    job = _provenance(tmp_path, str(empty))  # no python3 at all
+    job, (node,) = _provenance(tmp_path, str(empty))  # no python3 at all
     assert set(job) == {ev.EVENT, ev.ERROR} and "python3 not found" in job[ev.ERROR]
+    assert set(node) == {ev.EVENT, ev.ERROR} and "provenance probe failed" in node[ev.ERROR]
     broken = tmp_path / "broken"
     broken.mkdir()
     fake = broken / "python3"
     fake.write_text("#!/bin/sh\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    job = _provenance(tmp_path, str(broken))  # a python3 that fails
+    job, (node,) = _provenance(tmp_path, str(broken))  # a python3 that fails
     assert set(job) == {ev.EVENT, ev.ERROR} and "provenance script failed" in job[ev.ERROR]
+    assert set(node) == {ev.EVENT, ev.ERROR}
 
 
 # ------------------------------------------------------------------------------------------ static checks

@@ -402,3 +402,27 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     plain = re.sub(r" throughput per GPU \(TFLOP/s/GPU\): \S+ \|", "", text)
     res = MEG.parse(lp.iter_text_lines(plain), ParseContext(2, 8, 1, 10, 2, "bf16"))
     assert res.extra["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(4096, 32, 4096, 50304, True))
+
+
+@pytest.mark.parametrize("name", ["megatron-gpt", "deepspeed-gpt", "oneflow-gpt"])
+def test_global_batch_is_the_batch_the_program_is_given(name):
+    # issue 20.6: with tensor/pipeline parallelism the global batch is not GPUs x batch per GPU (a tp8 cell of
+    # micro batch 8 gives the program 8, not 64): plan, the summaries and the parse all take the program's figure
+    from dlperf_slurm import matrix as matrix_mod
+
+    m = matrix_mod.load(Path(__file__).parents[1] / "matrices" / f"{name}.toml", site=False)
+    suite = m.suites[0]
+    parallel = 0
+    for cell in m.cells:
+        if suite is DS:
+            given = json.loads(DS.files(cell, m.measure, m.options_for(cell))["ds_config.json"])["train_batch_size"]
+        else:
+            argv = suite.program(cell, m.measure, {**suite.options, **m.options_for(cell)})
+            if suite is MEG:
+                given = int(argv[argv.index("--global-batch-size") + 1])
+            else:
+                given = int(dict(a.split("=", 1) for a in argv if "=" in a)["train.global_batch_size"])
+        assert cell.global_batch == given, cell.id
+        assert cell.as_dict()["global_batch"] == given and Cell.from_dict(cell.as_dict()).global_batch == given
+        parallel += int(cell.param("tensor_parallel", 1)) * int(cell.param("pipeline_parallel", 1)) > 1
+    assert parallel, "the matrix has no tensor/pipeline-parallel cell"

@@ -277,7 +277,31 @@ def test_hostile_container_values_stay_inert(launcher, tmp_path, stub_bin):
     assert rc == 0, log
     assert not pwned.exists(), "a hostile container value was executed"
     calls = [r for r in records if r["stub"] == "apptainer"]
-    # the health gate's probe enters the image too (apptainer exec ... python3 -m dlperf_slurm.health): same words
-    [call] = [r for r in calls if "dlperf_slurm.health" not in r["argv"]]
+    # the health gate's probe and the provenance node step enter the image too (apptainer exec ... python3 -m
+    # dlperf_slurm.health; apptainer exec ... /bin/sh -c <probe>): same words
+    [call] = [r for r in calls if "dlperf_slurm.health" not in r["argv"] and r["target"] != "/bin/sh"]
     assert call["image"] == image and call["argv"][:4] == ["exec", "--nv", "--bind", mount]
     assert all(r["image"] == image and mount in r["argv"] for r in calls)
+
+
+@pytest.mark.parametrize("kind", ["none", "pyxis", "apptainer"])
+def test_provenance_node_step_runs_on_every_node_inside_the_container(kind, tmp_path, stub_bin):
+    """The provenance node step goes the program's way: one srun task per node of a 2-node cell (each task's node
+    name from slurmd's SLURMD_NODENAME), through the same container entry (pyxis: srun --container-image; apptainer:
+    apptainer exec IMAGE), and prints one node event per node, naming the container the job entered."""
+    from dlperf_slurm import events as ev
+
+    m = _load(tmp_path, ["torchrun"], kind=kind, devices="2x1")
+    rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
+    assert rc == 0, log
+    nodes = [e for line in log.splitlines() if (e := ev.parse_event(line)) and e[ev.EVENT] == ev.EV_NODE]
+    assert sorted(n[ev.HOSTNAME] for n in nodes) == ["node1", "node2"], log
+    want = None if kind == "none" else {"runtime": kind, "image": SIF if kind == "apptainer" else PYXIS_IMAGE,
+                                        "digest": None}
+    assert all(n[ev.CONTAINER] == want for n in nodes), nodes
+    assert all(n[ev.PROGRAM] == {"path": str(TRAIN), "git": n[ev.PROGRAM]["git"],
+                                 "describe": n[ev.PROGRAM]["describe"]} for n in nodes)
+    probe = [r for r in records if r["stub"] == "srun" and "--kill-on-bad-exit=0" in r["argv"]]  # not the launch's
+    assert len(probe) == 1 and probe[0]["container_image"] == (PYXIS_IMAGE if kind == "pyxis" else None), records
+    entered = [r for r in records if r["stub"] == "apptainer" and r["target"] == "/bin/sh"]
+    assert len(entered) == (2 if kind == "apptainer" else 0), records

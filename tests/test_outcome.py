@@ -165,10 +165,63 @@ def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
 
 def test_each_log_verdict_survives_a_clean_exit(decided):
     """Row 13: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
-    the manifest (and --retry-failed) instead of an OK the exit code alone would give."""
+    the manifest (and --retry-failed) instead of an OK the exit code alone would give; a log with no step its
+    suite knows is UNRECOGNISED there (the program finished: never a launch failure)."""
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
-            assert o.status == log
+            assert o.status == (Status.UNRECOGNISED if log == Status.LAUNCH_FAILED else log)
+            assert o.rule in (4, 5, 9, 13)  # a log's OOM, non-finite loss or kill banner: their own rows
+
+
+def test_unrecognised_only_when_the_program_finished(decided):
+    # issue 20.2: a run whose program ended well is never LAUNCH_FAILED for a log its suite does not read; a
+    # failure exit, a kill or a hang keep their own status
+    for (sched, marker, log, banner, cancel), o in decided.items():
+        if o is not None and o.status == Status.UNRECOGNISED:
+            assert log == Status.LAUNCH_FAILED and marker in ("rc0", "healthy", "none"), (sched, marker, log, o)
+            assert sched not in (Status.FAILED, Status.OOM, *outcome.KILLED), (sched, marker, log, o)
+            assert "finds no training step it knows" in o.reason
+        if o is not None and o.status == Status.LAUNCH_FAILED and marker in ("rc0", "healthy") and log != "no log":
+            assert sched not in (Status.OK, NO_RECORD) or banner != "none", (sched, marker, log, banner, o)
+
+
+def _no_step_log(progress: int, lines: int, error=None) -> RunResult:
+    res = RunResult(status=Status.LAUNCH_FAILED, reason="no training step in the log")
+    res.extra["unread"] = {"suite": "paddle/resnet50", "lines": lines, "progress_count": progress,
+                           "progress": [[3, "ips: 444.4 samples/s"]] if progress else [], "readers": [],
+                           "plenty": progress >= 3 or (lines >= 1000 and error is None), "error": error}
+    return res
+
+
+def test_a_tree_log_with_plenty_of_output_is_unrecognised_else_launch_failed():
+    # row 3 (no exit marker, no scheduler: a DLPerf tree): plenty of output makes it UNRECOGNISED
+    plenty = outcome.decide(outcome.Evidence(log=_no_step_log(40, 200), has_log=True))
+    assert plenty.status == Status.UNRECOGNISED and plenty.rule == 3
+    assert "no exit marker, plenty of output" in plenty.reason and "line 3: 'ips: 444.4 samples/s'" in plenty.reason
+    little = outcome.decide(outcome.Evidence(log=_no_step_log(0, 12, [12, "RuntimeError: x"]), has_log=True))
+    assert little.status == Status.LAUNCH_FAILED and little.rule == 3
+    # a failure exit stays a failure whatever the log holds
+    failed = outcome.decide(outcome.Evidence(log=_no_step_log(40, 200), has_log=True, asked=True,
+                                             marker=MARKERS["rc3"]))
+    assert failed.status == Status.LAUNCH_FAILED and failed.rule == 11
+
+
+def test_the_retry_leaves_unrecognised_runs_and_force_reruns_them():
+    from dlperf_slurm.submit import RETRYABLE, SubmitReport, to_submit
+
+    assert Status.UNRECOGNISED not in RETRYABLE and Status.LAUNCH_FAILED in RETRYABLE
+    assert Status.UNRECOGNISED in outcome.FAILURES  # never in a median: only OK runs are
+
+    class Run:  # what to_submit reads of a run
+        def __init__(self, key):
+            self.key = key
+
+    runs = [Run("unread"), Run("failed"), Run("ok")]
+    statuses = {"unread": Status.UNRECOGNISED, "failed": Status.LAUNCH_FAILED, "ok": Status.OK}
+    report = SubmitReport()
+    assert [r.key for r in to_submit(runs, statuses, True, False, report)] == ["failed"]
+    assert report.kept == {Status.UNRECOGNISED: 1, Status.OK: 1}
+    assert [r.key for r in to_submit(runs, statuses, False, True, SubmitReport())] == ["unread", "failed", "ok"]
 
 
 def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():

@@ -632,6 +632,7 @@ def test_marker_records_failure_and_provenance_line(tmp_path):
     [script] = render.write_scripts(m, [run])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env["SECRET_API_TOKEN"] = "hunter2"
+    env["NCCL_SOCKET_IFNAME"] = "lo"
     r = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0  # oneflow is not installed here: python -m oneflow... fails
     marker = run.marker.read_text()
@@ -643,7 +644,8 @@ def test_marker_records_failure_and_provenance_line(tmp_path):
 
     job = json.loads(job_lines[0][len(":::DLPERF "):])
     assert job["run"] == run.key and "oneflow.distributed.launch" in job["command"]
-    assert job["env"]["SECRET_API_TOKEN"] == "<redacted>" and "hunter2" not in log
+    assert "SECRET_API_TOKEN" not in job["env"] and "hunter2" not in log  # not on the allow-list
+    assert job["env"]["NCCL_SOCKET_IFNAME"] == "lo" and "PATH" in job["env"]  # what explains performance is kept
 
 
 def test_tf2_time_history_interval_divides_the_window(tmp_path):

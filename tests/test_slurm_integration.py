@@ -72,6 +72,11 @@ def site(tmp_path_factory):
                           time_limit="00:01:00", slurm_extra='extra_directives = ["--comment=dlperf-rendered"]')
         out[f"life-{variant}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site",
                                      "--templates", str(TEMPLATES))
+    setupfail = root / "setupfail.toml"
+    setupfail.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "setupfail"')
+                         .replace('devices = ["1x1", "1x2"]', 'devices = ["1x1"]').replace("repeats = 3", "repeats = 1")
+                         + '[environment]\nsetup = ["source /nonexistent/dlperf-env.sh"]\n')
+    out["setupfail"] = cli("--logs", str(logs), "submit", str(setupfail), "--executor", "slurm", "--no-site")
     # the built-in workload with its loss made NaN from step 3 on: exits 0, its log says NONFINITE
     nan = root / "nan.toml"
     nan.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "nan"')
@@ -126,6 +131,27 @@ def test_two_node_cell_spans_n1_and_n2(site, launcher, name):
     header = next(json.loads(line.split(" ", 1)[1]) for line in run.log.read_text().splitlines()
                   if line.startswith(':::DLPERF {"event":"header"'))
     assert header["world_size"] == 2 and header["nodes"] == 2 and header["launcher"] == name
+    # provenance from every node, not only the batch host: one node event from n1 and one from n2 (srun, one task
+    # a node), each with the interpreter and torch the program ran with there
+    nodes = [json.loads(line.split(" ", 1)[1]) for line in run.log.read_text().splitlines()
+             if line.startswith(':::DLPERF {"event": "node"')]
+    assert sorted(n["hostname"] for n in nodes) == ["n1", "n2"], nodes
+    assert all(n["versions"]["torch"] == header["versions"]["torch"] for n in nodes), (nodes, header["versions"])
+    job = next(json.loads(line.split(" ", 1)[1]) for line in run.log.read_text().splitlines()
+               if line.startswith(':::DLPERF {"event": "job"'))
+    assert job["partition"] and job["qos"] and job["nodelist"] == "n[1-2]"
+
+
+def test_a_failed_source_line_ends_the_job_as_launch_failed(site):
+    """A set-up line that fails on the node (a file that is not there) ends the job there: LAUNCH_FAILED, with
+    that line as the reason, in status and in collect."""
+    cdir = site["logs"] / "setupfail"
+    assert site["setupfail"].returncode == 0, site["setupfail"].stderr
+    st = _wait(cdir)
+    assert list(st.values()) == [Status.LAUNCH_FAILED], st
+    (run,) = manifest.load_manifest(cdir)
+    assert "set-up failed: source /nonexistent/dlperf-env.sh" in run.reason, run.reason
+    assert '"event":"header"' not in run.log.read_text()  # the workload never started
 
 
 @pytest.mark.parametrize("variant", ["sacct", "nosacct"])

@@ -14,7 +14,7 @@ from typing import Any, Sequence, TextIO
 
 from dlperf_slurm import manifest, parsecache
 from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, refresh_statuses, runs_from_campaign,
-                                  runs_from_matrix, runs_from_tree)
+                                  runs_from_matrix, runs_from_tree, tree_suite)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import ACTIVE
 
@@ -70,11 +70,13 @@ def gather(args) -> list[Collection]:
     collections: list[Collection] = []
     names = list(args.campaign or [])
     if args.from_dir:
-        if not args.suite:
-            raise UserError("--from DIR needs --suite NAME (how to read the logs), e.g. --suite ngc-pytorch/resnet50")
-        collections.append(runs_from_tree(args.from_dir, args.suite, args.warmup_steps, args.measure_steps,
-                                          tree_options(args.suite, args.option),
+        suite, notes = tree_suite(args.from_dir, args.suite)  # --suite auto (the default): the logs say
+        collections.append(runs_from_tree(args.from_dir, suite, args.warmup_steps, args.measure_steps,
+                                          tree_options(suite, args.option),
                                           name=args.name if not names and not args.matrix else None))
+        collections[-1].notes[:0] = notes
+        for note in notes if args.watch is None else ():
+            print(f"dlperf-slurm: {note}", file=sys.stderr)
     else:  # they only say how to read a --from tree; a campaign or matrix has its own window and options
         for flag, value in (("--suite", args.suite), ("--warmup-steps", args.warmup_steps),
                             ("--measure-steps", args.measure_steps), ("--option", args.option)):
@@ -125,6 +127,11 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 
 def cmd_collect(args) -> int:
+    if args.explain:  # one run's figures and status, where they come from; nothing is written
+        from dlperf_slurm import explain
+
+        print(explain.explain(gather(args), args.explain))
+        return 0
     if args.watch is not None:
         return watch(args, args.watch or WATCH_SECONDS)
     from dlperf_slurm import report

@@ -30,9 +30,13 @@ def note_dropped(m, matrix_arg: str) -> None:
           f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
 
 
-def make_folder(path: Path) -> None:
-    """The campaign folder (``--out``, ``--logs``), or one line saying why it cannot be made."""
+def make_folder(path: Path, umask: str | None = None) -> None:
+    """The campaign folder (``--out``, ``--logs``), made under the site's umask (``[provenance] umask``), or one
+    line saying why it cannot be made."""
+    from dlperf_slurm.files import no_more_open_than
+
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        with no_more_open_than([path], umask):
+            pass
     except OSError as err:
         raise UserError(f"{path}: cannot create the campaign folder: {err.strerror or err}") from None

@@ -21,7 +21,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
         raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
                         "into another folder (--out DIR)")
-    make_folder(out)
+    make_folder(out, m.provenance.umask)
     paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0

@@ -48,7 +48,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from dlperf_slurm.render import check_template_dir
 
         check_template_dir(args.templates)  # before the campaign folder is made
-        make_folder(cdir)
+        make_folder(cdir, m.provenance.umask)
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
                     template_dir=args.templates, top_up=top)
     if args.dry_run:

@@ -92,6 +92,11 @@ def finite(x: Any) -> bool:
 
 # ------------------------------------------------------------------------------------------------ scanner
 
+#: ``collect --explain`` sets this while it parses one log: every ``Window.add`` appends its ``(step, time,
+#: speed)`` here, and a Scanner reports each record its handler read (``TRACE.consumed(rank)``). None (the default):
+#: nothing is kept
+TRACE: Any = None
+
 # A handler reads one line's text (rank label removed) and answers:
 NOT_MINE, CONSUMED, FRAGMENT = 0, 1, 2
 
@@ -117,6 +122,7 @@ class Facts:
     job: dict[str, Any] | None = None  # provenance (the sbatch script's :::DLPERF job line), env left out
     memories: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF memory events (memwatch: one a node)
     health: dict[str, Any] | None = None  # the health gate's :::DLPERF health event
+    nodes: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF node events (provenance, one a node)
     errors: list[dict[str, Any]] = field(default_factory=list)  # :::DLPERF error events (first few)
     ranks: set = field(default_factory=set)  # rank labels seen
 
@@ -145,6 +151,15 @@ class Scanner:
                  wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None,
                  block_needles: Sequence[str] | None = None):
+        trace = TRACE
+        if trace is not None and hasattr(trace, "consumed"):  # collect --explain: the records the handler read
+            def traced(text: str, rank: int | None, final: bool, _inner=handler) -> int:
+                r = _inner(text, rank, final)
+                if r == CONSUMED:
+                    trace.consumed(rank)
+                return r
+
+            handler = traced
         self.handler = handler
         self.starts = starts or (lambda text: False)
         self.all_ranks = ranks == "all"
@@ -282,6 +297,14 @@ class Scanner:
         if kind == ev.EV_JOB:
             if self.facts.job is None:
                 self.facts.job = {k: event.get(k) for k in _JOB_KEYS if k in event}
+        elif kind == ev.EV_NODE:
+            if len(self.facts.nodes) < 4096:
+                self.facts.nodes.append({k: event[k] for k in ev.NODE_KEYS if k in event})
+            if self.facts.job is not None and not event.get(ev.ERROR):
+                # the job record's GPUs and versions, as older logs' job events held them: the first node's
+                for k in ev.JOB_KEYS_BEFORE_NODES:
+                    if k in event and k not in self.facts.job:
+                        self.facts.job[k] = event[k]
         elif kind == ev.EV_MEMORY:
             if len(self.facts.memories) < 4096:
                 self.facts.memories.append(event)

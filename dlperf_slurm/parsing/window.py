@@ -12,6 +12,7 @@ from typing import Any
 
 from dlperf_slurm import events as ev
 from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.parsing import lines as _lines
 from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 
 # ------------------------------------------------------------------------------------------------ window
@@ -68,6 +69,8 @@ class Window:
     def add(self, step: int, time: float | None = None, *, speed: float | None = None, loss: float | None = None,
             span_from: int | None = None, span_seconds: float | None = None) -> None:
         self.points += 1
+        if _lines.TRACE is not None:  # collect --explain
+            _lines.TRACE.append((step, time, speed))
         if step < self.max_step:
             self.out_of_order += 1
         self.max_step = max(self.max_step, step)
@@ -216,7 +219,8 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         mem["mem_reason"] = no_memory_reason or "the log reports no GPU memory"
     res = RunResult(status=Status.OK, steps_seen=window.max_step, tiny=tiny,
                     loss_finite=None if window.last_loss is None and window.nonfinite is None
-                    else window.nonfinite is None, extra=x, job=facts.job or None, health=facts.health or None,
+                    else window.nonfinite is None, extra=x, health=facts.health or None,
+                    job={**(facts.job or {}), **({ev.PER_NODE: facts.nodes} if facts.nodes else {})} or None,
                     **mem)
     if fig is not None:
         res.throughput = fig.throughput
@@ -236,6 +240,9 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         res.reason = "no training step in the log" + (f"; last error: {why}" if why else "")
         if facts.lines == 0:
             res.reason = "empty log: no training step"
+        setup = next((e for e in facts.errors if e.get(ev.KIND) == ev.KIND_SETUP), None)
+        if setup is not None:  # the job script's set-up failed: that step is the reason
+            res.reason = _clip(str(setup.get(ev.MESSAGE) or "set-up failed"))
     elif window.nonfinite is not None:
         step, loss = window.nonfinite
         res.status, res.reason = Status.NONFINITE, (f"loss is {loss} at step {step}: a throughput with a " \

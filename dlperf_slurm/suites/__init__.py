@@ -65,6 +65,11 @@ class Suite:
             return f"{self.name} cannot run under launcher {cell.launcher!r} (can: {', '.join(self.launchers)})"
         return None
 
+    def global_batch(self, cell: Cell) -> int:
+        """The batch one step of the program takes over every GPU (what ``plan`` and the summaries show, and the
+        figures' samples per step): GPUs x batch per device, unless the suite's program is given another."""
+        return cell.devices * cell.batch_size
+
     def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError

@@ -65,10 +65,20 @@ class _GPT(Suite):
         tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
         dp = cell.devices // (tp * pp)
         mb = cell.batch_size
-        gb = int(cell.param("global_batch", 0)) or mb * dp
+        gb = self.global_batch(cell)
         layers, hidden, heads = model_dims(str(cell.param("model_size", "345M"))) or (0, 0, 0)
         return {"tp": tp, "pp": pp, "dp": dp, "micro": mb, "global": gb, "accumulation": gb // (mb * dp),
                 "layers": layers, "hidden": hidden, "heads": heads, "seq": int(cell.param("seq_length", 2048))}
+
+    def global_batch(self, cell: Cell) -> int:
+        """The ``global_batch`` axis, else micro batch x data-parallel size (GPUs / (tp x pp)): the batch the
+        program's ``--global-batch-size`` (``train_batch_size``, ``train.global_batch_size``) is given."""
+        try:
+            tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
+            gb = int(cell.param("global_batch", 0))
+        except (TypeError, ValueError):
+            return super().global_batch(cell)  # a cell drop_reason refuses
+        return gb or cell.batch_size * (cell.devices // max(1, tp * pp))
 
     def drop_reason(self, cell: Cell) -> str | None:
         why = super().drop_reason(cell)

@@ -1,0 +1,224 @@
+"""The provenance probe every job script runs: ``job`` on the batch host, ``node`` on every node of the run, from
+where the program runs (inside its container, with its interpreter). Each prints one ``:::DLPERF`` line.
+
+This file is the probe's whole source: the job script carries it (``templates/provenance.sh.j2`` puts it into the
+script as text and runs it with ``python3 -c``), so it imports only the standard library and nothing of
+dlperf_slurm (the nodes, and the container, need not have the package). Its event and key names are the ones
+declared in :mod:`dlperf_slurm.events` (``tests/test_provenance.py`` checks that every key it prints is).
+
+The environment is recorded by ALLOW-list (:data:`ALLOW`, what explains performance: NCCL, CUDA, the Slurm job's
+geometry, threads, transports, the frameworks' tuning flags, library paths, loaded modules, proxies), narrowed by
+:data:`DENY` and by the site's ``[provenance] env_deny``, widened by its ``env_allow``. A name that reads like a
+credential is recorded as ``<redacted>`` even when allowed; a value is masked wherever it holds something shaped
+like a credential (URL userinfo, a JWT, a ``Bearer``/``Basic`` header, an AWS key id, a PEM block, a long random
+token): :func:`mask`.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from fnmatch import fnmatchcase
+
+PREFIX = ":::DLPERF "
+REDACTED = "<redacted>"
+
+#: Names recorded (fnmatch patterns, case-sensitive): what explains a run's performance.
+ALLOW = (
+    "NCCL_*", "CUDA_*", "CUDNN_*", "NVIDIA_*", "CUBLAS_*", "OMP_*", "MKL_*", "KMP_*", "UCX_*", "FI_*", "HOROVOD_*",
+    "TF_*", "XLA_*", "PYTORCH_*", "TORCH_*", "MXNET_*", "FLAGS_*", "GLOG_*", "OMPI_MCA_*", "PMIX_MCA_*", "I_MPI_*",
+    "MASTER_ADDR", "MASTER_PORT", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "PYTHONPATH", "LOADEDMODULES",
+    "MODULEPATH", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "all_proxy",
+    "ALL_PROXY", "DLPERF_RUN", "DLPERF_IMAGE",
+    # the Slurm job's geometry and placement
+    "SLURM_JOB_ID", "SLURM_JOB_NAME", "SLURM_JOB_PARTITION", "SLURM_JOB_QOS", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "SLURM_JOB_CPUS_PER_NODE", "SLURM_GPUS*", "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE", "SLURM_MEM_PER_*", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
+    "SLURM_CLUSTER_NAME", "SLURM_DISTRIBUTION", "SLURM_CPU_BIND*", "SLURM_HINT", "SLURM_JOB_RESERVATION",
+    "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_TOPOLOGY_ADDR*",
+)
+#: Names never recorded, though an allow pattern matches them.
+DENY = ("DLPERF_COMMAND", "DLPERF_PROVENANCE*",
+        "TF_VAR_*", "TF_TOKEN_*", "TF_CLI_*", "TF_WORKSPACE", "TF_REGISTRY_*")  # Terraform's, not TensorFlow's
+#: A name that reads like a credential: its value is never recorded, whatever allows it.
+SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASS|PWD|CRED|AUTH|JWT|COOKIE|SESSION|SIGNATURE|PRIVATE|CERT|WEBHOOK",
+                         re.I)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*-----.*?(-----END [A-Z0-9 ]*-----|$)", re.S)
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
+_AUTH_HEADER = re.compile(r"(?i)\b(bearer|basic|token|digest)(\s+|=|:)[^\s,;]+")
+_AWS_ID = re.compile(r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b")
+# a run of token characters ('-' and '.' end a run: GPU UUIDs, versions, host names and paths stay readable)
+_RUN = re.compile(r"[A-Za-z0-9_+/=]{20,}")
+
+
+def _token_like(run: str) -> bool:
+    """A long run of token characters that is no path: mixed-case letters and digits, or 32+ hex digits."""
+    if run.startswith("/"):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F]{32,}", run):
+        return True
+    return bool(re.search(r"[0-9]", run) and re.search(r"[a-z]", run) and re.search(r"[A-Z]", run))
+
+
+def mask(value: str) -> str:
+    """``value`` with every part shaped like a credential replaced by ``<redacted>`` (URL userinfo dropped)."""
+    v = _PEM.sub(REDACTED, value)
+    v = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", v)
+    v = _JWT.sub(REDACTED, v)
+    v = _AUTH_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, v)
+    v = _AWS_ID.sub(REDACTED, v)
+    return _RUN.sub(lambda m: REDACTED if _token_like(m.group(0)) else m.group(0), v)
+
+
+def allowed(name: str, allow=(), deny=()) -> bool:
+    """Whether ``name`` is recorded: an allow pattern (built-in or the site's) matches and no deny pattern does."""
+    if any(fnmatchcase(name, p) for p in (*DENY, *deny)):
+        return False
+    return any(fnmatchcase(name, p) for p in (*ALLOW, *allow))
+
+
+def capture_env(environ, allow=(), deny=()) -> dict:
+    """The recorded environment: allowed names only; a credential-like name's value redacted, every value masked."""
+    return {k: (REDACTED if SECRET_NAME.search(k) else mask(v)) for k, v in sorted(environ.items())
+            if allowed(k, allow, deny)}
+
+
+def _run(*cmd, cwd=None):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=cwd)
+    except Exception:
+        return None
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def _version(dist):
+    try:
+        from importlib import metadata
+        return metadata.version(dist)
+    except Exception:
+        return None
+
+
+FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
+              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax", "jaxlib")
+LIBRARIES = ("torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
+             "nvidia-dali-cuda120", "mpi4py", "numpy", "dlperf_slurm")
+
+
+def _first_version(dists):
+    for d in dists:
+        v = _version(d)
+        if v:
+            return v
+    return None
+
+
+def _cudnn(environ):
+    if environ.get("CUDNN_VERSION"):
+        return environ["CUDNN_VERSION"]
+    v = _first_version(("nvidia-cudnn-cu12", "nvidia-cudnn-cu11"))
+    if v:
+        return v
+    for header in ("/usr/include/cudnn_version.h", "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h",
+                   "/usr/local/cuda/include/cudnn_version.h"):
+        try:
+            text = open(header).read()
+        except OSError:
+            continue
+        parts = [re.search(rf"#define CUDNN_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCHLEVEL")]
+        if all(parts):
+            return ".".join(p.group(1) for p in parts)
+    return None
+
+
+def _cuda(environ):
+    if environ.get("CUDA_VERSION"):
+        return environ["CUDA_VERSION"]
+    m = re.search(r"release [\d.]+, V(\d+\.\d+\.\d+)", _run("nvcc", "--version") or "")
+    if m:
+        return m.group(1)
+    return _first_version(("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu11"))
+
+
+def _container(environ, image, kind):
+    """The container the probe runs in, as the job entered it (``kind``: pyxis or apptainer), with the image's digest
+    where its reference (``...@sha256:...``) or apptainer's labels give one."""
+    if not image or kind in (None, "none"):
+        return None
+    runtime = kind
+    digest = None
+    if "@sha256:" in (image or ""):
+        digest = image.split("@", 1)[1]
+    try:
+        with open("/.singularity.d/labels.json") as f:
+            labels = json.load(f)
+        digest = digest or next((str(v) for k, v in labels.items() if "digest" in k.lower()), None)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {"runtime": runtime, "image": image, "digest": digest}
+
+
+def _program(path):
+    """The program's own code version: ``git describe`` and commit of the folder it runs from, where it is a
+    checkout (inside the container: the image's copy)."""
+    if not path:
+        return None
+    where = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    if not os.path.isdir(where):
+        return {"path": path, "git": None, "reason": "no such folder where the program runs"}
+    commit = _run("git", "rev-parse", "HEAD", cwd=where)
+    return {"path": path, "git": commit, "describe": _run("git", "describe", "--always", "--dirty", "--tags",
+                                                               cwd=where) if commit else None}
+
+
+def node_record(environ, conf) -> dict:
+    gpus = _run("nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,clocks.max.sm",
+                "--format=csv,noheader")
+    versions = {"python": sys.version.split()[0]}
+    for d in (*FRAMEWORKS, *LIBRARIES):
+        v = _version(d)
+        if v:
+            versions[d] = v
+    return {
+        "event": "node", "time": time.time(),
+        "hostname": environ.get("SLURMD_NODENAME") or socket.gethostname(),  # the Slurm node (several may share a host)
+        "gpus": gpus.splitlines() if gpus else None,
+        "gpu_reason": None if gpus else "nvidia-smi not found or no GPU",
+        "cuda": _cuda(environ), "cudnn": _cudnn(environ),
+        "nccl": environ.get("NCCL_VERSION") or _first_version(("nvidia-nccl-cu12", "nvidia-nccl-cu11")),
+        "python": sys.version.split()[0], "executable": sys.executable, "versions": versions,
+        "container": _container(environ, conf.get("image"), conf.get("container")), "program": _program(conf.get("program_path")),
+    }
+
+
+def job_record(environ, conf) -> dict:
+    modules = environ.get("LOADEDMODULES")
+    return {
+        "event": "job", "run": environ.get("DLPERF_RUN"), "time": time.time(),
+        "job_id": environ.get("SLURM_JOB_ID"), "array_job_id": environ.get("SLURM_ARRAY_JOB_ID"),
+        "array_task_id": environ.get("SLURM_ARRAY_TASK_ID"), "nodelist": environ.get("SLURM_JOB_NODELIST"),
+        "hostname": socket.gethostname(), "partition": environ.get("SLURM_JOB_PARTITION"),
+        "qos": environ.get("SLURM_JOB_QOS"), "modules": [m for m in modules.split(":") if m] if modules else [],
+        "container_image": conf.get("image") or None, "tool": conf.get("tool"),
+        "command": mask(environ.get("DLPERF_COMMAND") or "") or None,
+        "env": capture_env(environ, conf.get("allow", ()), conf.get("deny", ())),
+    }
+
+
+def main(argv) -> int:
+    what, conf = argv[1], json.loads(argv[2]) if len(argv) > 2 else {}
+    try:
+        record = job_record(os.environ, conf) if what == "job" else node_record(os.environ, conf)
+    except Exception as err:  # a probe that fails says so in one line; the run goes on
+        record = {"event": what, "hostname": socket.gethostname(), "error": f"provenance probe failed: {err!r}"}
+    print(PREFIX + json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,184 @@
+"""The system behind a summary's numbers: what every run's provenance says of the nodes it ran on, as node groups.
+
+Built from the runs' provenance (:attr:`dlperf_slurm.rows.RunRow.provenance`): the job event (modules, partition,
+QOS, container image, the tool's version) and each node's node event (GPUs and driver, CUDA, cuDNN, NCCL, Python,
+the framework and its libraries, the container it ran in, the program's code version), or, in a log older than the
+node events, the job event's own GPUs and versions (then from the batch host). Nodes that describe alike form a
+group; the group most (run, node) records share comes first. A value that differs from the majority's is a finding:
+:func:`describe` names it with its nodes and runs.
+
+The JSON object (``"system"`` in ``summaries/<name>.json``; documented in docs/method.md, "The System section")::
+
+    {"schema": "dlperf_slurm.system/1",
+     "node_groups": [{"nodes": [...], "runs": N, "gpu": {"model", "count", "driver"}, "cuda", "cudnn", "nccl",
+                      "python", "framework": {dist: version}, "libraries": {dist: version},
+                      "container": {"image", "digest"} | null, "modules": [...], "partition", "qos",
+                      "program": "<git describe or commit>" | null, "tool": "<dlperf_slurm version>"}],
+     "differs": [{"field", "majority", "value", "nodes": [...], "runs": [...]}],
+     "without_provenance": [run keys]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Mapping
+
+from dlperf_slurm import events as ev
+
+SCHEMA = "dlperf_slurm.system/1"
+
+#: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries).
+FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
+              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
+#: The fields of a node's description, in the order the markdown shows them.
+FIELDS = ("gpu", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container", "modules",
+          "partition", "qos", "program", "tool")
+
+
+def _gpus(lines: Any) -> tuple[str | None, int, str | None]:
+    """(model, count, driver) from nvidia-smi's ``index, name, driver_version, ...`` lines."""
+    if not isinstance(lines, list) or not lines:
+        return None, 0, None
+    parts = [[p.strip() for p in str(line).split(",")] for line in lines]
+    models = sorted({p[1] for p in parts if len(p) > 1})
+    drivers = sorted({p[2] for p in parts if len(p) > 2})
+    return " + ".join(models) or None, len(parts), " + ".join(drivers) or None
+
+
+def _node(job: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
+    """One node's description (the values of :data:`FIELDS`), from its node event and the run's job event."""
+    model, count, driver = _gpus(node.get(ev.GPUS))
+    versions = {str(k): str(v) for k, v in (node.get(ev.VERSIONS) or {}).items()}
+    container = node.get(ev.CONTAINER) or None
+    image = (container or {}).get("image") or job.get(ev.CONTAINER_IMAGE) or None
+    program = node.get(ev.PROGRAM) or {}
+    cuda = node.get(ev.CUDA)
+    if isinstance(cuda, list):  # older job events: nvcc's last line
+        cuda = cuda[-1] if cuda else None
+    return {
+        "gpu": {"model": model, "count": count} if model else None, "driver": driver, "cuda": cuda,
+        "cudnn": node.get(ev.CUDNN), "nccl": node.get(ev.NCCL),
+        "framework": {k: v for k, v in sorted(versions.items()) if k in FRAMEWORKS},
+        "libraries": {k: v for k, v in sorted(versions.items()) if k not in FRAMEWORKS and k != "python"},
+        "python": node.get(ev.PYTHON) or versions.get("python"),
+        "container": {"image": image, "digest": (container or {}).get("digest")} if image else None,
+        "modules": list(job.get(ev.MODULES) or []), "partition": job.get(ev.PARTITION), "qos": job.get(ev.QOS),
+        "program": program.get("describe") or program.get("git"), "tool": job.get(ev.TOOL),
+    }
+
+
+def _records(runs: Iterable[Any]) -> tuple[list[tuple[str, str, dict[str, Any]]], list[str]]:
+    """(run key, host, description) for every node of every run with provenance; the keys of runs without."""
+    out, without = [], []
+    for run in runs:
+        job = run.provenance or {}
+        nodes = [n for n in job.get(ev.PER_NODE) or () if not n.get(ev.ERROR)]
+        if not nodes and (job.get(ev.GPUS) or job.get(ev.VERSIONS)):  # an older log: the batch host's record
+            nodes = [job]
+        if not nodes:
+            without.append(run.run)
+            continue
+        for node in nodes:
+            out.append((run.run, str(node.get(ev.HOSTNAME) or "?"), _node(job, node)))
+    return out, without
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def describe(runs: Iterable[Any]) -> dict[str, Any] | None:
+    """The System object of these runs (None when no run has any provenance nor is there a run)."""
+    runs = list(runs)
+    if not runs:
+        return None
+    records, without = _records(runs)
+    groups: dict[str, dict[str, Any]] = {}
+    for run, host, desc in records:
+        g = groups.setdefault(_key(desc), {"desc": desc, "nodes": set(), "runs": set(), "records": 0})
+        g["nodes"].add(host)
+        g["runs"].add(run)
+        g["records"] += 1
+    ordered = sorted(groups.values(), key=lambda g: (-g["records"], sorted(g["nodes"])))
+    node_groups = []
+    for g in ordered:
+        d = dict(g["desc"])
+        gpu = d.pop("gpu")
+        node_groups.append({"nodes": sorted(g["nodes"]), "runs": len(g["runs"]),
+                            "gpu": {**(gpu or {"model": None, "count": 0}), "driver": d.pop("driver")}, **d})
+    differs = []
+    for field in FIELDS:
+        values: Counter[str] = Counter(_key(desc[field]) for _, _, desc in records)
+        if len(values) < 2:
+            continue
+        majority = values.most_common(1)[0][0]
+        where: dict[str, dict[str, set]] = defaultdict(lambda: {"nodes": set(), "runs": set()})
+        for run, host, desc in records:
+            k = _key(desc[field])
+            if k != majority:
+                where[k]["nodes"].add(host)
+                where[k]["runs"].add(run)
+        for k, w in sorted(where.items()):
+            differs.append({"field": field, "majority": json.loads(majority), "value": json.loads(k),
+                            "nodes": sorted(w["nodes"]), "runs": sorted(w["runs"])})
+    return {"schema": SCHEMA, "node_groups": node_groups, "differs": differs, "without_provenance": sorted(without)}
+
+
+def _text(value: Any) -> str:
+    if value is None or value == [] or value == {}:
+        return "—"
+    if isinstance(value, dict):
+        if set(value) == {"image", "digest"}:
+            return str(value["image"]) + (f" @ {value['digest']}" if value.get("digest") else "")
+        if set(value) == {"model", "count"}:
+            return f"{value['count']} × {value['model']}"
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _short(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+def markdown(system: dict[str, Any] | None) -> list[str]:
+    """The summary's System section, as markdown lines (none without runs)."""
+    if system is None:
+        return []
+    lines = ["## System", ""]
+    groups = system["node_groups"]
+    if not groups:
+        lines += ["No run recorded its system (no provenance lines in the logs).", ""]
+    first: list[tuple[str, str]] = []
+    for i, g in enumerate(groups):
+        title = "Nodes" if len(groups) == 1 else f"Node group {i + 1}" + (" (the majority)" if i == 0 else "")
+        runs = f"{g['runs']} run" + ("s" if g["runs"] != 1 else "")
+        gpu = g["gpu"]
+        rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
+                ("driver", gpu.get("driver")), ("CUDA", g["cuda"]), ("cuDNN", g["cudnn"]), ("NCCL", g["nccl"]),
+                ("framework", g["framework"]), ("libraries", g["libraries"]), ("Python", g["python"]),
+                ("container", g["container"] or "none"), ("modules", g["modules"]),
+                ("partition / QOS", " / ".join(str(x or "—") for x in (g["partition"], g["qos"]))),
+                ("program code", g["program"]), ("dlperf_slurm", g["tool"])]
+        shown = [(k, _text(v).replace("|", "/")) for k, v in rows]
+        if i == 0:
+            first = shown
+            lines += [f"**{title}**: {_short(g['nodes'])} ({runs})", "", "| | |", "| --- | --- |"]
+            lines += [f"| {k} | {v} |" for k, v in shown] + [""]
+        else:  # as the majority's group but for what the table shows
+            other = "; ".join(f"{k} {v}" for (k, v), (_, v0) in zip(shown, first) if v != v0)
+            lines += [f"**{title}**: {_short(g['nodes'])} ({runs}): as group 1 but {other or 'nothing shown here'}",
+                      ""]
+    if system["differs"]:
+        lines.append("Differs from the majority:")
+        lines.append("")
+        for d in system["differs"]:
+            lines.append(f"- **{d['field']}** {_text(d['value'])} (majority: {_text(d['majority'])}) on "
+                         f"{_short(d['nodes'])}: runs {_short(d['runs'], 4)}")
+        lines.append("")
+    if system["without_provenance"]:
+        lines += [f"No provenance: {len(system['without_provenance'])} runs "
+                  f"({_short(system['without_provenance'], 4)}).", ""]
+    return lines

@@ -1,0 +1,219 @@
+"""Provenance (issue 21): the environment by allow-list with credential-shaped values masked, node events from
+where the program runs, set-up steps that fail loudly, the files' umask, and the summary's System section.
+
+The credentials are real variable names with values of the shapes their services issue (tests/secretlib.py); the
+campaigns are real: the built-in tiny workload through the local executor, its job scripts run by bash."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "slurm"))
+import secretlib  # noqa: E402
+from testlib import cli  # noqa: E402
+
+from dlperf_slurm import events as ev  # noqa: E402
+from dlperf_slurm import matrix, provprobe  # noqa: E402
+from dlperf_slurm.errors import UserError  # noqa: E402
+
+# What explains performance, as sites set it (NCCL's and PyTorch's documented variables, a GPU UUID as
+# nvidia-smi -L prints one, Lmod's LOADEDMODULES): recorded exactly as it is.
+KEPT = {
+    "NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "^docker0,lo",
+    "CUDA_VISIBLE_DEVICES": "GPU-8f4f1a2e-6b3c-4d5e-9f10-a1b2c3d4e5f6,GPU-0c9d8e7f-1a2b-3c4d-5e6f-708192a3b4c5",
+    "LD_LIBRARY_PATH": "/usr/local/cuda-12.2/lib64:/opt/nccl/2.18.3/lib:/sw/spack/opt/linux-rhel8-zen2/gcc-11.2.0/"
+                       "openmpi-4.1.5-x4qmvykcfnbh7ih5zdhnbwnbz2rjz6fg/lib",
+    "OMP_NUM_THREADS": "8", "KMP_AFFINITY": "granularity=fine,compact,1,0", "UCX_TLS": "rc,sm,cuda_copy",
+    "FI_PROVIDER": "efa", "HOROVOD_FUSION_THRESHOLD": "67108864", "TF_XLA_FLAGS": "--tf_xla_auto_jit=2",
+    "XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "MXNET_CUDNN_AUTOTUNE_DEFAULT": "0",
+    "FLAGS_cudnn_exhaustive_search": "1", "GLOG_v": "0", "SLURM_NNODES": "2",
+    "SLURM_JOB_NODELIST": "gpu-a100-[001-004]", "SLURM_JOB_PARTITION": "gpu", "SLURM_CPUS_PER_TASK": "12",
+    "LOADEDMODULES": "cuda/12.2.0:cudnn/8.9.2.26-12:nccl/2.18.3-1", "HTTPS_PROXY": "http://proxy.example.org:3128",
+    "PATH": "/sw/apps/python/3.11/bin:/usr/local/bin:/usr/bin:/bin",
+}
+LEFT_OUT = {"HOME": "/home/alice", "USER": "alice", "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.1", "EDITOR": "vim",
+            "SLURM_JOB_USER": "alice", "PS1": "$ "}
+
+
+@pytest.mark.parametrize("name, value, secret, shape", secretlib.CREDENTIALS, ids=[c[0] for c in secretlib.CREDENTIALS])
+def test_no_credential_survives_even_when_a_site_allows_every_name(name, value, secret, shape):
+    for allow in ((), ("*",)):  # the built-in list; a site that allows every name
+        recorded = provprobe.capture_env({name: value, **KEPT}, allow=allow)
+        assert secret not in json.dumps(recorded), (shape, recorded.get(name))
+
+
+def test_what_explains_performance_is_recorded_as_it_is():
+    recorded = provprobe.capture_env({**KEPT, **LEFT_OUT})
+    assert recorded == KEPT
+
+
+@pytest.mark.parametrize("value, masked", [
+    ("http://bob:hunter2@proxy:3128", "http://<redacted>@proxy:3128"),
+    ("https://__token__@pypi.example.org/simple", "https://<redacted>@pypi.example.org/simple"),
+    ("Authorization: Bearer abc.def-ghi", "Authorization: Bearer <redacted>"),
+    ("--key AKIAIOSFODNN7EXAMPLE", "--key <redacted>"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig_nature-x", "<redacted>"),
+])
+def test_mask_value_shapes(value, masked):
+    assert provprobe.mask(value) == masked
+
+
+def test_site_extends_and_narrows_the_list(tmp_path):
+    assert provprobe.allowed("MY_SITE_FABRIC", allow=("MY_SITE_*",)) and not provprobe.allowed("MY_SITE_FABRIC")
+    assert provprobe.allowed("NCCL_DEBUG") and not provprobe.allowed("NCCL_DEBUG", deny=("NCCL_DEBUG",))
+    site = tmp_path / "site.toml"
+    site.write_text('[provenance]\nenv_allow = ["MY_SITE_*"]\nenv_deny = ["NCCL_DEBUG"]\numask = "027"\n')
+    m = matrix.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
+    assert (m.provenance.env_allow, m.provenance.env_deny, m.provenance.umask) == (("MY_SITE_*",), ("NCCL_DEBUG",),
+                                                                                   "0027")
+    for bad, words in (('env_allow = ["NCCL;rm"]', "is not a name pattern"), ("umask = 27", "octal umask"),
+                       ('umask = "999"', "octal umask")):
+        site.write_text(f"[provenance]\n{bad}\n")
+        with pytest.raises(UserError, match=words) as err:
+            matrix.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
+        assert "site.toml" in str(err.value) and "\n" not in str(err.value)
+
+
+def _matrix(tmp_path: Path, name: str, extra: str = "") -> Path:
+    p = tmp_path / f"{name}.toml"
+    p.write_text(f'''suite = "pytorch-ddp/resnet50"
+name = "{name}"
+[axes]
+devices = ["1x1"]
+batch_size = [2]
+precision = ["fp32"]
+xla = [false]
+[options]
+tiny = true
+threads = 1
+[measure]
+repeats = 1
+warmup_steps = 1
+measure_steps = 2
+[slurm]
+gpu_request = "none"
+[health]
+enabled = false
+{extra}''')
+    return p
+
+
+def _events(log: Path, kind: str) -> list[dict]:
+    return [e for line in log.read_text().splitlines() if (e := ev.parse_event(line)) and e[ev.EVENT] == kind]
+
+
+def test_a_real_campaign_writes_no_credential_anywhere(tmp_path):
+    """plan, render, submit (local executor, --wait), status, collect with every credential of the table set:
+    not one secret in any file under logs/, summaries/, the rendered scripts, nor in any command's output."""
+    mx = _matrix(tmp_path, "secrets")
+    site = tmp_path / "site.toml"
+    site.write_text('[provenance]\nenv_allow = ["BENCH_*"]\nenv_deny = ["NCCL_DEBUG"]\n')
+    env = {**secretlib.environment(), "BENCH_LABEL": "blue", "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "lo",
+           "DLPERF_SLURM_SITE": str(site)}
+    out = {}
+    for args in (["plan", str(mx)], ["render", str(mx), "--out", str(tmp_path / "rendered")],
+                 ["submit", str(mx), "--executor", "local", "--wait"], ["status"], ["collect", "secrets"]):
+        p = cli("--logs", str(tmp_path / "logs"), *args, env=env, cwd=tmp_path, timeout=600)
+        assert p.returncode == 0, (args, p.stdout, p.stderr)
+        out[f"{args[0]} stdout"], out[f"{args[0]} stderr"] = p.stdout, p.stderr
+    texts = {**out, **secretlib.read_tree(tmp_path / "logs", tmp_path / "summaries", tmp_path / "rendered")}
+    assert len([k for k in texts if "/" in k]) >= 10  # logs, markers, scripts, manifest, summaries
+    leaks = {name: where for name, where in secretlib.found(texts).items() if where}
+    assert not leaks
+    [log] = (tmp_path / "logs" / "secrets").glob("1n1g/*.log")
+    [job] = _events(log, ev.EV_JOB)
+    assert job[ev.ENV]["BENCH_LABEL"] == "blue" and "NCCL_DEBUG" not in job[ev.ENV]  # the site's lists
+    assert job[ev.ENV]["NCCL_SOCKET_IFNAME"] == "lo"
+    assert job[ev.ENV]["HTTPS_PROXY"] == "http://<redacted>@proxy.example.org:3128"  # the proxy, not its userinfo
+    [node] = _events(log, ev.EV_NODE)
+    assert node[ev.PYTHON] == sys.version.split()[0] and node[ev.VERSIONS]["torch"] == metadata.version("torch")
+    summary = json.loads((tmp_path / "summaries" / "secrets.json").read_text())
+    [group] = summary["system"]["node_groups"]
+    assert group["framework"] == {"torch": metadata.version("torch")} and group["python"] == node[ev.PYTHON]
+    assert group["nodes"] == [node[ev.HOSTNAME]] and group["runs"] == 1
+    md = (tmp_path / "summaries" / "secrets.md").read_text()
+    assert md.index("## System") < md.index("Method (docs/method.md)")
+    assert f"torch {metadata.version('torch')}" in md
+
+
+@pytest.mark.parametrize("environment, line", [
+    ('setup = ["source /nonexistent/dlperf-env.sh"]', "source /nonexistent/dlperf-env.sh"),
+    ('modules = ["cuda/12.2.0"]', "module load cuda/12.2.0"),
+    ('[environment.container]\ntype = "apptainer"\nimage = "docker://nvcr.io/nvidia/pytorch:24.01-py3"',
+     "apptainer exec docker://nvcr.io/nvidia/pytorch:24.01-py3"),
+], ids=["source", "module", "container"])
+def test_a_failed_setup_step_ends_the_run_as_launch_failed_with_its_line(tmp_path, environment, line):
+    """Nothing here has this file, a `module` command, or apptainer: each step fails for real, and the run
+    stops there instead of training without it."""
+    mx = _matrix(tmp_path, "setup", "[environment]\n" + environment)
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", "setup", "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    [run] = json.loads((tmp_path / "summaries" / "setup.json").read_text())["runs"]
+    assert run["status"] == "LAUNCH_FAILED" and line in run["reason"] and "set-up failed" in run["reason"], run
+    [log] = logs.glob("setup/1n1g/*.log")
+    assert not _events(log, ev.EV_HEADER)  # the workload never started
+
+
+def test_site_umask_and_campaign_folder_bound_every_file(tmp_path):
+    site = tmp_path / "site.toml"
+    site.write_text('[provenance]\numask = "077"\n')
+    mx = _matrix(tmp_path, "private")
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", "--site", str(site),
+            cwd=tmp_path, env={"DLPERF_SLURM_SITE": str(site)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", "private", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    paths = [*(logs / "private").rglob("*"), *(tmp_path / "summaries").glob("private*")]
+    assert len(paths) >= 8
+    opened = {str(q): oct(stat.S_IMODE(q.stat().st_mode)) for q in paths if stat.S_IMODE(q.stat().st_mode) & 0o077}
+    assert not opened
+    assert stat.S_IMODE((logs / "private").stat().st_mode) == 0o700
+
+
+def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
+    """Three runs on this machine, each seeing an `nvidia-smi` (a stand-in on PATH printing the query's CSV for two
+    A100s, with the drivers two public hosts reported): one run's driver differs from the majority's, and the
+    summary's System section names it, in the markdown and in the JSON object."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$FAKE_SMI" in odd) d=580.159.04;; *) d=535.129.03;; esac\n'
+                   'for i in 0 1; do echo "$i, NVIDIA A100-SXM4-80GB, $d, 81920 MiB, 1410 MHz"; done\n')
+    smi.chmod(0o755)
+    mx = _matrix(tmp_path, "mixed").read_text().replace(
+        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
+    (tmp_path / "mixed.toml").write_text(mx)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(tmp_path / "mixed.toml"), "--executor", "local", "--wait", env=env,
+            cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", "mixed", "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    system = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["system"]
+    assert system["schema"] == "dlperf_slurm.system/1"
+    assert [g["gpu"] for g in system["node_groups"]] == [
+        {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "535.129.03"},
+        {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "580.159.04"}]
+    assert [g["runs"] for g in system["node_groups"]] == [2, 1]
+    [finding] = system["differs"]
+    runs = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["runs"]
+    odd = [r["run"] for r in runs if "FAKE_SMI-odd" in r["run"]]
+    assert finding["field"] == "driver" and finding["majority"] == "535.129.03" and finding["value"] == "580.159.04"
+    assert finding["runs"] == odd and len(odd) == 1
+    # the run's provenance keeps the first node's GPUs where the readers of older logs look (compare ref:)
+    assert all(len(r["provenance"]["gpus"]) == 2 and "A100-SXM4-80GB" in r["provenance"]["gpus"][0] for r in runs)
+    md = (tmp_path / "summaries" / "mixed.md").read_text()
+    assert f"- **driver** 580.159.04 (majority: 535.129.03) on {finding['nodes'][0]}: runs {odd[0]}" in md
