@@ -33,9 +33,10 @@ EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goe
 EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
 EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
 EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.health judge)
+EV_EVAL = "eval"  # an evaluation on the held-out set (accuracy mode), after each epoch
 EV_NODE = "node"  # provenance of one node, from where the program runs (dlperf_slurm/provprobe.py), one a node
 
-EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH, EV_NODE)
+EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH, EV_EVAL, EV_NODE)
 
 # ------------------------------------------------------------------------------------------ keys
 # A key used by several events is declared once; the per-event tuples below say which event carries which.
@@ -89,6 +90,16 @@ SAMPLES = "samples"  # samples in the step, all ranks
 LOSS = "loss"  # rank 0's loss; also in the nonfinite_loss error
 STEP_TIME = "step_time"  # seconds since the previous step's end
 THROUGHPUT = "throughput"  # samples/s; in the summary, the time flavour over the window
+
+# eval (accuracy mode; fractions in [0, 1]; the torchvision-style line beside it prints percents)
+EPOCH = "epoch"  # 1-based
+TOP1 = "top1"
+TOP5 = "top5"
+EXAMPLES = "examples"  # held-out samples evaluated
+TARGET = "target"  # {"metric": "top1", "value": 0.75} or null (header)
+EPOCHS = "epochs"  # planned epochs (header); epochs run (summary)
+DATASET = "dataset"  # header: "synthetic" or "digits"
+STEPS_PER_EPOCH = "steps_per_epoch"
 
 # error
 KIND = "kind"  # one of ERROR_KINDS
@@ -178,12 +189,14 @@ HEADER_KEYS = (SUITE, MODEL, TINY, RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODES, DE
                AMP_DTYPE, COMPILE, COMPILE_BACKEND, CHANNELS_LAST, BATCH_SIZE, GLOBAL_BATCH, WARMUP_STEPS,
                MEASURE_STEPS, DATA_LOCATION, BACKEND, LAUNCHER, VERSIONS, HOSTNAME, PARAMS, FLOPS_PER_SAMPLE,
                FLOPS_BASIS, PEAK_TFLOPS_PER_GPU, PEAK_BASIS, CEILING_TFLOPS_PER_GPU, CEILING_BASIS, TF32, THREADS,
-               WORKERS, MODEL_CONFIG, NOTES, MASTER_ADDR, MASTER_PORT, SLURM_JOB_ID, NAN_AT_STEP, TIME)
-STEP_KEYS = (STEP, TIME, SAMPLES, LOSS, STEP_TIME, THROUGHPUT, TINY)
+               WORKERS, MODEL_CONFIG, NOTES, MASTER_ADDR, MASTER_PORT, SLURM_JOB_ID, NAN_AT_STEP, TIME, EPOCHS,
+               DATASET, STEPS_PER_EPOCH, TARGET)
+STEP_KEYS = (STEP, TIME, SAMPLES, LOSS, STEP_TIME, THROUGHPUT, TINY, EPOCH)
 ERROR_KEYS = (KIND, STEP, LOSS, MESSAGE, TINY)
 MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU0_MIB, GPU_UTIL_MEAN, REASON)
 SUMMARY_KEYS = (STEPS, WARMUP_STEPS, MEASURE_STEPS, THROUGHPUT, LATENCY_MS, THROUGHPUT_MEAN, MEASURED_SECONDS,
-                NONFINITE_LOSS, NONFINITE_STEPS, TFLOPS, PEAK_TFLOPS, MFU, GLOBAL_BATCH, TINY)
+                NONFINITE_LOSS, NONFINITE_STEPS, TFLOPS, PEAK_TFLOPS, MFU, GLOBAL_BATCH, TINY, EPOCHS)
+EVAL_KEYS = (EPOCH, STEP, TIME, TOP1, TOP5, EXAMPLES, TINY)
 JOB_KEYS = (RUN, TIME, JOB_ID, ARRAY_JOB_ID, ARRAY_TASK_ID, NODELIST, HOSTNAME, GPUS, GPU_REASON, CUDA, NCCL,
             CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR, PARTITION, QOS, MODULES, TOOL)
 #: What older job events held that node events (one a node, from where the program runs) hold now.
@@ -196,7 +209,7 @@ HEALTH_KEYS = (RANKS, NODES, BACKEND, GPUS, BYTES, ITERS, SECONDS_PER_ITER, ALGB
 
 KEYS: dict[str, tuple[str, ...]] = {EV_JOB: JOB_KEYS, EV_HEADER: HEADER_KEYS, EV_STEP: STEP_KEYS,
                                     EV_ERROR: ERROR_KEYS, EV_MEMORY: MEMORY_KEYS, EV_SUMMARY: SUMMARY_KEYS,
-                                    EV_HEALTH: HEALTH_KEYS, EV_NODE: NODE_KEYS}
+                                    EV_HEALTH: HEALTH_KEYS, EV_EVAL: EVAL_KEYS, EV_NODE: NODE_KEYS}
 """Every key each event may carry besides :data:`EVENT`."""
 
 # ------------------------------------------------------------------------------------------ the line format

@@ -14,8 +14,9 @@ from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run, Setup,
-                                SlurmConfig, System, time_to_minutes)
+from dlperf_slurm.measure import MEASURE_KEYS, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
+from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run,  # noqa: F401
+                                Setup, SlurmConfig, System, time_to_minutes)
 from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
@@ -27,11 +28,6 @@ SETUP_KEYS = ("launcher_args", "env", "description")
 PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
 HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
                "size_mb": Health.size_mb, "python": Health.python}
-MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
-                "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
-                "hang_factor": Measure.hang_factor, "hang_min": Measure.hang_min}
-_MEASURE_MIN = {"warmup_steps": 0, "hang_timeout": 0}  # the others are at least 1
-_MEASURE_MAX = {"repeats": axes.MAX_REPEATS}
 SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
@@ -77,7 +73,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ctx.error("name", "expected a campaign name of letters, digits, '_', '.', '-'")
 
-    measure = _measure(ctx, data.get("measure", {}))
+    measure = _measure(ctx, data.get("measure", {}), suite_list)
     slurm = _slurm(ctx, _merge(site.get("slurm", {}), data.get("slurm", {})))
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
     options = _suite_options(ctx, suite_list, data.get("options", {}), several)
@@ -191,25 +187,6 @@ def _suites(ctx: Source, data: dict[str, Any]) -> tuple[list["suites.Suite"], bo
             raise ctx.error(key, f"suite {w!r} named twice")
         out.append(s)
     return out, several
-
-
-def _int(ctx: Source, key: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ctx.error(key, f"expected an integer, got {value!r}")
-    if value < minimum:
-        raise ctx.error(key, f"expected an integer >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise ctx.error(key, f"at most {maximum:,}, got {value:,}")
-    return value
-
-
-def _measure(ctx: Source, table: Any) -> Measure:
-    if not isinstance(table, dict):
-        raise ctx.error("measure", "expected a table")
-    check_keys(ctx, table, MEASURE_KEYS, "measure")
-    vals = {k: _int(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1), _MEASURE_MAX.get(k))
-            for k, d in MEASURE_KEYS.items()}
-    return Measure(**vals)
 
 
 def _health(ctx: Source, table: Any) -> Health:

@@ -45,6 +45,7 @@ class Status(StrEnum):
     LAUNCH_FAILED = "LAUNCH_FAILED"  # no training step at all (or no log)
     FAILED = "FAILED"  # non-zero exit, cause unknown
     INCOMPLETE = "INCOMPLETE"  # fewer steps than the window
+    NOT_CONVERGED = "NOT_CONVERGED"  # an accuracy run ended (its last epoch) without reaching its target
     UNMEASURED = "UNMEASURED"  # past the window, but the log does not time it (e.g. coarse logging)
     PARSE_ERROR = "PARSE_ERROR"  # the parser itself failed on this log (a bug to report; never a number)
     # the program finished (exit 0; in a tree without exit markers: plenty of output) but its suite finds no step it
@@ -76,7 +77,7 @@ class Status(StrEnum):
 FAILURES: tuple[Status, ...] = (
     Status.OOM, Status.NONFINITE, Status.HANG, Status.UNHEALTHY, Status.TIMEOUT, Status.NODE_FAIL, Status.PREEMPTED,
     Status.CANCELLED, Status.LAUNCH_FAILED, Status.FAILED, Status.INCOMPLETE, Status.UNMEASURED, Status.UNRECOGNISED,
-    Status.PARSE_ERROR)
+    Status.PARSE_ERROR, Status.NOT_CONVERGED)
 #: With the scheduler: queued, requeued or running.
 ACTIVE: frozenset[Status] = frozenset({Status.PENDING, Status.RUNNING, Status.REQUEUED})
 #: Not ended yet, whether or not it reached a scheduler.
@@ -202,6 +203,21 @@ def _program_batch(d: Mapping[str, Any]) -> int:
         return 0
 
 
+MODES = ("throughput", "accuracy")
+METRICS = ("top1", "top5")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An accuracy run's target: the first evaluation whose ``metric`` reaches ``value`` (a fraction) ends it."""
+
+    metric: str  # one of METRICS
+    value: float
+
+    def text(self) -> str:
+        return f"{self.metric} {self.value:.2%}"
+
+
 @dataclass(frozen=True)
 class Measure:
     repeats: int = DEFAULT_REPEATS
@@ -213,6 +229,15 @@ class Measure:
     hang_timeout: int = 900
     hang_factor: int = 10
     hang_min: int = 60
+    # "accuracy": the program trains ``epochs`` epochs of a real dataset, evaluating after each, and stops at the
+    # first evaluation that reaches ``target`` (method.md, "Accuracy runs"); "throughput": the timed window alone
+    mode: str = "throughput"
+    epochs: int = 0
+    target: Target | None = None
+
+    @property
+    def accuracy(self) -> bool:
+        return self.mode == "accuracy"
 
 
 @dataclass(frozen=True)

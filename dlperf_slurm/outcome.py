@@ -42,9 +42,9 @@ Precedence, first match wins:
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
 13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
-                                                                          UNMEASURED, PARSE_ERROR (INCOMPLETE:
-                                                                          "the run had N steps, the window needs
-                                                                          M"); a log with no step its suite knows:
+                                                                          UNMEASURED, PARSE_ERROR, NOT_CONVERGED;
+                                                                          INCOMPLETE: "the run had N steps, the
+                                                                          window needs M"; no step its suite knows:
                                                                           UNRECOGNISED (never a launch failure)
 ====  ==================================================================  ==========================================
 """
@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from dlperf_slurm import accuracy
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
@@ -212,7 +213,7 @@ def decide(ev: Evidence) -> Outcome | None:
         return out(log.status, f"the run had {log.steps_seen} steps, the window needs {needs}; use --measure-steps "
                                "and --warmup-steps (collect --from) or the matrix's [measure] to fit the window in "
                                "the run, or run it longer")
-    return out(log.status, log.reason)
+    return out(*(accuracy.verdict(log) or (log.status, log.reason)))  # an accuracy run short of its target
 
 
 def _unrecognised(log: RunResult, exited: str) -> tuple[bool, str]:

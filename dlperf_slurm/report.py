@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import health, stragglers, studytables, system, wdltable
+from dlperf_slurm import accuracy, health, network, stragglers, studytables, system, wdltable
 from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -142,6 +142,8 @@ def markdown(result: Result) -> str:
     for title, headers, rows in setup_study(cells):
         lines += [f"## Set-ups compared: {title}", "",
                   tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    lines += network.markdown(cells, runs)  # what the network allows each multi-node cell (with a gate busbw)
+    lines += accuracy.markdown(cells, runs)  # the accuracy table, only when accuracy runs are present
     lines += wdltable.markdown(cells)  # DLPerf's W&D table, only when W&D cells are present
     lines += studytables.markdown(cells)  # Tensorpack vs tf_cnn, only when both suites have cells
     shared = shared_suites(cells)
@@ -248,6 +250,12 @@ def write_json(result: Result, out: Path, stem: str) -> list[Path]:
                       "efficiency": "speedup / devices", "flags": {"few_ok": "n_ok/n < 5/7", "high_cv": "cv > 0.05"}},
            "cells": [_jsonable(as_dict(c)) for c in result.cells], "runs": [_jsonable(as_dict(r)) for r in result.runs],
            "nodes": [_jsonable(dataclasses.asdict(n)) for n in stragglers.analyse(result.runs)]}
+    acc = accuracy.table(result.cells, result.runs)
+    if acc:  # only with accuracy runs: the summaries of throughput campaigns keep their keys
+        doc["accuracy"] = [_jsonable(a) for a in acc]
+    net = network.explain(result.cells, result.runs)
+    if net:  # only with multi-node cells whose health gate measured a bus bandwidth
+        doc["network"] = [_jsonable(n) for n in network.as_dicts(net)]
     return [_write(out / f"{stem}.json", _json_lines(doc))]
 
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 #: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included,
 #: but UNRECOGNISED (the program finished; its log is read with another suite, or by a parser that knows its format)
-RETRYABLE = frozenset(FAILURES) - {Status.UNRECOGNISED}
+#: and NOT_CONVERGED (an accuracy run that trained to its end is a result; it stays out of the medians)
+RETRYABLE = frozenset(FAILURES) - {Status.UNRECOGNISED, Status.NOT_CONVERGED}
 
 
 @dataclass

@@ -336,9 +336,13 @@ def plan_text(m, wide: bool = False) -> str:
     out.append(text)
     if dropped:
         out.append(left_out_line(dropped, "the cell id"))
-    out += ["", f"{len(m.cells)} cells x {m.measure.repeats} repeats = {m.runs} runs; "
-                f"window: skip {m.measure.warmup_steps} steps, measure {m.measure.measure_steps}",
-            f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
+    ms = m.measure
+    how = ("accuracy runs" if ms.accuracy else f"window: skip {ms.warmup_steps} steps, measure {ms.measure_steps}")
+    out += ["", f"{len(m.cells)} cells x {ms.repeats} repeats = {m.runs} runs; {how}"]
+    if ms.accuracy:
+        out.append(f"up to {ms.epochs} epochs" + (f", stopping at {ms.target.text()}" if ms.target else "")
+                   + f"; rate over the first epoch after {ms.warmup_steps} steps")
+    out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
     if m.dropped:
         out += ["", f"dropped {len(m.dropped)} cells:"]
         for d in m.dropped:

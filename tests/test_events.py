@@ -100,6 +100,22 @@ def test_a_real_run_prints_only_declared_events_and_keys_and_every_declared_key(
         assert set(e) - {ev.EVENT} == set(ev.KEYS[e[ev.EVENT]]), e[ev.EVENT]
 
 
+def test_an_accuracy_run_prints_declared_eval_events_with_every_key(monkeypatch, capsys):
+    """Two epochs of digits at batch 256 (5 steps each), no target: two eval events, the step events numbered
+    across epochs."""
+    code, events = _train(["--model", "resnet50", "--tiny", "--batch-size", "256", "--warmup-steps", "1",
+                           "--threads", "1", "--epochs", "2", "--dataset", "digits", "--ceiling", "0"],
+                          monkeypatch, capsys)
+    assert code == 0
+    _check_declared(events)
+    evals = [e for e in events if e[ev.EVENT] == ev.EV_EVAL]
+    steps = [e for e in events if e[ev.EVENT] == ev.EV_STEP]
+    assert [e[ev.EPOCH] for e in evals] == [1, 2] and [e[ev.STEP] for e in steps] == list(range(1, 11))
+    for e in evals + steps + [events[0], events[-1]]:
+        assert set(e) - {ev.EVENT} == set(ev.KEYS[e[ev.EVENT]]), e[ev.EVENT]
+    assert events[0][ev.MEASURE_STEPS] == 4 and events[-1][ev.EPOCHS] == 2  # the window: epoch 1 after warm-up
+
+
 def test_failure_paths_print_declared_error_events(monkeypatch, capsys):
     errors = []
     code, events = _train(["--model", "resnet50", *TINY, "--nan-at-step", "2"], monkeypatch, capsys)

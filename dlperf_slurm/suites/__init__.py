@@ -50,6 +50,9 @@ class Suite:
     # ``collect --from DIR --suite S`` times by default (None: the default window, 20 then 100)
     dlperf_window: ClassVar[tuple[int, int] | None] = None
     sample_unit: ClassVar[str] = "samples/s"
+    # whether its program can train to an accuracy ([measure] mode = "accuracy": epochs of a real dataset, evaluated
+    # after each, stopping at the target) and its parser reads the evaluations into RunResult.extra["evals"]
+    accuracy: ClassVar[bool] = False
 
     @property
     def name(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from dlperf_slurm import accuracy
 from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult, Status
@@ -31,11 +32,13 @@ class _PytorchDDP(Suite):
     # ceiling: rank 0 reads, or measures once per campaign, the device's matmul ceiling (MFU against it)
     # image_size N > 0: ResNet's input size (0: the model's, 224, tiny 32); memory per sample grows as N^2
     options = {"tiny": False, "threads": 0, "python": "python3", "seed": 0, "nan_at_step": 0, "hang_at_step": 0,
-               "ceiling": True, "image_size": 0}
+               "ceiling": True, "image_size": 0, "dataset": "digits"}
     option_minimum = {"threads": (0, "0: torch's own number of threads"), "nan_at_step": (0, "0: off"),
                       "hang_at_step": (0, "0: off"), "image_size": (0, "0: the model's own")}
 
     def option_error(self, name: str, value: Any) -> str | None:
+        if name == "dataset" and value not in ("digits",):
+            return "the one real dataset the built-in workload trains on is \"digits\" (scikit-learn's)"
         if name == "image_size" and value and self.model != "resnet50":
             return "only ResNet-50 takes an image size"
         return None
@@ -66,6 +69,10 @@ class _PytorchDDP(Suite):
             argv += ["--image-size", str(options["image_size"])]
         if cell.param("num_classes", 0):
             argv += ["--num-classes", str(cell.param("num_classes"))]
+        if measure.accuracy:  # epochs of a real dataset, evaluated after each (the window: the first epoch's)
+            argv += ["--epochs", str(measure.epochs), "--dataset", options["dataset"]]
+            if measure.target is not None:
+                argv += ["--target", f"{measure.target.metric}:{measure.target.value:g}"]
         return argv
 
     # ------------------------------------------------------------------------------------------- parsing
@@ -98,11 +105,17 @@ class _PytorchDDP(Suite):
                     return
                 t = lp.to_float(event.get(ev.TIME))
                 st = lp.to_float(event.get(ev.STEP_TIME))
+                if step == 1 and t is not None and st is not None:
+                    seen.first_step_time = t - st  # when training began: the first step's start
                 window().add(step, t, speed=lp.to_float(event.get(ev.THROUGHPUT)),
                              loss=lp.to_float(event.get(ev.LOSS)),
                              span_from=step - 1 if st is not None else None, span_seconds=st)
             elif kind == ev.EV_SUMMARY:
                 seen.summary = event
+            elif kind == ev.EV_EVAL:
+                e = accuracy.evaluation(event)
+                if e is not None:
+                    seen.evals.append(e)
 
         facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=on_event).run(lines)
         w = window()
@@ -137,6 +150,9 @@ class _PytorchDDP(Suite):
             if flagged or summ.get(ev.NONFINITE_LOSS) is True:
                 res.status, res.loss_finite = Status.NONFINITE, False
                 res.reason = "the workload reports a non-finite loss" + (f" at step {flagged[0]}" if flagged else "")
+        if seen.evals or h.get(ev.EPOCHS):
+            res.extra.update(accuracy.extra(seen.evals, first_step_time=seen.first_step_time,
+                                            epochs=h.get(ev.EPOCHS), target=h.get(ev.TARGET)))
         injected = h.get(ev.NAN_AT_STEP)
         if isinstance(injected, int) and not isinstance(injected, bool) and injected > 0:
             res.extra[ev.NAN_AT_STEP] = injected
@@ -153,6 +169,8 @@ class _Seen:
         self.summary: dict[str, Any] | None = None  # the last summary event
         self.tiny = False  # an event said tiny: true
         self.window: Any = None  # the parsing Window, made at the first step (or at the end)
+        self.evals: list[Any] = []  # accuracy.Evaluation of each eval event (accuracy runs)
+        self.first_step_time: float | None = None  # the first step's time (the start of a time to target)
 
 
 @register
@@ -160,6 +178,7 @@ class ResNet50(_PytorchDDP):
     model = "resnet50"
     description = "ResNet-50 v1.5, synthetic ImageNet-shaped data, SGD+momentum, DDP"
     sample_unit = "img/s"
+    accuracy = True
     # num_classes: the classifier's width (0: the model's, 1000, tiny 10); its weights, gradients, momentum and
     # logits grow with it: `search --axis num_classes` finds the widest that fits, as InsightFace's "max num_classes"
     axes = {**_PytorchDDP.axes, "num_classes": ()}

@@ -70,7 +70,7 @@ def timed_loop(
                 beat_at = now
                 heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
             log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
-                               ev.STEP_TIME: step_time,
+                               ev.STEP_TIME: step_time, ev.EPOCH: None,
                                ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})
             if not math.isfinite(value):
                 if not result.nonfinite_steps:
@@ -89,7 +89,8 @@ def summarize(result: LoopResult, warmup_steps: int, measure_steps: int, global_
     of the per-step throughputs over the same window (the speed flavour) is given as ``throughput_mean``."""
     t = result.times
     end = warmup_steps + measure_steps
-    fields: dict[str, Any] = {ev.STEPS: result.steps, ev.WARMUP_STEPS: warmup_steps, ev.MEASURE_STEPS: measure_steps}
+    fields: dict[str, Any] = {ev.STEPS: result.steps, ev.WARMUP_STEPS: warmup_steps, ev.MEASURE_STEPS: measure_steps,
+                              ev.EPOCHS: None}
     throughput = None
     if measure_steps > 0 and len(t) > end and t[end] > t[warmup_steps]:
         elapsed = t[end] - t[warmup_steps]
@@ -105,3 +106,89 @@ def summarize(result: LoopResult, warmup_steps: int, measure_steps: int, global_
                    ev.TFLOPS: tflops, ev.PEAK_TFLOPS: peak_tflops_total,
                    ev.MFU: tflops / peak_tflops_total if tflops is not None and peak_tflops_total else None})
     return fields
+
+
+@dataclass
+class Evaluation:
+    epoch: int
+    step: int
+    time: float  # unix wall clock when the evaluation ended
+    top1: float  # fractions
+    top5: float
+    examples: int
+
+
+def meets(target: tuple[str, float] | None, top1: float, top5: float) -> bool:
+    """Whether an evaluation reaches ``target`` (metric, value); never without one."""
+    if target is None:
+        return False
+    metric, value = target
+    return (top1 if metric == "top1" else top5) >= value
+
+
+def accuracy_loop(
+    step: Callable[[], Any],
+    steps_per_epoch: int,
+    epochs: int,
+    global_batch: int,
+    *,
+    rank0: bool,
+    log: Log,
+    evaluate: Callable[[], tuple[float, float, int]],
+    target: tuple[str, float] | None = None,
+    agree: Callable[[bool], bool] = lambda stop: stop,
+    sync: Callable[[], None] = _noop,
+    loss_value: Callable[[Any], float] = float,
+    tiny: bool = False,
+    heartbeat: Callable[[float], None] | None = None,
+    printer: Callable[[str], None] = print,
+) -> tuple[LoopResult, list[Evaluation]]:
+    """Train ``epochs`` epochs of ``steps_per_epoch`` steps (step events as :func:`timed_loop` logs them, numbered
+    across epochs); after each, rank 0 evaluates (``evaluate``: top-1, top-5, samples), prints the torchvision /
+    pytorch-examples line `` * Acc@1 97.222 Acc@5 100.000`` and logs an eval event; ``agree(stop)`` (rank 0's
+    word broadcast to every rank) ends training at the first evaluation that reaches ``target``."""
+    result = LoopResult()
+    evals: list[Evaluation] = []
+    beat_at = 0.0
+    prev = 0.0  # when the step before began: the last step's end, or the evaluation's
+    if rank0:
+        sync()
+        prev = time.time()
+        result.times.append(prev)
+    k = 0
+    for epoch in range(1, epochs + 1):
+        for _ in range(steps_per_epoch):
+            k += 1
+            loss = step()
+            if rank0:
+                sync()
+                now = time.time()
+                value = loss_value(loss)
+                step_time, prev = now - prev, now
+                result.times.append(now)
+                result.losses.append(value)
+                if heartbeat is not None and k >= 2 and now - beat_at >= 1.0:
+                    beat_at = now
+                    heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
+                log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
+                                   ev.STEP_TIME: step_time, ev.EPOCH: epoch,
+                                   ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None,
+                                   ev.TINY: tiny})
+                if not math.isfinite(value) and not result.nonfinite_steps:
+                    log(ev.EV_ERROR, **{ev.KIND: ev.KIND_NONFINITE_LOSS, ev.STEP: k, ev.LOSS: value, ev.TINY: tiny,
+                                        ev.MESSAGE: "loss is not finite; training continues, the run is NONFINITE"})
+                if not math.isfinite(value):
+                    result.nonfinite_steps.append(k)
+        stop = False
+        if rank0:
+            top1, top5, n = evaluate()
+            now = time.time()
+            evals.append(Evaluation(epoch, k, now, top1, top5, n))
+            printer(f" * Acc@1 {100 * top1:.3f} Acc@5 {100 * top5:.3f}")
+            log(ev.EV_EVAL, **{ev.EPOCH: epoch, ev.STEP: k, ev.TIME: now, ev.TOP1: top1, ev.TOP5: top5,
+                               ev.EXAMPLES: n, ev.TINY: tiny})
+            stop = meets(target, top1, top5)
+            prev = time.time()  # the next step's time starts after the evaluation
+        if agree(stop):
+            break
+    return result, evals

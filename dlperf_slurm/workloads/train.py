@@ -60,7 +60,29 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hang-at-step", type=int, default=0, metavar="K",
                    help="every rank stops making progress at step K (0: off), as a stuck collective would: a test "
                         "of the hang watchdog, never a result")
+    p.add_argument("--epochs", type=int, default=0,
+                   help="accuracy run: train this many epochs of --dataset, evaluating after each (0: a throughput "
+                        "run of --warmup-steps + --measure-steps synthetic steps)")
+    p.add_argument("--dataset", default="synthetic", choices=("synthetic", "digits"),
+                   help="digits: scikit-learn's handwritten digits, a real dataset with a held-out set (ResNet-50)")
+    p.add_argument("--target", default=None, metavar="METRIC:VALUE",
+                   help="accuracy run: stop at the first evaluation whose top1 or top5 reaches VALUE (a fraction)")
     args = p.parse_args(argv)
+    args.target_pair = None
+    if args.target:
+        metric, _, value = args.target.partition(":")
+        try:
+            args.target_pair = (metric, float(value))
+        except ValueError:
+            p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9")
+        if metric not in ("top1", "top5") or not 0 < args.target_pair[1] <= 1:
+            p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9 (a fraction in (0, 1])")
+    if args.epochs < 0:
+        p.error("--epochs must be >= 0 (0: a throughput run)")
+    if args.epochs and args.dataset == "synthetic":
+        p.error("--epochs needs a real dataset: --dataset digits")
+    if args.dataset != "synthetic" and args.model != "resnet50":
+        p.error(f"--dataset {args.dataset}: only ResNet-50 trains on it")
     for name in ("batch_size", "measure_steps"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -242,8 +264,14 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
                          device=device, channels_last=channels_last, data_location=args.data_location,
                          workers=workers, seed=args.seed + env.rank, total_steps=total, image_size=args.image_size,
-                         num_classes=args.num_classes, seq_len=args.seq_len, lr=args.lr, world_size=env.world_size)
+                         num_classes=args.num_classes, seq_len=args.seq_len, lr=args.lr, world_size=env.world_size,
+                         dataset=args.dataset, rank=env.rank)
     work = build(cfg)
+    warmup, measure = args.warmup_steps, args.measure_steps
+    if args.epochs:  # accuracy run: the processing rate is timed over the first epoch, after the warm-up
+        per_epoch = work.steps_per_epoch or 1
+        warmup = min(warmup, per_epoch - 1)
+        measure = per_epoch - warmup
     global_batch = args.batch_size * env.world_size
     adt = amp_dtype(args.precision, device)
     tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
@@ -257,7 +285,9 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
         ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
         ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
-        ev.WARMUP_STEPS: args.warmup_steps, ev.MEASURE_STEPS: args.measure_steps,
+        ev.WARMUP_STEPS: warmup, ev.MEASURE_STEPS: measure, ev.EPOCHS: args.epochs or None,
+        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch,
+        ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
         ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
         ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
         ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
@@ -295,12 +325,19 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
     if rt.distributed:
         dist.barrier()
+    evals: list = []
     try:
-        result = timed_loop(counted_step, total, args.warmup_steps, global_batch, rank0=env.is_rank0, log=log,
-                            sync=sync, loss_value=lambda t: float(t.item()),
-                            on_window_start=sampler.window_start if sampler else (lambda: None),
-                            on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny,
-                            heartbeat=_heartbeat_writer(os.environ.get("DLPERF_HEARTBEAT")))
+        if args.epochs:
+            from .epochs import train_epochs  # noqa: PLC0415
+
+            result, evals = train_epochs(args, env, log, rt, work, model, counted_step, global_batch, sync,
+                                         _heartbeat_writer(os.environ.get("DLPERF_HEARTBEAT")))
+        else:
+            result = timed_loop(counted_step, total, args.warmup_steps, global_batch, rank0=env.is_rank0, log=log,
+                                sync=sync, loss_value=lambda t: float(t.item()),
+                                on_window_start=sampler.window_start if sampler else (lambda: None),
+                                on_window_end=sampler.window_end if sampler else (lambda: None), tiny=args.tiny,
+                                heartbeat=_heartbeat_writer(os.environ.get("DLPERF_HEARTBEAT")))
     except BaseException as exc:
         log(ev.EV_ERROR, **{ev.KIND: _classify(exc, bool(args.compile)), ev.STEP: current["step"],
                             ev.MESSAGE: f"{type(exc).__name__}: {exc}"[:4000], ev.TINY: args.tiny})
@@ -321,8 +358,10 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         dist.all_gather_object(gathered, mine)
     if env.is_rank0:
         log(ev.EV_MEMORY, **_memory_event(cuda, gathered, socket.gethostname()))
-        fields = summarize(result, args.warmup_steps, args.measure_steps, global_batch, work.flops_per_sample,
+        fields = summarize(result, warmup, measure, global_batch, work.flops_per_sample,
                            peak * env.world_size if peak else None)
+        if args.epochs:
+            fields[ev.EPOCHS] = max((e.epoch for e in evals), default=0)
         log(ev.EV_SUMMARY, **fields, **{ev.GLOBAL_BATCH: global_batch, ev.TINY: args.tiny})
     return 0
 

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import bert as bert_mod
+from . import digits as digits_mod
 from . import flops
 from .resnet import resnet50
 
@@ -39,6 +40,8 @@ class WorkloadConfig:
     seq_len: int | None = None  # BERT; default 128 (tiny 32)
     lr: float | None = None
     world_size: int = 1
+    dataset: str = "synthetic"  # "digits": scikit-learn's digits (accuracy runs; ResNet-50 only)
+    rank: int = 0
 
 
 @dataclass
@@ -54,6 +57,9 @@ class Workload:
     details: dict[str, Any] = field(default_factory=dict)  # model config for the header
     grad_clip: float | None = None
     dense_dtype: torch.dtype | None = None  # explicit fp16/bf16: the model's dtype
+    # a real dataset (accuracy runs): top-1, top-5 and samples on its held-out set, and steps per epoch per rank
+    evaluate: Callable[[nn.Module], tuple[float, float, int]] | None = None
+    steps_per_epoch: int | None = None
 
 
 def amp_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -137,6 +143,8 @@ class _BertSamples(torch.utils.data.Dataset):
 def build_resnet50(cfg: WorkloadConfig) -> Workload:
     classes, width = (10, 16) if cfg.tiny else (1000, 64)
     classes = cfg.num_classes or classes
+    if cfg.dataset == "digits":
+        classes = digits_mod.CLASSES
     size = cfg.image_size or (32 if cfg.tiny else 224)
     dev, fmt = cfg.device, (torch.channels_last if cfg.channels_last else torch.contiguous_format)
     dtype = _explicit_dtype(cfg.precision)
@@ -150,7 +158,22 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
     lr = cfg.lr if cfg.lr is not None else 0.256 * cfg.batch_size * cfg.world_size / 256  # NVIDIA's RN50 recipe
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.875, weight_decay=3.0517578125e-05)
 
-    if cfg.data_location == "device":  # one fixed batch made on the device, like tf_cnn --fake-location gpu
+    evaluate, per_epoch = None, None
+    if cfg.dataset == "digits":  # a real dataset: real batches, a held-out set to evaluate on
+        data = digits_mod.load(size)
+        per_epoch = digits_mod.steps_per_epoch(len(data.train_y), cfg.batch_size, cfg.world_size)
+        if per_epoch < 1:
+            raise ValueError(f"digits: {len(data.train_y)} training images cannot give {cfg.world_size} ranks a "
+                             f"batch of {cfg.batch_size} each; lower the batch size")
+        it_d = digits_mod.batches(data, cfg.batch_size, cfg.rank, cfg.world_size, cfg.seed - cfg.rank)
+
+        def next_batch() -> Batch:
+            img, lab = next(it_d)
+            return img.to(dev).to(in_dtype).contiguous(memory_format=fmt), lab.to(dev)
+
+        def evaluate(m: nn.Module) -> tuple[float, float, int]:
+            return digits_mod.evaluate(m, data, dev)
+    elif cfg.data_location == "device":  # one fixed batch made on the device, like tf_cnn --fake-location gpu
         g = torch.Generator(device=dev).manual_seed(cfg.seed)
         images = torch.randn(cfg.batch_size, 3, size, size, device=dev, generator=g).to(in_dtype)
         images = images.contiguous(memory_format=fmt)
@@ -174,7 +197,8 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
 
     return Workload(model, optimizer, next_batch, loss_of, flops.TRAIN_FACTOR * fwd, params,
                     {"image_size": size, "num_classes": classes, "base_width": width, "layers": [3, 4, 6, 3],
-                     "optimizer": "SGD(momentum=0.875)", "label_smoothing": 0.1}, dense_dtype=dtype)
+                     "optimizer": "SGD(momentum=0.875)", "label_smoothing": 0.1, "dataset": cfg.dataset},
+                    dense_dtype=dtype, evaluate=evaluate, steps_per_epoch=per_epoch)
 
 
 def build_bert_base(cfg: WorkloadConfig) -> Workload:

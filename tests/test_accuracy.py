@@ -1,0 +1,170 @@
+"""Accuracy runs (#25): the [measure] mode, the workload's loop, the evaluations read from a real log of the
+built-in workload, the NOT_CONVERGED verdict, compare's gate and the accuracy table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dlperf_slurm import accuracy, compare, matrix, outcome, suites
+from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.model import Measure, ParseContext, RunResult, Status, Target
+from dlperf_slurm.workloads.loop import accuracy_loop
+
+FIXTURES = Path(__file__).parent / "fixtures" / "accuracy"
+
+BASE = """suite = "pytorch-ddp/resnet50"
+[axes]
+devices = ["1x1"]
+batch_size = [32]
+precision = ["fp32"]
+[options]
+tiny = true
+[measure]
+"""
+
+
+def load(tmp_path: Path, measure: str, head: str = BASE) -> matrix.Matrix:
+    p = tmp_path / "m.toml"
+    p.write_text(head + measure)
+    return matrix.load(p, site=False)
+
+
+def test_accuracy_mode_reaches_the_program(tmp_path):
+    m = load(tmp_path, 'mode = "accuracy"\nepochs = 8\ntarget = { metric = "top1", value = 0.75 }\n')
+    assert m.measure == Measure(mode="accuracy", epochs=8, target=Target("top1", 0.75))
+    argv = m.suites[0].program(m.cells[0], m.measure, m.options_for(m.cells[0]))
+    assert argv[argv.index("--epochs") + 1] == "8"
+    assert argv[argv.index("--dataset") + 1] == "digits"
+    assert argv[argv.index("--target") + 1] == "top1:0.75"
+    plain = load(tmp_path, "repeats = 2\n")
+    assert "--epochs" not in plain.suites[0].program(plain.cells[0], plain.measure, plain.options_for(plain.cells[0]))
+
+
+@pytest.mark.parametrize("measure, key, line, words", [
+    ('mode = "acuracy"\n', "measure.mode", 9, "did you mean 'accuracy'"),
+    ('mode = "accuracy"\n', "measure", 8, "needs epochs"),
+    ('mode = "accuracy"\nepochs = 0\n', "measure.epochs", 10, ">= 1"),
+    ('epochs = 3\n', "measure.epochs", 9, 'mode = "accuracy"'),
+    ('mode = "accuracy"\nepochs = 3\ntarget = { metric = "top3", value = 0.5 }\n', "measure.target.metric", 11,
+     "top1, top5"),
+    ('mode = "accuracy"\nepochs = 3\ntarget = { metric = "top1", value = 75 }\n', "measure.target.value", 11,
+     "fraction"),
+    ('mode = "accuracy"\nepochs = 3\ntarget = { metric = "top1", valu = 0.7 }\n', "measure.target.valu", 11, ""),
+])
+def test_bad_accuracy_measure_is_one_line_naming_file_key_line(tmp_path, measure, key, line, words):
+    with pytest.raises(MatrixError) as err:
+        load(tmp_path, measure)
+    e = err.value
+    assert (e.key, e.line) == (key, line), str(e)
+    assert words in e.message and "\n" not in str(e) and str(e).startswith(str(tmp_path / "m.toml"))
+
+
+def test_a_suite_without_accuracy_runs_is_refused(tmp_path):
+    head = BASE.replace("pytorch-ddp/resnet50", "tf-cnn/resnet50").replace("[options]\ntiny = true\n", "")
+    with pytest.raises(MatrixError) as err:
+        load(tmp_path, 'mode = "accuracy"\nepochs = 3\n', head)
+    assert err.value.key == "measure.mode" and "tf-cnn/resnet50 cannot run accuracy runs" in err.value.message
+
+
+def _fake_loop(accs, target, epochs=5):
+    """accuracy_loop over a fake step whose evaluations give ``accs`` in turn."""
+    events, printed = [], []
+    it = iter(accs)
+    res, evals = accuracy_loop(lambda: 0.5, 3, epochs, 8, rank0=True, log=lambda e, **f: events.append((e, f)),
+                               evaluate=lambda: (next(it), 1.0, 100), target=target, printer=printed.append)
+    return res, evals, events, printed
+
+
+def test_loop_stops_at_the_first_evaluation_that_reaches_the_target():
+    res, evals, events, printed = _fake_loop([0.5, 0.8, 0.9, 0.95], ("top1", 0.75))
+    assert [e.epoch for e in evals] == [1, 2] and res.steps == 6
+    assert printed == [" * Acc@1 50.000 Acc@5 100.000", " * Acc@1 80.000 Acc@5 100.000"]
+    steps = [f["step"] for e, f in events if e == "step"]
+    assert steps == [1, 2, 3, 4, 5, 6]
+    # the printed line is what accuracy.torchvision_line reads back
+    assert accuracy.torchvision_line(printed[1]).top1 == pytest.approx(0.8)
+
+
+def test_loop_without_reaching_it_runs_every_epoch():
+    res, evals, _, _ = _fake_loop([0.1, 0.2, 0.3], ("top1", 0.99), epochs=3)
+    assert len(evals) == 3 and res.steps == 9
+
+
+def test_torchvision_lines():
+    # pytorch/examples imagenet/main.py's validate() and torchvision's references print this (percents)
+    e = accuracy.torchvision_line(" * Acc@1 76.130 Acc@5 92.862")
+    assert (e.top1, e.top5) == (pytest.approx(0.7613), pytest.approx(0.92862))
+    assert accuracy.torchvision_line("Test: [1460/2500]  Acc@1 45.000 (76.451)   Acc@5 55.000 (93.474)") is None
+    assert accuracy.torchvision_line(" * Acc@1 176.0 Acc@5 92.8") is None
+
+
+def _parse(name: str) -> RunResult:
+    suite = suites.get("pytorch-ddp/resnet50")
+    with open(FIXTURES / name, encoding="utf-8") as f:
+        return suite.parse(f, ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100))
+
+
+def test_a_real_log_of_the_workload_that_reached_its_target():
+    """A log the built-in workload wrote here (accuracy-smoke, 1n1g: tiny ResNet-50 on digits, target top-1 75 %)."""
+    res = _parse("reached.log")
+    x = res.extra
+    assert res.status == Status.OK and res.throughput > 0
+    assert x["reached"] is True and x["target"] == {"metric": "top1", "value": 0.75}
+    assert x["top1"] >= 0.75 and x["epochs"] == len(x["evals"]) < x["epochs_planned"]
+    first_ok = next(e for e in x["evals"] if e["top1"] >= 0.75)
+    assert 0 < x["time_to_target_s"] and first_ok["time"] > 0
+    # every " * Acc@1" line the log prints is an evaluation the parser kept, in order
+    printed = [accuracy.torchvision_line(line) for line in (FIXTURES / "reached.log").read_text().splitlines()]
+    assert [round(p.top1, 5) for p in printed if p] == [round(e["top1"], 5) for e in x["evals"]]
+    assert accuracy.verdict(res) is None
+
+
+def test_a_run_that_ends_short_of_its_target_is_not_converged():
+    res = _parse("not-converged.log")
+    assert res.status == Status.OK and res.extra["reached"] is False
+    ev = outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True)
+    decided = outcome.decide(ev)
+    assert decided.status == Status.NOT_CONVERGED
+    assert "short of the target 99.90%" in decided.reason and f"of {res.extra['epochs_planned']} epochs" in decided.reason
+
+
+def test_compare_gates_a_cell_that_converged_before_and_not_now():
+    base = compare.sides_from_runs([{"cell_id": "c", "status": "OK", "throughput": 10.0, "unit": "img/s"}] * 3)
+    new = compare.sides_from_runs([{"cell_id": "c", "status": "NOT_CONVERGED", "throughput": 10.0,
+                                    "unit": "img/s"}] * 3)
+    (row,) = compare.compare(base, new)
+    assert row.regressed and row.verdict == "now NOT_CONVERGED"
+
+
+def _run(cell_id, status, top1, ttt, run):
+    return SimpleNamespace(cell_id=cell_id, status=status, run=run,
+                           extra={"evals": [{"top1": top1}], "top1": top1, "top5": 0.99, "epochs": 2,
+                                  "epochs_planned": 8, "target": {"metric": "top1", "value": 0.75},
+                                  "reached": status == Status.OK, "time_to_target_s": ttt})
+
+
+def test_table_keeps_not_converged_runs_out_of_the_medians_and_names_them():
+    cell = SimpleNamespace(cell_id="c", suite="s", devices=2, shape="1n2g", batch_size=32, global_batch=64,
+                           median=100.0, unit="img/s")
+    runs = [_run("c", Status.OK, 0.80, 10.0, "c.r0"), _run("c", Status.OK, 0.90, 14.0, "c.r1"),
+            _run("c", Status.NOT_CONVERGED, 0.10, None, "c.r2")]
+    (row,) = accuracy.table([cell], runs)
+    assert row["top1"] == pytest.approx(0.85) and (row["top1_min"], row["top1_max"]) == (0.80, 0.90)
+    assert row["time_to_target_s"] == 12.0 and row["not_converged"] == {"c.r2": 0.10} and (row["n_ok"], row["n"]) == (2, 3)
+    text = "\n".join(accuracy.markdown([cell], runs))
+    assert "85.00% (80.00%–90.00%)" in text and "`c` NOT_CONVERGED: c.r2 (final 10.00%)" in text
+
+
+def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
+    from dlperf_slurm.tables import plan_text
+
+    root = Path(__file__).parent.parent / "matrices"
+    smoke = matrix.load(root / "accuracy-smoke.toml", site=False)
+    assert smoke.measure.target == Target("top1", 0.75) and [c.shape for c in smoke.cells] == ["1n1g", "1n2g"]
+    ddl = matrix.load(root / "ddl-accuracy.toml", site=False)
+    assert ddl.measure.accuracy and {c.devices for c in ddl.cells} == {1, 2, 4}
+    assert "= 4 runs; accuracy runs\nup to 8 epochs, stopping at top1 75.00%; rate over the first epoch after 3 steps" \
+        in plan_text(smoke)

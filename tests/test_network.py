@@ -1,0 +1,90 @@
+"""The network explanation of scaling (#25): ring all-reduce arithmetic checked by hand, bounds and regimes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from dlperf_slurm import network
+from dlperf_slurm.model import Status
+
+
+def test_ring_allreduce_by_hand():
+    # ResNet-50: 25,557,032 parameters x 4 bytes = 102,228,128 bytes; 4 ranks at a bus bandwidth of 10 GB/s:
+    # 2 x 3 / 4 = 1.5; 1.5 x 102,228,128 B / 1e10 B/s = 0.0153342192 s
+    assert network.ring_allreduce_seconds(102_228_128, 4, 10.0) == pytest.approx(0.0153342192, rel=1e-12)
+    # 16 ranks (2n8g) at 9.8 GB/s: 2 x 15 / 16 = 1.875; 1.875 x 102,228,128 = 191,677,740 B;
+    # / 9.8e9 B/s = 0.01955895306 s
+    assert network.ring_allreduce_seconds(102_228_128, 16, 9.8) == pytest.approx(0.01955895306, rel=1e-9)
+    assert network.ring_allreduce_seconds(1e9, 1, 1.0) == 0.0
+
+
+def test_bounds_by_hand():
+    no, full = network.bounds(0.050, 0.0153342192)
+    assert no == pytest.approx(0.050 / 0.0653342192) and full == 1.0
+    no, full = network.bounds(0.010, 0.020)
+    assert (no, full) == (pytest.approx(1 / 3), pytest.approx(0.5))
+
+
+def _cell(shape="2n8g", nodes=2, gpn=8, eff=0.76, batch=64, model="resnet50", precision="fp32", variant=""):
+    devices = nodes * gpn
+    base_rate = 400.0  # the 1n1g cell's img/s
+    return SimpleNamespace(cell_id=f"{model}.{shape}", shape=shape, nodes=nodes, devices=devices, efficiency=eff,
+                           median=eff * devices * base_rate, batch_size=batch, model=model, precision=precision,
+                           variant=variant)
+
+
+def _runs(cell_id, busbw, params=None):
+    return [SimpleNamespace(cell_id=cell_id, status=Status.OK, health_busbw_gbs=b,
+                            extra={"params": params} if params else {}) for b in busbw]
+
+
+def test_network_bound_cell_named_with_its_ceiling():
+    # compute = 64 / 400 = 160 ms; 2n8g fp32 ResNet-50 at 0.8 GB/s: 1.875 x 102,228,128 / 0.8e9 = 239.6 ms:
+    # full overlap allows 160 / 239.6 = 66.8 %; measured 65 %: network-bound
+    c = _cell(eff=0.65)
+    e = network.explain_cell(c, _runs(c.cell_id, [0.7, 0.8, 0.9]))
+    assert e.busbw_gbs == 0.8 and e.grad_bytes == 102_228_128 and e.params_from == "model"
+    assert e.allreduce_ms == pytest.approx(1.875 * 102_228_128 / 0.8e9 * 1e3)
+    assert e.compute_ms == pytest.approx(160.0)
+    assert e.full_overlap == pytest.approx(160 / e.allreduce_ms)
+    assert e.regime == "network-bound"
+    assert e.text == "network-bound: 2n8g at 65%, the measured 0.8 GB/s allows at most 67%"
+
+
+def test_fast_network_is_not_the_explanation():
+    # the same cell at 25 GB/s: all-reduce 7.7 ms, no overlap allows 160 / 167.7 = 95 %; measured 60 %
+    c = _cell(eff=0.60)
+    e = network.explain_cell(c, _runs(c.cell_id, [25.0]))
+    assert e.no_overlap == pytest.approx(160 / (160 + 1.875 * 102_228_128 / 25e9 * 1e3))
+    assert e.regime == "not the network" and "allows 95% even without overlap" in e.text
+
+
+def test_params_from_the_log_and_precision_bytes():
+    c = _cell(precision="fp16", model="tiny-thing")
+    e = network.explain_cell(c, _runs(c.cell_id, [10.0], params=1_000_000))
+    assert (e.params, e.params_from, e.grad_bytes) == (1_000_000, "log", 2_000_000)
+
+
+def test_no_explanation_on_one_node_or_without_a_busbw():
+    one = _cell(shape="1n8g", nodes=1)
+    assert network.explain_cell(one, _runs(one.cell_id, [10.0])) is None
+    c = _cell()
+    assert network.explain_cell(c, _runs(c.cell_id, [None])) is None
+
+
+def test_regimes():
+    assert network.regime(0.76, 0.60, 0.78) == "network-bound"
+    assert network.regime(0.61, 0.60, 1.0) == "not overlapped"
+    assert network.regime(0.80, 0.60, 1.0) == "partly overlapped"
+    assert network.regime(0.30, 0.90, 1.0) == "not the network"
+    assert network.regime(0.95, 0.50, 0.70) == "above the measured bandwidth"
+
+
+def test_markdown_section_per_setup():
+    slow, fast = _cell(eff=0.65, variant="setup=overlay"), _cell(eff=0.93, variant="setup=host")
+    slow.cell_id, fast.cell_id = "a", "b"
+    text = "\n".join(network.markdown([slow, fast], _runs("a", [0.8]) + _runs("b", [25.0])))
+    assert "| overlay" in text and "network-bound: 2n8g at 65%" in text
+    assert "| host" in text and "2n8g at 93%" in text and text.count("network-bound:") == 1
