@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from dlperf_slurm import __version__, manifest
-from dlperf_slurm.model import RunResult, Status
+from dlperf_slurm.model import Cell, RunResult, Status
 
 #: Bump to drop every cache entry written before (any change to the parsing code does it by itself, see
 #: :func:`parser_version`).
@@ -85,11 +85,11 @@ def _suite_source(suite_name: str) -> str:
         return ""
 
 
-def fingerprint(cell: Mapping[str, Any], warmup: int, measure: int, options: Mapping[str, Any]) -> str:
+def fingerprint(cell: Cell, warmup: int, measure: int, options: Mapping[str, Any]) -> str:
     """What a log's result depends on besides the log: the parser, the suite and what the parse context holds."""
-    suite = str(cell.get("suite", ""))
-    return json.dumps([parser_version(), _suite_source(suite), suite, cell.get("nodes"), cell.get("gpus_per_node"),
-                       cell.get("batch_size"), cell.get("precision"), warmup, measure, options],
+    suite = cell.suite
+    return json.dumps([parser_version(), _suite_source(suite), suite, cell.nodes, cell.gpus_per_node,
+                       cell.batch_size, cell.precision, warmup, measure, options],
                       sort_keys=True, default=str, separators=(",", ":"))
 
 

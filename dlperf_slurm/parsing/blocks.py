@@ -282,6 +282,7 @@ class BlockLines:
         """The lines (numbers in the block) that may hold a short text starting with one of ``short``'s characters:
         a line shorter than the length whose first byte is one of them, and a labelled line whose text after its
         label (and the one space split_rank may also take) is shorter (its first character is not looked at)."""
+        assert self.short is not None  # called only when the suite has a short-line rule
         table, length = self.short
         ends = np.append(terms, end) if partial else terms
         lens = ends - starts
@@ -302,7 +303,7 @@ class BlockLines:
         for k, s, e in zip(lines.tolist(), starts.tolist(), ends.tolist()):
             m = match(buf, s, e)
             if m is not None:
-                self._rank(int(m.group(m.lastindex)))
+                self._rank(int(m.group(m.lastindex or 1)))
                 at.append(k)
                 label.append(m.end() - s)
             elif not buf[s:e].isascii():

@@ -53,7 +53,7 @@ _SLURM_CAUSE = {"TIME LIMIT": Status.TIMEOUT, "NODE FAILURE": Status.NODE_FAIL, 
                 "JOB REQUEUE": Status.REQUEUED}
 
 
-def slurm_kill(line: str) -> str | None:
+def slurm_kill(line: str) -> Status | None:
     """The status a ``slurmstepd`` kill banner states (``*** STEP 12.0 ON n1 CANCELLED AT ... DUE TO TIME
     LIMIT ***``), or None."""
     if "CANCELLED AT" not in line:
@@ -115,7 +115,7 @@ class Facts:
     garbled: int = 0  # records split by buffering that could not be put back together
     oom: str | None = None  # the first OOM line
     oom_rank: int | None = None
-    slurm: str | None = None  # status stated by a slurmstepd kill banner
+    slurm: Status | None = None  # status stated by a slurmstepd kill banner
     slurm_line: str | None = None
     last_exception: str | None = None
     last_error: str | None = None
@@ -179,7 +179,7 @@ class Scanner:
             needle = needles[0]
             self._wanted = lambda text: needle in text
         else:
-            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search  # type: ignore[assignment]
+            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search
         # The block path (a file from read_lines) needs substrings one of which every line the handler does
         # anything with contains: ``needles``, or ``block_needles`` with ``wanted`` (a superset of its lines).
         self._block_needles = tuple(block_needles) if block_needles is not None else (

@@ -211,7 +211,7 @@ class _Streams:
 def _last_glog(text: str, end: int) -> re.Match | None:
     """The last glog/absl header (``I0826 15:12:50.113950 140405777909504 file.py:133]``) before ``end``."""
     head = None
-    for head in _GLOG.finditer(text, 0, end):
+    for head in _GLOG.finditer(text, 0, end):  # noqa: B007 - the loop keeps the last match
         pass
     return head
 
