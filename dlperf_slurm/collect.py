@@ -327,12 +327,10 @@ class Result:
     bytes: int
     reread: int | None = None  # logs parsed this time (the others came from the parse cache); None: no cache
     workers: int = 1  # processes that read logs (0: none was read)
-    #: what the summary writers wrote last time, while :func:`dlperf_slurm.report.write_all` writes (the plot
-    #: writer keeps a plot whose cells did not change); None: write everything
+    #: what the summary writers wrote last time, while ``report.write_all`` writes (None: write everything)
     output_state: parsecache.OutputState | None = None
     with_plots: bool = True  # whether the writers make plots (the HTML report inlines them): write_all's ``plots``
-    #: per cell id, its earlier campaigns in the results store and this one (htmlreport.Point lists), for the HTML
-    #: report's trend plots; set by the collect command (None: no store read)
+    #: per cell id, its stored campaigns and this one (htmlreport.Point lists) for the HTML report's trend plots
     trend: dict[str, list[Any]] | None = None
 
 

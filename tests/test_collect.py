@@ -598,12 +598,15 @@ def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
     """No pool for a few small logs; a given --jobs is kept; by default, one process per WORKER_SECONDS of
     estimated work, up to the CPUs the load leaves free."""
     from dlperf_slurm import runparse
+    from dlperf_slurm.model import Cell
 
+    cell = Cell(suite="tf2/resnet50", model="resnet50", framework="tf2", nodes=1, gpus_per_node=1, batch_size=8,
+                precision="fp32", xla=False, launcher="", params=())
     small = []
     for i in range(40):
         p = tmp_path / f"m_b8_fp32_{i}.log"
         p.write_bytes(b"x" * 1000)
-        small.append(runparse.RunSpec(f"r{i}", {}, i, str(p)))
+        small.append(runparse.RunSpec(key=f"r{i}", cell=cell, repeat=i, log=str(p)))
     monkeypatch.setattr(runparse.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setattr(runparse.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     assert runparse.workers(small, None) == 1  # 40 small logs: ~12 ms of work
@@ -617,4 +620,4 @@ def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
     big = tmp_path / "big_b8_fp32_0.log"
     with open(big, "wb") as f:
         f.truncate(400_000_000)  # one log: one process, however big
-    assert runparse.workers([runparse.RunSpec("b", {}, 0, str(big))], None) == 1
+    assert runparse.workers([runparse.RunSpec(key="b", cell=cell, repeat=0, log=str(big))], None) == 1
