@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a source checkout
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import logsynth as ls
 
@@ -173,10 +174,11 @@ def floors(trees, needles: tuple[str, ...]) -> tuple[float, float, int]:
     return t_read, time.perf_counter() - t, n
 
 
-def collect_once(trees, out: Path, jobs, changed: list[Path] | None = None) -> dict:
-    """One ``collect --from`` over every tree (its cache and writer state beside the summaries in ``out``)."""
+def collect_once(trees, out: Path, jobs, spell=None) -> dict:
+    """One ``collect --from`` over every tree (its cache and writer state beside the summaries in ``out``);
+    ``spell(tree)``: how the tree is named this time (as a user types it: relative, through a symlink, ...)."""
     t0 = time.perf_counter()
-    cols = [collect.runs_from_tree(tree, suite, 20, 100) for suite, tree in trees]
+    cols = [collect.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
     t_gather = time.perf_counter() - t0
     side = parsecache.side_file(out, "bench")
     res = collect.collect(cols, jobs=jobs, name="bench", cache=parsecache.Caches(cols, side))
@@ -186,7 +188,7 @@ def collect_once(trees, out: Path, jobs, changed: list[Path] | None = None) -> d
     state.save()
     t_write = time.perf_counter() - t
     return {"gather": t_gather, "parse": res.seconds, "write": t_write, "total": time.perf_counter() - t0,
-            "read": res.reread, "res": res, "written": [p for p in paths if str(p) not in state.kept],
+            "read": res.reread, "res": res, "written": [p for p in paths if not state.is_kept(p)],
             "paths": paths}
 
 
@@ -200,10 +202,22 @@ def main() -> None:
     ap.add_argument("--dense-log-mb", type=int, default=100, help="size of the log with a step on every line "
                     "(0: skip)")
     ap.add_argument("--keep", action="store_true", help="keep the generated folder")
+    ap.add_argument("--peer", action="store_true", help="only collect --from against DLPerf's extractor on DLPerf's "
+                    "TF2 logs (bench/peer.py)")
+    ap.add_argument("--peer-runs", type=int, default=1000, help="--peer: runs per shape (6 shapes)")
+    ap.add_argument("--peer-kb", type=int, default=41, help="--peer: size of a log")
+    ap.add_argument("--repeat", type=int, default=3, help="--peer: runs of each command; the best is printed")
+    ap.add_argument("--code", type=Path, default=ROOT, help="--peer: the checkout whose collect is timed (an older "
+                    "one, for before and after)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_collect_"))
     try:
+        if args.peer:
+            import peer
+
+            peer.run(tmp, args.peer_runs, args.peer_kb, args.repeat, args.code.resolve())
+            return
         t = time.perf_counter()
         trees, files, total = generate(tmp / "logs", args.runs, args.kb_per_run)
         gen = time.perf_counter() - t
@@ -232,6 +246,20 @@ def main() -> None:
             with open(p, "a") as f:
                 f.write("node0:1234:1250 [0] NCCL INFO comm 0x55d5c8 rank 0 nranks 8 - Destroy COMPLETE\n")
         after = collect_once(trees, out, args.jobs)
+        # the same unchanged campaign named as users type it: each collect must come from the cache
+        (tmp / "elsewhere").mkdir()
+        (tmp / "elsewhere" / "link").symlink_to(logs, target_is_directory=True)
+        spellings = {"absolute": (tmp, lambda t: t), "relative": (tmp, lambda t: t.relative_to(tmp)),
+                     "from another folder (../logs/...)": (tmp / "elsewhere", lambda t: Path("..") / t.relative_to(tmp)),
+                     "through a symlink (link/...)": (tmp / "elsewhere", lambda t: Path("link") / t.relative_to(logs))}
+        spelled = {}
+        here = os.getcwd()
+        try:
+            for how, (cwd, spell) in spellings.items():
+                os.chdir(cwd)
+                spelled[how] = collect_once(trees, out, args.jobs, spell)
+        finally:
+            os.chdir(here)
         t_read, t_sieve, n_cand = floors(trees, tuple(pattern.split("|")))
         res = cold["res"]
         statuses: dict[str, int] = {}
@@ -259,11 +287,16 @@ def main() -> None:
         row("collect warm (unchanged): total", warm["total"], None,
             f"find the runs {warm['gather']:.2f} s, writers {warm['write']:.2f} s "
             f"({len(warm['written'])} files written)")
+        print(f"{'warm / cold, total':42s} {100 * warm['total'] / cold['total']:7.1f}%")
+        for how, r in spelled.items():
+            row(f"warm, named {how}", r["total"], None, f"{100 * r['total'] / cold['total']:.1f}% of cold; "
+                f"{r['read']} logs read, {len(r['written'])} files written")
         row(f"collect, {len(changed)} runs changed: parse + cells", after["parse"], None,
             f"{after['read']} logs read")
         row(f"collect, {len(changed)} runs changed: total", after["total"], None,
             f"writers {after['write']:.2f} s ({len(after['written'])} files written)")
-        print(f"peak RSS: collect process {rss_self:.0f} MiB, largest parser process {rss_children:.0f} MiB")
+        print(f"peak RSS: collect process {rss_self:.0f} MiB, largest parser process {rss_children:.0f} MiB; "
+              f"processes reading logs (cold): {res.workers} of {cpus} CPUs")
         print(f"runs: {statuses}; cells: {len(res.cells)}; summary files: "
               f"{', '.join(f'{p.name} {p.stat().st_size / 1e6:.1f} MB' for p in cold['paths'])}")
         print(f"load average now {os.getloadavg()[0]:.1f}")

@@ -249,8 +249,8 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         return v
     if key == "setup":
         if v not in setups:
-            known = ", ".join(setups) or "none: add a [setups.NAME] table"
-            raise ctx.error(full, f"unknown setup {v!r}{did_you_mean(str(v), setups)}; the matrix's setups: {known}")
+            names = ", ".join(setups) or "none: add a [setups.NAME] table"
+            raise ctx.error(full, f"unknown setup {v!r}{did_you_mean(str(v), setups)}; the matrix's setups: {names}")
         return v
     if key == "launcher_args":
         if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):

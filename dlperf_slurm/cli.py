@@ -167,7 +167,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel parser processes (default: CPUs)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="parallel parser processes (default: as many as the work pays for, up to the free CPUs)")
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")
@@ -206,8 +207,9 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
                    "testcase per cell, a regression a failure, a cell no longer running an error")
     p.set_defaults(func=_lazy("compare"))
-    p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the changes "
-                       "beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, framework, ...)")
+    p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the "
+                       "changes beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, "
+                       "framework, ...)")
     p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
     _store_args(p)
     p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")

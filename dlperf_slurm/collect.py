@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from dlperf_slurm import manifest, parsecache
+from dlperf_slurm import manifest, parsecache, storage
 from dlperf_slurm.cells import cells_of
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
@@ -36,21 +36,22 @@ from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 from dlperf_slurm.search import read_results
 
-_TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)_(?P<rep>\d+)\.log$")
+_TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)"
+                        r"_(?P<rep>\d+)\.log$")
 _SHAPE_DIR = re.compile(r"^(\d+)n(\d+)g$")
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Collection:
     """What one source yields: its runs and what each cell should have (repeats)."""
 
     name: str
-    source: str  # "manifest" | "matrix" | "tree"
+    source: Literal["manifest", "matrix", "tree"]
     where: str
     runs: list[RunSpec]
     repeats: int | None = None  # planned repeats per cell (None: as many as found)
-    cells: list[dict[str, Any]] = field(default_factory=list)  # every planned cell, runs or not
+    cells: list[Cell] = field(default_factory=list)  # every planned cell, runs or not
     notes: list[str] = field(default_factory=list)
 
 
@@ -100,11 +101,12 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
     for r in info.runs:
         log = str(r.log)
         slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
-        runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, log, str(r.marker), r.status, r.reason or "",
-                            r.job_id, r.exit_code, warm, meas, info.options_for(r.cell.suite), info.name, slurm_out,
-                            r.log_status, r.log_id))
-    return Collection(info.name, "manifest", str(info.dir), runs, measure.get("repeats"),
-                      [c.as_dict() for c in info.cells])
+        runs.append(RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=log, marker=str(r.marker), state=r.status,
+                            state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code, warmup_steps=warm,
+                            measure_steps=meas, options=info.options_for(r.cell.suite), campaign=info.name,
+                            slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id))
+    return Collection(name=info.name, source="manifest", where=str(info.dir), runs=runs, repeats=measure.get("repeats"),
+                      cells=list(info.cells))
 
 
 @_keeps_what_it_makes
@@ -127,13 +129,17 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
     outs = _slurm_out_index(r.log.parent for r in plan)
     for r in plan:
         rec = states.get(r.key)
-        runs.append(RunSpec(r.key, r.cell.as_dict(), r.repeat, str(r.log), str(r.marker),
-                            rec.status if rec else None, rec.reason if rec else "", rec.job_id if rec else None,
-                            rec.exit_code if rec else None, m.measure.warmup_steps, m.measure.measure_steps,
-                            m.options_for(r.cell), m.name,
-                            ([str(rec.slurm_out)] if rec and rec.slurm_out else []) + outs.get(str(r.base), []),
-                            rec.log_status if rec else None, rec.log_id if rec else None))
-    return Collection(m.name, "matrix", str(cdir), runs, m.measure.repeats, [c.as_dict() for c in m.cells], notes)
+        spec = RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=str(r.log), marker=str(r.marker),
+                       warmup_steps=m.measure.warmup_steps, measure_steps=m.measure.measure_steps,
+                       options=m.options_for(r.cell), campaign=m.name, slurm_out=outs.get(str(r.base), []))
+        if rec is not None:  # what the manifest recorded of it
+            spec.state, spec.state_reason = rec.status, rec.reason
+            spec.job_id, spec.exit_code = rec.job_id, rec.exit_code
+            spec.slurm_out = ([str(rec.slurm_out)] if rec.slurm_out else []) + spec.slurm_out
+            spec.log_status, spec.log_id = rec.log_status, rec.log_id
+        runs.append(spec)
+    return Collection(name=m.name, source="matrix", where=str(cdir), runs=runs, repeats=m.measure.repeats,
+                      cells=list(m.cells), notes=notes)
 
 
 @_keeps_what_it_makes
@@ -162,21 +168,27 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     for flag, value, least in (("--warmup-steps", warmup_steps, 0), ("--measure-steps", measure_steps, 1)):
         if value < least:  # as a matrix's [measure] (the window would silently become 0 -> 1 step)
             raise UserError(f"{flag} {value}: expected an integer >= {least}")
-    root = Path(root)
-    if not root.is_dir():
-        raise UserError(f"--from {root}: not a folder")
+    typed = Path(root)
+    if not typed.is_dir():
+        raise UserError(f"--from {typed}: not a folder")
+    # the tree is read at its real path: ``--from .``, ``--from ../tree``, ``/abs/tree`` and a symlink to it are one
+    # tree (one summary name, the same rows, one parse cache beside the summaries)
+    root = Path(os.path.realpath(typed))
+    real_name = root.name
     opts = {**suite.options, **(options or {})}
     runs, skipped = [], []
     found = []
     for dirpath, dirnames, _files in os.walk(root):  # every shape folder below root, in path order
         found += [os.path.join(dirpath, d) for d in dirnames if _SHAPE_DIR.match(d)]
     shape_dirs = [Path(d) for d in sorted(found, key=lambda d: Path(d).parts)]
-    if _SHAPE_DIR.match(root.name):
+    if _SHAPE_DIR.match(real_name):
         shape_dirs.insert(0, root)
-    cells: dict[tuple, dict[str, Any]] = {}
+    cells: dict[tuple, Cell] = {}
     models: dict[str, dict[str, list[str]]] = {}  # subtree -> the model part of its file names -> its files
     for d in shape_dirs:
-        nodes, gpus = (int(x) for x in _SHAPE_DIR.match(d.name).groups())
+        shape = _SHAPE_DIR.match(real_name if d is root else d.name)
+        assert shape is not None  # shape_dirs holds only such folders
+        nodes, gpus = (int(x) for x in shape.groups())
         sub = d.parent.relative_to(root) if d.parent != root and root in d.parents else None
         try:
             with os.scandir(d) as it:
@@ -202,24 +214,25 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
             bsz, prec, xla = int(m.group("bsz")), m.group("prec"), "xla" in rest
             variant = "_".join(t for t in rest if t != "xla")
             key = (str(sub or ""), nodes, gpus, bsz, prec, xla, variant)  # subtrees never share a cell
-            base = cells.get(key)
-            if base is None:
+            cell = cells.get(key)
+            if cell is None:
                 params = {"variant": variant} if variant else {}
                 if sub is not None and str(sub) not in ("", "."):
                     params["tree"] = str(sub)
-                base = cells[key] = Cell(suite=suite.name, model=suite.model, framework=suite.framework,
+                cell = cells[key] = Cell(suite=suite.name, model=suite.model, framework=suite.framework,
                                          nodes=nodes, gpus_per_node=gpus, batch_size=bsz, precision=prec, xla=xla,
-                                         launcher="", params=tuple(sorted(params.items()))).as_dict()
-            cell = dict(base, log_model=m.group("model"))
+                                         launcher="", params=tuple(sorted(params.items())))
             marker = fname[:-4] + ".exit"  # looked for once, here: most trees have none
-            runs.append(RunSpec(f"{cell['id']}.r{m.group('rep')}", cell, int(m.group("rep")), log,
-                                os.path.join(folder, marker) if marker in present else None, None, "", None, None,
-                                warmup_steps, measure_steps, opts, name or root.name, outs.get(fname[:-4], [])))
+            runs.append(RunSpec(key=f"{cell.id}.r{m.group('rep')}", cell=cell, repeat=int(m.group("rep")), log=log,
+                                marker=os.path.join(folder, marker) if marker in present else None,
+                                warmup_steps=warmup_steps, measure_steps=measure_steps, options=opts,
+                                campaign=name or real_name, slurm_out=outs.get(fname[:-4], [])))
     if not runs:
-        raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
-    _one_model_per_subtree(root, models)
-    notes = [f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"] if skipped else []
-    return Collection(name or root.name, "tree", str(root), runs, None, [], window_notes + notes)
+        raise UserError(f"--from {typed}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
+    _one_model_per_subtree(root, models, typed)
+    notes = ([f"{len(skipped)} .log files with another name pattern were skipped (first: {skipped[0]})"]
+             if skipped else [])
+    return Collection(name=name or real_name, source="tree", where=str(root), runs=runs, notes=window_notes + notes)
 
 
 def tree_logs(root: str | os.PathLike) -> list[str]:
@@ -286,7 +299,7 @@ def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, l
     return choice.suite, [note]
 
 
-def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) -> None:
+def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]], typed: Path) -> None:
     """A tree's cells come from the shape folder and the rest of the file name, not its model part: the logs of
     two models side by side would pool into one cell (and one model's 1n1g cell would be the other's baseline).
     The model part cannot pick the suite's logs either: DLPerf names them r50_, rn50_, bert-base-adam-training_,
@@ -296,7 +309,7 @@ def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) 
             where = root / sub if sub else root
             names = ", ".join(f"{m} ({len(logs)} files, e.g. {Path(logs[0]).relative_to(root)})"
                               for m, logs in sorted(found.items()))
-            raise UserError(f"--from {root}: the shape folders of {where} hold the logs of {len(found)} models: "
+            raise UserError(f"--from {typed}: the shape folders of {where} hold the logs of {len(found)} models: "
                             f"{names}; they would pool into the same cells. Give each model a folder of its own "
                             f"(as DLPerf keeps one log root per model, e.g. {root}/<model>/<N>n<G>g/...) and point "
                             "--from at it (subfolders of one --from stay apart)")
@@ -305,7 +318,7 @@ def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]]) 
 # ============================================================================================== driver
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Result:
     name: str
     collections: list[Collection]
@@ -314,6 +327,12 @@ class Result:
     seconds: float
     bytes: int
     reread: int | None = None  # logs parsed this time (the others came from the parse cache); None: no cache
+    workers: int = 1  # processes that read logs (0: none was read)
+    #: what the summary writers wrote last time, while ``report.write_all`` writes (None: write everything)
+    output_state: parsecache.OutputState | None = None
+    with_plots: bool = True  # whether the writers make plots (the HTML report inlines them): write_all's ``plots``
+    #: per cell id, its stored campaigns and this one (htmlreport.Point lists) for the HTML report's trend plots
+    trend: dict[str, list[Any]] | None = None
 
 
 @_keeps_what_it_makes
@@ -324,19 +343,20 @@ def collect(collections: Sequence[Collection], jobs: int | None = None, name: st
     t0 = time.perf_counter()
     specs = [s for c in collections for s in c.runs]
     fresh: dict[str, parsecache.Entry | None] = {}
-    rows = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
+    rows, workers = parse_all(specs, jobs, known=cache.known() if cache is not None else None, fresh=fresh)
     if cache is not None:
         cache.save(fresh)
     repeats: dict[Any, int] = {}
     for c in collections:
         if c.repeats:
             for s in c.runs:
-                repeats[(s.campaign, s.cell["id"])] = int(c.repeats)
+                repeats[(s.campaign, s.cell.id)] = int(c.repeats)
     cells = cells_of(rows, repeats=repeats)
     _mark_searched(collections, cells)
     total = sum(r.log_bytes or 0 for r in rows)
-    return Result(name or "+".join(c.name for c in collections), list(collections), rows, cells,
-                  time.perf_counter() - t0, total, len(fresh) if cache is not None else None)
+    return Result(name=name or "+".join(c.name for c in collections), collections=list(collections), runs=rows,
+                  cells=cells, seconds=time.perf_counter() - t0, bytes=total,
+                  reread=len(fresh) if cache is not None else None, workers=workers)
 
 
 def _mark_searched(collections: Sequence[Collection], cells: Sequence[CellRow]) -> None:
@@ -352,14 +372,13 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     status decided with them, so ``status`` and ``submit --retry-failed`` see what ``collect`` saw."""
     m = manifest.Manifest(campaign_dir)
     try:
-        known = {r["key"]: r for r in m.runs("log_status IS NULL")}
-        updates = [(r.status, r.reason or "", str((r.extra or {}).get("log_status") or ""), r.exit_code,
-                    manifest.log_identity(r.log), r.run)
+        known = {r["key"]: r for r in m.runs(verdict_missing=True)}
+        updates = [manifest.Decision(key=r.run, status=r.status, reason=r.reason or "", exit_code=r.exit_code,
+                                     log_status=str((r.extra or {}).get("log_status") or ""),
+                                     log_id=storage.log_identity(r.log))
                    for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
         if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
-            with m.write() as db:
-                db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?), "
-                               "log_id=? WHERE key=? AND log_status IS NULL", updates)
+            m.set_verdicts(updates)
         return len(updates)
     finally:
         m.close()
@@ -373,9 +392,7 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
 
         m = manifest.Manifest(campaign_dir)
         try:
-            marks = ",".join("?" * len(ACTIVE))
-            if not m.db.execute(f"SELECT 1 FROM runs WHERE status IN ({marks}) LIMIT 1", tuple(ACTIVE)).fetchone() \
-                    and not m.changed_logs():
+            if not m.has_runs(statuses=ACTIVE) and not m.changed_logs():
                 return  # every run has ended: nothing to ask (and no scheduler client to start)
             tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
         finally:

@@ -88,7 +88,7 @@ def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: in
 
 
 def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: float) -> CellComparison:
-    unit = (new or base).unit  # type: ignore[union-attr]
+    unit = (new or base).unit
     out = CellComparison(cell_id=cell_id, base_median=base.median if base else None,
                          new_median=new.median if new else None, ratio=None, low=None, high=None,
                          base_n=len(base.values) if base else 0, new_n=len(new.values) if new else 0,

@@ -113,9 +113,7 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
             when = min((p.stat().st_mtime for p in (log, marker) if p.exists()), default=now)
             found.append((Status.RUNNING, "rebuilt by doctor from the run's files", jid, _executor(jid) or "slurm",
                           attempts, when, now, r["key"]))
-        with m.write() as db:
-            db.executemany("UPDATE runs SET status=?, reason=?, job_id=?, executor=?, attempt=?, submitted_at=?, "
-                           "updated_at=? WHERE key=?", found)
+        m.mark_found(found)
         used = tracking.used_schedulers(m)
         tracking.refresh(m, schedulers.for_campaign(cdir, used))
         counts: dict[str, int] = {}

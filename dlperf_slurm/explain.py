@@ -84,7 +84,6 @@ def traced(spec: RunSpec) -> tuple[Any, dict[str, Any], _Trace]:
     """The run's row, decided as ``collect`` decides it, its timed window (start, end, steps, seconds; empty
     when none), and every step its suite's parser timed (:class:`_Trace`)."""
     from dlperf_slurm import outcome, runparse
-    from dlperf_slurm.model import Cell
     from dlperf_slurm.parsing import lines as window  # its TRACE
 
     trace = _Trace()
@@ -96,7 +95,7 @@ def traced(spec: RunSpec) -> tuple[Any, dict[str, Any], _Trace]:
     else:
         window.TRACE = trace
         try:
-            res = outcome.read_log(Cell.from_dict(spec.cell), spec.log, warmup_steps=spec.warmup_steps,
+            res = outcome.read_log(spec.cell, spec.log, warmup_steps=spec.warmup_steps,
                                    measure_steps=spec.measure_steps, options=spec.options,
                                    lines=_numbered(spec.log, trace))
         finally:
@@ -107,7 +106,7 @@ def traced(spec: RunSpec) -> tuple[Any, dict[str, Any], _Trace]:
     if not row.extra["rule"] and spec.state:  # the manifest's decision: the table over the same files, again
         runparse.row_of(dataclasses.replace(spec, state=None, log_status=None), fresh, size)
         row.extra["table_now"] = (fresh.extra.get("rule"), str(fresh.status))
-    return row, dict(res.extra.get("window") or {}), trace
+    return row, dict(res.window or {}), trace
 
 
 def _step_line(trace: Sequence[tuple], step: int | None, after: int = 0) -> tuple | None:
@@ -134,12 +133,12 @@ def explain(collections: Sequence[Any], what: str) -> str:
     row, win, tr = traced(spec)
     trace, gathered = tr.step_lines()
     try:
-        suite = suites.get(spec.cell.get("suite", ""))
+        suite = suites.get(spec.cell.suite)
         unit, published = suite.sample_unit, suite.published
     except KeyError:
         unit, published = "samples/s", "time"
     x = row.extra or {}
-    out = [f"run {spec.key}: suite {spec.cell.get('suite')}, cell {spec.cell.get('id')}",
+    out = [f"run {spec.key}: suite {spec.cell.suite}, cell {spec.cell.id}",
            f"log {spec.log}" + (f" ({row.log_bytes:,} bytes)" if row.log_bytes is not None else " (none)"),
            (f"window: skip {spec.warmup_steps} steps, time the next {spec.measure_steps} (steps {spec.warmup_steps} "
             f"-> {spec.warmup_steps + spec.measure_steps}); the parser timed {len(tr)} steps, the last step "
@@ -149,7 +148,8 @@ def explain(collections: Sequence[Any], what: str) -> str:
         first = _step_line(trace, row.window_start)
         last = _step_line(trace, row.window_end, first[0] if first else 0)
         out += ["timed steps:", *([f"  {gathered}"] if gathered else [
-            _quote(first, "first (window start)", row.window_start), _quote(last, "last (window end)", row.window_end)])]
+            _quote(first, "first (window start)", row.window_start),
+            _quote(last, "last (window end)", row.window_end)])]
         seconds = win.get("seconds")
         steps = row.window_steps
         if row.throughput_time is not None and steps:

@@ -227,7 +227,7 @@ def run_judge(args: argparse.Namespace) -> int:
     if not verdict[ev.OK] and other:
         for line in other[-20:]:
             print(f"health probe: {line}")
-    ev.emit(ev.EV_HEALTH, **verdict, **{ev.TIME: time.time()})
+    ev.emit(ev.EV_HEALTH, **{**verdict, ev.TIME: time.time()})
     if args.marker:
         tmp = f"{args.marker}.tmp.{os.getpid()}"
         with open(tmp, "w") as f:

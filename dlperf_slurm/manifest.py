@@ -4,101 +4,38 @@ submission. SQLite gives atomic transactions (a submit killed with SIGKILL leave
 readers while jobs run, and safe concurrent writers; ``submit`` and ``cancel`` also hold ``logs/<campaign>/.lock``
 so two of them never interleave.
 
-The read API other stages use: :func:`load_campaign` (typed :class:`RunRecord` rows), :func:`find_campaign`.
+This module owns the manifest's SQL (with the parse cache's store, :mod:`dlperf_slurm.parsecache`): the other
+stages read and write through its API, never with SQL of their own. Read: :func:`load_campaign` (typed
+:class:`RunRecord` rows), :meth:`Manifest.runs` (typed filters), ``cells``, ``executors``, ``submissions``;
+write, one transaction each: :meth:`Manifest.record_submission`, ``record_ids``, ``refuse_submission``,
+``close_submission``, ``mark_released``, ``set_reasons``, ``settle``, ``set_verdicts``, ``request_cancel``.
+Where campaigns live and their lock: :mod:`dlperf_slurm.folders` (re-exported here).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import sqlite3
-import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dlperf_slurm import storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
+from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
+                                  journal_mode)
 from dlperf_slurm.model import FINAL, Cell, Matrix, Run, Status, status_of
+from dlperf_slurm.records import CampaignInfo, Decision, RunRecord  # noqa: F401 (re-exported)
+from dlperf_slurm.schema import _ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION  # noqa: F401
 from dlperf_slurm.storage import log_identity
 
-MANIFEST = "manifest.sqlite"
-#: collect's memory of the logs it parsed (dlperf_slurm.parsecache): per log, its stat when read, what it was read
-#: with (parser version, suite, window) and the parser's result
-PARSE_CACHE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS parse_cache (
-    log TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
-    fingerprint TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL
-);
-"""
-LOCK = ".lock"
 MATRIX_COPY = "matrix.toml"
-SCHEMA_VERSION = 4  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS cells (id TEXT PRIMARY KEY, ord INTEGER NOT NULL, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    key TEXT PRIMARY KEY, cell_id TEXT NOT NULL, repeat INTEGER NOT NULL, ord INTEGER NOT NULL,
-    script TEXT NOT NULL, log TEXT NOT NULL, marker TEXT NOT NULL,
-    status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
-    executor TEXT, submission TEXT, job_id TEXT, array_job_id TEXT, array_task INTEGER,
-    attempt INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, sched_state TEXT, nodes TEXT,
-    created_at REAL NOT NULL, submitted_at REAL, ended_at REAL, updated_at REAL NOT NULL,
-    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
-CREATE TABLE IF NOT EXISTS submissions (
-    token TEXT PRIMARY KEY, name TEXT NOT NULL, executor TEXT NOT NULL, state TEXT NOT NULL,
-    runs TEXT NOT NULL, job_id TEXT, options TEXT, error TEXT, created_at REAL NOT NULL, done_at REAL,
-    held INTEGER NOT NULL DEFAULT 0, released_at REAL
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    run_key TEXT NOT NULL, attempt INTEGER NOT NULL, job_id TEXT, executor TEXT, status TEXT, reason TEXT,
-    submitted_at REAL, ended_at REAL, moved TEXT NOT NULL, recorded_at REAL NOT NULL
-);
-""" + PARSE_CACHE_SCHEMA
-
-# tables added since schema 1 (CREATE on an older manifest)
-_ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
-
-# columns added since schema 1 (ALTER TABLE on an older manifest)
-_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT"},
-          "submissions": {"held": "INTEGER NOT NULL DEFAULT 0", "released_at": "REAL"}}
-
-_NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "ceph", "glusterfs", "panfs", "fuse")
 
 # ================================================================================================ manifest
-
-
-def _fs_type(path: Path) -> str:
-    """Filesystem type of ``path`` from /proc/mounts (longest matching mount point); '' if unknown."""
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
-        return ""
-    best, kind = "", ""
-    p = str(path.resolve())
-    for line in mounts:
-        parts = line.split()
-        if len(parts) >= 3 and (p == parts[1] or p.startswith(parts[1].rstrip("/") + "/")) and len(parts[1]) >= len(best):
-            best, kind = parts[1], parts[2]
-    return kind
-
-
-def journal_mode(directory: Path) -> str:
-    """WAL on local disks (readers never block); the rollback journal on network filesystems, where
-    SQLite's WAL shared memory does not work across hosts. ``DLPERF_SLURM_SQLITE_JOURNAL`` overrides."""
-    forced = os.environ.get("DLPERF_SLURM_SQLITE_JOURNAL")
-    if forced:
-        return forced.upper()
-    kind = _fs_type(directory)
-    return "DELETE" if kind.startswith(_NETWORK_FS) else "WAL"
 
 
 class Manifest:
@@ -170,16 +107,51 @@ class Manifest:
     def changed_logs(self) -> list[sqlite3.Row]:
         """Ended runs whose log is not the one their verdict was read from (appended to, replaced, deleted,
         made unreadable, or read before log identities were kept): ``status`` decides them again."""
-        rows = self.runs("log_status IS NOT NULL OR log_id IS NOT NULL")
-        return [r for r in rows if status_of(r["status"]) in FINAL
-                and log_identity(self.abspath(r["log"])) != r["log_id"]]
+        rows = self.db.execute("SELECT * FROM runs WHERE log_status IS NOT NULL OR log_id IS NOT NULL ORDER BY ord")
+        return [r for r in rows if status_of(r["status"]) in FINAL and log_identity(self.abspath(r["log"])) != r["log_id"]]
 
     def repeats(self) -> dict[str, int]:
         """cell id -> the repeats the manifest holds for it (more than the matrix's after ``--top-up``)."""
         return {r[0]: r[1] + 1 for r in self.db.execute("SELECT cell_id, MAX(repeat) FROM runs GROUP BY cell_id")}
 
-    def runs(self, where: str = "", args: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        return self.db.execute(f"SELECT * FROM runs {('WHERE ' + where) if where else ''} ORDER BY ord", args).fetchall()
+    def runs(self, *, keys: Sequence[str] | None = None, statuses: Iterable[str] | None = None,
+             verdict_missing: bool = False) -> list[sqlite3.Row]:
+        """The runs' rows in matrix order: all, or those with one of ``keys``, one of ``statuses``, or
+        (``verdict_missing``) no log verdict recorded yet."""
+        where, args = _where(keys=keys, statuses=statuses, verdict_missing=verdict_missing)
+        return self.db.execute(f"SELECT * FROM runs{where} ORDER BY ord", args).fetchall()
+
+    def has_runs(self, *, statuses: Iterable[str]) -> bool:
+        """Whether any run has one of ``statuses``."""
+        where, args = _where(statuses=statuses)
+        return self.db.execute(f"SELECT 1 FROM runs{where} LIMIT 1", args).fetchone() is not None
+
+    def executors(self) -> set[str]:
+        """The backends the campaign's runs went to."""
+        return {r[0] for r in self.db.execute("SELECT DISTINCT executor FROM runs WHERE executor IS NOT NULL")}
+
+    def cells(self) -> dict[str, Cell]:
+        """cell id -> its cell, in matrix order."""
+        return {r["id"]: Cell.from_dict(json.loads(r["data"]))
+                for r in self.db.execute("SELECT id, data FROM cells ORDER BY ord")}
+
+    def attempts(self) -> list[sqlite3.Row]:
+        """Every run's earlier attempts, oldest first."""
+        return self.db.execute("SELECT * FROM attempts ORDER BY recorded_at").fetchall()
+
+    def last_moves(self, key: str, since: float) -> dict[str, str] | None:
+        """What the run's latest attempt recorded at or after ``since`` moved aside (kind -> path relative to the
+        campaign), None without such an attempt."""
+        row = self.db.execute("SELECT moved FROM attempts WHERE run_key=? AND recorded_at>=? ORDER BY recorded_at "
+                              "DESC LIMIT 1", (key, since)).fetchone()
+        return None if row is None else json.loads(row["moved"])
+
+    def submissions(self, *, state: str) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM submissions WHERE state = ?", (state,)).fetchall()
+
+    def held_tokens(self) -> set[str]:
+        """The submissions this tool submitted with a hold."""
+        return {r[0] for r in self.db.execute("SELECT token FROM submissions WHERE held = 1")}
 
     def abspath(self, rel: str) -> Path:
         return self.dir / rel
@@ -210,7 +182,8 @@ class Manifest:
         limit_s = matrix.slurm.minutes * 60
         added = 0
         with self.write() as db:
-            meta = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites), "matrix_path": str(Path(matrix.path).resolve()),
+            meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
+                                    "matrix_path": str(Path(matrix.path).resolve()),
                     "matrix_sha": sha, "measure": {"repeats": matrix.measure.repeats,
                                                    "warmup_steps": matrix.measure.warmup_steps,
                                                    "measure_steps": matrix.measure.measure_steps},
@@ -238,59 +211,131 @@ class Manifest:
                 added += 1
         return added
 
+    # -- the write API: every change to a run or a submission after sync, each one transaction
+
+    def record_submission(self, *, token: str, name: str, executor: str, options: Any, held: bool,
+                          runs: Sequence[tuple[str, str | None, dict[str, str]]], now: float) -> None:
+        """The journal's first step: each run SUBMITTING in submission ``token``, its previous attempt kept (when
+        it had one or files were moved aside), and the submission itself. ``runs``: ``(key, the scheduler's
+        output file, what is moved aside: kind -> path relative to the campaign)``."""
+        keys = [k for k, _out, _moved in runs]
+        with self.write() as db:
+            rows = {r["key"]: r for r in db.execute(*_select_runs(keys))}
+            for key, out, moved in runs:
+                row = rows[key]
+                if row["attempt"] or moved:
+                    db.execute("INSERT INTO attempts(run_key, attempt, job_id, executor, status, reason, submitted_at, "
+                               "ended_at, moved, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                               (key, row["attempt"], row["job_id"], row["executor"], row["status"], row["reason"],
+                                row["submitted_at"], row["ended_at"], json.dumps(moved), now))
+                db.execute("UPDATE runs SET status=?, reason='', executor=?, submission=?, job_id=NULL, "
+                           "array_job_id=NULL, array_task=NULL, attempt=attempt+1, exit_code=NULL, sched_state=NULL, "
+                           "nodes=NULL, submitted_at=NULL, ended_at=NULL, cancel_requested_at=NULL, log_status=NULL, "
+                           "slurm_out=?, updated_at=? WHERE key=?",
+                           (Status.SUBMITTING, executor, token, out or None, now, key))
+            db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
+                       "VALUES (?,?,?,?,?,?,?,?)",
+                       (token, name, executor, Status.SUBMITTING, json.dumps(keys), json.dumps(options), now,
+                        int(held)))
+
+    def record_ids(self, *, token: str, executor: str, ids: Sequence[tuple[str, str, str | None, int | None]],
+                   job_id: str | None) -> None:
+        """The journal's last step: the submission's runs PENDING with their job ids, ``ids``: ``(key, job id,
+        array job id, array task)``; ``job_id``: the submission's (its array's)."""
+        now = time.time()
+        with self.write() as db:
+            for key, jid, array_id, task in ids:
+                db.execute("UPDATE runs SET job_id=?, array_job_id=?, array_task=?, status=?, reason='', executor=?, "
+                           "submitted_at=?, updated_at=? WHERE key=? AND submission=?",
+                           (jid, array_id, task, Status.PENDING, executor, now, now, key, token))
+            db.execute("UPDATE submissions SET state='SUBMITTED', job_id=?, done_at=? WHERE token=?",
+                       (job_id, now, token))
+
+    def refuse_submission(self, token: str, keys: Sequence[str], error: str, now: float) -> None:
+        """A submission the scheduler refused: FAILED, and its runs UNSUBMITTED with the cause."""
+        with self.write() as db:
+            db.execute("UPDATE submissions SET state='FAILED', error=?, done_at=? WHERE token=?", (error, now, token))
+            db.execute(f"UPDATE runs SET status=?, reason=?, submission=NULL, updated_at=? "
+                       f"WHERE key IN ({','.join('?' * len(keys))})",
+                       (Status.UNSUBMITTED, f"submission refused: {error}", now, *keys))
+
+    def close_submission(self, token: str, *, adopted: Sequence[tuple[str, str | None]], back: Sequence[str],
+                         submitted_at: float, state: str) -> None:
+        """An interrupted submission settled: the ``adopted`` runs ``(key, job id)`` RUNNING (their logs show they
+        started), the runs put ``back`` UNSUBMITTED, the submission in ``state``."""
+        now = time.time()
+        with self.write() as db:
+            for k, jid in adopted:
+                db.execute("UPDATE runs SET status=?, reason=?, job_id=?, submitted_at=?, updated_at=? WHERE key=?",
+                           (Status.RUNNING, "adopted after an interrupted submit (found by its log)", jid,
+                            submitted_at, now, k))
+            for k in back:
+                db.execute("UPDATE runs SET status=?, reason='', submission=NULL, attempt=MAX(attempt-1, 0), "
+                           "updated_at=? WHERE key=?", (Status.UNSUBMITTED, now, k))
+            db.execute("UPDATE submissions SET state=?, done_at=? WHERE token=?", (state, now, token))
+
+    def mark_released(self, tokens: Iterable[str]) -> None:
+        """The hold these submissions were submitted with is released."""
+        with self.write() as db:
+            db.executemany("UPDATE submissions SET released_at=? WHERE token=?", [(time.time(), t) for t in tokens])
+
+    def set_reasons(self, reasons: Mapping[str, str], now: float) -> None:
+        """Why each run (key -> reason) stays as it is (e.g. skipped by the executor)."""
+        with self.write() as db:
+            for key, why in reasons.items():
+                db.execute("UPDATE runs SET reason=?, updated_at=? WHERE key=?", (why, now, key))
+
+    def settle(self, decisions: Sequence[Decision], now: float) -> None:
+        """Record what ``refresh`` decided for each run (an end time and a log verdict never go away)."""
+        with self.write() as db:
+            db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
+                           "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status), "
+                           "log_id=COALESCE(?, log_id) WHERE key=?", [(d.status, d.reason, d.exit_code, d.sched_state,
+                                                                       d.nodes, d.ended_at, now, d.log_status,
+                                                                       d.log_id, d.key) for d in decisions])
+
+    def set_verdicts(self, verdicts: Sequence[Decision]) -> None:
+        """Record the log verdicts ``collect`` read for ended runs that had none, with the status decided with
+        them (the exit code too, unless one is recorded)."""
+        with self.write() as db:
+            db.executemany("UPDATE runs SET status=?, reason=?, log_status=?, exit_code=COALESCE(exit_code, ?), "
+                           "log_id=? WHERE key=? AND log_status IS NULL",
+                           [(d.status, d.reason, d.log_status, d.exit_code, d.log_id, d.key) for d in verdicts])
+
+    def mark_found(self, found: Sequence[tuple[str, str, str | None, str, int, float, float, str]]) -> None:
+        """``doctor``: runs a rebuilt manifest found by their files, each (status, reason, job id, executor,
+        attempts, submitted at, now, key), to be decided again by ``status``."""
+        with self.write() as db:
+            db.executemany("UPDATE runs SET status=?, reason=?, job_id=?, executor=?, attempt=?, submitted_at=?, "
+                           "updated_at=? WHERE key=?", found)
+
+    def request_cancel(self, keys: Sequence[str], now: float) -> None:
+        with self.write() as db:
+            db.executemany("UPDATE runs SET cancel_requested_at=? WHERE key=?", [(now, k) for k in keys])
+
+
+def _where(*, keys: Sequence[str] | None = None, statuses: Iterable[str] | None = None,
+           verdict_missing: bool = False) -> tuple[str, list[Any]]:
+    """A WHERE clause over runs for :meth:`Manifest.runs`' filters, and its arguments."""
+    parts, args = [], []
+    if keys is not None:
+        parts.append(f"key IN ({','.join('?' * len(keys))})")
+        args += list(keys)
+    if statuses is not None:
+        wanted = [str(s) for s in statuses]
+        parts.append(f"status IN ({','.join('?' * len(wanted))})")
+        args += wanted
+    if verdict_missing:
+        parts.append("log_status IS NULL")
+    return (" WHERE " + " AND ".join(parts) if parts else ""), args
+
+
+def _select_runs(keys: Sequence[str]) -> tuple[str, list[Any]]:
+    where, args = _where(keys=keys)
+    return f"SELECT * FROM runs{where} ORDER BY ord", args
+
 
 # ================================================================================================ read API
-
-
-@dataclass(kw_only=True)
-class RunRecord:
-    """One run as the manifest knows it (paths are absolute)."""
-
-    key: str
-    cell_id: str
-    repeat: int
-    cell: Cell
-    status: Status
-    reason: str
-    executor: str | None
-    job_id: str | None  # '123_4' (array task), '123', or 'local-<token>_<i>'
-    array_job_id: str | None
-    array_task: int | None
-    attempt: int  # how many times it was submitted
-    exit_code: int | None
-    nodes: str | None
-    script: Path
-    log: Path
-    marker: Path
-    submitted_at: float | None
-    ended_at: float | None
-    updated_at: float
-    log_status: Status | None = None  # the log's verdict, once a log has been read (status or collect)
-    log_id: str | None = None  # the log's identity when that verdict was read (:func:`log_identity`)
-    sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
-    slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
-    previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
-
-
-@dataclass(kw_only=True)
-class CampaignInfo:
-    name: str
-    dir: Path
-    suite: str  # the suite's name (several: joined by ", ")
-    measure: dict[str, int]  # repeats, warmup_steps, measure_steps
-    options: dict[str, dict[str, Any]]  # suite name -> its options
-    matrix_path: str
-    matrix_copy: Path
-    time_limit: str
-    created_at: float | None
-    cells: list[Cell]
-    dropped: list[dict[str, Any]]
-    runs: list[RunRecord]
-
-
-    def options_for(self, suite: str) -> dict[str, Any]:
-        """The options a suite of the campaign ran with."""
-        return dict(self.options.get(suite, {}))
 
 
 def suite_options(m: "Manifest") -> dict[str, dict[str, Any]]:
@@ -303,10 +348,9 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
     """Everything the manifest holds, read-only (no scheduler query: run ``status`` to refresh)."""
     m = Manifest(campaign_dir)
     try:
-        cells = {r["id"]: Cell.from_dict(json.loads(r["data"]))
-                 for r in m.db.execute("SELECT id, data FROM cells ORDER BY ord")}
+        cells = m.cells()
         history: dict[str, list[dict[str, Any]]] = {}
-        for a in m.db.execute("SELECT * FROM attempts ORDER BY recorded_at"):
+        for a in m.attempts():
             d = dict(a)
             d["moved"] = {k: str(m.abspath(v)) for k, v in json.loads(a["moved"]).items()}
             history.setdefault(a["run_key"], []).append(d)
@@ -332,65 +376,3 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
 def load_manifest(campaign_dir: str | os.PathLike) -> list[RunRecord]:
     """Every run of the campaign, in matrix order (cell by cell, repeat by repeat)."""
     return load_campaign(campaign_dir).runs
-
-
-# ================================================================================================ lock
-
-
-@contextlib.contextmanager
-def campaign_lock(campaign_dir: Path, wait_s: float = 30.0) -> Iterator[None]:
-    """Exclusive lock on the campaign for submit/cancel; a second one waits, then says who holds it."""
-    campaign_dir.mkdir(parents=True, exist_ok=True)
-    path = campaign_dir / LOCK
-    f = open(path, "a+")
-    deadline = time.time() + wait_s
-    while True:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError:
-            if time.time() > deadline:
-                f.seek(0)
-                holder = f.read().strip() or "another process"
-                f.close()
-                raise UserError(f"{campaign_dir}: the campaign is busy ({holder} holds {path}); try again later")
-            time.sleep(0.2)
-    try:
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} ({' '.join(sys.argv[:3])})\n")
-        f.flush()
-        yield
-    finally:
-        f.truncate(0)
-        fcntl.flock(f, fcntl.LOCK_UN)
-        f.close()
-
-
-# ================================================================================================ finding
-
-
-def find_campaign(logs: str, name: str | None) -> Path:
-    """A campaign folder: a path, a name under ``logs``, or (no name) the most recently updated one."""
-    if name:
-        p = Path(name)
-        if (p / MANIFEST).exists():
-            return p.resolve()
-        q = Path(logs) / name
-        if (q / MANIFEST).exists():
-            return q.resolve()
-        lost = next((d for d in (p, q) if (d / MATRIX_COPY).exists()), None)
-        raise UserError(f"{lost}: the campaign's {MANIFEST} is missing; `dlperf-slurm doctor {name}` rebuilds it "
-                        "from its files and the scheduler" if lost else
-                        f"no campaign {name!r}: neither {p} nor {q} holds a {MANIFEST}")
-    found = sorted(campaigns(logs), key=lambda p: (p / MANIFEST).stat().st_mtime)
-    if not found:
-        raise UserError(f"no campaign under {logs}/: submit a matrix first")
-    return found[-1].resolve()
-
-
-def campaigns(logs: str) -> list[Path]:
-    """The campaign folders under ``logs`` (those holding a manifest), by name."""
-    return sorted(p.parent for p in Path(logs).glob(f"*/{MANIFEST}"))
-
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.errors import UserError
@@ -28,14 +28,14 @@ SETUP_KEYS = ("launcher_args", "env", "description")
 PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
 HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
                "size_mb": Health.size_mb, "python": Health.python}
-SLURM_KEYS = {
+SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
     "extra_directives": [], "array_throttle": None,
 }
 # sbatch options the submit journal sets itself: a site directive overriding one breaks it
 _OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
-ENV_KEYS = {"modules": [], "env": {}, "setup": [], "container": {}}
+ENV_KEYS: dict[str, Any] = {"modules": [], "env": {}, "setup": [], "container": {}}
 CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 
 # Values that end up in #SBATCH lines or names: no whitespace, quotes or shell metacharacters.
@@ -47,7 +47,7 @@ _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def load(path: str | os.PathLike, site: str | os.PathLike | None | bool = None, system: str | None = None
+def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False] = None, system: str | None = None
          ) -> Matrix:
     """Load and validate a matrix file. ``site``: a site file, None for the default one, False for none;
     ``system``: ``NAME[:PARTITION]``, a named system of the site file (default: its ``default_system``)."""
@@ -96,8 +96,9 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     _distinct_files(ctx, kept, several)
-    return Matrix(ctx.path, name, tuple(suite_list), kept, dropped, measure, slurm, environment, options,
-                  str(data.get("description", "")), grouped=several, setups=setups, health=health,
+    return Matrix(path=ctx.path, name=name, suites=tuple(suite_list), cells=kept, dropped=dropped, measure=measure,
+                  slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
+                  grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
                   overridden=_overridden(ctx, data, origin or {}))
 

@@ -33,8 +33,8 @@ def measure(ctx: Source, table: Any, suite_list: list["suites.Suite"] | None = N
     if not isinstance(table, dict):
         raise ctx.error("measure", "expected a table")
     check_keys(ctx, table, (*MEASURE_KEYS, *ACCURACY_KEYS), "measure")
-    vals = {k: int_value(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1), _MEASURE_MAX.get(k))
-            for k, d in MEASURE_KEYS.items()}
+    vals: dict[str, Any] = {k: int_value(ctx, f"measure.{k}", table.get(k, d), _MEASURE_MIN.get(k, 1),
+                                         _MEASURE_MAX.get(k)) for k, d in MEASURE_KEYS.items()}
     mode = table.get("mode", "throughput")
     if mode not in MODES:
         raise ctx.error("measure.mode", f"expected one of {', '.join(MODES)}, got {mode!r}"

@@ -20,7 +20,7 @@ DEFAULT_WARMUP_STEPS = 20  # method.md: steps skipped before the window
 DEFAULT_MEASURE_STEPS = 100  # method.md: steps timed
 DEFAULT_REPEATS = 7
 
-from dlperf_slurm.config import (Container, Environment, Health, Provenance, Setup, SlurmConfig, System,  # noqa: F401 (re-exported)
+from dlperf_slurm.config import (Container, Environment, Health, Provenance, Setup, SlurmConfig, System,  # noqa: E402,F401 (re-exported)
                                  time_to_minutes)
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -154,7 +154,8 @@ class Cell:
     @functools.cached_property
     def id(self) -> str:
         """Stable readable id, e.g. ``bert-base.pytorch-ddp.2x8.b96.amp.xla0``."""
-        base = f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}.xla{int(self.xla)}"
+        base = (f"{self.model}.{self.framework}.{self.nodes}x{self.gpus_per_node}.b{self.batch_size}.{self.precision}"
+                f".xla{int(self.xla)}")
         parts = self._variant_parts()
         return ".".join([base, *parts]) if parts else base
 
@@ -246,7 +247,7 @@ class Dropped:
     reason: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Matrix:
     path: Path
     name: str
@@ -381,4 +382,13 @@ class RunResult:
     gpu_util: float | None = None
     loss_finite: bool | None = None
     tiny: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # what else a suite's parser says (flops_per_sample, ...)
+    # what every log may hold besides the figures (parsing.finish) ...
+    window: dict[str, Any] | None = None  # the measured window: start, end, steps, seconds, speed_points
+    job: dict[str, Any] | None = None  # the :::DLPERF job event: the run's provenance
+    health: dict[str, Any] | None = None  # the health gate's verdict, as the log reports it
+    # ... and what deciding the run's status adds (outcome.apply, runparse)
+    exit_code: int | None = None
+    log_status: Status | None = None  # the log's own verdict, before the decision
+    scheduler_state: str | None = None  # the status the manifest recorded
+    manifest_reason: str | None = None  # the manifest's reason, where the decision says another

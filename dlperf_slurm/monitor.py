@@ -104,15 +104,14 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             for r in rows:
                 by_ex.setdefault(r["executor"] or "slurm", []).append(r["job_id"])
             now = time.time()
-            with m.write() as db:
-                db.executemany("UPDATE runs SET cancel_requested_at=? WHERE key=?", [(now, r["key"]) for r in rows])
+            m.request_cancel([r["key"] for r in rows], now)
             for name, ids in by_ex.items():
                 ex = exs.get(name)
                 if ex is None:
                     raise UserError(f"cannot cancel {len(ids)} {name} runs: no {name} client on this machine")
                 ex.cancel(ids)
-            out(f"cancel requested for {len(rows)} runs" + (f" ({', '.join(f'{k}: {len(v)}' for k, v in by_ex.items())})"
-                                                           if by_ex else ""))
+            per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
+            out(f"cancel requested for {len(rows)} runs" + (f" ({per})" if by_ex else ""))
             return len(rows)
         finally:
             m.close()

@@ -323,7 +323,7 @@ def apply(result: RunResult, outcome: Outcome) -> RunResult:
         result.throughput = result.throughput_speed = result.latency_ms = None
     result.status, result.reason = outcome.status, outcome.reason
     if outcome.exit_code is not None:
-        result.extra["exit_code"] = outcome.exit_code
+        result.exit_code = outcome.exit_code
     return result
 
 

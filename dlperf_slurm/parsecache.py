@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from dlperf_slurm import __version__, manifest
-from dlperf_slurm.model import RunResult, Status
+from dlperf_slurm.model import Cell, RunResult, Status
 
 #: Bump to drop every cache entry written before (any change to the parsing code does it by itself, see
 #: :func:`parser_version`).
@@ -85,11 +85,11 @@ def _suite_source(suite_name: str) -> str:
         return ""
 
 
-def fingerprint(cell: Mapping[str, Any], warmup: int, measure: int, options: Mapping[str, Any]) -> str:
+def fingerprint(cell: Cell, warmup: int, measure: int, options: Mapping[str, Any]) -> str:
     """What a log's result depends on besides the log: the parser, the suite and what the parse context holds."""
-    suite = str(cell.get("suite", ""))
-    return json.dumps([parser_version(), _suite_source(suite), suite, cell.get("nodes"), cell.get("gpus_per_node"),
-                       cell.get("batch_size"), cell.get("precision"), warmup, measure, options],
+    suite = cell.suite
+    return json.dumps([parser_version(), _suite_source(suite), suite, cell.nodes, cell.gpus_per_node,
+                       cell.batch_size, cell.precision, warmup, measure, options],
                       sort_keys=True, default=str, separators=(",", ":"))
 
 
@@ -134,6 +134,18 @@ def _result(d: dict[str, Any]) -> RunResult:
     return RunResult(**d)
 
 
+def canonical(path: str | os.PathLike) -> str:
+    """The one spelling of a file's path the caches know it by, whatever spelling a user gave: absolute, its
+    folder's symlinks resolved (``tree/1n1g/x.log``, ``/abs/tree/1n1g/x.log``, ``link/1n1g/x.log`` and the same
+    from another working directory are one key). A folder is resolved once per collect (:meth:`Caches.known`
+    forgets them); the file's own name is kept (a log that is itself a symlink stays that link)."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(_real_folder(folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)), name)
+
+
+_real_folder = functools.lru_cache(maxsize=4096)(os.path.realpath)
+
+
 def stat_key(path: str) -> tuple[int, int, int] | None:
     """``(size, mtime_ns, inode)`` of a file, None when there is none."""
     try:
@@ -147,16 +159,17 @@ def stat_key(path: str) -> tuple[int, int, int] | None:
 
 
 class _Store:
-    """One SQLite database holding a ``parse_cache`` table; keys are log paths relative to ``base``."""
+    """One SQLite database holding a ``parse_cache`` table; keys are the logs' :func:`canonical` paths, relative to
+    ``base`` (itself resolved) when below it (a campaign moved as a whole keeps its cache), else absolute."""
 
     def __init__(self, base: Path):
-        self.base = base
+        self.base = Path(os.path.realpath(base))
 
     def key(self, log: str) -> str:
-        try:
-            return str(Path(log).relative_to(self.base))
-        except ValueError:
-            return str(log)
+        """The one place a log's key is made (:meth:`base_path` is its inverse)."""
+        path = canonical(log)
+        rel = os.path.relpath(path, self.base)
+        return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
     @contextlib.contextmanager
     def _db(self, write: bool) -> Iterator[sqlite3.Connection]:
@@ -172,7 +185,8 @@ class _Store:
         return {self.base_path(r[0]): Entry(*r[1:]) for r in rows}
 
     def base_path(self, key: str) -> str:
-        return key if os.path.isabs(key) else str(self.base / key)
+        """The :func:`canonical` path of the log stored under ``key``."""
+        return key if os.path.isabs(key) else os.path.join(self.base, key)
 
     def save(self, fresh: Mapping[str, Entry], keep: Iterable[str]) -> None:
         """Add the ``fresh`` entries and forget every log not in ``keep``."""
@@ -191,7 +205,7 @@ class ManifestStore(_Store):
     """The cache in a campaign's manifest (written in one transaction, beside submit and status)."""
 
     def __init__(self, campaign_dir: str | os.PathLike):
-        super().__init__(Path(campaign_dir).resolve())
+        super().__init__(Path(campaign_dir))
 
     @contextlib.contextmanager
     def _db(self, write: bool) -> Iterator[sqlite3.Connection]:
@@ -211,7 +225,7 @@ class SideStore(_Store):
     it also keeps the writers' :class:`OutputState`."""
 
     def __init__(self, path: Path):
-        super().__init__(path.parent.resolve())
+        super().__init__(path.parent)
         self.path = path
 
     @contextlib.contextmanager
@@ -271,7 +285,7 @@ class OutputState:
             try:
                 db = sqlite3.connect(path, timeout=60)
                 try:
-                    digests = dict(db.execute("SELECT path, digest FROM outputs").fetchall())
+                    digests = {canonical(p): d for p, d in db.execute("SELECT path, digest FROM outputs")}
                 finally:
                     db.close()
             except sqlite3.Error:
@@ -279,15 +293,21 @@ class OutputState:
         return cls(path, digests)
 
     def fresh(self, path: Path, digest: str) -> bool:
-        """``path`` exists and was made from inputs with this digest (then it is recorded as still current)."""
-        if self.before.get(str(path)) == digest and path.exists():
-            self.now[str(path)] = digest
-            self.kept.add(str(path))
+        """``path`` exists and was made from inputs with this digest (then it is recorded as still current).
+        Files are known by their :func:`canonical` path: ``--out summaries`` and ``--out /abs/summaries`` are one."""
+        key = canonical(path)
+        if self.before.get(key) == digest and os.path.exists(key):
+            self.now[key] = digest
+            self.kept.add(key)
             return True
         return False
 
     def record(self, path: Path, digest: str) -> None:
-        self.now[str(path)] = digest
+        self.now[canonical(path)] = digest
+
+    def is_kept(self, path: Path) -> bool:
+        """This collect found ``path`` current and did not write it."""
+        return canonical(path) in self.kept
 
     def files(self, prefix: str) -> list[Path]:
         """The files recorded last time with a digest that starts with ``prefix``, in the order recorded."""
@@ -353,6 +373,8 @@ class Caches:
         self.homes = list(by.values())
 
     def known(self) -> dict[str, Entry]:
+        """Every entry the caches hold, by the log's :func:`canonical` path."""
+        _real_folder.cache_clear()  # a symlink may point elsewhere by the next collect of a --watch
         out: dict[str, Entry] = {}
         if not self.read:
             return out

@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
 from dlperf_slurm import accuracy, health, network, stragglers, studytables, system, wdltable
@@ -32,6 +32,9 @@ from dlperf_slurm.parsecache import OutputState, digest
 from dlperf_slurm.rows import CellRow, RunRow, as_dict, columns
 from dlperf_slurm.tables import (TINY, counts_text, cross_suite, group_table, group_title, groups, setup_study,
                                  shared_suites)
+
+if TYPE_CHECKING:  # the result collect makes (collect imports no writer)
+    from dlperf_slurm.collect import Result
 
 
 def _write(path: Path, data: bytes | str) -> Path:
@@ -86,7 +89,7 @@ def csv_text(rows: Sequence[RunRow | CellRow], cls: type) -> str:
 # ============================================================================================ markdown
 
 
-def markdown(result) -> str:
+def markdown(result: Result) -> str:
     from tabulate import tabulate
 
     cells, runs = result.cells, result.runs
@@ -95,7 +98,8 @@ def markdown(result) -> str:
     win = "; ".join(f"skip {w} steps, time the next {m}" for w, m in windows) or "none"
     lines = [f"# dlperf_slurm summary: {result.name}", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
-                 f"from {len(runs)} runs in {', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
+                 f"from {len(runs)} runs in "
+                 f"{', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
     lines += system.markdown(system.describe(runs))
     time_flavour = "global batch × measured steps / the log's own time between the window's ends"
@@ -170,7 +174,7 @@ def _md_escape(text: str) -> str:
 TERMINAL_DROP = ("TFLOP/s", "GPU mem", "latency", "spread")
 
 
-def terminal(result, wide: bool = False) -> str:
+def terminal(result: Result, wide: bool = False) -> str:
     """The main tables for the terminal, fitting :data:`tables.TERMINAL_WIDTH` columns unless ``wide``."""
     from dlperf_slurm.tables import fit_table, left_out_line
 
@@ -201,7 +205,7 @@ def _slug(text: str) -> str:
 
 #: A summary writer: ``fn(result, out_dir, stem)`` writes its files (``<stem>.<ext>`` under ``out_dir``, with
 #: :func:`_write`) from ``result.runs`` (RunRow) and ``result.cells`` (CellRow) and returns the paths it wrote.
-Writer = Callable[[Any, Path, str], Iterable[Path]]
+Writer = Callable[["Result", Path, str], Iterable[Path]]
 
 #: Every output format by name, in the order :func:`write_all` calls them. Adding a format is one function
 #: under :func:`writer`; ``WRITERS.pop(name)`` removes one.
@@ -222,19 +226,19 @@ def writer(name: str, *, plot: bool = False) -> Callable[[Writer], Writer]:
 
 
 @writer("md")
-def write_markdown(result, out: Path, stem: str) -> list[Path]:
+def write_markdown(result: Result, out: Path, stem: str) -> list[Path]:
     return [_write(out / f"{stem}.md", markdown(result))]
 
 
 @writer("csv")
-def write_csv(result, out: Path, stem: str) -> list[Path]:
+def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
     """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
     return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow)),
             _write(out / f"{stem}.runs.csv", csv_text(result.runs, RunRow))]
 
 
 @writer("json")
-def write_json(result, out: Path, stem: str) -> list[Path]:
+def write_json(result: Result, out: Path, stem: str) -> list[Path]:
     doc = {"name": result.name, "generated_at": time.time(), "system": system.describe(result.runs),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
                         "repeats": c.repeats, "notes": c.notes} for c in result.collections],
@@ -271,22 +275,21 @@ def _json_lines(doc: dict[str, Any]) -> str:
 
 
 @writer("html")
-def write_html(result, out: Path, stem: str) -> list[Path]:
+def write_html(result: Result, out: Path, stem: str) -> list[Path]:
     """``<stem>.html``: one self-contained page (System, tables, inline plots, failures with their logs' last lines,
     each cell's stored history): :mod:`dlperf_slurm.htmlreport`."""
     from dlperf_slurm import htmlreport
     from dlperf_slurm.sysversions import system_section
 
-    text = htmlreport.render(result, plots=getattr(result, "with_plots", True), system=system_section(result),
-                             trend=getattr(result, "trend", None))
+    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend)
     return [_write(out / f"{stem}.html", text)]
 
 
 @writer("svg", plot=True)
-def write_plots(result, out: Path, stem: str) -> list[Path]:
+def write_plots(result: Result, out: Path, stem: str) -> list[Path]:
     """One SVG plot per suite with an OK cell; with ``result.output_state``, a plot whose cells did not change is
     kept as it is."""
-    state = getattr(result, "output_state", None)
+    state = result.output_state
     shared = shared_suites(result.cells)
     paths = []
     for suite in sorted({c.suite for c in result.cells}):
@@ -304,7 +307,7 @@ def write_plots(result, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def write_all(result, out_dir: str | os.PathLike = "summaries", plots: bool = True,
+def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: bool = True,
               state: OutputState | None = None) -> list[Path]:
     """Run every registered writer (but the plots when ``plots`` is false) over ``result`` under ``out_dir``;
     each file is written atomically. The paths written, in :data:`WRITERS`' order. With ``state`` (what was
@@ -348,6 +351,7 @@ def _drop_stale(state: OutputState, out: Path, stem: str, ran: list[str]) -> Non
     suite gone from the campaign, a format no writer makes any more (the PNG plots of earlier versions). A writer
     left out this time (``--no-plots``) keeps its files, still known as they were. What is removed is listed in
     ``state.removed``."""
+    real_out = os.path.realpath(out)  # the state knows files by their canonical path
     for p, d in state.before.items():
         if p in state.now:
             continue
@@ -356,6 +360,6 @@ def _drop_stale(state: OutputState, out: Path, stem: str, ran: list[str]) -> Non
             state.now[p] = d
             continue
         path = Path(p)
-        if path.parent == out and path.name.startswith(f"{stem}.") and path.exists():
+        if str(path.parent) == real_out and path.name.startswith(f"{stem}.") and path.exists():
             path.unlink()
             state.removed.append(path)

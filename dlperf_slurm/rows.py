@@ -126,4 +126,4 @@ def columns(cls: type) -> tuple[str, ...]:
 
 def as_dict(row: Any) -> dict[str, Any]:
     """A row as a dict in column order: ``dataclasses.asdict`` without its deep copy (the writers copy)."""
-    return {name: getattr(row, name) for name in columns(type(row))}
+    return {name: getattr(row, name) for name in columns(type(row))}  # type: ignore[arg-type]  # a class is hashable

@@ -6,6 +6,7 @@ reads many runs in parallel processes.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -25,12 +26,12 @@ SCHEDULER_WORDS = (Status.OK, Status.OOM, Status.TIMEOUT, Status.NODE_FAIL, Stat
                    Status.FAILED)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunSpec:
     """One run to collect: where its files are and what the campaign knows of it."""
 
     key: str
-    cell: dict[str, Any]  # Cell.as_dict()
+    cell: Cell
     repeat: int
     log: str
     marker: str | None = None
@@ -60,13 +61,13 @@ def read_run(spec: RunSpec) -> tuple[RunRow, parsecache.Entry | None]:
     t0 = time.perf_counter()
     st = parsecache.stat_key(spec.log)  # before reading: a log that grows meanwhile is read again next time
     if st is not None:
-        res = outcome.read_log(Cell.from_dict(spec.cell), spec.log, warmup_steps=spec.warmup_steps,
+        res = outcome.read_log(spec.cell, spec.log, warmup_steps=spec.warmup_steps,
                                measure_steps=spec.measure_steps, options=spec.options)
     else:
         res = RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     text = parsecache.encode(res) if st is not None else None
     row = _finish(spec, res, st[0] if st is not None else None, t0=t0)
-    if text is None:
+    if text is None or st is None:
         return row, None
     fp = parsecache.fingerprint(spec.cell, spec.warmup_steps, spec.measure_steps, spec.options)
     return row, parsecache.Entry(*st, fp, row.parse_seconds, text)
@@ -90,7 +91,7 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
     cell = spec.cell
     has_log = size is not None
     try:
-        suite = suites.get(cell.get("suite", ""))
+        suite = suites.get(cell.suite)
         published, unit = suite.published, suite.sample_unit
     except KeyError:
         published, unit = "time", "samples/s"
@@ -101,12 +102,15 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
     if has_log and decided.status in recognise.QUOTES_ERROR:  # a failure: the log's own words on why, path and line
         decided = recognise.quote_error(decided, spec.log, recognise.last_error(spec.log))
     outcome.apply(res, decided)
-    res.extra["log_status"] = log_verdict
+    res.log_status = log_verdict
     if spec.state:
-        res.extra["scheduler_state"] = str(spec.state)
+        res.scheduler_state = str(spec.state)
     if spec.state_reason and res.status != Status.OK and spec.state_reason not in res.reason:
-        res.extra["manifest_reason"] = spec.state_reason
-    return _row(spec, res, published, unit, size, seconds if seconds is not None else time.perf_counter() - t0)
+        res.manifest_reason = spec.state_reason
+    if seconds is None:
+        assert t0 is not None, "a parse gives t0, a cache hit its seconds"
+        seconds = time.perf_counter() - t0
+    return _row(spec, res, published, unit, size, seconds)
 
 
 def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
@@ -134,12 +138,12 @@ def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
     return decided
 
 
-def _variant(cell: dict[str, Any]) -> str:
-    parts = [f"setup={cell['setup']}"] if cell.get("setup") else []
-    parts += [f"{k}={v}" for k, v in sorted((cell.get("params") or {}).items())]
-    parts += [f"{k}={v}" for k, v in sorted((cell.get("env") or {}).items())]
-    if cell.get("launcher_args"):
-        parts.append("launcher_args=" + " ".join(map(str, cell["launcher_args"])))
+def _variant(cell: Cell) -> str:
+    parts = [f"setup={cell.setup}"] if cell.setup else []
+    parts += [f"{k}={v}" for k, v in sorted(dict(cell.params).items())]
+    parts += [f"{k}={v}" for k, v in sorted(dict(cell.env).items())]
+    if cell.launcher_args:
+        parts.append("launcher_args=" + " ".join(map(str, cell.launcher_args)))
     return ", ".join(parts)
 
 
@@ -151,15 +155,15 @@ _PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CON
 def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:
     cell = spec.cell
     x = res.extra or {}
-    window = x.get("window") or {}
-    job = x.get("job") or {}
+    window = res.window or {}
+    job = res.job or {}
     thr_time, thr_speed = res.throughput, res.throughput_speed
-    nodes, gpus = int(cell.get("nodes", 0)), int(cell.get("gpus_per_node", 0))
+    nodes, gpus = cell.nodes, cell.gpus_per_node
     return RunRow(
-        campaign=spec.campaign, suite=cell.get("suite"), framework=cell.get("framework"), model=cell.get("model"),
-        cell_id=cell.get("id"), shape=cell.get("shape"), nodes=nodes, gpus_per_node=gpus, devices=nodes * gpus,
-        batch_size=int(cell.get("batch_size", 0)), global_batch=int(cell.get("global_batch", 0)),
-        precision=cell.get("precision"), xla=bool(cell.get("xla")), launcher=cell.get("launcher") or "",
+        campaign=spec.campaign, suite=cell.suite, framework=cell.framework, model=cell.model,
+        cell_id=cell.id, shape=cell.shape, nodes=nodes, gpus_per_node=gpus, devices=nodes * gpus,
+        batch_size=cell.batch_size, global_batch=cell.global_batch,
+        precision=cell.precision, xla=cell.xla, launcher=cell.launcher,
         variant=_variant(cell), repeat=spec.repeat, run=spec.key, job_id=spec.job_id or job.get(ev.JOB_ID),
         hosts=job.get(ev.NODELIST) or job.get(ev.HOSTNAME) or "",
         status=res.status, reason=res.reason, throughput=thr_speed if published == "speed" else thr_time,
@@ -167,31 +171,46 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         latency_ms=res.latency_ms, steps_seen=res.steps_seen, window_start=window.get("start"),
         window_end=window.get("end"), window_steps=window.get("steps"), mem_peak_mib=res.mem_peak_mib,
         mem_gpu0_mib=res.mem_gpu0_mib, mem_allocator_mib=res.mem_allocator_mib, mem_reason=res.mem_reason,
-        gpu_util=res.gpu_util, loss_finite=res.loss_finite, tiny=bool(res.tiny), exit_code=x.get("exit_code"),
-        scheduler_state=x.get("scheduler_state") or spec.state, garbled_lines=x.get("garbled_lines", 0),
-        health=health.summary(x.get("health")), health_busbw_gbs=(x.get("health") or {}).get(ev.BUSBW_GBS),
+        gpu_util=res.gpu_util, loss_finite=res.loss_finite, tiny=bool(res.tiny), exit_code=res.exit_code,
+        scheduler_state=res.scheduler_state or spec.state, garbled_lines=x.get("garbled_lines", 0),
+        health=health.summary(res.health), health_busbw_gbs=(res.health or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra={k: v for k, v in x.items() if k not in ("job", "window", "health", "rule")})
+        extra=_row_extra(res))
+
+
+def _row_extra(res: RunResult) -> dict[str, Any]:
+    """The row's ``extra`` column: what the parser said besides the figures, then what the decision added."""
+    out = {k: v for k, v in (res.extra or {}).items() if k != "rule"}  # the deciding row: --explain's
+    if res.exit_code is not None:
+        out["exit_code"] = res.exit_code
+    out["log_status"] = res.log_status
+    if res.scheduler_state:
+        out["scheduler_state"] = res.scheduler_state
+    if res.manifest_reason:
+        out["manifest_reason"] = res.manifest_reason
+    return out
 
 
 def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
               known: Mapping[str, parsecache.Entry] | None = None,
-              fresh: dict[str, parsecache.Entry] | None = None) -> list[RunRow]:
-    """Every run's row, in input order. A run whose log the parse cache ``known`` (log path -> entry) holds as it
-    is now is rebuilt from it (:func:`from_cache`); the others are parsed in ``jobs`` processes (default: the CPUs
-    this process may use), and their new entries added to ``fresh`` (None for a log the cache cannot hold)."""
+              fresh: dict[str, parsecache.Entry | None] | None = None) -> tuple[list[RunRow], int]:
+    """Every run's row, in input order, and the number of processes that read logs. A run whose log the parse
+    cache ``known`` (log path -> entry) holds as it is now is rebuilt from it (:func:`from_cache`; keyed by
+    :func:`parsecache.canonical` path); the others are parsed in :func:`workers` processes (``jobs``, or as many
+    as the work and the free CPUs pay for), and their new entries added to ``fresh`` (None for a log the cache
+    cannot hold)."""
     rows: list[RunRow | None] = [None] * len(specs)
     todo = list(range(len(specs)))
     if known:
         todo, hits = [], []
         fps: dict[tuple, str] = {}
         for i, s in enumerate(specs):
-            e = known.get(s.log)
+            e = known.get(parsecache.canonical(s.log))
             if e is not None and parsecache.stat_key(s.log) == e[:3]:
                 c = s.cell
-                k = (c.get("suite"), c.get("nodes"), c.get("gpus_per_node"), c.get("batch_size"), c.get("precision"),
-                     s.warmup_steps, s.measure_steps, id(s.options))
+                k = (c.suite, c.nodes, c.gpus_per_node, c.batch_size, c.precision, s.warmup_steps, s.measure_steps,
+                     id(s.options))
                 fp = fps.get(k)
                 if fp is None:
                     fp = fps[k] = parsecache.fingerprint(c, s.warmup_steps, s.measure_steps, s.options)
@@ -202,11 +221,13 @@ def parse_all(specs: Sequence[RunSpec], jobs: int | None = None,
         results = parsecache.decode_all([e.result for _, e in hits])  # one JSON parse for them all
         for (i, e), res in zip(hits, results):
             rows[i] = from_cache(specs[i], e, res)
-    for i, (row, entry) in zip(todo, _read_all([specs[i] for i in todo], jobs)):
+    todo_specs = [specs[i] for i in todo]
+    used = workers(todo_specs, jobs) if todo_specs else 0
+    for i, (row, entry) in zip(todo, _read_all(todo_specs, used)):
         rows[i] = row
         if fresh is not None and row.log_bytes is not None:
             fresh[specs[i].log] = entry
-    return rows  # type: ignore[return-value]
+    return rows, used  # type: ignore[return-value]
 
 
 def _worker_start(parent: int) -> None:
@@ -225,14 +246,39 @@ def _worker_start(parent: int) -> None:
         os._exit(1)
 
 
-def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, parsecache.Entry | None]]:
-    if jobs is None:
-        try:
-            jobs = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            jobs = os.cpu_count() or 1
-    jobs = max(1, min(jobs, len(specs)))
-    if jobs == 1 or len(specs) < 32:
+#: What a run costs to read, for sizing the pool: a fixed part per log (open, the suite's objects, the row) and
+#: a part per byte (the block scan); measured on DLPerf's TF2 logs (bench_collect.py --peer, about 0.3 ms and
+#: 150 MB/s a core). A worker is started only for at least WORKER_SECONDS of that work: its start (a fork) and the
+#: trip of its rows back cost tens of milliseconds.
+SECONDS_PER_LOG, BYTES_PER_SECOND, WORKER_SECONDS = 3e-4, 150e6, 0.25
+
+
+def workers(specs: Sequence[RunSpec], jobs: int | None) -> int:
+    """How many processes read ``specs``: ``jobs`` when given (at most one a log); by default the CPUs this
+    process may use that the machine's load leaves free (the load average counts this process), and no more than
+    the work pays for (:data:`WORKER_SECONDS` of estimated work each). The one decision of the pool's size."""
+    if jobs is not None:
+        return max(1, min(jobs, len(specs)))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        free = cpus - max(0.0, os.getloadavg()[0] - 1.0)
+    except OSError:
+        free = cpus
+    size = 0
+    for s in specs:
+        with contextlib.suppress(OSError):
+            size += os.stat(s.log).st_size
+    work = len(specs) * SECONDS_PER_LOG + size / BYTES_PER_SECOND
+    return max(1, min(cpus, int(free + 0.5), int(work / WORKER_SECONDS), len(specs)))
+
+
+def _read_all(specs: Sequence[RunSpec], jobs: int) -> list[tuple[RunRow, parsecache.Entry | None]]:
+    """Read ``specs`` in ``jobs`` processes (:func:`workers`), each taking chunks of runs large enough that
+    handing them out costs little beside reading them."""
+    if jobs <= 1:
         return [read_run(s) for s in specs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -243,7 +289,7 @@ def _read_all(specs: Sequence[RunSpec], jobs: int | None) -> list[tuple[RunRow, 
         from dlperf_slurm.parsing import blocks  # noqa: F401
     suites.names()  # every suite module, once
     parsecache.parser_version()
-    chunk = max(1, min(64, len(specs) // (jobs * 8)))
+    chunk = max(1, min(256, len(specs) // (jobs * 4)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start,
                              initargs=(os.getpid(),)) as pool:

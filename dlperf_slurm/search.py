@@ -5,12 +5,12 @@ For every cell of the matrix (the searched axis set aside), probes — one short
 double the value from ``start`` until one runs out of memory (or ``limit`` is reached), then bisect between the
 last OK and the first OOM down to ``step``: at most ``floor(log2(limit / start)) + 1`` doublings and
 ``ceil(log2(max(limit / 2, start) / step))`` bisection probes per cell (:func:`bound`); a boundary B takes about
-``2 log2(B) - log2(start)``. Probes of every cell go out together, round by round, through the normal submit path into the
-campaign ``<name>.search`` (its manifest is the search's memory: a second ``search`` reuses every finished probe
-and goes on where the first stopped). A probe that fails for another reason than OOM stops that cell's search
-with the reason. The result is kept in ``<name>.search/search.json``; unless ``--no-run``, the largest OK value of
-each cell is then submitted with the matrix's normal repeats into the campaign itself, and ``collect`` shows it
-("max 96 (batch_size, 9 probes)").
+``2 log2(B) - log2(start)``. Probes of every cell go out together, round by round, through the normal submit path
+into the campaign ``<name>.search`` (its manifest is the search's memory: a second ``search`` reuses every
+finished probe and goes on where the first stopped). A probe that fails for another reason than OOM stops that
+cell's search with the reason. The result is kept in ``<name>.search/search.json``; unless ``--no-run``, the
+largest OK value of each cell is then submitted with the matrix's normal repeats into the campaign itself, and
+``collect`` shows it ("max 96 (batch_size, 9 probes)").
 
 This module is the search alone (and the reader of its result, for ``collect``); the ``search`` command
 (:mod:`dlperf_slurm.commands.search`) hands it a ``probe`` that goes through ``submit`` and waits.
@@ -33,7 +33,7 @@ RESULT = "search.json"
 SUFFIX = ".search"  # the probes' campaign: <campaign><SUFFIX>
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Search:
     """One cell's search: its probes so far (value -> status) and what they imply."""
 
@@ -151,11 +151,11 @@ def run_search(matrix: Matrix, axis: str, campaign_dir: Path, probe: Callable[[l
     measure = Measure(repeats=1, warmup_steps=probe_steps[0], measure_steps=probe_steps[1], hang_timeout=0)
     searches: list[tuple[Cell, Search, dict[str, Any]]] = []
     for base, key in base_cells(matrix, axis):
-        searches.append((base, Search(key, axis, start, limit, step), dict(matrix.suite_of(base).axis_defaults)))
+        searches.append((base, Search(key=key, axis=axis, start=start, limit=limit, step=step),
+                         dict(matrix.suite_of(base).axis_defaults)))
     rounds = 0
     while True:
-        todo = [(base, s, s.next_value(), d) for base, s, d in searches]
-        todo = [t for t in todo if t[2] is not None]
+        todo = [(base, s, v, d) for base, s, d in searches if (v := s.next_value()) is not None]
         if not todo:
             break
         rounds += 1

@@ -10,7 +10,6 @@ group's token (carried in its job name), (2) moves an earlier attempt's log and 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -125,32 +124,20 @@ class Journal:
     def before(self, group: Group) -> None:
         now = time.time()
         keys = [r.key for r in group.runs]
-        rows = {r["key"]: r for r in self.m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
+        rows = {r["key"]: r for r in self.m.runs(keys=keys)}
         moves: list[tuple[Path, Path]] = []
-        held = int(self.backend.holds(group.resources))
-        with self.m.write() as db:
-            for run, out in zip(group.runs, group.outputs):
-                row = rows[run.key]
-                moved: dict[str, str] = {}
-                for kind, path in (("log", run.log), ("marker", run.marker)):
-                    if path.exists():
-                        target = aside(path, row["attempt"])
-                        moved[kind] = self.m.rel(target)
-                        moves.append((path, target))
-                if row["attempt"] or moved:
-                    db.execute("INSERT INTO attempts(run_key, attempt, job_id, executor, status, reason, submitted_at, "
-                               "ended_at, moved, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                               (run.key, row["attempt"], row["job_id"], row["executor"], row["status"], row["reason"],
-                                row["submitted_at"], row["ended_at"], json.dumps(moved), now))
-                db.execute("UPDATE runs SET status=?, reason='', executor=?, submission=?, job_id=NULL, "
-                           "array_job_id=NULL, array_task=NULL, attempt=attempt+1, exit_code=NULL, sched_state=NULL, "
-                           "nodes=NULL, submitted_at=NULL, ended_at=NULL, cancel_requested_at=NULL, log_status=NULL, "
-                           "slurm_out=?, updated_at=? WHERE key=?",
-                           (Status.SUBMITTING, self.backend.name, group.token, out or None, now, run.key))
-            db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
-                       "VALUES (?,?,?,?,?,?,?,?)",
-                       (group.token, group.name, self.backend.name, Status.SUBMITTING, json.dumps(keys),
-                        json.dumps(self.backend.describe(group)), now, held))
+        recorded = []
+        for run, out in zip(group.runs, group.outputs):
+            moved: dict[str, str] = {}
+            for kind, path in (("log", run.log), ("marker", run.marker)):
+                if path.exists():
+                    target = aside(path, rows[run.key]["attempt"])
+                    moved[kind] = self.m.rel(target)
+                    moves.append((path, target))
+            recorded.append((run.key, out, moved))
+        self.m.record_submission(token=group.token, name=group.name, executor=self.backend.name,
+                                 options=self.backend.describe(group), held=self.backend.holds(group.resources),
+                                 runs=recorded, now=now)
         # evidence first (moved aside, never deleted), then the scripts: only then may a job start
         for src, dst in moves:
             os.replace(src, dst)
@@ -169,8 +156,7 @@ class Journal:
 
     def _release(self, group: Group, job_ids: list[str]) -> None:
         """Release the hold the backend submitted the group with, and record that it was released."""
-        row = self.m.db.execute("SELECT held FROM submissions WHERE token=?", (group.token,)).fetchone()
-        if not row or not row["held"]:
+        if group.token not in self.m.held_tokens():
             return
         try:
             self.backend.release(job_ids[:1])
@@ -178,8 +164,7 @@ class Journal:
             print(f"dlperf-slurm: warning: {err}; the group stays held until the next `status` or `submit` "
                   "releases it", flush=True)
             return
-        with self.m.write() as db:
-            db.execute("UPDATE submissions SET released_at=? WHERE token=?", (time.time(), group.token))
+        self.m.mark_released([group.token])
 
     def failed(self, group: Group, error: Exception) -> tuple[int, int]:
         """Record a submission that raised: ``(runs the scheduler has after all, runs it may have)``; the others
@@ -198,12 +183,7 @@ class Journal:
             record_ids(self.m, self.backend, group.token, [k for k, _ in have], [j for _, j in have])
             self.submitted.append((group, [j for _, j in have]))
             return len(have), 0
-        with self.m.write() as db:
-            db.execute("UPDATE submissions SET state='FAILED', error=?, done_at=? WHERE token=?",
-                       (str(error), now, group.token))
-            db.execute(f"UPDATE runs SET status=?, reason=?, submission=NULL, updated_at=? "
-                       f"WHERE key IN ({','.join('?' * len(keys))})",
-                       (Status.UNSUBMITTED, f"submission refused: {error}", now, *keys))
+        self.m.refuse_submission(group.token, keys, str(error), now)
         return 0, 0
 
 
@@ -261,12 +241,8 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: boo
             groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
             report.skipped = [(r.key, why) for r, why in skipped]
             if skipped:
-                now = time.time()
-                with m.write() as db:
-                    for r, why in skipped:
-                        if rows[r.key]["status"] == Status.UNSUBMITTED:
-                            db.execute("UPDATE runs SET reason=?, updated_at=? WHERE key=?",
-                                       (f"skipped by the {backend.name} executor: {why}", now, r.key))
+                m.set_reasons({r.key: f"skipped by the {backend.name} executor: {why}" for r, why in skipped
+                               if rows[r.key]["status"] == Status.UNSUBMITTED}, time.time())
             _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
             journal = Journal(m, matrix, backend, template_dir, out)
             try:

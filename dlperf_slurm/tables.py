@@ -161,7 +161,9 @@ def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[lis
             label = prec.upper() + (f"+{xla_name(mc[0].suite).replace('torch.compile', 'compile')}" if xla else "")
             headers += [f"{label} throughput", "speedup"]
         rows = []
-        rowkey = (lambda c: (c.suite, c.campaign or ""))
+        def rowkey(c: CellRow) -> tuple[str, str]:
+            return c.suite, c.campaign or ""
+
         for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
             sc = list(sc)
             if suite in shared:

@@ -4,8 +4,8 @@
 :func:`refresh` asks each scheduler about every run it holds, in one batched query, and
 
 1. settles the controller with the runs: a task the controller has queued again (pending) though its exit marker
-   shows its run ended (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold this tool placed is
-   released (an interrupted release, or a restarted controller that lost it);
+   shows its run ended (a ghost of a controller restarted from an older state) is cancelled; a job held by a hold
+   this tool placed is released (an interrupted release, or a restarted controller that lost it);
 2. decides each run's status with :func:`dlperf_slurm.outcome.decide`; when the run has ended its log is read once
    by the suite's parser, so the manifest keeps the measurement verdict (NONFINITE, INCOMPLETE, ...) and
    ``status``, ``collect`` and ``--retry-failed`` see the same status. Final statuses are never queried again.
@@ -23,7 +23,8 @@ from typing import Iterable
 
 from dlperf_slurm import outcome, recognise
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.manifest import Manifest, log_identity, suite_options
+from dlperf_slurm.manifest import Decision, Manifest, suite_options
+from dlperf_slurm.storage import log_identity
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
 from dlperf_slurm.schedulers.base import Scheduler
 
@@ -36,7 +37,7 @@ def _warn(msg: str) -> None:
 
 def used_schedulers(m: Manifest) -> set[str]:
     """The backends a campaign's runs went to."""
-    return {r["executor"] for r in m.db.execute("SELECT DISTINCT executor FROM runs WHERE executor IS NOT NULL")}
+    return m.executors()
 
 
 class _Context:
@@ -49,12 +50,11 @@ class _Context:
         self.warmup = int(measure.get("warmup_steps", DEFAULT_WARMUP_STEPS))
         self.measure = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
         self.options = suite_options(m)
-        self.held_tokens = {r["token"] for r in m.db.execute("SELECT token FROM submissions WHERE held = 1")}
+        self.held_tokens = m.held_tokens()
 
     def cell(self, cell_id: str) -> Cell:
         if self._cells is None:
-            self._cells = {r["id"]: Cell.from_dict(json.loads(r["data"]))
-                           for r in self.m.db.execute("SELECT id, data FROM cells")}
+            self._cells = self.m.cells()
         return self._cells[cell_id]
 
 
@@ -68,8 +68,9 @@ def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
     if read_log:
         ev.log_id = log_identity(log)  # before reading: a log that changes meanwhile is read again next time
         if ev.has_log:
-            ev.log = outcome.read_log(ctx.cell(row["cell_id"]), log, warmup_steps=ctx.warmup,
-                                      measure_steps=ctx.measure, options=ctx.options.get(ctx.cell(row["cell_id"]).suite, {}))
+            cell = ctx.cell(row["cell_id"])
+            ev.log = outcome.read_log(cell, log, warmup_steps=ctx.warmup, measure_steps=ctx.measure,
+                                      options=ctx.options.get(cell.suite, {}))
             ev.started_at = outcome.log_start(log)
         if row["slurm_out"]:
             ev.banner = outcome.read_banner([row["slurm_out"]])
@@ -94,7 +95,7 @@ def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: boo
 def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] | None = None, out=None) -> int:
     """Update every active run's status, and that of every ended run whose log changed since its verdict was
     read (see the module docstring). Returns the number of runs changed."""
-    rows = [r for r in m.runs() if r["status"] in ACTIVE] + m.changed_logs()
+    rows = m.runs(statuses=ACTIVE) + m.changed_logs()
     if keys is not None:
         wanted = set(keys)
         rows = [r for r in rows if r["key"] in wanted]
@@ -131,13 +132,11 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
             nodes = info.nodes if info and info.nodes else r["nodes"]
             if (decided.status, decided.reason, nodes) != (r["status"], r["reason"], r["nodes"]) or log_status \
                     or ev.log_id:
-                updates.append((decided.status, decided.reason, decided.exit_code, info.state if info else r["sched_state"],
-                                nodes, ended, now, log_status, ev.log_id, r["key"]))
+                updates.append(Decision(key=r["key"], status=decided.status, reason=decided.reason,
+                                        exit_code=decided.exit_code, log_status=log_status, nodes=nodes, ended_at=ended,
+                                        sched_state=info.state if info else r["sched_state"], log_id=ev.log_id))
     if updates:
-        with m.write() as db:
-            db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
-                           "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status), "
-                           "log_id=COALESCE(?, log_id) WHERE key=?", updates)
+        m.settle(updates, now)
     return len(updates)
 
 
@@ -168,9 +167,7 @@ def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: d
             + (" ..." if len(done.cancelled_ghosts) > 5 else ""))
     if done.released:
         say(f"released {len(done.released)} run(s) held by this tool's submission hold")
-        with ctx.m.write() as db:
-            db.executemany("UPDATE submissions SET released_at=? WHERE token=?",
-                           [(time.time(), t) for t in {r["submission"] for r in rows if r["job_id"] in held}])
+        ctx.m.mark_released({r["submission"] for r in rows if r["job_id"] in held})
 
 
 # ================================================================================================ reconcile
@@ -178,16 +175,10 @@ def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: d
 
 def record_ids(m: Manifest, backend: Scheduler, token: str, keys: list[str], job_ids: list[str]) -> None:
     """Record a submission's job ids (the journal's last step)."""
-    now = time.time()
-    with m.write() as db:
-        for key, jid in zip(keys, job_ids):
-            array_id, task = backend.array_parts(jid)
-            db.execute("UPDATE runs SET job_id=?, array_job_id=?, array_task=?, status=?, reason='', executor=?, "
-                       "submitted_at=?, updated_at=? WHERE key=? AND submission=?",
-                       (jid, array_id, task, Status.PENDING, backend.name, now, now, key, token))
-        first = job_ids[0] if job_ids else None
-        db.execute("UPDATE submissions SET state='SUBMITTED', job_id=?, done_at=? WHERE token=?",
-                   ((backend.array_parts(first)[0] or first) if first else None, now, token))
+    first = job_ids[0] if job_ids else None
+    m.record_ids(token=token, executor=backend.name,
+                 ids=[(key, jid, *backend.array_parts(jid)) for key, jid in zip(keys, job_ids)],
+                 job_id=(backend.array_parts(first)[0] or first) if first else None)
 
 
 def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
@@ -198,10 +189,10 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
     (4) submit, (5) commit job ids. A log at the run's path after step 2 can only come from a job of this
     submission; a log there before step 2 is the old one, and step 2 is finished here."""
     released = 0
-    for sub in m.db.execute("SELECT * FROM submissions WHERE state = ?", (Status.SUBMITTING,)).fetchall():
+    for sub in m.submissions(state=Status.SUBMITTING):
         keys = json.loads(sub["runs"])
         backend = schedulers.get(sub["executor"])
-        rows = {r["key"]: r for r in m.runs(f"key IN ({','.join('?' * len(keys))})", keys)}
+        rows = {r["key"]: r for r in m.runs(keys=keys)}
         found = backend.find(sub["name"], sub["token"], sub["created_at"]) if backend is not None else None
         dropped = 0
         if found and backend is not None:
@@ -213,7 +204,7 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
             out(f"  interrupted submission {sub['token']}: {dropped} task(s) could not be completed; cancelled "
                 "before they started, to be submitted again")
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
-        if have:
+        if have and backend is not None:  # found only through a backend
             record_ids(m, backend, sub["token"], [k for k, _ in have], [j for _, j in have])
             out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {len(keys)} runs had been "
                 f"submitted ({backend.group_label([j for _, j in have])})")
@@ -232,17 +223,8 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
                 adopted.append((k, (outcome.read_marker(marker) or {}).get("job")))
             else:
                 back.append(k)
-        now = time.time()
-        with m.write() as db:
-            for k, jid in adopted:
-                db.execute("UPDATE runs SET status=?, reason=?, job_id=?, submitted_at=?, updated_at=? WHERE key=?",
-                           (Status.RUNNING, "adopted after an interrupted submit (found by its log)", jid,
-                            sub["created_at"], now, k))
-            for k in back:
-                db.execute("UPDATE runs SET status=?, reason='', submission=NULL, attempt=MAX(attempt-1, 0), "
-                           "updated_at=? WHERE key=?", (Status.UNSUBMITTED, now, k))
-            db.execute("UPDATE submissions SET state=?, done_at=? WHERE token=?",
-                       ("SUBMITTED" if have or adopted else "ABANDONED", now, sub["token"]))
+        m.close_submission(sub["token"], adopted=adopted, back=back, submitted_at=sub["created_at"],
+                           state="SUBMITTED" if have or adopted else "ABANDONED")
         if adopted:
             out(f"  interrupted submission {sub['token']}: {len(adopted)} runs found by their logs")
         if back:
@@ -253,12 +235,11 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
 
 
 def unfinished_moves(m: Manifest, key: str, since: float) -> list[tuple[Path, Path]]:
-    row = m.db.execute("SELECT moved FROM attempts WHERE run_key=? AND recorded_at>=? ORDER BY recorded_at DESC "
-                       "LIMIT 1", (key, since)).fetchone()
-    if row is None:
+    moved = m.last_moves(key, since)
+    if moved is None:
         return []
     moves = []
-    for _kind, rel in json.loads(row["moved"]).items():
+    for _kind, rel in moved.items():
         dst = m.abspath(rel)
         src = dst.with_name(dst.name.rsplit(".", 1)[0])
         if src.exists() and not dst.exists():

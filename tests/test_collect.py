@@ -592,3 +592,32 @@ def test_a_launcher_axis_compares_each_launcher_against_its_own_1n1g_cell(tmp_pa
             pytest.approx(0.9, rel=1e-3)
     lone = by[("mpirun", "2n1g")]
     assert lone["n_ok"] == 3 and lone["speedup"] is None and lone["baseline"] is None
+
+
+def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
+    """No pool for a few small logs; a given --jobs is kept; by default, one process per WORKER_SECONDS of
+    estimated work, up to the CPUs the load leaves free."""
+    from dlperf_slurm import runparse
+    from dlperf_slurm.model import Cell
+
+    cell = Cell(suite="tf2/resnet50", model="resnet50", framework="tf2", nodes=1, gpus_per_node=1, batch_size=8,
+                precision="fp32", xla=False, launcher="", params=())
+    small = []
+    for i in range(40):
+        p = tmp_path / f"m_b8_fp32_{i}.log"
+        p.write_bytes(b"x" * 1000)
+        small.append(runparse.RunSpec(key=f"r{i}", cell=cell, repeat=i, log=str(p)))
+    monkeypatch.setattr(runparse.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(runparse.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert runparse.workers(small, None) == 1  # 40 small logs: ~12 ms of work
+    assert runparse.workers(small, 4) == 4 and runparse.workers(small[:3], 4) == 3
+    many = small * 200  # 8,000 runs: ~2.4 s of work
+    assert runparse.workers(many, None) == 8
+    monkeypatch.setattr(runparse.os, "getloadavg", lambda: (7.0, 7.0, 7.0))  # six CPUs busy elsewhere
+    assert runparse.workers(many, None) == 2
+    monkeypatch.setattr(runparse.os, "getloadavg", lambda: (30.0, 30.0, 30.0))
+    assert runparse.workers(many, None) == 1
+    big = tmp_path / "big_b8_fp32_0.log"
+    with open(big, "wb") as f:
+        f.truncate(400_000_000)  # one log: one process, however big
+    assert runparse.workers([runparse.RunSpec(key="b", cell=cell, repeat=0, log=str(big))], None) == 1

@@ -6,6 +6,7 @@ written; old manifests are upgraded; --watch collects again as runs end."""
 from __future__ import annotations
 
 import io
+import os
 import json
 import re
 import sqlite3
@@ -336,3 +337,68 @@ def test_a_summary_no_longer_made_is_removed_and_nothing_else(tmp_path, capsys):
     assert collect_from(root, out, "tf-cnn/resnet50") == 0
     assert not svg.exists() and f"removed {svg}" in capsys.readouterr().out
     assert (out / "tree.md").exists() and all(p.exists() for p in mine)
+
+
+# ------------------------------------------------------------------------- every spelling of the same tree
+
+
+def _spellings(tmp_path: Path, target: str) -> dict[str, tuple[Path, str]]:
+    """Ways a user names ``tmp_path/target``: (working directory, the argument)."""
+    link = tmp_path / "elsewhere" / "link"
+    link.parent.mkdir(exist_ok=True)
+    if not link.exists():
+        link.symlink_to(tmp_path / target, target_is_directory=True)
+    inside = tmp_path / target
+    return {"relative": (tmp_path, target), "absolute": (tmp_path / "elsewhere", str(tmp_path / target)),
+            "dot-dot": (tmp_path / "elsewhere", f"../{target}"), "symlink": (tmp_path / "elsewhere", "link"),
+            "inside": (inside, "."), "relative again": (tmp_path, f"./{target}/")}
+
+
+def test_the_tree_cache_hits_however_the_tree_and_out_are_spelled(tmp_path, capsys, monkeypatch):
+    """The cache of ``--from tree`` (relative, as the README writes it) hits for ``--from /abs/tree``, ``../tree``,
+    a symlink to it, ``.`` from inside it, with ``--out`` spelled relative to each working directory: keys are
+    canonical paths (they were stored relative to the summaries folder when they could not be made relative to it,
+    and looked up under another base: a relative --from never hit)."""
+    make_tree(tmp_path / "tree", "tf-cnn/resnet50")
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["collect", "--from", "tree", "--suite", "tf-cnn/resnet50", *FROM, "--out", "out", "--jobs", "1",
+                     "--no-plots"]) == 0
+    assert "9 read, 0 from the parse cache" in capsys.readouterr().out
+    cold = summaries(out)
+    no_parsing(monkeypatch)
+    for how, (cwd, arg) in _spellings(tmp_path, "tree").items():
+        monkeypatch.chdir(cwd)
+        rel_out = os.path.relpath(out, cwd)
+        assert cli.main(["collect", "--from", arg, "--suite", "tf-cnn/resnet50", *FROM, "--out", rel_out, "--jobs",
+                         "1", "--no-plots"]) == 0, how
+        printed = capsys.readouterr().out
+        assert "0 read, 9 from the parse cache" in printed, (how, printed)
+        assert "summaries unchanged (5 files" in printed, (how, printed)  # the same rows: the logs' real paths
+        assert sorted(p.name for p in out.iterdir()) == [".tree.cache.sqlite", "tree.csv", "tree.html", "tree.json",
+                                                         "tree.md", "tree.runs.csv"]
+    assert summaries(out) == cold
+
+
+def test_the_campaign_cache_hits_however_the_campaign_is_named(tmp_path, capsys, monkeypatch):
+    """A campaign named ``smoke`` (under --logs), ``logs/smoke``, its absolute path, a symlink to it, or ``.``
+    from inside it: one cache, in its manifest."""
+    man, _cdir, by = _campaign(tmp_path)
+    for (g, r), run in by.items():
+        _write_run(run, _spec(g, r))
+        _status(man, run.key, "OK", f"1_{g}{r}")
+    man.close()
+    out = tmp_path / "summaries"
+    monkeypatch.chdir(tmp_path)
+    common = ["collect", "--out", str(out), "--no-refresh", "--jobs", "1", "--no-plots"]
+    assert cli.main(["--logs", "logs", *common[:1], "smoke", *common[1:]]) == 0
+    assert "6 read, 0 from the parse cache" in capsys.readouterr().out
+    no_parsing(monkeypatch)
+    spellings = {"by name": (tmp_path, ["--logs", "logs", "collect", "smoke"]),
+                 **{how: (cwd, ["collect", arg]) for how, (cwd, arg) in _spellings(tmp_path, "logs/smoke").items()}}
+    for how, (cwd, argv) in spellings.items():
+        monkeypatch.chdir(cwd)
+        assert cli.main([*argv, *common[1:]]) == 0, how
+        printed = capsys.readouterr().out
+        assert "0 read, 6 from the parse cache" in printed, (how, printed)
+        assert "summaries unchanged" in printed, (how, printed)

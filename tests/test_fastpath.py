@@ -190,3 +190,59 @@ def test_sieve_needle_rules():
     hits = set(s.hits(data, len(data)).tolist())
     assert {3, 4} & hits and any(10 <= h < 18 for h in hits) and len(data) - 1 in hits
     assert not any(19 <= h < 21 for h in hits)
+
+
+# -------------------------------------------------- tf2: short lines instead of a needle per glog header
+
+_LABELS = ("", "0: ", " 3: ", "        0: ", "12: ", "[rank0]:", "[rank0]: ", "[default1]:", "[1,0]<stdout>:",
+           "[1,0]<stdout>: ", "[12,3]<stderr>:", "\x1c0: ", "\t0: ")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_LABELS), st.integers(0, 130), st.sampled_from("IWEFx1 "),
+                          st.integers(0, 110), st.integers(0, 40)), max_size=40), st.sampled_from([5, 64, 4096]))
+def test_fuzz_tf2_cut_records_and_short_lines_read_the_same_both_ways(tmp_path, spy, monkeypatch, parts, block):
+    """tf2 sends the block path the lines holding its keywords and the lines whose text (label removed) is shorter
+    than 100 characters and starts with I, W, E or F: a TimeHistory record cut anywhere (its head and tail on two
+    lines of the same rank), glog lines of about 100 characters under every label form, noise starting otherwise."""
+    sys.path.insert(0, str(TESTS))
+    from test_tf2 import dlperf_rn50_log
+
+    monkeypatch.setattr(blocks, "BLOCK", block)
+    log = dlperf_rn50_log("1n2g", 575.76).splitlines()
+    out = []
+    for i, (label, length, first, cut, pad) in enumerate(parts):
+        record = log[i % len(log)].replace("keras_utils.py", "k" * pad + "eras_utils.py")  # headers up to ~100
+        if cut and cut < len(record):  # a record split by buffering: head, then tail
+            out += [label + record[:cut], label + record[cut:]]
+        body = (first + "0826 15:12:50.113950 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: 0 "
+                + "x" * 80)[:length]
+        out.append(label + body)
+    p = tmp_path / "tf2.log"
+    p.write_text("\n".join(out) + "\n")
+    for ctx in (ParseContext(1, 2, 128, 100, 500), ParseContext(1, 2, 128, 0, 100)):
+        fast, ref = both("tf2/resnet50", p, ctx, spy)
+        assert fast == ref
+
+
+@pytest.mark.parametrize("label", ["", "0: ", "[1,0]<stdout>: "])
+def test_tf2_records_cut_near_100_characters_read_the_same_both_ways(spy, tmp_path, label):
+    """TimeHistory records cut inside their keyword, with glog headers long enough that the head is 80 to 110
+    characters: the line path glues each head (shorter than 100: a possible fragment) to its tail; so must the
+    block path (a rule of 95 characters loses the records whose head is 95 to 99 long)."""
+    sys.path.insert(0, str(TESTS))
+    from test_tf2 import dlperf_rn50_log
+
+    log = dlperf_rn50_log("1n2g", 575.76).splitlines()
+    for pad in range(20, 56):
+        out = []
+        for i, rec in enumerate(log):
+            rec = rec.replace("keras_utils.py", "k" * pad + "eras_utils.py")
+            at = rec.find("TimeHistory")
+            cut = at + (pad + i) % 13 if at > 0 else 0
+            out += [label + rec[:cut], label + rec[cut:]] if cut else [label + rec]
+        p = tmp_path / f"cut{pad}.log"
+        p.write_text("\n".join(out) + "\n")
+        fast, ref = both("tf2/resnet50", p, ParseContext(1, 2, 128, 100, 500), spy)
+        assert fast == ref, pad

@@ -71,7 +71,7 @@ def test_megatron_fp16_interval_whose_iterations_were_all_skipped():
     assert res.status == Status.OK, res.reason
     assert res.throughput == pytest.approx(4 * 10 / (10 * 0.3562))  # the interval's 10 iterations, 356.2 ms each
     assert res.extra["skipped_iterations"] == 10 and res.loss_finite is None
-    assert res.extra["window"]["start"] == 0  # recovered from the interval's span: there is no line at iteration 0
+    assert res.window["start"] == 0  # recovered from the interval's span: there is no line at iteration 0
 
 
 def test_megatron_pre_2024_lines_without_stamp():
@@ -82,7 +82,7 @@ def test_megatron_pre_2024_lines_without_stamp():
     assert res.throughput == pytest.approx(1024 * 3 / (sum(rows[i] for i in (123, 124, 125)) / 1000))
     # a missing stretch (126..181) is timed by the next line's interval only: no window across it
     gap = _parse(MEG, "megatron_2023_no_stamp.excerpt.log", nodes=16, gpus=8, bs=8, warmup=124, measure=60)
-    assert gap.status == Status.OK and gap.extra["window"]["steps"] == 184 - 124
+    assert gap.status == Status.OK and gap.window["steps"] == 184 - 124
 
 
 def test_neox_line_with_tflops_glued_to_its_unit_and_the_deepspeed_timer_beside_it():
@@ -344,7 +344,7 @@ def test_megatron_deepspeed_unwrapped_line_samples_per_second_and_tflops():
     res = _parse(DS, name, nodes=world // 4, gpus=4, bs=8, warmup=199, measure=1)
     assert res.status == Status.OK, res.reason
     x = res.extra
-    assert x["format"] == "megatron" and x["window"]["steps"] == 1
+    assert x["format"] == "megatron" and res.window["steps"] == 1
     assert x["reported_samples_per_s_mean"] == float(sps) and x["reported_tflops_per_gpu_mean"] == float(tflops)
     assert res.throughput == pytest.approx(int(gb) / (float(ms) / 1000)) == pytest.approx(float(sps), rel=1e-4)
     assert x["flops_per_sample"] == pytest.approx(float(tflops) * 1e12 * world / float(sps))
@@ -368,7 +368,7 @@ def test_bigscience_fork_elapsed_time_in_seconds():
     res = _parse(DS, name, nodes=48, gpus=8, bs=2, warmup=first, measure=len(window), precision="bf16")
     assert res.status == Status.OK, res.reason
     seconds = sum(sec for _, sec, _, _, _ in window)
-    assert res.extra["window"]["seconds"] == pytest.approx(seconds)
+    assert res.window["seconds"] == pytest.approx(seconds)
     assert res.throughput == pytest.approx(sum(gb for _, _, gb, _, _ in window) / seconds)
     assert res.latency_ms == pytest.approx(1000 * seconds / len(window))
     assert res.extra["reported_samples_per_s_mean"] == pytest.approx(sum(r[3] for r in window) / len(window))

@@ -50,7 +50,7 @@ def test_arcface_mxnet_validation_interval_left_out():
     assert res.extra["validations"] == 1 and res.extra["dropped_steps"] == 20
     assert res.extra["dropped_seconds"] == pytest.approx(20 * bs / slow)
     clean = [v for b, v in recs if b > 32420 and b != 32500]
-    assert len(clean) == 6 and res.extra["window"]["steps"] == 120
+    assert len(clean) == 6 and res.window["steps"] == 120
     assert res.throughput_speed == pytest.approx(sum(clean) / len(clean))  # the slow speed is not averaged
     assert res.throughput == pytest.approx(120 * bs / sum(20 * bs / v for v in clean))
     assert res.loss_finite is True
@@ -72,7 +72,7 @@ def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
     assert res.throughput_speed == pytest.approx(sum(totals) / len(totals))
     # the clock (each interval's samples / its Total) against the lines' own millisecond stamps: within 0.1 %
     stamps = [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f") for s in re.findall(r"0:(\S+ \S+)-Iter", text)]
-    assert res.extra["window"]["seconds"] == pytest.approx((stamps[-1] - stamps[0]).total_seconds(), rel=1e-3)
+    assert res.window["seconds"] == pytest.approx((stamps[-1] - stamps[0]).total_seconds(), rel=1e-3)
 
 
 def test_oneflow_face_2021_speed_lines():

@@ -112,7 +112,7 @@ def test_sinks_inside_the_window_are_summed_as_dlperf_did():
     assert res.throughput == pytest.approx(256 * 585 / seconds, rel=1e-12)
     assert res.latency_ms == pytest.approx(1000 * seconds / 585, rel=1e-12)
     assert res.throughput_speed == pytest.approx(sum(256000 / x for x in (24.143, 24.135, 24.166)) / 3, rel=1e-12)
-    assert res.extra["window"]["start"] == 7800 and res.extra["window"]["end"] == 8385
+    assert res.window["start"] == 7800 and res.window["end"] == 8385
     assert res.loss_finite is True and res.steps_seen == 8385
 
 
@@ -121,7 +121,7 @@ def test_vnet_sinks_of_ten_warmup_skips_the_compile_sink():
     assert res.status == Status.OK, res.reason
     seconds = (24741.982 + 23744.493 + 24054.200 + 23846.928) / 1000
     assert res.throughput == pytest.approx(2 * 40 / seconds, rel=1e-12)
-    assert res.extra["window"] == {"start": 20, "end": 60, "steps": 40, "seconds": pytest.approx(seconds),
+    assert res.window == {"start": 20, "end": 60, "steps": 40, "seconds": pytest.approx(seconds),
                                    "speed_points": 4}
     # the window reaches past the log: INCOMPLETE, no figure
     res = parse("resnet50", VNET, ctx(warmup=20, measure=100, batch=2))
@@ -150,7 +150,7 @@ def test_model_zoo_resnet_epoch_time_in_seconds():
 def test_bert_loss_callback_global_steps_and_scientific_notation():
     res = parse("bert-base", CENTERNET, ctx(batch=32, warmup=150224, measure=916))
     assert res.status == Status.OK, res.reason
-    assert res.extra["window"]["start"] == 150224 and res.extra["window"]["end"] == 151140
+    assert res.window["start"] == 150224 and res.window["end"] == 151140
     assert res.throughput == pytest.approx(32 * 916 / ((236204.566 + 235430.151) / 1000), rel=1e-12)
     res = parse("bert-base", BERT + CENTERNET, ctx(batch=32, warmup=150224, measure=916))
     assert res.status == Status.OK and res.loss_finite is True
@@ -166,7 +166,7 @@ def test_bert_loss_callback_global_steps_and_scientific_notation():
 def test_msrun_rank_labels_rank0_is_read_among_interleaved_ranks():
     res = parse("resnet50", lp.read_lines(MSRUN_2X1), ctx(nodes=2, batch=4, warmup=10, measure=20))
     # rank 0's sinks 2 and 3 (60.427 + 65.003 ms), not rank 1's (55.693 + 66.140 ms)
-    assert res.extra["window"]["seconds"] == pytest.approx(0.060427 + 0.065003, rel=1e-12)
+    assert res.window["seconds"] == pytest.approx(0.060427 + 0.065003, rel=1e-12)
     assert res.extra["workers_seen"] == 1 and res.extra["ranks_seen"] == 2
     # the job's end: srun cancelled the step after the second node's msrun failed (see the cluster test)
     assert res.status == Status.CANCELLED

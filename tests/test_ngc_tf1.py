@@ -51,7 +51,7 @@ def test_convnets_training_benchmark_real_log(name, gpus, bs):
         # time flavour: the stamps of steps 201 and 500, the window's start put back by step 201's own batch time
         seconds = _t(steps[-1]) - _t(steps[0]) + gpus * bs / ips[0]
         assert res.throughput == pytest.approx(300 * gpus * bs / seconds, rel=1e-7)
-        assert res.extra["window"]["start"] == 200 and res.extra["window"]["end"] == 500
+        assert res.window["start"] == 200 and res.window["end"] == 500
         assert res.extra["parameters"]["mode"] == "training_benchmark" and res.extra["metrics"] == ["total_ips"]
     assert "batch_mismatch" in _parse(RN50, text, gpus=gpus, bs=bs * 2, warmup=200, measure=300).extra
 

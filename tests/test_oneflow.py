@@ -43,7 +43,7 @@ def test_dlperf_extractor_lines_give_dlperfs_figure(suite, name, shape, start, e
     text = _fixture(name)
     r = _parse(suite, text, *shape)
     assert r.status == Status.OK and r.loss_finite is True and r.steps_seen == 120, r
-    assert r.extra["clock"] == "print stamps" and r.extra["window"]["steps"] == 100
+    assert r.extra["clock"] == "print stamps" and r.window["steps"] == 100
     assert r.throughput == pytest.approx(_dlperf(text, shape[0] * shape[1] * shape[2], start, end), rel=1e-7)
     assert round(r.throughput, 2) == published
     assert r.throughput_speed == float(_STAMPED.search(text.splitlines()[-1]).group(2))  # the print at the window's end
@@ -68,7 +68,7 @@ def test_unstamped_reports_time_the_window_by_the_printed_figures(suite, name, b
 def test_cnns_readme_iterations_restart_every_epoch():
     r = _parse(RN50, _fixture("ob_cnns_readme_synthetic.log"), bs=32, warmup=10, measure=30)
     assert r.status == Status.OK and r.steps_seen == 50, r  # epoch 0: 10, 20, 30; epoch 1: 40, 50
-    assert r.extra["window"] == {"start": 10, "end": 40, "steps": 30, "seconds": pytest.approx(
+    assert r.window == {"start": 10, "end": 40, "steps": 30, "seconds": pytest.approx(
         32 * 10 * (1 / 122.555 + 1 / 120.337 + 1 / 80.705)), "speed_points": 3}
 
 

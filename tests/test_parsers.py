@@ -93,7 +93,7 @@ def test_real_workload_log_agrees_with_the_workloads_own_summary():
     assert res.throughput_speed == pytest.approx(45.63464022960788, rel=1e-12)  # its throughput_mean
     assert "reported_mismatch" not in res.extra and res.extra["reported_throughput"] == res.throughput
     assert res.mem_reason == "no CUDA device (CPU run): GPU memory not measured" and res.mem_peak_mib is None
-    assert res.extra["job"]["command"].startswith("torchrun --standalone")
+    assert res.job["command"].startswith("torchrun --standalone")
 
 
 def test_pytorch_ddp_summary_disagreeing_with_steps_is_noted():
@@ -147,7 +147,7 @@ def test_pytorch_ddp_memory_provenance_and_tiny_label():
     assert res.mem_peak_mib == exp["mem_peak"] and res.mem_gpu0_mib == exp["mem_gpu0"]
     assert res.mem_allocator_mib == exp["mem_alloc"] and res.gpu_util == 97.5
     assert res.extra["mem_reserved_mib"] == 10000.0
-    assert res.extra["job"]["job_id"] == "4242" and "env" not in res.extra["job"]
+    assert res.job["job_id"] == "4242" and "env" not in res.job
 
 
 def test_pytorch_ddp_cpu_run_says_why_memory_is_missing():
@@ -161,7 +161,7 @@ def test_pytorch_ddp_warmup_zero_recovers_the_start_from_the_first_step_time():
     spec = ls.Spec(warmup=0, measure=50)
     text, exp = ls.dlperf(spec)
     res = parse("pytorch-ddp/resnet50", text, ctx_of(spec))
-    assert res.status == Status.OK and res.extra["window"]["start"] == 0
+    assert res.status == Status.OK and res.window["start"] == 0
     assert close(res.throughput, exp["throughput"], rel=1e-9)
 
 
@@ -231,9 +231,9 @@ def test_tf2_dlperf_window_of_literal_lines():
     spec = ls.Spec(batch=128, warmup=100, measure=500, log_steps=100, thr=327.0)
     text, exp = ls.tf2_timehistory(spec)
     res = parse("tf2/resnet50", text, ctx_of(spec))
-    assert res.status == Status.OK and res.extra["window"] == {**res.extra["window"], "start": 100, "end": 600}
+    assert res.status == Status.OK and res.window == {**res.window, "start": 100, "end": 600}
     assert close(res.throughput, exp["throughput"]) and close(res.throughput_speed, exp["speed"])
-    assert res.extra["window"]["speed_points"] == 5
+    assert res.window["speed_points"] == 5
 
 
 def test_tf2_coarse_log_that_cannot_time_the_window_is_unmeasured():

@@ -51,7 +51,7 @@ def test_dlperf_two_node_log_time_column_and_zero_based_steps():
     assert res.extra["indices"] == "0-based (display(i))"
     t = _times(DLPERF_2N8G)  # index i ends step i + 1: steps 3..10 are indices 2..9
     window = sum(t[i][0] for i in range(2, 10))
-    assert res.extra["window"] == {"start": 2, "end": 10, "steps": 8, "seconds": pytest.approx(window),
+    assert res.window == {"start": 2, "end": 10, "steps": 8, "seconds": pytest.approx(window),
                                    "speed_points": 8}
     assert res.throughput == pytest.approx(2 * 8 * 128 * 8 / window)  # global batch: 2 nodes x 8 GPUs x 128
     assert res.throughput_speed == pytest.approx(sum(2048 / t[i][0] for i in range(2, 10)) / 8)
@@ -65,7 +65,7 @@ def test_dlperf_four_node_log_two_ranks_interleaved_mean_per_step():
     assert len(t[5]) == 2 and res.extra["ranks_per_step_max"] == 2 and res.extra["ranks_per_step_min"] == 1
     mean = {i: sum(v) / len(v) for i, v in t.items()}
     window = sum(mean[i] for i in range(3, 11))  # steps 4..11
-    assert res.extra["window"]["seconds"] == pytest.approx(window)
+    assert res.window["seconds"] == pytest.approx(window)
     assert res.throughput == pytest.approx(4096 * 8 / window)
 
 
@@ -220,5 +220,5 @@ def test_torchvision_line_cut_by_buffering_is_glued(at):
     plain = _parse(SEW, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
     res = _parse(text, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
     assert res.status == Status.OK and res.throughput == pytest.approx(plain.throughput)
-    assert res.extra["window"] == plain.extra["window"]
+    assert res.window == plain.window
 

@@ -66,7 +66,7 @@ def test_search_finds_each_cells_boundary_resumes_and_runs_the_found_value(tmp_p
 
 @pytest.mark.parametrize("boundary", [1, 7, 8, 9, 15, 16, 17, 100, 1023, 1024, 5000])
 def test_the_probe_sequence_finds_any_boundary_within_the_bound(boundary):
-    s = search.Search("c", "batch_size", start=8, limit=1024, step=1)
+    s = search.Search(key="c", axis="batch_size", start=8, limit=1024, step=1)
     while (v := s.next_value()) is not None:
         s.probes[v] = Status.OK if v <= boundary else Status.OOM
     assert len(s.probes) <= search.bound(8, 1024, 1) == 8 + 9
@@ -79,7 +79,7 @@ def test_the_probe_sequence_finds_any_boundary_within_the_bound(boundary):
 
 
 def test_step_coarsens_the_bisection():
-    s = search.Search("c", "batch_size", start=64, limit=4096, step=16)
+    s = search.Search(key="c", axis="batch_size", start=64, limit=4096, step=16)
     while (v := s.next_value()) is not None:
         assert v % 16 == 0
         s.probes[v] = Status.OK if v <= 200 else Status.OOM

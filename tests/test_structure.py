@@ -4,6 +4,7 @@ that imports cleanly in dependency order in a fresh interpreter."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from graphlib import CycleError, TopologicalSorter
@@ -203,3 +204,31 @@ def test_every_subpackage_is_installed():
     listed = set(cfg["options"]["packages"].split())
     packages = {".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py")}
     assert packages <= listed, f"not in setup.cfg [options] packages: {sorted(packages - listed)}"
+
+
+#: the modules that hold SQL, each the one owner of its database: the campaign's manifest, the parse cache's
+#: store in it, and the results store across campaigns (store.py)
+SQL_OWNERS = {"manifest.py", "parsecache.py", "store.py"}
+_SQL = re.compile(r"\b(?:SELECT\s.+\sFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+                  r"CREATE\s+(?:TABLE|INDEX)|ALTER\s+TABLE|PRAGMA)\b", re.S)
+
+
+def _sql_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    return [(n.lineno, n.value[:60]) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and _SQL.search(n.value)]
+
+
+def test_no_sql_outside_the_manifest():
+    """Only the manifest (and the parse cache's store) speak SQL; the stages use the manifest's API."""
+    found = []
+    for path in MODULES.values():
+        rel = str(path.relative_to(PKG))
+        if rel not in SQL_OWNERS:
+            found += [f"{rel}:{line}: {text!r}" for line, text in _sql_literals(ast.parse(path.read_text()))]
+    assert not found, "SQL outside manifest.py (add a method to Manifest):\n" + "\n".join(found)
+
+
+def test_the_sql_check_can_fail():
+    tree = ast.parse('db.execute(f"UPDATE runs SET status=? WHERE key IN ({marks})")\n'
+                     'm.db.execute("SELECT held FROM submissions WHERE token=?")\nx = "select a value from the list"')
+    assert sorted(line for line, _ in _sql_literals(tree)) == [1, 2]

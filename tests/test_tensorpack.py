@@ -73,7 +73,7 @@ def test_window_is_whole_epochs():
     epochs = _epochs(text)
     # epochs 2-3 of 4 (an edge on an epoch end)
     res = _parse(text, 4, 20, 40)
-    assert res.status == Status.OK and res.extra["window"]["start"] == 20 and res.extra["window"]["end"] == 60
+    assert res.status == Status.OK and res.window["start"] == 20 and res.window["end"] == 60
     assert res.throughput == pytest.approx(4 * 40 / (epochs[1][1] + epochs[2][1]))
     # a warm-up edge inside epoch 2 moves to its end: 40 of 50 steps is below the 90% coverage
     res = _parse(text, 4, 30, 50)

@@ -60,7 +60,7 @@ def test_hugectr_core23_logger_eval_time_taken_off_the_next_interval():
     inside = [t for i, t in iters if 1000 < i <= 20000]
     assert len(inside) == 19 and len(evals) == 5
     expected = sum(inside) - sum(evals[:4])
-    assert res.extra["window"]["seconds"] == pytest.approx(expected)
+    assert res.window["seconds"] == pytest.approx(expected)
     assert res.latency_ms == pytest.approx(1000 * expected / 19000)
     assert res.throughput == pytest.approx(2720 * 19000 / expected)
     assert res.extra["evaluations"] == 5 and res.extra["formats"] == ["hugectr"]
@@ -78,7 +78,7 @@ def test_hugectr_old_logger_with_mlperf_eval_lines():
     assert res.status == Status.OK, res.reason
     iters, evals = _iters(path), _evals(path)
     expected = sum(t for i, t in iters if 3000 < i <= 9000) - sum(evals)
-    assert res.extra["window"] == {"start": 3000, "end": 9000, "steps": 6000, "seconds": pytest.approx(expected),
+    assert res.window == {"start": 3000, "end": 9000, "steps": 6000, "seconds": pytest.approx(expected),
                                    "speed_points": 0}
     assert res.latency_ms == pytest.approx(1000 * expected / 6000)
     assert res.loss_finite is True
@@ -92,8 +92,8 @@ def test_hugectr_dlperf_docstring_lines_and_dlperfs_latency_rule():
     # alone (its 200..1000 lines are not in the docstring); DLPerf averaged Time(100 iters) but the first: the
     # same 1000 x mean / 100 on a complete log
     iters = _iters(path)
-    assert res.extra["window"]["steps"] == 1000
-    assert res.extra["window"]["seconds"] == pytest.approx(sum(t for i, t in iters if i > 100))
+    assert res.window["steps"] == 1000
+    assert res.window["seconds"] == pytest.approx(sum(t for i, t in iters if i > 100))
 
 
 def test_oneflow_models_2021_stamps_and_dlperfs_printed_latency():
@@ -101,7 +101,7 @@ def test_oneflow_models_2021_stamps_and_dlperfs_printed_latency():
     res = _parse(OF, path, bs=16384, warmup=100, measure=1100)
     assert res.status == Status.OK, res.reason
     # the clock is the lines' millisecond stamps: 13:19:02.625 -> 13:19:05.145 over 1100 iterations
-    assert res.extra["window"]["seconds"] == pytest.approx(2.52)
+    assert res.window["seconds"] == pytest.approx(2.52)
     assert res.latency_ms == pytest.approx(2520 / 1100)
     printed = [float(x) for x in re.findall(r"latency\(ms\): ([\d.]+)", path.read_text())]
     assert res.extra["printed_latency_ms_mean"] == pytest.approx(sum(printed[1:-1]) / len(printed[1:-1]))
@@ -120,8 +120,8 @@ def test_oneflow_models_train_py_real_cpu_run_under_memwatch():
     res = _parse(OF, path, bs=512, warmup=2, measure=6)
     assert res.status == Status.OK, res.reason
     seconds = (stamps[8] - stamps[2]).total_seconds()
-    assert res.extra["window"]["steps"] == 6
-    assert res.extra["window"]["seconds"] == pytest.approx(seconds)
+    assert res.window["steps"] == 6
+    assert res.window["seconds"] == pytest.approx(seconds)
     assert res.latency_ms == pytest.approx(1000 * seconds / 6)
     assert res.throughput == pytest.approx(512 * 6 / seconds) and res.loss_finite
     printed = [float(x) for x in re.findall(r"latency\(ms\): ([\d.]+)", text)]

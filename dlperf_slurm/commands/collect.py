@@ -123,7 +123,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
         state.save()
     except (OSError, sqlite3.Error) as err:
         parsecache.warn(f"{side} not written", err)
-    return result, [p for p in paths if str(p) not in state.kept], [p for p in paths if str(p) in state.kept], state
+    return result, [p for p in paths if not state.is_kept(p)], [p for p in paths if state.is_kept(p)], state
 
 
 def cmd_collect(args) -> int:
@@ -219,7 +219,8 @@ def _parsed(result: Result) -> str:
     mb = result.bytes / 1e6
     cached = "" if result.reread is None else f"; {result.reread} read, {len(result.runs) - result.reread} from " \
                                               "the parse cache"
-    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s"
+    procs = f" ({result.workers} processes)" if result.workers > 1 else ""
+    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
 
 
 def _written(wrote: list[Path], kept: list[Path], removed: Sequence[Path] = ()) -> str:

@@ -51,7 +51,16 @@ _SAMPLE = (b"node1:1234:1250 [3] NCCL INFO Channel 00/02 :    0   1   2   3   4 
            b"Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA; the "
            b"memory of the host is sufficient; Allocation of 411041792 exceeds 10% of free system memory. "
            b"About the output: without a total number of items, the step size of each iteration is set when the data "
-           b"loader starts; the process writes its state to the checkpoint directory at the end of every epoch.")
+           b"loader starts; the process writes its state to the checkpoint directory at the end of every epoch. "
+           b"I0826 15:12:50.113950 140405777909504 cross_device_ops.py:1130] Collective batch_all_reduce: 161 "
+           b"all-reduces, num_devices = 8, group_size = 8, communication_hint = NCCL, num_packs = 1 "
+           b"mirrored_strategy.py:341] Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:"
+           b"GPU:0',) I tensorflow/stream_executor/platform/default/dso_loader.cc:48] Successfully opened dynamic "
+           b"library libcudart.so.10.1 WARNING:tensorflow:AutoGraph could not transform <function Model."
+           b"make_train_function.<locals>.train_function at 0x7f5c> and will run it as-is. mirrored_strategy.py:500] "
+           b"I tensorflow/core/grappler/optimizers/meta_optimizer.cc:928] Optimization results for grappler item: "
+           b"graph_to_optimize W tensorflow/core/grappler/optimizers/loop_optimizer.cc:906] Skipping loop optimization "
+           b"I tensorflow/core/common_runtime/bfc_allocator.cc:1046] InUse at 7f0b00 of size 1280 next 3")
 _COUNTS: dict[bytes, int] = {}
 for _n in (2, 3):
     for _i in range(len(_SAMPLE) - _n + 1):
@@ -177,10 +186,17 @@ class BlockLines:
     lines and the rank labels (at most 4,096, the first in file order, as the Scanner keeps them). ``pending`` is the
     Scanner's dict of held fragments: while it holds one, every line is yielded."""
 
-    def __init__(self, path: Any, sieve: Sieve, pending: dict):
+    def __init__(self, path: Any, sieve: Sieve, pending: dict, short: tuple[str, int] | None = None):
         self.path = path
         self.sieve = sieve
         self.pending = pending
+        # ``short`` (first characters, length): lines whose text (rank label removed) is shorter than ``length`` and
+        # starts with one of the characters are yielded too (a suite's records cut short by buffering)
+        self.short: tuple[np.ndarray, int] | None = None
+        if short is not None:
+            table = np.zeros(256, dtype=bool)
+            table[list(short[0].encode("ascii"))] = True
+            self.short = (table, short[1])
         self.lines = 0
         self.ranks: set = set()
 
@@ -240,7 +256,10 @@ class BlockLines:
         starts = np.concatenate(([0], terms + 1 if partial else terms[:-1] + 1))
         labelled = _label_starts(a, starts, end)
         if len(labelled):
-            self._ranks_of(buf, end, labelled, terms)
+            at, label = self._ranks_of(buf, end, labelled, terms)
+        if self.short is not None:
+            cand = np.union1d(cand, self._short_lines(a, starts, terms, end, partial, at if len(labelled) else None,
+                                                      label if len(labelled) else None))
         ends = terms.tolist()
         if partial:
             ends.append(end)
@@ -258,17 +277,40 @@ class BlockLines:
             yield buf[ends[k - 1] + 1 if k else 0:ends[k]].decode("utf-8", "replace")
             k += 1
 
-    def _ranks_of(self, buf: bytes, end: int, starts: np.ndarray, terms: np.ndarray) -> None:
-        ends = np.append(terms, end)[np.searchsorted(terms, starts)]  # each line's end: the next line end
+    def _short_lines(self, a: np.ndarray, starts: np.ndarray, terms: np.ndarray, end: int, partial: bool,
+                     at: np.ndarray | None, label: np.ndarray | None) -> np.ndarray:
+        """The lines (numbers in the block) that may hold a short text starting with one of ``short``'s characters:
+        a line shorter than the length whose first byte is one of them, and a labelled line whose text after its
+        label (and the one space split_rank may also take) is shorter (its first character is not looked at)."""
+        assert self.short is not None  # called only when the suite has a short-line rule
+        table, length = self.short
+        ends = np.append(terms, end) if partial else terms
+        lens = ends - starts
+        firsts = a.take(np.minimum(starts, end - 1))
+        found = np.flatnonzero((lens < length) & table[firsts] & (lens > 0))
+        if at is not None and len(at):
+            found = np.union1d(found, at[lens[at] - label - 1 < length])
+        return found
+
+    def _ranks_of(self, buf: bytes, end: int, starts: np.ndarray, terms: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Add the rank labels of the lines at ``starts``; returns (the numbers of the lines that carry a label
+        read at byte level, the labels' lengths)."""
+        lines = np.searchsorted(terms, starts)
+        ends = np.append(terms, end)[lines]  # each line's end: the next line end
         match = _RANK.match
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        at, label = [], []
+        for k, s, e in zip(lines.tolist(), starts.tolist(), ends.tolist()):
             m = match(buf, s, e)
             if m is not None:
-                self._rank(int(m.group(m.lastindex)))
+                self._rank(int(m.group(m.lastindex or 1)))
+                at.append(k)
+                label.append(m.end() - s)
             elif not buf[s:e].isascii():
                 c = buf[s:e].decode("utf-8", "replace")
                 if c[:1] == " " or c[:1] == "[" or c[:1].isdigit():
                     self._rank(split_rank(c)[0])
+        return np.array(at, dtype=np.int64), np.array(label, dtype=np.int64)
 
 
 def _first_end(buf: bytes, end: int) -> int:

@@ -53,7 +53,7 @@ _SLURM_CAUSE = {"TIME LIMIT": Status.TIMEOUT, "NODE FAILURE": Status.NODE_FAIL, 
                 "JOB REQUEUE": Status.REQUEUED}
 
 
-def slurm_kill(line: str) -> str | None:
+def slurm_kill(line: str) -> Status | None:
     """The status a ``slurmstepd`` kill banner states (``*** STEP 12.0 ON n1 CANCELLED AT ... DUE TO TIME
     LIMIT ***``), or None."""
     if "CANCELLED AT" not in line:
@@ -115,7 +115,7 @@ class Facts:
     garbled: int = 0  # records split by buffering that could not be put back together
     oom: str | None = None  # the first OOM line
     oom_rank: int | None = None
-    slurm: str | None = None  # status stated by a slurmstepd kill banner
+    slurm: Status | None = None  # status stated by a slurmstepd kill banner
     slurm_line: str | None = None
     last_exception: str | None = None
     last_error: str | None = None
@@ -150,7 +150,7 @@ class Scanner:
                  starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
                  wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None,
-                 block_needles: Sequence[str] | None = None):
+                 block_needles: Sequence[str] | None = None, block_short: tuple[str, int] | None = None):
         trace = TRACE
         if trace is not None and hasattr(trace, "consumed"):  # collect --explain: the records the handler read
             def traced(text: str, rank: int | None, final: bool, _inner=handler) -> int:
@@ -179,11 +179,15 @@ class Scanner:
             needle = needles[0]
             self._wanted = lambda text: needle in text
         else:
-            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search  # type: ignore[assignment]
+            self._wanted = re.compile("|".join(re.escape(n) for n in needles)).search
         # The block path (a file from read_lines) needs substrings one of which every line the handler does
         # anything with contains: ``needles``, or ``block_needles`` with ``wanted`` (a superset of its lines).
         self._block_needles = tuple(block_needles) if block_needles is not None else (
             tuple(needles) if needles is not None and wanted is None else None)
+        # ``block_short`` (first characters, length): besides the lines holding a block needle, the lines whose
+        # text is shorter than ``length`` and starts with one of the characters (what a ``wanted`` says of short
+        # lines, records cut by buffering; cheaper at block level than a needle that every such line holds)
+        self._block_short = block_short
 
     def run(self, lines: Iterable[str]) -> Facts:
         """Read ``lines`` (any iterable of lines; the unstarted result of :func:`read_lines` is read in blocks, only
@@ -193,7 +197,7 @@ class Scanner:
 
             if all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
                 src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
-                                                                 _OOM_WORDS), self._pending)
+                                                                 _OOM_WORDS), self._pending, self._block_short)
                 facts = self._loop(src)
                 facts.lines, facts.ranks = src.lines, src.ranks  # what every line contributed, the others included
                 return facts

@@ -205,10 +205,6 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
     x: dict[str, Any] = dict(extra or {})
     if facts.garbled:
         x["garbled_lines"] = facts.garbled
-    if facts.job or facts.nodes:
-        x["job"] = {**(facts.job or {}), **({ev.PER_NODE: facts.nodes} if facts.nodes else {})}
-    if facts.health:
-        x["health"] = facts.health
     if facts.ranks:
         x["ranks_seen"] = len(facts.ranks)
     if window.out_of_order:
@@ -223,13 +219,15 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         mem["mem_reason"] = no_memory_reason or "the log reports no GPU memory"
     res = RunResult(status=Status.OK, steps_seen=window.max_step, tiny=tiny,
                     loss_finite=None if window.last_loss is None and window.nonfinite is None
-                    else window.nonfinite is None, extra=x, **mem)
+                    else window.nonfinite is None, extra=x, health=facts.health or None,
+                    job={**(facts.job or {}), **({ev.PER_NODE: facts.nodes} if facts.nodes else {})} or None,
+                    **mem)
     if fig is not None:
         res.throughput = fig.throughput
         res.latency_ms = fig.latency_ms
         res.throughput_speed = fig.speed * speed_scale if fig.speed is not None else None
-        x["window"] = {"start": fig.start, "end": fig.end, "steps": fig.steps, "seconds": fig.seconds,
-                       "speed_points": fig.speed_points}
+        res.window = {"start": fig.start, "end": fig.end, "steps": fig.steps, "seconds": fig.seconds,
+                      "speed_points": fig.speed_points}
     where = f"at step {window.max_step} of {window.end_step}"
     why = _why(facts)
     if facts.oom is not None:

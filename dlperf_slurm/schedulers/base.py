@@ -17,6 +17,7 @@ The submit journal (``submit.py``) drives the order: record intent, write the sc
 
 from __future__ import annotations
 
+import os
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class Scheduler(ABC):
     call_word: ClassVar[tuple[str, str]] = ("submission", "submissions")
     submit_command: ClassVar[str] = "submit"  # the key of ``calls`` that counts submissions
 
-    def __init__(self, campaign_dir: str | Path, **options: Any):
+    def __init__(self, campaign_dir: str | os.PathLike, **options: Any):
         self.campaign_dir = Path(campaign_dir).resolve()
         self.calls: dict[str, int] = {}  # commands run, by name (tests, bench)
 
@@ -123,7 +124,7 @@ class Scheduler(ABC):
         """Can this machine submit to this scheduler?"""
         return True
 
-    def preflight(self) -> None:
+    def preflight(self) -> None:  # noqa: B027 - an optional hook: most backends need no check
         """Raise a UserError when submitting cannot work now (no client, controller down)."""
 
     # -- planning
@@ -169,7 +170,7 @@ class Scheduler(ABC):
         """Does :meth:`submit` place a hold (released by the journal once the ids are recorded)?"""
         return False
 
-    def release(self, job_ids: Iterable[str]) -> None:
+    def release(self, job_ids: Iterable[str]) -> None:  # noqa: B027 - only a backend that holds releases
         """Release a hold :meth:`submit` placed."""
 
     def find(self, group: str, token: str, since: float | None = None) -> dict[int, str] | None:

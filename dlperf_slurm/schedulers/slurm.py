@@ -134,7 +134,7 @@ class SlurmScheduler(Scheduler):
     def __init__(self, campaign_dir, *, slurm: Slurm | None = None, max_array_size: int | None = None, **_: Any):
         super().__init__(campaign_dir)
         self.slurm = slurm or Slurm()
-        self.calls = self.slurm.calls  # type: ignore[assignment]  (one counter: the Slurm commands run)
+        self.calls = self.slurm.calls  # one counter: the Slurm commands run
         self._max_array = max_array_size
 
     @classmethod

@@ -128,7 +128,7 @@ def normalize_state(raw: str) -> str:
     return s
 
 
-def map_state(raw: str) -> str | None:
+def map_state(raw: str) -> Status | None:
     """Run status for a Slurm state, or None for a state we do not know (never guessed)."""
     return _STATE_MAP.get(normalize_state(raw))
 

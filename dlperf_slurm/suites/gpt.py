@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Mapping
 
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, register
@@ -49,7 +49,7 @@ def model_dims(preset: str) -> tuple[int, int, int] | None:
 
 class _GPT(Suite):
     model = "gpt"
-    precisions = ("fp16", "bf16", "fp32")
+    precisions: ClassVar[tuple[str, ...]] = ("fp16", "bf16", "fp32")
     published = "time"
     sample_unit = "samples/s"
     axes = {"model_size": (), "tensor_parallel": (), "pipeline_parallel": (), "global_batch": (), "seq_length": (),

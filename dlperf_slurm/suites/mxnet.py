@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -220,13 +221,33 @@ def _cut(text: str) -> bool:
     return "Iteration: " in text and "train." in text and "ips : " not in text  # dllogger, cut before train.ips
 
 
+@dataclass(slots=True)
+class _Step:
+    """What the log says of one (epoch, step), over the ranks' lines."""
+
+    speeds: list[float] = field(default_factory=list)
+    stamp: float | None = None  # the latest stamp: the step has ended once its last rank says so
+    loss: float | None = None  # the last loss printed
+    tokens: list[float] = field(default_factory=list)  # token rates (gluon-nlp)
+    lines: int = 0
+    durations: list[float] = field(default_factory=list)  # the interval's seconds, where the line states them
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the whole log showed: its line forms, and how many of its step lines carry a stamp."""
+
+    forms: set[str] = field(default_factory=set)
+    stamped: int = 0
+    unstamped: int = 0
+
+
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     gb = float(ctx.global_batch)
-    # (epoch, step) -> [speeds, max stamp or None, last loss, token rates, lines]
-    steps: dict[tuple[int, int], list] = {}
+    steps: dict[tuple[int, int], _Step] = {}
     seen: set = set()
     iso = lp.IsoClock()
-    st: dict[str, Any] = {"forms": set(), "stamped": 0, "unstamped": 0}
+    st = _Seen()
 
     ends: dict[int, int] = {}  # epoch -> its length, as gluon-cv train_horovod.py's "Time cost" line states it
 
@@ -285,24 +306,24 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if rec is None:
             if len(steps) >= _MAX_STEPS:
                 return lp.CONSUMED
-            rec = steps[(epoch, step)] = [[], None, None, [], 0, []]
-        rec[4] += 1
+            rec = steps[(epoch, step)] = _Step()
+        rec.lines += 1
         if speed is not None:
-            rec[0].append(speed)
+            rec.speeds.append(speed)
         if seconds is not None and lp.finite(seconds) and seconds > 0:
-            rec[5].append(seconds)
+            rec.durations.append(seconds)
         if tokens is not None:
-            rec[3].append(tokens)
+            rec.tokens.append(tokens)
         if loss is not None:
-            rec[2] = loss
+            rec.loss = loss
         stamp = _STAMP.search(text, 0, m.start() + 1)
         t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if t is not None:
-            st["stamped"] += 1
-            rec[1] = t if rec[1] is None else max(rec[1], t)  # the step has ended once its last rank says so
+            st.stamped += 1
+            rec.stamp = t if rec.stamp is None else max(rec.stamp, t)  # the step has ended once its last rank says so
         else:
-            st["unstamped"] += 1
-        st["forms"].add(form)
+            st.unstamped += 1
+        st.forms.add(form)
         return lp.CONSUMED
 
     facts = lp.Scanner(handler, ranks="all", starts=_starts, wanted=_wanted,
@@ -313,9 +334,10 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
         offsets[epoch] = total
         total += max(max(s for e, s in steps if e == epoch), ends.get(epoch, 0))
-    use_stamps = st["stamped"] > 0 and st["unstamped"] == 0
+    use_stamps = st.stamped > 0 and st.unstamped == 0
     clock, prev, per_step, tokens = 0.0, 0, [], {}
-    for (epoch, s), (speeds, stamp, loss, toks, n, durations) in sorted(steps.items()):
+    for (epoch, s), rec in sorted(steps.items()):
+        speeds, stamp, loss, toks, n, durations = rec.speeds, rec.stamp, rec.loss, rec.tokens, rec.lines, rec.durations
         step = offsets[epoch] + s
         span = step - prev if step > prev else 1  # the steps since the last timed one
         speed = statistics.median(speeds) if speeds else None
@@ -337,7 +359,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                    span_seconds=None if use_stamps else seconds)
         if seconds is not None or (use_stamps and stamp is not None):
             prev = max(prev, step)
-    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+    extra: dict[str, Any] = {"formats": sorted(st.forms),
                              "clock": "log stamps (a step ends at its last rank's line)" if use_stamps
                              else "sum of global batch / the step's median speed",
                              "speed": "per step, the median over the ranks' lines; mean over the window's steps"}
@@ -348,8 +370,8 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         extra["tokens_per_s"] = sum(in_window) / len(in_window)  # gluon-nlp's throughput: the sum over ranks
     res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                     no_memory_reason="the MXNet programs' logs report no GPU memory")
-    if res.status == Status.UNMEASURED and "gluon-cv-epoch" in st["forms"] \
-            and st["forms"] <= {"gluon-cv-epoch", "gluon-cv-loss"} and total:
+    if res.status == Status.UNMEASURED and "gluon-cv-epoch" in st.forms \
+            and st.forms <= {"gluon-cv-epoch", "gluon-cv-loss"} and total:
         first = offsets[min(offsets)] + max(max(s for e, s in steps if e == min(offsets)), ends.get(min(offsets), 0))
         res.reason += (f"; gluon-cv's train_horovod.py times whole epochs only (one Speed line per epoch, the first "
                        f"{first} steps long): a window on epoch boundaries times it, e.g. --warmup-steps {first} "

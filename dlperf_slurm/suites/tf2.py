@@ -177,9 +177,11 @@ def _wanted(text: str) -> bool:
     return "TimeHistory" in text or "Train Step" in text or "loss: " in text or (len(text) < 100 and text[:1] in "IWEF")
 
 
-# For the block path: every line the handler does anything with holds one of these (a cut glog header starts with
-# [IWEF] and a digit; the Scanner reads lines with other digits whole anyway).
-_BLOCK_NEEDLES = ("TimeHistory", "Train Step", "loss: ", *(c + d for c in "IWEF" for d in "0123456789"))
+# For the block path: every line the handler does anything with holds one of these, or is one of _wanted's short
+# lines (a record cut inside its glog header or keyword): _BLOCK_SHORT. A needle per glog header ("I0", ...) took
+# every glog line of a TF log, noise included (150 lines a log on DLPerf's TF2 logs instead of 7).
+_BLOCK_NEEDLES = ("TimeHistory", "Train Step", "loss: ")
+_BLOCK_SHORT = ("IWEF", 100)
 
 
 class _Streams:
@@ -209,7 +211,7 @@ class _Streams:
 def _last_glog(text: str, end: int) -> re.Match | None:
     """The last glog/absl header (``I0826 15:12:50.113950 140405777909504 file.py:133]``) before ``end``."""
     head = None
-    for head in _GLOG.finditer(text, 0, end):
+    for head in _GLOG.finditer(text, 0, end):  # noqa: B007 - the loop keeps the last match
         pass
     return head
 
@@ -264,7 +266,8 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
                 return lp.FRAGMENT  # cut inside the record's keyword
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted, block_needles=_BLOCK_NEEDLES).run(lines)
+    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted, block_needles=_BLOCK_NEEDLES,
+                       block_short=_BLOCK_SHORT).run(lines)
     order = (th, ts) if prefer == "timehistory" else (ts, th)
     source = next((s for s in order if s.streams), order[0])
     windows = source.windows()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -121,10 +122,21 @@ _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
 _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
 
 
+@dataclass(slots=True)
+class _TfCnnLog:
+    """What tf_cnn_benchmarks printed besides its step lines, and the running figures of its last step."""
+
+    warmup: int  # the warm-up steps it ran ("Round up warm up steps to N")
+    devices: int | None = None  # "Devices: [...]"
+    batches: int | None = None  # "Num batches: N": the steps it timed
+    global_batch: int | None = None  # "Batch size: N global"
+    totals: list[float] = field(default_factory=list)  # "total images/sec: X"
+    running: dict[int, list[float]] = field(default_factory=dict)  # the last step's images/sec, over the workers
+
+
 def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
-    st: dict[str, Any] = {"warmup": ctx.warmup_steps, "devices": None, "batches": None, "global": None, "totals": [],
-                          "running": {}}
+    st = _TfCnnLog(warmup=ctx.warmup_steps)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
 
     def handler(text: str, rank: int | None, final: bool) -> int:
@@ -136,10 +148,10 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut
                 return lp.FRAGMENT
             k = int(m.group(1))
-            window.add(st["warmup"] + k, loss=lp.to_float(m.group(3)))
+            window.add(st.warmup + k, loss=lp.to_float(m.group(3)))
             if k <= ctx.measure_steps:
                 v = lp.to_float(m.group(2))
-                run = st["running"]
+                run = st.running
                 if v is not None and (not run or k >= max(run)):
                     if run and k > max(run):
                         run.clear()
@@ -152,28 +164,28 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if not m:
                 return lp.NOT_MINE
             v = lp.to_float(m.group(1))
-            if v is not None and len(st["totals"]) < 4096:
-                st["totals"].append(v)
+            if v is not None and len(st.totals) < 4096:
+                st.totals.append(v)
             return lp.CONSUMED
         if "Devices:" in text:
             m = _TFCNN_DEVICES.search(text)
-            if m and st["devices"] is None:
-                st["devices"] = max(1, len([d for d in m.group(1).split(",") if d.strip()]))
+            if m and st.devices is None:
+                st.devices = max(1, len([d for d in m.group(1).split(",") if d.strip()]))
             return lp.CONSUMED
         if "Round up warm up steps" in text:
             m = _TFCNN_ROUND.search(text)
             if m:
-                st["warmup"] = int(m.group(1))
+                st.warmup = int(m.group(1))
             return lp.CONSUMED
         if "Num batches:" in text:
             m = _TFCNN_BATCHES.search(text)
             if m:
-                st["batches"] = int(m.group(1))
+                st.batches = int(m.group(1))
             return lp.CONSUMED
         if "Batch size:" in text and "global" in text:
             m = _TFCNN_BATCH.search(text)
             if m:
-                st["global"] = int(m.group(1))
+                st.global_batch = int(m.group(1))
             return lp.CONSUMED
         return lp.NOT_MINE
 
@@ -181,28 +193,28 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                        needles=("images/sec", "Devices:", "Round up", "Num batches:", "Batch size:")).run(lines)
     gb = float(ctx.global_batch)
     extra: dict[str, Any] = {}
-    if st["global"] is not None and st["global"] != ctx.global_batch:
-        extra["global_batch_mismatch"] = f"log {st['global']} global, expected {ctx.global_batch}"
-    measured = st["batches"] or ctx.measure_steps
-    if st["batches"] is not None and st["batches"] != ctx.measure_steps:
-        extra["measured_batches"] = st["batches"]
-    totals = [t for t in st["totals"] if lp.finite(t) and t > 0]
+    if st.global_batch is not None and st.global_batch != ctx.global_batch:
+        extra["global_batch_mismatch"] = f"log {st.global_batch} global, expected {ctx.global_batch}"
+    measured = st.batches or ctx.measure_steps
+    if st.batches is not None and st.batches != ctx.measure_steps:
+        extra["measured_batches"] = st.batches
+    totals = [t for t in st.totals if lp.finite(t) and t > 0]
     fig = None
-    complete = bool(st["totals"])
+    complete = bool(st.totals)
     if totals:
         thr = statistics.median(totals)
-        workers = ctx.world_size / (st["devices"] or 1)
+        workers = ctx.world_size / (st.devices or 1)
         speed = None
-        if st["running"]:
-            (k, vals), = st["running"].items()
+        if st.running:
+            (k, vals), = st.running.items()
             speed = statistics.median(vals) * workers
-        fig = lp.WindowFigures(st["warmup"], st["warmup"] + measured, measured * gb / thr, thr, 1000.0 * gb / thr,
+        fig = lp.WindowFigures(st.warmup, st.warmup + measured, measured * gb / thr, thr, 1000.0 * gb / thr,
                                speed, 1 if speed is not None else 0)
         if len(totals) > 1:
             extra["ranks_reporting_total"] = len(totals)
         extra["time_flavour"] = "tf_cnn total images/sec (its own wall clock over the measured batches)"
-    if window.max_step < st["warmup"] + measured and complete:
-        window.max_step = st["warmup"] + measured  # display_every may skip the last step's line
+    if window.max_step < st.warmup + measured and complete:
+        window.max_step = st.warmup + measured  # display_every may skip the last step's line
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
                     no_memory_reason="tf_cnn_benchmarks logs report no GPU memory")
     if complete and not totals and res.status == Status.OK:
@@ -216,12 +228,22 @@ _HVD_SIZE = re.compile(r"Number of (?:GPU|CPU)s: (\d+)")
 _HVD_BATCH = re.compile(r"^Batch size: (\d+)\s*$")
 
 
+@dataclass(slots=True)
+class _HorovodLog:
+    """What the Horovod synthetic benchmark printed: its size, batch, per-iteration and total images/sec."""
+
+    size: int | None = None  # "Number of GPUs: N", or the total line's
+    batch: int | None = None  # "Batch size: N"
+    total: float | None = None  # "Total img/sec on N GPU(s): X"
+    speeds: dict[int, float] = field(default_factory=dict)  # iteration -> "Iter #k: X img/sec per GPU"
+
+
 def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     bpi = ctx.options.get("batches_per_iter", 10)
     bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10
     iters = max(1, ctx.measure_steps // bpi)
-    st: dict[str, Any] = {"size": None, "batch": None, "total": None, "speeds": {}, "benchmark": False}
+    st = _HorovodLog()
     window = lp.Window(ctx.warmup_steps, iters * bpi)
 
     def handler(text: str, rank: int | None, final: bool) -> int:
@@ -232,25 +254,25 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             x = int(m.group(1))
             v = lp.to_float(m.group(2))
             window.add(ctx.warmup_steps + (x + 1) * bpi)
-            if x < iters and v is not None and x not in st["speeds"]:
-                st["speeds"][x] = v
+            if x < iters and v is not None and x not in st.speeds:
+                st.speeds[x] = v
             return lp.CONSUMED
         if "Total img/sec on" in text:
             m = _HVD_TOTAL.search(text)
             if not m:
                 return lp.NOT_MINE if final else lp.FRAGMENT
-            st["size"] = st["size"] or int(m.group(1))
-            st["total"] = lp.to_float(m.group(2))
+            st.size = st.size or int(m.group(1))
+            st.total = lp.to_float(m.group(2))
             return lp.CONSUMED
         if text.startswith("Number of"):
             m = _HVD_SIZE.match(text)
             if m:
-                st["size"] = int(m.group(1))
+                st.size = int(m.group(1))
             return lp.CONSUMED
         if text.startswith("Batch size:"):
             m = _HVD_BATCH.match(text)
             if m:
-                st["batch"] = int(m.group(1))
+                st.batch = int(m.group(1))
             return lp.CONSUMED
         return lp.NOT_MINE
 
@@ -258,21 +280,21 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                        needles=("Iter #", "Total img/sec", "Number of", "Batch size:")).run(lines)
     extra: dict[str, Any] = {"batches_per_iter": bpi}
     size = ctx.world_size
-    if st["size"] is not None and st["size"] != ctx.world_size:
-        extra["world_size_mismatch"] = f"log {st['size']}, expected {ctx.world_size}"
-    if st["batch"] is not None and st["batch"] != ctx.batch_size:
-        extra["batch_mismatch"] = f"log {st['batch']} per GPU, expected {ctx.batch_size}"
-    speeds = [v for v in st["speeds"].values() if lp.finite(v) and v > 0]
-    complete = st["total"] is not None or len(st["speeds"]) >= iters
+    if st.size is not None and st.size != ctx.world_size:
+        extra["world_size_mismatch"] = f"log {st.size}, expected {ctx.world_size}"
+    if st.batch is not None and st.batch != ctx.batch_size:
+        extra["batch_mismatch"] = f"log {st.batch} per GPU, expected {ctx.batch_size}"
+    speeds = [v for v in st.speeds.values() if lp.finite(v) and v > 0]
+    complete = st.total is not None or len(st.speeds) >= iters
     gb = float(ctx.global_batch)
     fig = None
-    if complete and speeds and len(speeds) == len(st["speeds"]):
+    if complete and speeds and len(speeds) == len(st.speeds):
         n = len(speeds)
         thr = size * n / sum(1.0 / v for v in speeds)
         fig = lp.WindowFigures(ctx.warmup_steps, ctx.warmup_steps + n * bpi, n * bpi * gb / thr, thr,
                                1000.0 * gb / thr, size * sum(speeds) / n, n)
-    if st["total"] is not None:
-        extra["reported_throughput"] = st["total"]
+    if st.total is not None:
+        extra["reported_throughput"] = st.total
     if complete:
         window.max_step = max(window.max_step, ctx.warmup_steps + iters * bpi)
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,

@@ -115,18 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     script, rest = args[1], args[2:]
     for name, key in list_args:
-        rest, value = take_arg(rest, name)
-        if value is not None:
-            sets.append((key, [v.strip() for v in value.split(",") if v.strip()]))
+        rest, taken = take_arg(rest, name)
+        if taken is not None:
+            sets.append((key, [v.strip() for v in taken.split(",") if v.strip()]))
     for name in drop_args:
-        rest, value = take_arg(rest, name)
-        if value is not None:
-            print(f"pyconfig: --{name}={value} taken off the script's arguments", flush=True)
+        rest, taken = take_arg(rest, name)
+        if taken is not None:
+            print(f"pyconfig: --{name}={taken} taken off the script's arguments", flush=True)
     node = os.environ.get("SLURM_NODEID", "0")
     for name in per_node:
-        rest, value = take_arg(rest, name)
-        if value is not None:
-            rest.append(f"--{name}={os.path.join(value, 'node' + node)}")
+        rest, taken = take_arg(rest, name)
+        if taken is not None:
+            rest.append(f"--{name}={os.path.join(taken, 'node' + node)}")
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     module = importlib.import_module(module_name)
     for key, value in sets:

@@ -352,7 +352,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
             "max_allocated_mib": round(torch.cuda.max_memory_allocated(device) / 2**20, 1) if cuda else None,
             "max_reserved_mib": round(torch.cuda.max_memory_reserved(device) / 2**20, 1) if cuda else None,
             "nvml": report.as_dict() if report else None}
-    gathered = [mine]
+    gathered: list[Any] = [mine]
     if rt.distributed:
         gathered = [None] * env.world_size
         dist.all_gather_object(gathered, mine)

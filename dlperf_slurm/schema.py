@@ -1,0 +1,43 @@
+"""The manifest's tables (SQLite DDL) and how an older manifest is brought up to date: what
+:class:`dlperf_slurm.manifest.Manifest` creates and upgrades (it alone runs these statements)."""
+
+#: collect's memory of the logs it parsed (dlperf_slurm.parsecache): per log, its stat when read, what it was read
+#: with (parser version, suite, window) and the parser's result
+PARSE_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS parse_cache (
+    log TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL
+);
+"""
+SCHEMA_VERSION = 4  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cells (id TEXT PRIMARY KEY, ord INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    key TEXT PRIMARY KEY, cell_id TEXT NOT NULL, repeat INTEGER NOT NULL, ord INTEGER NOT NULL,
+    script TEXT NOT NULL, log TEXT NOT NULL, marker TEXT NOT NULL,
+    status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+    executor TEXT, submission TEXT, job_id TEXT, array_job_id TEXT, array_task INTEGER,
+    attempt INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, sched_state TEXT, nodes TEXT,
+    created_at REAL NOT NULL, submitted_at REAL, ended_at REAL, updated_at REAL NOT NULL,
+    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+CREATE TABLE IF NOT EXISTS submissions (
+    token TEXT PRIMARY KEY, name TEXT NOT NULL, executor TEXT NOT NULL, state TEXT NOT NULL,
+    runs TEXT NOT NULL, job_id TEXT, options TEXT, error TEXT, created_at REAL NOT NULL, done_at REAL,
+    held INTEGER NOT NULL DEFAULT 0, released_at REAL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    run_key TEXT NOT NULL, attempt INTEGER NOT NULL, job_id TEXT, executor TEXT, status TEXT, reason TEXT,
+    submitted_at REAL, ended_at REAL, moved TEXT NOT NULL, recorded_at REAL NOT NULL
+);
+""" + PARSE_CACHE_SCHEMA
+
+# tables added since schema 1 (CREATE on an older manifest)
+_ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
+
+# columns added since schema 1 (ALTER TABLE on an older manifest)
+_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT"},
+          "submissions": {"held": "INTEGER NOT NULL DEFAULT 0", "released_at": "REAL"}}
