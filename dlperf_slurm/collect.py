@@ -20,7 +20,6 @@ import functools
 import gc
 import os
 import re
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -382,23 +381,3 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
         return len(updates)
     finally:
         m.close()
-
-
-def refresh_statuses(campaign_dir: Path, out=None) -> None:
-    """Ask the scheduler about the campaign's active runs (as ``status`` does) before collecting; a failure to
-    ask is a warning, never an error: the logs and exit markers still decide."""
-    try:
-        from dlperf_slurm import schedulers, tracking
-
-        m = manifest.Manifest(campaign_dir)
-        try:
-            if not m.has_runs(statuses=ACTIVE) and not m.changed_logs():
-                return  # every run has ended: nothing to ask (and no scheduler client to start)
-            tracking.refresh(m, schedulers.for_campaign(campaign_dir, tracking.used_schedulers(m)))
-        finally:
-            m.close()
-    except sqlite3.DatabaseError:
-        raise  # the manifest itself is damaged or cannot be written: the CLI's one line says which and what to do
-    except Exception as err:  # noqa: BLE001
-        print(f"dlperf-slurm: warning: statuses not refreshed ({type(err).__name__}: {err})", file=out or sys.stderr)
-

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import time
 from pathlib import Path
 from typing import Callable
@@ -26,23 +25,6 @@ from typing import Callable
 from dlperf_slurm import events, manifest
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Matrix, Status
-
-
-def check(path: Path) -> str:
-    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong."""
-    if not path.exists():
-        return "missing"
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = db.execute("PRAGMA integrity_check").fetchall()
-            db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as err:
-        return str(err)
-    bad = [r[0] for r in rows if r[0] != "ok"]
-    return "; ".join(bad[:3])
 
 
 def _job_from_log(log: Path) -> str | None:
@@ -80,7 +62,7 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
     from dlperf_slurm import outcome, schedulers, tracking
 
     path = cdir / manifest.MANIFEST
-    problem = check(path)
+    problem = manifest.integrity_problem(path)
     if not problem:
         out(f"{path}: sound (integrity check ok); nothing to do")
         return 0

@@ -338,6 +338,22 @@ def _select_runs(keys: Sequence[str]) -> tuple[str, list[Any]]:
 # ================================================================================================ read API
 
 
+def integrity_problem(path: Path) -> str:
+    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``)."""
+    if not path.exists():
+        return "missing"
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            bad = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
+            db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        return str(err)
+    return "; ".join(bad[:3])
+
+
 def suite_options(m: "Manifest") -> dict[str, dict[str, Any]]:
     """Suite name -> options, as the manifest keeps them (a campaign from before several suites per matrix
     kept one suite's options under ``options``)."""

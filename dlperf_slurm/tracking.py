@@ -140,6 +140,25 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
     return len(updates)
 
 
+def refresh_statuses(campaign_dir: Path, out=None) -> None:
+    """Ask the scheduler about the campaign's active runs (as ``status`` does) before collecting; a failure to
+    ask is a warning, never an error: the logs and exit markers still decide."""
+    try:
+        from dlperf_slurm import schedulers
+
+        m = Manifest(campaign_dir)
+        try:
+            if not m.has_runs(statuses=ACTIVE) and not m.changed_logs():
+                return  # every run has ended: nothing to ask (and no scheduler client to start)
+            refresh(m, schedulers.for_campaign(campaign_dir, used_schedulers(m)))
+        finally:
+            m.close()
+    except sqlite3.DatabaseError:
+        raise  # the manifest itself is damaged or cannot be written: the CLI's one line says which and what to do
+    except Exception as err:  # noqa: BLE001
+        print(f"dlperf-slurm: warning: statuses not refreshed ({type(err).__name__}: {err})", file=out or sys.stderr)
+
+
 def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: dict[str, JobInfo], out) -> None:
     """Cancel ghost tasks (the controller queues them again, their exit marker says the run ended) and release
     holds this tool placed, in one call each."""

@@ -208,7 +208,7 @@ def test_every_subpackage_is_installed():
 
 #: the modules that hold SQL, each the one owner of its database: the campaign's manifest, the parse cache's
 #: store in it, and the results store across campaigns (store.py)
-SQL_OWNERS = {"manifest.py", "parsecache.py", "store.py"}
+SQL_OWNERS = {"manifest.py", "schema.py", "parsecache.py", "store.py"}  # schema.py: the manifest's DDL
 _SQL = re.compile(r"\b(?:SELECT\s.+\sFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                   r"CREATE\s+(?:TABLE|INDEX)|ALTER\s+TABLE|PRAGMA)\b", re.S)
 

@@ -12,8 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-from dlperf_slurm import manifest, parsecache
-from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, refresh_statuses, runs_from_campaign,
+from dlperf_slurm import manifest, parsecache, tracking
+from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, runs_from_campaign,
                                   runs_from_matrix, runs_from_tree, tree_suite)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import ACTIVE
@@ -91,7 +91,7 @@ def gather(args) -> list[Collection]:
     for name in names:
         cdir = manifest.find_campaign(args.logs, name)
         if not args.no_refresh:
-            refresh_statuses(cdir)
+            tracking.refresh_statuses(cdir)
         collections.append(runs_from_campaign(cdir))
     return collections
 
