@@ -20,7 +20,6 @@ import functools
 import gc
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any, Literal, TypeVar
 from dlperf_slurm import manifest, parsecache, storage
 from dlperf_slurm.cells import cells_of
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
+from dlperf_slurm.model import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 from dlperf_slurm.search import read_results

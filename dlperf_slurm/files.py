@@ -62,7 +62,7 @@ def no_more_open_than(folders: Iterable[str | os.PathLike], umask: str | None = 
 def remove_stale_tmp(folder: str | os.PathLike) -> list[Path]:
     """Remove the ``.<name>.<pid>.tmp`` files :func:`atomic_write` left in ``folder`` when the process that wrote
     them was killed (SIGKILL leaves no chance to clean up); another live process's are left alone."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(Path(folder).glob(".*.tmp"))
     except OSError:

@@ -108,7 +108,8 @@ class Manifest:
         """Ended runs whose log is not the one their verdict was read from (appended to, replaced, deleted,
         made unreadable, or read before log identities were kept): ``status`` decides them again."""
         rows = self.db.execute("SELECT * FROM runs WHERE log_status IS NOT NULL OR log_id IS NOT NULL ORDER BY ord")
-        return [r for r in rows if status_of(r["status"]) in FINAL and log_identity(self.abspath(r["log"])) != r["log_id"]]
+        return [r for r in rows
+                if status_of(r["status"]) in FINAL and log_identity(self.abspath(r["log"])) != r["log_id"]]
 
     def repeats(self) -> dict[str, int]:
         """cell id -> the repeats the manifest holds for it (more than the matrix's after ``--top-up``)."""

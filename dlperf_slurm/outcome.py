@@ -59,7 +59,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import accuracy, storage
 from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of

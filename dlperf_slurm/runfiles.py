@@ -40,7 +40,7 @@ def log_start(path: str | Path) -> float | None:
         ev = events.parse_event(line) if events.PREFIX in line else None
         if ev is not None and ev.get(events.EVENT) == events.EV_JOB:
             try:
-                return float(ev.get(events.TIME))
-            except (TypeError, ValueError):
+                return float(ev[events.TIME])
+            except (KeyError, TypeError, ValueError):
                 return None
     return None

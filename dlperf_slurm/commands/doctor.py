@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Literal
 
 
 def _active_jobs(prefix: str) -> list[str]:
@@ -29,5 +30,5 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         Path(args.logs) / args.campaign
     if not cdir.is_dir():
         raise UserError(f"{cdir}: no such campaign folder")
-    site = False if args.no_site else args.site
+    site: str | None | Literal[False] = False if args.no_site else args.site
     return doctor.rebuild(cdir.resolve(), lambda p: matrix_mod.load(p, site=site), _active_jobs)
