@@ -216,7 +216,12 @@ def main(argv) -> int:
         record = job_record(os.environ, conf) if what == "job" else node_record(os.environ, conf)
     except Exception as err:  # a probe that fails says so in one line; the run goes on
         record = {"event": what, "hostname": socket.gethostname(), "error": f"provenance probe failed: {err!r}"}
-    print(PREFIX + json.dumps(record), flush=True)
+    # one write(2) for the whole line: the node steps of a job may share one output file, and a line written in
+    # pieces (print's text, then its newline; or a buffer's worth at a time) can be cut by another node's line
+    data = (PREFIX + json.dumps(record) + "\n").encode()
+    sys.stdout.flush()
+    while data:
+        data = data[os.write(sys.stdout.fileno(), data):]
     return 0
 
 
