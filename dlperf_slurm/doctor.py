@@ -22,29 +22,23 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from dlperf_slurm import events, manifest
+from dlperf_slurm import events, manifest, runfiles
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Matrix, Status
 
 
 def _job_from_log(log: Path) -> str | None:
-    try:
-        with open(log, "rb") as f:
-            head = f.read(65536).decode(errors="replace")
-    except OSError:
+    ev = runfiles.job_event(log)
+    if ev is None:
         return None
-    for line in head.splitlines():
-        ev = events.parse_event(line) if events.PREFIX in line else None
-        if ev is not None and ev.get(events.EVENT) == events.EV_JOB:
-            local = (ev.get("env") or {}).get("DLPERF_LOCAL_JOB")
-            array, task = ev.get(events.ARRAY_JOB_ID), ev.get(events.ARRAY_TASK_ID)
-            if local:
-                return str(local)
-            if array not in (None, "") and task not in (None, ""):
-                return f"{array}_{task}"
-            jid = ev.get(events.JOB_ID)
-            return str(jid) if jid not in (None, "") else None
-    return None
+    local = (ev.get("env") or {}).get("DLPERF_LOCAL_JOB")
+    array, task = ev.get(events.ARRAY_JOB_ID), ev.get(events.ARRAY_TASK_ID)
+    if local:
+        return str(local)
+    if array not in (None, "") and task not in (None, ""):
+        return f"{array}_{task}"
+    jid = ev.get(events.JOB_ID)
+    return str(jid) if jid not in (None, "") else None
 
 
 def _executor(job_id: str | None) -> str | None:

@@ -5,7 +5,7 @@ its log's provenance line (:func:`log_start`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from dlperf_slurm.model import Status
 
@@ -27,8 +27,8 @@ def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:
     return None
 
 
-def log_start(path: str | Path) -> float | None:
-    """When the job script started, from the provenance (``job``) event near the top of its log."""
+def job_event(path: str | Path) -> dict[str, Any] | None:
+    """The provenance (``job``) event near the top of a run's log (None: no such event, or no readable log)."""
     from dlperf_slurm import events
 
     try:
@@ -39,8 +39,18 @@ def log_start(path: str | Path) -> float | None:
     for line in head.splitlines():
         ev = events.parse_event(line) if events.PREFIX in line else None
         if ev is not None and ev.get(events.EVENT) == events.EV_JOB:
-            try:
-                return float(ev[events.TIME])
-            except (KeyError, TypeError, ValueError):
-                return None
+            return ev
+    return None
+
+
+def log_start(path: str | Path) -> float | None:
+    """When the job script started, from the provenance (``job``) event near the top of its log."""
+    ev = job_event(path)
+    if ev is not None:
+        from dlperf_slurm import events
+
+        try:
+            return float(ev[events.TIME])
+        except (KeyError, TypeError, ValueError):
+            return None
     return None
