@@ -54,13 +54,23 @@ GLOO_SOCKET_IFNAME = "lo"
 """
 
 
+def _smoke_text() -> str:
+    """matrices/smoke.toml for the test cluster, whose nodes have no GPU: a CPU cluster's site (or system) asks for
+    none (``gpu_request = "none"``); the example matrix carries no site key, and the tests run with --no-site."""
+    text = (REPO / "matrices" / "smoke.toml").read_text()
+    assert '[slurm]\ntime = "00:10:00"\n' in text
+    return text.replace('[slurm]\ntime = "00:10:00"\n', '[slurm]\ntime = "00:10:00"\ngpu_request = "none"\n')
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """Submit every campaign at once; tests wait for their own."""
     root = tmp_path_factory.mktemp("slurm")
     logs = root / "logs"
     out = {"root": root, "logs": logs}
-    p = cli("--logs", str(logs), "submit", str(REPO / "matrices" / "smoke.toml"), "--campaign", "smoke",
+    smoke = root / "smoke.toml"
+    smoke.write_text(_smoke_text())
+    p = cli("--logs", str(logs), "submit", str(smoke), "--campaign", "smoke",
             "--executor", "slurm", "--no-site")
     out["smoke"] = p
     for launcher in ("mpirun", "torchrun"):
@@ -73,19 +83,19 @@ def site(tmp_path_factory):
         out[f"life-{variant}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site",
                                      "--templates", str(TEMPLATES))
     setupfail = root / "setupfail.toml"
-    setupfail.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "setupfail"')
+    setupfail.write_text(_smoke_text().replace('name = "smoke"', 'name = "setupfail"')
                          .replace('devices = ["1x1", "1x2"]', 'devices = ["1x1"]').replace("repeats = 3", "repeats = 1")
                          + '[environment]\nsetup = ["source /nonexistent/dlperf-env.sh"]\n')
     out["setupfail"] = cli("--logs", str(logs), "submit", str(setupfail), "--executor", "slurm", "--no-site")
     # the built-in workload with its loss made NaN from step 3 on: exits 0, its log says NONFINITE
     nan = root / "nan.toml"
-    nan.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "nan"')
+    nan.write_text(_smoke_text().replace('name = "smoke"', 'name = "nan"')
                    .replace('devices = ["1x1", "1x2"]', 'devices = ["1x1"]').replace("repeats = 3", "repeats = 2")
                    .replace("threads = 1", "threads = 1\nnan_at_step = 3"))
     out["nan"] = cli("--logs", str(logs), "submit", str(nan), "--executor", "slurm", "--no-site")
     # the built-in workload, 2 ranks, stuck at step 4: the job's watchdog must end it long before its limit
     hang = root / "hang.toml"
-    hang.write_text((REPO / "matrices" / "smoke.toml").read_text().replace('name = "smoke"', 'name = "hang"')
+    hang.write_text(_smoke_text().replace('name = "smoke"', 'name = "hang"')
                     .replace('devices = ["1x1", "1x2"]', 'devices = ["1x2"]')
                     .replace("repeats = 3", "repeats = 1\nhang_timeout = 600\nhang_min = 5")
                     .replace("threads = 1", "threads = 1\nhang_at_step = 4"))
