@@ -16,10 +16,11 @@ This module owns all of the store's SQL: the other modules see :class:`StoredCel
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,14 @@ class Store:
         conn.execute("PRAGMA journal_mode=WAL")
         return conn
 
+    @contextlib.contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """A driver error (the server gone mid-query, a damaged file) as one line: ``cannot <what>: ...``."""
+        try:
+            yield
+        except self.errors() as err:
+            raise UserError(f"results store {describe(self.url)}: cannot {what}: {_first_line(err)}") from None
+
     def _sql(self, text: str) -> str:
         return text if self.postgres else text.replace("%s", "?")
 
@@ -213,14 +222,15 @@ class Store:
         if not cells:
             return 0, 0
         keys = {(c.system, c.partition, c.campaign, c.cell_id) for c in cells}
-        cur = self.conn.cursor()
         known = set()
-        for system, partition, campaign in {k[:3] for k in keys}:
-            cur.execute(self._sql(f"SELECT cell_id FROM {TABLE} WHERE system_name = %s AND partition_name = %s "
-                                  "AND campaign = %s"), (system, partition, campaign))
-            known |= {(system, partition, campaign, r[0]) for r in cur.fetchall()}
-        cur.executemany(self._sql(_UPSERT), [_params(c) for c in cells])
-        self.conn.commit()
+        with self._failing("add the cells"):
+            cur = self.conn.cursor()
+            for system, partition, campaign in {k[:3] for k in keys}:
+                cur.execute(self._sql(f"SELECT cell_id FROM {TABLE} WHERE system_name = %s AND partition_name = %s "
+                                      "AND campaign = %s"), (system, partition, campaign))
+                known |= {(system, partition, campaign, r[0]) for r in cur.fetchall()}
+            cur.executemany(self._sql(_UPSERT), [_params(c) for c in cells])
+            self.conn.commit()
         updated = len(keys & known)
         return len(keys) - updated, updated
 
@@ -241,14 +251,17 @@ class Store:
             params.append(_like(pattern))
         sql = (f"SELECT {', '.join(_KEY + _VALUES)} FROM {TABLE}" + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY first_collected, campaign, cell_id")
-        cur = self.conn.cursor()
-        cur.execute(self._sql(sql), params)
-        return [_cell(row) for row in cur.fetchall()]
+        with self._failing("read it"):
+            cur = self.conn.cursor()
+            cur.execute(self._sql(sql), params)
+            rows = cur.fetchall()
+        return [_cell(row) for row in rows]
 
     def count(self) -> int:
-        cur = self.conn.cursor()
-        cur.execute(f"SELECT COUNT(*) FROM {TABLE}")
-        return int(cur.fetchone()[0])
+        with self._failing("read it"):
+            cur = self.conn.cursor()
+            cur.execute(f"SELECT COUNT(*) FROM {TABLE}")
+            return int(cur.fetchone()[0])
 
 
 def open_store(url: str) -> Store:
@@ -341,7 +354,4 @@ def record_collect(result: Any, url: str, system: str | None = None) -> tuple[in
     name, partition, section = placement(result, system)
     rows = records(result, system=name, partition=partition, system_section=section)
     with Store(url) as st:
-        try:
-            return st.add(rows)
-        except st.errors() as err:
-            raise UserError(f"results store {describe(url)}: cannot add the cells: {_first_line(err)}") from None
+        return st.add(rows)

@@ -4,6 +4,8 @@ package, started for the tests on a loopback port); collecting again updates the
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import sys
 import time
@@ -16,6 +18,7 @@ import pgserver  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 
 from dlperf_slurm import store, sysversions  # noqa: E402
+from dlperf_slurm.errors import UserError  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
 
 
@@ -132,6 +135,31 @@ def test_a_store_that_cannot_be_reached_is_one_line_after_the_summaries(tmp_path
     site = tmp_path / "site.toml"
     site.write_text("[store]\nurl = 5\n")
     assert main([*args, "--site", str(site)]) == 1 and "[store] url" in capsys.readouterr().err
+
+
+def test_a_server_killed_under_an_open_store_is_one_line(tmp_path):
+    """The real fault: a server of this test's own dies while a store is open on it (its postmaster and the backend
+    serving the store's connection killed with SIGKILL, by their PIDs: the backend, left alone, would notice its
+    postmaster's death only when it next wakes); reading and adding then fail with one line naming the store,
+    not psycopg's traceback."""
+    why = pgserver.why_not()
+    if why:
+        pytest.skip(why)
+    server = pgserver.start()
+    try:
+        rows = store.records(sc.result(tmp_path / "trees", "monday", 1.0), system="alpha")
+        with store.Store(server.url) as st:
+            assert st.add(rows) == (2, 0)
+            pid = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
+            for victim in (pid, st.conn.info.backend_pid):
+                os.kill(victim, signal.SIGKILL)
+            for call, what in ((st.cells, "cannot read it"), (lambda: st.add(rows), "cannot add the cells")):
+                with pytest.raises(UserError) as err:
+                    call()
+                assert str(err.value).startswith(f"results store {server.url}: {what}: ")
+                assert "\n" not in str(err.value)
+    finally:
+        server.stop()
 
 
 def test_the_versions_of_a_system_object_are_its_majority_groups():
