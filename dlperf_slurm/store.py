@@ -134,15 +134,16 @@ def is_postgres(url: str) -> bool:
 
 
 def describe(url: str) -> str:
-    """The URL without its password, for messages."""
-    if is_postgres(url):
-        from urllib.parse import urlsplit, urlunsplit
+    """The URL without its password (``user:***@host``, ``password=***``), for messages; any URL, split by hand:
+    one that urllib cannot split (``[bad``, a port that is no number) is the one a user mistyped."""
+    import re
 
-        u = urlsplit(url)
-        if u.password:
-            netloc = f"{u.username}:***@{u.hostname}" + (f":{u.port}" if u.port else "")
-            return urlunsplit(u._replace(netloc=netloc))
-    return url
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if sep and at and ":" in userinfo:
+        rest = f"{userinfo.partition(':')[0]}:***@{host}{slash}{path}"
+    return scheme + sep + re.sub(r"(password=)[^&]*", r"\1***", rest) if sep else url
 
 
 # ============================================================================================ the store
@@ -158,7 +159,7 @@ class Store:
             self.conn = self._connect()
             self._migrate()
         except self.errors() as err:  # no server, a bad password, an unwritable file, not a database
-            raise UserError(f"results store {describe(url)}: cannot open it: {_first_line(err)}") from None
+            raise UserError(f"results store {describe(url)}: cannot open it: {self._said(err)}") from None
 
     def errors(self) -> tuple[type[BaseException], ...]:
         """What the driver raises for what a user or a server can cause."""
@@ -178,6 +179,9 @@ class Store:
                 raise UserError(f"results store {describe(self.url)}: PostgreSQL needs psycopg 3: "
                                 "pip install 'dlperf_slurm[store]'") from None
             return psycopg.connect(self.url, connect_timeout=10)
+        if "://" in self.url and not self.url.startswith("sqlite:///"):  # a typo'd scheme is no file name
+            raise UserError(f"results store {describe(self.url)}: not a store URL: expected postgresql://user@host/db, "
+                            "sqlite:///PATH or a file path")
         path = Path(self.url.removeprefix("sqlite:///") if self.url.startswith("sqlite:///") else self.url)
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=30)
@@ -190,7 +194,11 @@ class Store:
         try:
             yield
         except self.errors() as err:
-            raise UserError(f"results store {describe(self.url)}: cannot {what}: {_first_line(err)}") from None
+            raise UserError(f"results store {describe(self.url)}: cannot {what}: {self._said(err)}") from None
+
+    def _said(self, err: BaseException) -> str:
+        """The driver's first line, the URL in it (libpq quotes a URL it cannot parse) without its password."""
+        return _first_line(err).replace(self.url, describe(self.url))
 
     def _sql(self, text: str) -> str:
         return text if self.postgres else text.replace("%s", "?")

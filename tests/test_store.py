@@ -129,6 +129,13 @@ def test_a_store_that_cannot_be_reached_is_one_line_after_the_summaries(tmp_path
     err = capsys.readouterr().err
     assert "cannot open it" in err and "secret" not in err and "u:***@127.0.0.1" in err
     assert err.count("\n") == 1 and json.loads((out / "monday.json").read_text())["cells"]
+    for url, said in (("postgresql://u:secret@[bad/db", "u:***@[bad/db: cannot open it"),  # libpq quotes the URL
+                      ("postgresql://u:secret@host:port/db", "u:***@host:port/db: cannot open it"),
+                      (f"postgresq://u:secret@127.0.0.1:{port}/db", "not a store URL")):  # no file of that name
+        assert main([*args, "--store", url]) == 1, url
+        err = capsys.readouterr().err
+        assert said in err and "secret" not in err and err.count("\n") == 1, err
+    assert not Path("postgresq:").exists()
     (tmp_path / "file").write_text("")
     assert main([*args, "--store", str(tmp_path / "file" / "results.sqlite")]) == 1
     assert "results store" in capsys.readouterr().err
