@@ -76,6 +76,12 @@ class CellComparison:
     unit: str
     unrecognised: str = ""  # runs of either side whose log their suite does not read (UNRECOGNISED), called out
 
+    @property
+    def beyond_noise(self) -> bool:
+        """A change beyond the runs' noise: faster, slower, now failing, fixed (not: no change, too few runs, no OK
+        run on either side, a cell on one side only)."""
+        return self.verdict in ("faster", "slower") or self.verdict.startswith(("now ", "fixed"))
+
 
 def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
                    confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float]:

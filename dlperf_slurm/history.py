@@ -35,9 +35,8 @@ class Step:
 
     @property
     def flagged(self) -> bool:
-        """A change beyond noise: faster, slower, now failing, fixed."""
-        return self.against is not None and self.against.verdict not in ("no change", "too few runs") \
-            and not self.against.verdict.startswith("no OK run")
+        """A change beyond noise (:attr:`compare.CellComparison.beyond_noise`): faster, slower, now failing, fixed."""
+        return self.against is not None and self.against.beyond_noise
 
 
 def side(c: StoredCell) -> compare.Side:
