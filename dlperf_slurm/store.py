@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import Status
 from dlperf_slurm.sysversions import partition_of, system_section, versions_of
 
 ENV = "DLPERF_SLURM_STORE"
@@ -316,27 +315,26 @@ def now_iso() -> str:
 
 def records(result: Any, *, system: str = "", partition: str = "", system_section: dict[str, Any] | None = None,
             when: str | None = None) -> list[StoredCell]:
-    """A collect's cells as store records: one per cell with a status (a cell not yet run is left out)."""
+    """A collect's cells as store records: one per cell with a status (a cell not yet run is left out); its OK
+    values and statuses are the side ``compare`` reads from the same runs (:func:`compare.sides_from_runs`)."""
+    from dlperf_slurm.compare import sides_from_runs
+
     when = when or now_iso()
-    ok: dict[tuple[str, str], list[float]] = {}
-    statuses: dict[tuple[str, str], list[str]] = {}
     by_campaign: dict[str, list[Any]] = {}
     for r in result.runs:
-        key = (r.campaign, r.cell_id)
-        statuses.setdefault(key, []).append(str(r.status))
-        if r.status == Status.OK and isinstance(r.throughput, (int, float)):
-            ok.setdefault(key, []).append(float(r.throughput))
         by_campaign.setdefault(r.campaign, []).append(r)
+    sides = {name: sides_from_runs({"cell_id": r.cell_id, "status": r.status, "throughput": r.throughput}
+                                   for r in runs) for name, runs in by_campaign.items()}
     versions = {name: versions_of(system_section, runs) for name, runs in by_campaign.items()}
     out = []
     for c in result.cells:
-        key = (c.campaign, c.cell_id)
-        if key not in statuses:
+        side = sides.get(c.campaign, {}).get(c.cell_id)
+        if side is None:
             continue
         out.append(StoredCell(system=system, partition=partition, campaign=c.campaign, cell_id=c.cell_id,
                               suite=c.suite, unit=c.unit, median=c.median, ci_low=c.ci_low, ci_high=c.ci_high,
-                              n=c.n, n_ok=c.n_ok, status=str(c.status), ok_values=tuple(ok.get(key, ())),
-                              statuses=tuple(statuses[key]), versions=versions.get(c.campaign, {}),
+                              n=c.n, n_ok=c.n_ok, status=str(c.status), ok_values=side.values,
+                              statuses=side.statuses, versions=versions.get(c.campaign, {}),
                               first_collected=when, collected_at=when))
     return out
 
