@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,10 +242,17 @@ class Store:
         return len(keys) - updated, updated
 
     def cells(self, *, pattern: str | None = None, system: str | None = None, partition: str | None = None,
-              since: str | None = None, campaign: str | None = None) -> list[StoredCell]:
+              since: str | None = None, campaign: str | None = None,
+              cell_ids: Collection[str] | None = None) -> list[StoredCell]:
         """The stored cells, oldest campaign first: ``pattern`` a glob over cell ids (``*resnet50*``),
-        ``since`` an ISO date (first collected on or after it)."""
+        ``since`` an ISO date (first collected on or after it), ``cell_ids`` these cells only (a collect's trend:
+        the database picks them, by its index, from a center's years of campaigns)."""
         where, params = [], []
+        if cell_ids is not None:
+            if not cell_ids:
+                return []
+            where.append(f"cell_id IN ({', '.join(['%s'] * len(cell_ids))})")
+            params += sorted(cell_ids)
         for column, value in (("system_name", system), ("partition_name", partition), ("campaign", campaign)):
             if value is not None:
                 where.append(f"{column} = %s")

@@ -70,6 +70,8 @@ def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path)
         assert {c.cell_id: c.first_collected for c in again} == first
         assert all(c.collected_at > c.first_collected for c in again)
         assert [c.cell_id for c in st.cells(pattern="*1x2*", system="beta")] == [oom.cell_id]
+        assert [c.system for c in st.cells(cell_ids={oom.cell_id, "not.stored"})] == ["alpha", "beta"]
+        assert st.cells(cell_ids=()) == [] and len(st.cells(cell_ids=set(first))) == 4
         assert st.cells(pattern="resnet50.tf-cnn.1x_.b8%") == []  # LIKE's wildcards are literal in a glob
         assert st.cells(since="2999-01-01") == []
 

@@ -172,7 +172,7 @@ def stored_trend(args, result: Result) -> dict:
     name, partition, _ = store.placement(result, system_of(args, result))
     try:
         with store.Store(store.url_for(args)) as st:
-            stored = st.cells(system=name, partition=partition)
+            stored = st.cells(system=name, partition=partition, cell_ids={c.cell_id for c in result.cells})
     except UserError:
         return {}
     return htmlreport.trend_of(stored, result)
