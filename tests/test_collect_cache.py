@@ -265,6 +265,18 @@ def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch
     assert cli.build_parser().parse_args(["collect", "--watch"]).watch == 0.0  # the default period
 
 
+@pytest.mark.parametrize("every", ["-1", "nan", "inf"])
+def test_a_watch_period_sleep_refuses_is_one_line_before_any_round(tmp_path, capsys, every):
+    # -1 collected once, wrote the summaries, then died in time.sleep with a ValueError traceback
+    root = tmp_path / "tree"
+    make_tree(root, "tf-cnn/resnet50", 0, repeats=1)
+    assert cli.main(["collect", "--from", str(root), "--suite", "tf-cnn/resnet50", *FROM, "--out",
+                     str(tmp_path / "out"), "--jobs", "1", "--no-store", "--watch", every]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlperf-slurm: error: --watch {float(every):g}: expected SECONDS >= 0") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_watching_a_tree_prints_a_line_only_when_something_changed(tmp_path, monkeypatch):
     """A --from tree has no pending runs and is watched until Ctrl-C: into a file (no TTY) a round that read and
     wrote nothing adds no line (it used to add one every round, forever)."""
