@@ -431,8 +431,9 @@ def test_atomic_write_replaces_whole_files(tmp_path):
 
 
 def test_cli_start_imports_no_heavy_module():
-    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.submit', 'dlperf_slurm.collect',
-             'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking', 'dlperf_slurm.schedulers.slurm')
+    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'sqlite3', 'dlperf_slurm.submit',
+             'dlperf_slurm.collect', 'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking',
+             'dlperf_slurm.schedulers.slurm')
     code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
