@@ -622,3 +622,14 @@ def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
     with open(big, "wb") as f:
         f.truncate(400_000_000)  # one log: one process, however big
     assert runparse.workers([runparse.RunSpec(key="b", cell=cell, repeat=0, log=str(big))], None) == 1
+
+
+@pytest.mark.parametrize("suite", [(), ("--suite", "tf2/resnet50")], ids=["auto", "named"])
+def test_from_a_file_or_a_missing_path_is_not_a_folder(tmp_path, capsys, suite):
+    # with --suite auto (the default) the suite's sampling ran first and said "no ... .log file found" instead
+    a_file = tmp_path / "f.log"
+    a_file.write_text("hello\n")
+    for where in (a_file, tmp_path / "nothere"):
+        assert run_cli("collect", "--from", str(where), *suite, "--out", str(tmp_path / "out"), "--no-store") == 2
+        assert capsys.readouterr().err == f"dlperf-slurm: error: --from {where}: not a folder\n"
+    assert not (tmp_path / "out").exists()
