@@ -215,6 +215,14 @@ def test_campaign_cache_lives_in_the_manifest_and_a_running_log_is_read_as_it_gr
     assert summaries(cold)["smoke.csv"] == summaries(out)["smoke.csv"]
 
 
+def test_runs_without_a_log_are_not_counted_as_cache_hits(tmp_path, capsys):
+    # a matrix not submitted yet: four runs, no log, no cache; the line said "0 read, 4 from the parse cache"
+    matrix = Path(__file__).parent.parent / "matrices" / "accuracy-smoke.toml"
+    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "--matrix", str(matrix), "--no-site", "--out",
+                     str(tmp_path / "out"), "--no-refresh", "--no-store", "--no-plots", "--quiet"]) == 0
+    assert "parsed 4 runs (0.0 MB of logs; 0 read, 0 from the parse cache)" in capsys.readouterr().out
+
+
 def test_an_old_manifest_is_upgraded_and_keeps_working(tmp_path, capsys):
     man, cdir, by = _campaign(tmp_path)
     for (g, r), run in by.items():

@@ -219,8 +219,8 @@ def _fit_lines(parts: Sequence[str]) -> str:
 
 def _parsed(result: Result) -> str:
     mb = result.bytes / 1e6
-    cached = "" if result.reread is None else f"; {result.reread} read, {len(result.runs) - result.reread} from " \
-                                              "the parse cache"
+    logged = sum(r.log_bytes is not None for r in result.runs)  # a run without a log is neither read nor cached
+    cached = "" if result.reread is None else f"; {result.reread} read, {logged - result.reread} from the parse cache"
     procs = f" ({result.workers} processes)" if result.workers > 1 else ""
     return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
 
