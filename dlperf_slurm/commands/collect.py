@@ -129,7 +129,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
 def cmd_collect(args) -> int:
     if args.watch is not None and not 0 <= args.watch < float("inf"):  # NaN too: time.sleep refuses them all
         raise UserError(f"--watch {args.watch:g}: expected SECONDS >= 0 (none or 0: every {WATCH_SECONDS:g} s)")
-    if args.explain:  # one run's figures and status, where they come from; nothing is written
+    if args.explain is not None:  # one run's figures and status, where they come from; nothing is written
         from dlperf_slurm import explain
 
         print(explain.explain(gather(args), args.explain))
