@@ -102,14 +102,15 @@ def verdict(log: Any) -> tuple[Status, str] | None:
         return None
     evals = [e for e in extra_.get(EVALS) or [] if isinstance(e, Mapping)]
     key = tgt[0]
-    best = max((e for e in evals if _num(e.get(key)) is not None), key=lambda e: e[key], default=None)
+    scored = [e for e in evals if _num(e.get(key)) is not None]  # the evaluations that give the target's metric
     planned = extra_.get(PLANNED)
     ran = f"{extra_.get(EPOCHS)} of {planned} epochs" if planned else f"{extra_.get(EPOCHS)} epochs"
-    if not evals:
-        return Status.NOT_CONVERGED, f"ended after {ran} without an evaluation; target {key} {tgt[1]:.2%}"
-    final = _num(evals[-1].get(key))
-    return Status.NOT_CONVERGED, (f"ended after {ran} at {key} {final:.2%}, short of the target {tgt[1]:.2%} "
-                                  f"(best {best[key]:.2%} at epoch {best.get('epoch')})")
+    if not scored:
+        what = f"an evaluation of {key}" if evals else "an evaluation"
+        return Status.NOT_CONVERGED, f"ended after {ran} without {what}; target {key} {tgt[1]:.2%}"
+    best = max(scored, key=lambda e: e[key])
+    return Status.NOT_CONVERGED, (f"ended after {ran} at {key} {scored[-1][key]:.2%}, short of the target "
+                                  f"{tgt[1]:.2%} (best {best[key]:.2%} at epoch {best.get('epoch')})")
 
 
 # ============================================================================================== the table

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sqlite3
 import sys
 from typing import Callable, Sequence
 
@@ -245,11 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
-    except sqlite3.Error as err:  # the disk's doing (damaged manifest, full disk, read-only folder): one line
-        from dlperf_slurm import storage
-
-        print(f"dlperf-slurm: error: {storage.storage_problem(err)}", file=sys.stderr)
-        return 1
     except OSError as err:
         if err.filename is None:
             raise
@@ -259,4 +253,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 13: "make it writable (or readable) by you"}.get(err.errno or 0, "")
         print(f"dlperf-slurm: error: {where}: {err.strerror or err}" + (f": {todo}" if todo else ""),
               file=sys.stderr)
+        return 1
+    except Exception as err:
+        # the disk's doing (damaged manifest, full disk, read-only folder): one line. sqlite3 is looked up, not
+        # imported here: only a command that opened a database can raise its errors, and --help stays without it
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(err, sqlite3.Error):
+            raise
+        from dlperf_slurm import storage
+
+        print(f"dlperf-slurm: error: {storage.storage_problem(err)}", file=sys.stderr)
         return 1

@@ -166,9 +166,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     for flag, value, least in (("--warmup-steps", warmup_steps, 0), ("--measure-steps", measure_steps, 1)):
         if value < least:  # as a matrix's [measure] (the window would silently become 0 -> 1 step)
             raise UserError(f"{flag} {value}: expected an integer >= {least}")
-    typed = Path(root)
-    if not typed.is_dir():
-        raise UserError(f"--from {typed}: not a folder")
+    typed = _tree_folder(root)
     # the tree is read at its real path: ``--from .``, ``--from ../tree``, ``/abs/tree`` and a symlink to it are one
     # tree (one summary name, the same rows, one parse cache beside the summaries)
     root = Path(os.path.realpath(typed))
@@ -233,6 +231,14 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
     return Collection(name=name or real_name, source="tree", where=str(root), runs=runs, notes=window_notes + notes)
 
 
+def _tree_folder(root: str | os.PathLike) -> Path:
+    """``--from``'s folder as typed, refused in one line when it is none (a file, a missing path)."""
+    typed = Path(root)
+    if not typed.is_dir():
+        raise UserError(f"--from {typed}: not a folder")
+    return typed
+
+
 def tree_logs(root: str | os.PathLike) -> list[str]:
     """The ``<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log`` files below ``root`` (or in it, when it is a shape
     folder), in path order."""
@@ -270,7 +276,7 @@ def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, l
             suites.get(name)
         except KeyError:
             raise UserError(f"unknown suite {name!r}; known: auto, {', '.join(suites.names())}") from None
-    logs = tree_logs(root)
+    logs = tree_logs(_tree_folder(root))
     if not logs:
         if name == "auto":
             raise UserError(f"--from {root}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")

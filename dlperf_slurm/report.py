@@ -318,7 +318,7 @@ def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: b
         return _write_all(result, Path(out_dir), plots, state)
 
 
-def _write_all(result, out: Path, plots: bool, state: OutputState | None) -> list[Path]:
+def _write_all(result: Result, out: Path, plots: bool, state: OutputState | None) -> list[Path]:
     stem = _slug(result.name)
     remove_stale_tmp(out)  # what a collect killed mid-write left
     result.output_state = state
@@ -328,7 +328,7 @@ def _write_all(result, out: Path, plots: bool, state: OutputState | None) -> lis
         inputs = digest(result.name, [(c.name, c.source, c.where, c.repeats, c.notes, len(c.runs),
                                        sorted({(s.warmup_steps, s.measure_steps) for s in c.runs}))
                                       for c in result.collections], result.runs, result.cells, plots,
-                        getattr(result, "trend", None))
+                        result.trend)
     paths: list[Path] = []
     ran = [n for n in WRITERS if plots or n not in _PLOTS]
     for name in ran:

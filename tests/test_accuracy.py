@@ -3,6 +3,8 @@ built-in workload, the NOT_CONVERGED verdict, compare's gate and the accuracy ta
 
 from __future__ import annotations
 
+import io
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -168,3 +170,24 @@ def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
     assert ddl.measure.accuracy and {c.devices for c in ddl.cells} == {1, 2, 4}
     assert "= 4 runs; accuracy runs\nup to 8 epochs, stopping at top1 75.00%; rate over the first epoch after 3 steps" \
         in plan_text(smoke)
+
+
+def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_path):
+    """The real not-converged log with its target on top5 and its eval events without top5 (another writer, or
+    lines lost): NOT_CONVERGED saying so, not a TypeError out of collect (a None was formatted as a percentage)."""
+    text = (FIXTURES / "not-converged.log").read_text().replace('"metric":"top1"', '"metric":"top5"')
+    assert '"metric":"top5"' in text
+    stripped = re.sub(r',"top5":[-+.\deE]+', "", text)
+    suite = suites.get("pytorch-ddp/resnet50")
+    ctx = ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100)
+    res = suite.parse(io.StringIO(stripped), ctx)
+    assert res.status == Status.OK and res.extra["evals"] and res.extra["reached"] is False
+    decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
+    assert decided.status == Status.NOT_CONVERGED
+    assert "without an evaluation of top5; target top5 99.90%" in decided.reason
+    # only the last evaluation lacks top5: the last one that gives it is the final figure
+    last_only = re.sub(r'("event":"eval","epoch":2[^\n]*?),"top5":[-+.\deE]+', r"\1", text)
+    res = suite.parse(io.StringIO(last_only), ctx)
+    first = res.extra["evals"][0]["top5"]
+    decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
+    assert decided.status == Status.NOT_CONVERGED and f"at top5 {first:.2%}, short of the target" in decided.reason

@@ -431,8 +431,9 @@ def test_atomic_write_replaces_whole_files(tmp_path):
 
 
 def test_cli_start_imports_no_heavy_module():
-    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'dlperf_slurm.submit', 'dlperf_slurm.collect',
-             'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking', 'dlperf_slurm.schedulers.slurm')
+    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'sqlite3', 'dlperf_slurm.submit',
+             'dlperf_slurm.collect', 'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking',
+             'dlperf_slurm.schedulers.slurm')
     code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -621,3 +622,14 @@ def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
     with open(big, "wb") as f:
         f.truncate(400_000_000)  # one log: one process, however big
     assert runparse.workers([runparse.RunSpec(key="b", cell=cell, repeat=0, log=str(big))], None) == 1
+
+
+@pytest.mark.parametrize("suite", [(), ("--suite", "tf2/resnet50")], ids=["auto", "named"])
+def test_from_a_file_or_a_missing_path_is_not_a_folder(tmp_path, capsys, suite):
+    # with --suite auto (the default) the suite's sampling ran first and said "no ... .log file found" instead
+    a_file = tmp_path / "f.log"
+    a_file.write_text("hello\n")
+    for where in (a_file, tmp_path / "nothere"):
+        assert run_cli("collect", "--from", str(where), *suite, "--out", str(tmp_path / "out"), "--no-store") == 2
+        assert capsys.readouterr().err == f"dlperf-slurm: error: --from {where}: not a folder\n"
+    assert not (tmp_path / "out").exists()

@@ -215,6 +215,14 @@ def test_campaign_cache_lives_in_the_manifest_and_a_running_log_is_read_as_it_gr
     assert summaries(cold)["smoke.csv"] == summaries(out)["smoke.csv"]
 
 
+def test_runs_without_a_log_are_not_counted_as_cache_hits(tmp_path, capsys):
+    # a matrix not submitted yet: four runs, no log, no cache; the line said "0 read, 4 from the parse cache"
+    matrix = Path(__file__).parent.parent / "matrices" / "accuracy-smoke.toml"
+    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "--matrix", str(matrix), "--no-site", "--out",
+                     str(tmp_path / "out"), "--no-refresh", "--no-store", "--no-plots", "--quiet"]) == 0
+    assert "parsed 4 runs (0.0 MB of logs; 0 read, 0 from the parse cache)" in capsys.readouterr().out
+
+
 def test_an_old_manifest_is_upgraded_and_keeps_working(tmp_path, capsys):
     man, cdir, by = _campaign(tmp_path)
     for (g, r), run in by.items():
@@ -263,6 +271,18 @@ def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch
     doc = json.loads((tmp_path / "out" / "smoke.json").read_text())
     assert {r["status"] for r in doc["runs"]} == {Status.OK}
     assert cli.build_parser().parse_args(["collect", "--watch"]).watch == 0.0  # the default period
+
+
+@pytest.mark.parametrize("every", ["-1", "nan", "inf"])
+def test_a_watch_period_sleep_refuses_is_one_line_before_any_round(tmp_path, capsys, every):
+    # -1 collected once, wrote the summaries, then died in time.sleep with a ValueError traceback
+    root = tmp_path / "tree"
+    make_tree(root, "tf-cnn/resnet50", 0, repeats=1)
+    assert cli.main(["collect", "--from", str(root), "--suite", "tf-cnn/resnet50", *FROM, "--out",
+                     str(tmp_path / "out"), "--jobs", "1", "--no-store", "--watch", every]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlperf-slurm: error: --watch {float(every):g}: expected SECONDS >= 0") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
 
 
 def test_watching_a_tree_prints_a_line_only_when_something_changed(tmp_path, monkeypatch):

@@ -127,6 +127,8 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 
 def cmd_collect(args) -> int:
+    if args.watch is not None and not 0 <= args.watch < float("inf"):  # NaN too: time.sleep refuses them all
+        raise UserError(f"--watch {args.watch:g}: expected SECONDS >= 0 (none or 0: every {WATCH_SECONDS:g} s)")
     if args.explain is not None:  # one run's figures and status, where they come from; nothing is written
         from dlperf_slurm import explain
 
@@ -217,8 +219,8 @@ def _fit_lines(parts: Sequence[str]) -> str:
 
 def _parsed(result: Result) -> str:
     mb = result.bytes / 1e6
-    cached = "" if result.reread is None else f"; {result.reread} read, {len(result.runs) - result.reread} from " \
-                                              "the parse cache"
+    logged = sum(r.log_bytes is not None for r in result.runs)  # a run without a log is neither read nor cached
+    cached = "" if result.reread is None else f"; {result.reread} read, {logged - result.reread} from the parse cache"
     procs = f" ({result.workers} processes)" if result.workers > 1 else ""
     return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
 

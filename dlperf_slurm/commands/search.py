@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from dlperf_slurm.commands.common import note_dropped
+from dlperf_slurm.commands.common import load_matrix, note_dropped
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Cell, Measure, Status
 from dlperf_slurm.search import RESULT, SUFFIX, found_cells, run_search
@@ -14,12 +14,11 @@ from dlperf_slurm.search import RESULT, SUFFIX, found_cells, run_search
 
 def cmd_search(args) -> int:
     """``python -m dlperf_slurm search MATRIX --axis batch_size ...``"""
-    from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm import monitor, schedulers
     from dlperf_slurm.manifest import Manifest
     from dlperf_slurm.submit import submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
+    m = load_matrix(args)
     note_dropped(m, args.matrix)
     cdir = (Path(args.logs) / m.name).resolve()
     pdir = Path(str(cdir) + SUFFIX)

@@ -28,6 +28,43 @@ def _noop() -> None:
     pass
 
 
+@dataclass
+class _Steps:
+    """What rank 0 does after each step, in both loops: ``sync()``, take ``time.time()``, read the loss, log the
+    step event (and a non-finite loss's one error event), call the heartbeat."""
+
+    result: LoopResult
+    global_batch: int
+    log: Log
+    sync: Callable[[], None]
+    loss_value: Callable[[Any], float]
+    tiny: bool
+    heartbeat: Callable[[float], None] | None
+    beat_at: float = 0.0
+
+    def record(self, k: int, loss: Any, began: float, epoch: int | None) -> float:
+        """Step ``k``, begun at ``began``, has ended with ``loss``: record it; returns when it ended."""
+        self.sync()
+        now = time.time()
+        value = self.loss_value(loss)
+        step_time = now - began
+        result, log, tiny = self.result, self.log, self.tiny
+        result.times.append(now)
+        result.losses.append(value)
+        if self.heartbeat is not None and k >= 2 and now - self.beat_at >= 1.0:
+            self.beat_at = now
+            self.heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
+        log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: self.global_batch, ev.LOSS: value,
+                           ev.STEP_TIME: step_time, ev.EPOCH: epoch,
+                           ev.THROUGHPUT: self.global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})
+        if not math.isfinite(value):
+            if not result.nonfinite_steps:
+                log(ev.EV_ERROR, **{ev.KIND: ev.KIND_NONFINITE_LOSS, ev.STEP: k, ev.LOSS: value, ev.TINY: tiny,
+                                    ev.MESSAGE: "loss is not finite; training continues, the run is NONFINITE"})
+            result.nonfinite_steps.append(k)
+        return now
+
+
 def timed_loop(
     step: Callable[[], Any],
     total_steps: int,
@@ -51,7 +88,7 @@ def timed_loop(
     step time so far (the first step, with its compilation and autotuning, left out): the job script's hang
     watchdog takes its bound from it."""
     result = LoopResult()
-    beat_at = 0.0
+    steps = _Steps(result, global_batch, log, sync, loss_value, tiny, heartbeat)
     if warmup_steps == 0:
         on_window_start()
     if rank0:
@@ -60,23 +97,7 @@ def timed_loop(
     for k in range(1, total_steps + 1):
         loss = step()
         if rank0:
-            sync()
-            now = time.time()
-            value = loss_value(loss)
-            step_time = now - result.times[-1]
-            result.times.append(now)
-            result.losses.append(value)
-            if heartbeat is not None and k >= 2 and now - beat_at >= 1.0:
-                beat_at = now
-                heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
-            log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
-                               ev.STEP_TIME: step_time, ev.EPOCH: None,
-                               ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None, ev.TINY: tiny})
-            if not math.isfinite(value):
-                if not result.nonfinite_steps:
-                    log(ev.EV_ERROR, **{ev.KIND: ev.KIND_NONFINITE_LOSS, ev.STEP: k, ev.LOSS: value, ev.TINY: tiny,
-                                        ev.MESSAGE: "loss is not finite; training continues, the run is NONFINITE"})
-                result.nonfinite_steps.append(k)
+            steps.record(k, loss, result.times[-1], None)
         if k == warmup_steps:
             on_window_start()
     on_window_end()
@@ -148,9 +169,9 @@ def accuracy_loop(
     pytorch-examples line `` * Acc@1 97.222 Acc@5 100.000`` and logs an eval event; ``agree(stop)`` (rank 0's
     word broadcast to every rank) ends training at the first evaluation that reaches ``target``."""
     result = LoopResult()
+    steps = _Steps(result, global_batch, log, sync, loss_value, tiny, heartbeat)
     evals: list[Evaluation] = []
-    beat_at = 0.0
-    prev = 0.0  # when the step before began: the last step's end, or the evaluation's
+    prev = 0.0  # when the next step begins: the last step's end, or the evaluation's
     if rank0:
         sync()
         prev = time.time()
@@ -161,24 +182,7 @@ def accuracy_loop(
             k += 1
             loss = step()
             if rank0:
-                sync()
-                now = time.time()
-                value = loss_value(loss)
-                step_time, prev = now - prev, now
-                result.times.append(now)
-                result.losses.append(value)
-                if heartbeat is not None and k >= 2 and now - beat_at >= 1.0:
-                    beat_at = now
-                    heartbeat(statistics.median(b - a for a, b in zip(result.times[1:], result.times[2:])))
-                log(ev.EV_STEP, **{ev.STEP: k, ev.TIME: now, ev.SAMPLES: global_batch, ev.LOSS: value,
-                                   ev.STEP_TIME: step_time, ev.EPOCH: epoch,
-                                   ev.THROUGHPUT: global_batch / step_time if step_time > 0 else None,
-                                   ev.TINY: tiny})
-                if not math.isfinite(value) and not result.nonfinite_steps:
-                    log(ev.EV_ERROR, **{ev.KIND: ev.KIND_NONFINITE_LOSS, ev.STEP: k, ev.LOSS: value, ev.TINY: tiny,
-                                        ev.MESSAGE: "loss is not finite; training continues, the run is NONFINITE"})
-                if not math.isfinite(value):
-                    result.nonfinite_steps.append(k)
+                prev = steps.record(k, loss, prev, epoch)
         stop = False
         if rank0:
             top1, top5, n = evaluate()
