@@ -51,7 +51,7 @@ class Manifest:
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
-        if create:
+        if create or self.meta("schema_version") is None:  # None: a creation a kill cut short (nothing recorded)
             self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.dir)}")
             self.db.execute("PRAGMA synchronous = FULL")
             self.db.executescript(_SCHEMA)

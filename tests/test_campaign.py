@@ -304,6 +304,21 @@ def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
 
 
+def test_a_manifest_whose_creation_a_kill_cut_short_is_completed(tmp_path, fake):
+    # SIGKILL between the schema's statements (each its own transaction) left a manifest with its meta table alone:
+    # every later command failed with "no such table: runs", submit included
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    (logs / "k").mkdir(parents=True)
+    db = sqlite3.connect(logs / "k" / "manifest.sqlite")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.commit()
+    db.close()
+    p = _submit(logs, mx)
+    assert p.returncode == 0, p.stderr
+    assert sorted(r.job_id for r in manifest.load_manifest(logs / "k")) == _fake_tasks(fake)
+
+
 def _child_running(pid: int, marker: str, timeout: float = 30.0) -> int:
     """The pid of ``pid``'s child whose command line holds ``marker`` (waits for it to start)."""
     deadline = time.time() + timeout
