@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import TEMPLATES, cli, write_matrix
+from testlib import TEMPLATES, cli, wait_until, write_matrix
 
 COMMANDS = (("status",), ("collect", "--no-plots"), ("cancel",))
 
@@ -301,3 +301,27 @@ def test_doctor_rebuilds_a_lost_manifest_with_every_runs_status(tmp_path, harm):
             str(TEMPLATES), cwd=tmp_path)
     assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
     assert "nothing to do" in run_cmd(logs, tmp_path, "doctor", "d", "--no-site").stdout
+
+
+def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
+    """The manifest deleted while the local runner still runs one run and holds two: ``doctor`` finds all three
+    by the runner's queue file (no run reads UNSUBMITTED), they end OK, and a further ``submit`` submits nothing.
+    (Before: the two queued runs read UNSUBMITTED for ever, though they ran, and a ``submit`` ran them again.)"""
+    go = tmp_path / "go"
+    mx = write_matrix(tmp_path, name="q", modes=("wait",), repeats=3)
+    logs = tmp_path / "logs"
+    env = {"DLPERF_TEST_GO": str(go)}
+    cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "1", "--no-site", "--templates",
+        str(TEMPLATES), env=env, cwd=tmp_path, check=True)
+    wait_until(lambda: list((logs / "q").glob("*/*_0.log")), what="the first run's log")
+    man = logs / "q" / "manifest.sqlite"
+    for path in man.parent.glob("manifest.sqlite*"):
+        path.unlink()
+    p = run_cmd(logs, tmp_path, "doctor", "q", "--no-site")
+    assert p.returncode == 0 and "3 found by their files; PENDING 2, RUNNING 1" in p.stdout, p.stdout + p.stderr
+    go.write_text("")
+    wait_until(lambda: ok_runs(run_cmd(logs, tmp_path, "status", "q").stdout) == 3, timeout=120,
+               what="the three runs OK")
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
+            str(TEMPLATES), env=env, cwd=tmp_path)
+    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
