@@ -10,14 +10,16 @@ from pathlib import Path
 
 def log_identity(path: str | os.PathLike) -> str:
     """A log's identity, as a verdict read from it is recorded with (``runs.log_id``): size, mtime (ns) and
-    inode, the parse cache's key; ``absent`` for no file. Another identity later: the verdict is read again."""
+    inode, the parse cache's key; ``absent`` for no file; marked ``unreadable`` while this user cannot read it (a
+    chmod changes none of the three: the log made readable again is read again). Another identity later: the
+    verdict is read again."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return "absent"
     except OSError as err:
         return f"error {err.errno}"
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" + ("" if os.access(path, os.R_OK) else ":unreadable")
 
 
 #: the manifests this process opened, latest last: what :func:`storage_problem` names

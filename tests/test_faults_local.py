@@ -72,6 +72,37 @@ def test_a_damaged_manifest_is_one_line_naming_it_and_the_way_out(tmp_path):
     assert len(list(cdir.glob("1n1g/*.log"))) == 4, "a log was lost"
 
 
+def test_a_log_made_unreadable_then_readable_again_is_read_again(tmp_path):
+    """chmod 000 on an OK run's log: LOG_MISSING "cannot be read"; chmod 644 again (its size, mtime and inode as
+    before): OK again in ``status`` and ``collect``. (Before: LOG_MISSING for ever.) Root reads a mode-000 file, so
+    as root the commands run without CAP_DAC_OVERRIDE (setpriv)."""
+    no_dac = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root reads a mode-000 file; needs setpriv to drop CAP_DAC_OVERRIDE")
+        caps = "-dac_override,-dac_read_search"
+        no_dac = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}"]
+    mx, logs, cdir = campaign(tmp_path, repeats=2)
+    log = sorted(cdir.glob("1n1g/*.log"))[0]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+
+    def cmd(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*no_dac, sys.executable, "-m", "dlperf_slurm", "--logs", str(logs), *args], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    log.chmod(0)
+    try:
+        st = statuses(cmd("status", "f", "--wide").stdout)
+        assert sorted(s for s, _ in st.values()) == ["LOG_MISSING", "OK"], st
+        assert any("cannot be read" in why for _, why in st.values()), st
+    finally:
+        log.chmod(0o644)
+    st = statuses(cmd("status", "f", "--wide").stdout)
+    assert sorted(s for s, _ in st.values()) == ["OK", "OK"], st
+    p = cmd("collect", "f", "--no-plots")
+    assert p.returncode == 0 and "2/2" in p.stdout, p.stdout + p.stderr
+
+
 # ------------------------------------------------------------------------------------------ disk full, read-only
 
 
