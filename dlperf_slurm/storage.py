@@ -26,13 +26,19 @@ def log_identity(path: str | os.PathLike) -> str:
 OPENED: list[Path] = []
 
 
+def damaged(err: BaseException) -> bool:
+    """Whether an SQLite error says the file itself is damaged (not: the disk is full, the folder read-only)."""
+    low = str(err).lower()
+    return "malformed" in low or "not a database" in low or "file is encrypted" in low
+
+
 def storage_problem(err: BaseException) -> str:
     """One line for an SQLite error the disk caused (a damaged manifest, a full disk, a read-only folder): the
     file, what is wrong and what to do. Nothing recorded before is lost: every write is one transaction."""
     path = OPENED[-1] if OPENED else Path("manifest.sqlite")
     text = str(err)
     low = text.lower()
-    if "malformed" in low or "not a database" in low or "file is encrypted" in low:
+    if damaged(err):
         return (f"{path}: the manifest is damaged ({text}); `dlperf-slurm doctor {path.parent.name}` rebuilds it from "
                 "the campaign's scripts, logs, exit markers and the scheduler (the damaged file is kept beside it)")
     if "full" in low or "disk i/o" in low:

@@ -135,7 +135,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
     mx, logs, cdir = campaign(small_fs)
     before = run_cmd(logs, small_fs, "status", "f", "--wide").stdout
     filler = fill(small_fs)
-    for args in COMMANDS:  # cancel: a traceback from its lock's note before
+    for args in (*COMMANDS, ("doctor", "--no-site")):  # cancel: a traceback from its lock's note before
         p = run_cmd(logs, small_fs, *args, "f")
         if p.returncode == 0:  # nothing needed writing: fine, as long as it said nothing wrong
             assert "Traceback" not in p.stderr, p.stderr
@@ -146,6 +146,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
             str(TEMPLATES), "--force", "--wait", cwd=small_fs)
     one_line_error(p)
     assert "full" in p.stderr or "No space" in p.stderr, p.stderr
+    assert not list(cdir.glob("manifest.sqlite.damaged-*")), "doctor called the sound manifest damaged"
     filler.unlink()
     after = run_cmd(logs, small_fs, "status", "f", "--wide")
     assert after.returncode == 0 and "Traceback" not in after.stderr, after.stderr
