@@ -345,13 +345,15 @@ def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
     env = {"DLPERF_TEST_GO": str(go)}
     cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "1", "--no-site", "--templates",
         str(TEMPLATES), env=env, cwd=tmp_path, check=True)
-    wait_until(lambda: list((logs / "q").glob("*/*_0.log")), what="the first run's log")
-    man = logs / "q" / "manifest.sqlite"
-    for path in man.parent.glob("manifest.sqlite*"):
-        path.unlink()
-    p = run_cmd(logs, tmp_path, "doctor", "q", "--no-site")
-    assert p.returncode == 0 and "3 found by their files; PENDING 2, RUNNING 1" in p.stdout, p.stdout + p.stderr
-    go.write_text("")
+    try:
+        wait_until(lambda: list((logs / "q").glob("*/*_0.log")), what="the first run's log")
+        man = logs / "q" / "manifest.sqlite"
+        for path in man.parent.glob("manifest.sqlite*"):
+            path.unlink()
+        p = run_cmd(logs, tmp_path, "doctor", "q", "--no-site")
+        assert p.returncode == 0 and "3 found by their files; PENDING 2, RUNNING 1" in p.stdout, p.stdout + p.stderr
+    finally:
+        go.write_text("")  # the runs end (a failed check leaves no runner waiting for ever)
     wait_until(lambda: ok_runs(run_cmd(logs, tmp_path, "status", "q").stdout) == 3, timeout=120,
                what="the three runs OK")
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
