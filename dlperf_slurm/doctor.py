@@ -7,6 +7,8 @@ What it is rebuilt from:
 - each run's files: its exit marker (the job id, the end) and its log (the job id of its provenance line); a
   run with either was submitted and is decided again (``status``'s own decision, :mod:`dlperf_slurm.tracking`),
   asking the scheduler by job id (sacct/squeue) and reading the log;
+- the local runner's queue files (``.local/<token>.json``): every local run by its job id, queued and running
+  ones included;
 - the scheduler by job name (``dlperf.<campaign>.*``): jobs of the campaign still queued or running whose runs
   have no file yet cannot be matched to their runs; they are named, and ``doctor`` exits 1 until they ended
   (a ``submit`` meanwhile would run those runs twice).
@@ -16,6 +18,7 @@ The damaged file is kept beside the new one (``manifest.sqlite.damaged-<time>``)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -39,6 +42,25 @@ def _job_from_log(log: Path) -> str | None:
         return f"{array}_{task}"
     jid = ev.get(events.JOB_ID)
     return str(jid) if jid not in (None, "") else None
+
+
+def _local_jobs(cdir: Path) -> dict[str, str]:
+    """run key -> its job id in the local runner's queue files (``.local/<token>.json``, the latest submission of
+    the run): a queued or running local run has no file of its own yet, and its log names no job id."""
+    from dlperf_slurm.schedulers import local
+
+    queues = []
+    for q in (cdir / local.LOCAL_DIR).glob("*.json"):
+        try:
+            queues.append(json.loads(q.read_text()))
+        except (OSError, ValueError):
+            continue
+    out = {}
+    for state in sorted((s for s in queues if isinstance(s, dict)), key=lambda s: s.get("created") or 0):
+        for i, task in enumerate(state.get("tasks") or []):
+            if isinstance(task, dict) and task.get("run") and state.get("token"):
+                out[task["run"]] = local.local_job_id(state["token"], i)
+    return out
 
 
 def _executor(job_id: str | None) -> str | None:
@@ -79,11 +101,13 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
         m.sync(mx, runs)
         now = time.time()
         found = []
+        local_jobs = _local_jobs(cdir)
         for r in m.runs():
             log, marker = m.abspath(r["log"]), m.abspath(r["marker"])
             mk = outcome.read_marker(marker)
-            jid = _job_from_log(log) or (str(mk.get("job")) if mk and mk.get("job") else None)
-            if mk is None and not log.exists():
+            jid = _job_from_log(log) or local_jobs.get(r["key"]) or (str(mk.get("job")) if mk and mk.get("job")
+                                                                    else None)
+            if mk is None and not log.exists() and r["key"] not in local_jobs:
                 continue
             attempts = 1 + len(list(log.parent.glob(f"{log.name}.*")))
             when = min((p.stat().st_mtime for p in (log, marker) if p.exists()), default=now)

@@ -73,15 +73,18 @@ def campaign_lock(campaign_dir: Path, wait_s: float = 30.0) -> Iterator[None]:
                     from None
             time.sleep(0.2)
     try:
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} ({' '.join(sys.argv[:3])})\n")
-        f.flush()
+        with contextlib.suppress(OSError):  # who holds it, for the message above; a full disk cannot take it
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} ({' '.join(sys.argv[:3])})\n")
+            f.flush()
         yield
     finally:
-        f.truncate(0)
+        with contextlib.suppress(OSError):
+            f.truncate(0)
         fcntl.flock(f, fcntl.LOCK_UN)
-        f.close()
+        with contextlib.suppress(OSError):
+            f.close()
 
 
 # ================================================================================================ finding

@@ -51,7 +51,7 @@ class Manifest:
         self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
-        if create:
+        if create or self.meta("schema_version") is None:  # None: a creation a kill cut short (nothing recorded)
             self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.dir)}")
             self.db.execute("PRAGMA synchronous = FULL")
             self.db.executescript(_SCHEMA)
@@ -340,9 +340,11 @@ def _select_runs(keys: Sequence[str]) -> tuple[str, list[Any]]:
 
 
 def integrity_problem(path: Path) -> str:
-    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``)."""
+    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``).
+    An error that is not the file's (a full disk, a read-only folder) is raised: the file may well be sound."""
     if not path.exists():
         return "missing"
+    storage.OPENED.append(path)
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -351,6 +353,8 @@ def integrity_problem(path: Path) -> str:
         finally:
             db.close()
     except sqlite3.DatabaseError as err:
+        if not storage.damaged(err):
+            raise
         return str(err)
     return "; ".join(bad[:3])
 

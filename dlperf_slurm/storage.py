@@ -10,18 +10,26 @@ from pathlib import Path
 
 def log_identity(path: str | os.PathLike) -> str:
     """A log's identity, as a verdict read from it is recorded with (``runs.log_id``): size, mtime (ns) and
-    inode, the parse cache's key; ``absent`` for no file. Another identity later: the verdict is read again."""
+    inode, the parse cache's key; ``absent`` for no file; marked ``unreadable`` while this user cannot read it (a
+    chmod changes none of the three: the log made readable again is read again). Another identity later: the
+    verdict is read again."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return "absent"
     except OSError as err:
         return f"error {err.errno}"
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}" + ("" if os.access(path, os.R_OK) else ":unreadable")
 
 
 #: the manifests this process opened, latest last: what :func:`storage_problem` names
 OPENED: list[Path] = []
+
+
+def damaged(err: BaseException) -> bool:
+    """Whether an SQLite error says the file itself is damaged (not: the disk is full, the folder read-only)."""
+    low = str(err).lower()
+    return "malformed" in low or "not a database" in low or "file is encrypted" in low
 
 
 def storage_problem(err: BaseException) -> str:
@@ -30,7 +38,7 @@ def storage_problem(err: BaseException) -> str:
     path = OPENED[-1] if OPENED else Path("manifest.sqlite")
     text = str(err)
     low = text.lower()
-    if "malformed" in low or "not a database" in low or "file is encrypted" in low:
+    if damaged(err):
         return (f"{path}: the manifest is damaged ({text}); `dlperf-slurm doctor {path.parent.name}` rebuilds it from "
                 "the campaign's scripts, logs, exit markers and the scheduler (the damaged file is kept beside it)")
     if "full" in low or "disk i/o" in low:

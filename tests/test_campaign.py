@@ -304,6 +304,60 @@ def test_sigkill_at_random_moments_never_duplicates(tmp_path, fake):
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
 
 
+def test_a_manifest_whose_creation_a_kill_cut_short_is_completed(tmp_path, fake):
+    # SIGKILL between the schema's statements (each its own transaction) left a manifest with its meta table alone:
+    # every later command failed with "no such table: runs", submit included
+    mx = _three_groups(tmp_path)
+    logs = tmp_path / "logs"
+    (logs / "k").mkdir(parents=True)
+    db = sqlite3.connect(logs / "k" / "manifest.sqlite")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.commit()
+    db.close()
+    p = _submit(logs, mx)
+    assert p.returncode == 0, p.stderr
+    assert sorted(r.job_id for r in manifest.load_manifest(logs / "k")) == _fake_tasks(fake)
+
+
+def _child_running(pid: int, marker: str, timeout: float = 30.0) -> int:
+    """The pid of ``pid``'s child whose command line holds ``marker`` (waits for it to start)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for d in Path("/proc").iterdir():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == pid and marker in cmd:
+                return int(d.name)
+        time.sleep(0.02)
+    raise AssertionError(f"no child of {pid} running {marker!r}")
+
+
+def test_sigkill_while_sbatch_is_in_flight_then_submit_at_once_never_duplicates(tmp_path, fake):
+    # a submit killed by PID leaves its sbatch running (an orphan still talking to the controller); a submit started
+    # at once must not ask the scheduler before that sbatch ended, or it finds nothing and submits the runs again
+    mx = write_matrix(tmp_path, name="o", repeats=2)
+    logs = tmp_path / "logs"
+    fakeslurm.update(fake, lambda s: s.update(sbatch_delay=3))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen([sys.executable, "-m", "dlperf_slurm", "--logs", str(logs), "submit", str(mx),
+                          "--executor", "slurm", "--templates", str(TEMPLATES)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    orphan = _child_running(p.pid, "fakeslurm.py sbatch")
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    second = _submit(logs, mx, check=True)
+    assert "waiting for the sbatch of interrupted submission" in second.stderr
+    while Path(f"/proc/{orphan}").exists():  # the orphan's job, if it made one after the second submit looked
+        time.sleep(0.05)
+    state = fakeslurm.load(fake)
+    assert len(state["submitted"]) == 1, state["submitted"]
+    runs = manifest.load_manifest(logs / "o")
+    assert sorted(r.job_id for r in runs) == _fake_tasks(fake)
+
+
 def test_two_submits_at_once_do_not_duplicate(tmp_path, fake):
     fakeslurm.update(fake, lambda s: s.update(sbatch_delay=0.5))
     mx = _three_groups(tmp_path)

@@ -24,9 +24,11 @@ Only submitit's public API is used (``SlurmExecutor``, ``update_parameters``, ``
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -86,6 +88,41 @@ def option_words(d: dict[str, Any]) -> list[str]:
             raise UserError(f"sbatch --{k}: {s!r} holds a line break, which no #SBATCH line can carry")
         words.append(f"--{k}={s if _PLAIN.fullmatch(s) else shlex.quote(s)}")
     return words
+
+
+#: the submission token in the environment of the sbatch a ``submit`` runs (see :func:`wait_for_sbatch`)
+SUBMISSION_ENV = "DLPERF_SUBMISSION"
+#: how long sbatch may still be retrying after its ``submit`` died (it retries a busy controller for minutes)
+SBATCH_WAIT_S = 300.0
+
+
+def in_flight(token: str) -> list[int]:
+    """This user's processes that carry ``token`` as :data:`SUBMISSION_ENV` (an orphaned sbatch; Linux's /proc)."""
+    needle = f"{SUBMISSION_ENV}={token}".encode()
+    pids = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if int(d.name) != os.getpid() and needle in (d / "environ").read_bytes().split(b"\0"):
+                pids.append(int(d.name))
+        except (OSError, ValueError):  # another user's process, or one that just ended
+            continue
+    return pids
+
+
+def wait_for_sbatch(token: str, limit_s: float = SBATCH_WAIT_S) -> None:
+    """Wait until no sbatch of submission ``token`` runs any more: a ``submit`` killed by PID leaves its sbatch
+    running, and a job it makes after an interrupted submission was looked up would be submitted twice."""
+    deadline = time.time() + limit_s
+    told = False
+    while pids := in_flight(token):
+        if time.time() > deadline:
+            raise SchedulerError(f"the sbatch of interrupted submission {token} (pid {pids[0]}) is still running "
+                                 f"after {limit_s:.0f} s; run the command again once it has ended")
+        if not told:
+            print(f"dlperf-slurm: waiting for the sbatch of interrupted submission {token} (pid {pids[0]}) to end",
+                  file=sys.stderr, flush=True)
+            told = True
+        time.sleep(0.1)
 
 
 # submitit's named parameters for the sbatch options it has a name for
@@ -191,6 +228,7 @@ class SlurmScheduler(Scheduler):
                                                    hold=self.holds(group.resources)))
         jobs = []
         self.count("sbatch")
+        os.environ[SUBMISSION_ENV] = group.token  # the sbatch carries it: see in_flight
         try:
             with ex.batch():
                 for run in group.runs:
@@ -199,6 +237,8 @@ class SlurmScheduler(Scheduler):
             raise explain(["sbatch"], str(err)) from None
         except OSError as err:
             raise SchedulerError(f"sbatch could not be run: {err}") from None
+        finally:
+            os.environ.pop(SUBMISSION_ENV, None)
         return [str(j.job_id) for j in jobs]
 
     @staticmethod
@@ -214,7 +254,10 @@ class SlurmScheduler(Scheduler):
 
     def find(self, group: str, token: str, since: float | None = None) -> dict[int, str] | None:
         """Jobs named ``group`` (the job name carries the submission token): squeue, else sacct.
-        None when neither can tell (sacct missing and the job may have left squeue)."""
+        None when neither can tell (sacct missing and the job may have left squeue). An sbatch of the submission
+        still running (its ``submit`` was killed while sbatch talked to the controller) is waited for first: the
+        controller may hand it a job after it was asked."""
+        wait_for_sbatch(token)
         infos = self.slurm.squeue(names=[group])
         if not infos:
             infos = self.slurm.sacct(names=[group], since=since)
