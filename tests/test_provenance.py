@@ -38,6 +38,11 @@ KEPT = {
     "SLURM_JOB_NODELIST": "gpu-a100-[001-004]", "SLURM_JOB_PARTITION": "gpu", "SLURM_CPUS_PER_TASK": "12",
     "LOADEDMODULES": "cuda/12.2.0:cudnn/8.9.2.26-12:nccl/2.18.3-1", "HTTPS_PROXY": "http://proxy.example.org:3128",
     "PATH": "/sw/apps/python/3.11/bin:/usr/local/bin:/usr/bin:/bin",
+    # as real jobs printed them: Slurm's CPU mask of a 256-CPU node (open-mpi/ompi#7806), CoreWeave's NCCL/UCX
+    # settings (coreweave/nccl-tests#17), an image pinned by its digest
+    "SLURM_CPU_BIND": "quiet,mask_cpu:0x" + "F" * 64, "SLURM_CPU_BIND_LIST": "0x" + "F" * 64,
+    "UCX_NET_DEVICES": "ibp0:1,ibp1:1,ibp2:1,ibp3:1,ibp4:1,ibp5:1,ibp6:1,ibp7:1", "NCCL_PROTO": "^LL128",
+    "DLPERF_IMAGE": "nvcr.io/nvidia/pytorch@sha256:5c3b8e5e39b42e3cbb8cea9a8b2e45d3e3c0d8f1e2a7b4c6d9e0f1a2b3c4d5e6",
 }
 LEFT_OUT = {"HOME": "/home/alice", "USER": "alice", "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.1", "EDITOR": "vim",
             "SLURM_JOB_USER": "alice", "PS1": "$ "}
@@ -61,6 +66,19 @@ def test_what_explains_performance_is_recorded_as_it_is():
     ("Authorization: Bearer abc.def-ghi", "Authorization: Bearer <redacted>"),
     ("--key AKIAIOSFODNN7EXAMPLE", "--key <redacted>"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig_nature-x", "<redacted>"),
+    # tokens known by their prefix, as their services issue them ('-' inside, lower-case or letters-only bodies)
+    ("glpat-3N2kq_LpR9sYtZ-AbCdE", "<redacted>"),
+    ("github_pat_11abcdefg0abcdefghijkl_abcdefghijklmnopqrstuvwxyz0123456789", "<redacted>"),
+    ("xoxb-123456789012-1234567890123-kqzvhwbdmtlrpxnsgfjcyeau", "<redacted>"),
+    ("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", "<redacted>"),
+    # an option named like a credential (transformers' --hub_token; a W&B key is 40 hex digits after '=')
+    ("run_clm.py --push_to_hub --hub_token abc123 --fp16", "run_clm.py --push_to_hub --hub_token <redacted> --fp16"),
+    ("train.py --wandb-api-key=3f1c9a7e5b2d4c6a8e0f1b3d5c7a9e2f4b6d8c0a", "train.py --wandb-api-key=<redacted>"),
+    # what is no credential stays as it is: tuning options, a CPU mask, an image digest
+    ("train.py --max_tokens 4096 --tokenizer_name gpt2 --pad_token '<pad>' --sort-key loss --use_auth_token --fp16",
+     "train.py --max_tokens 4096 --tokenizer_name gpt2 --pad_token '<pad>' --sort-key loss --use_auth_token --fp16"),
+    ("quiet,mask_cpu:0x" + "F" * 64, "quiet,mask_cpu:0x" + "F" * 64),
+    ("nvcr.io/nvidia/pytorch@sha256:" + "5c3b8e5e" * 8, "nvcr.io/nvidia/pytorch@sha256:" + "5c3b8e5e" * 8),
 ])
 def test_mask_value_shapes(value, masked):
     assert provprobe.mask(value) == masked
