@@ -1,6 +1,6 @@
 """What a campaign ran on, as ``{name: version}`` (driver, CUDA, NCCL, frameworks, container, ...): from the System
-object a collect makes (:mod:`dlperf_slurm.system`, ``"system"`` in ``summaries/<name>.json``) when this
-dlperf_slurm has one, else from the runs' provenance. The results store keeps them per cell
+object a collect makes (:mod:`dlperf_slurm.system`, ``"system"`` in ``summaries/<name>.json``), else (a caller
+that has none) from the runs' provenance. The results store keeps them per cell
 (:mod:`dlperf_slurm.store`), ``history`` names what changed between campaigns, the HTML report shows them.
 """
 
@@ -63,17 +63,11 @@ def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
 
 
 def system_section(result: Any) -> dict[str, Any] | None:
-    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``) when this dlperf_slurm
-    makes one (:mod:`dlperf_slurm.system`); else None, and the runs' provenance stands in
-    (:func:`versions_of`)."""
-    import importlib
+    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``: :mod:`dlperf_slurm.system`);
+    None for a collect without runs."""
+    from dlperf_slurm import system
 
-    try:
-        describe = importlib.import_module("dlperf_slurm.system").describe
-    except (ImportError, AttributeError):
-        return None
-    section = describe(result.runs)
-    return section if isinstance(section, dict) else None
+    return system.describe(result.runs)
 
 
 def partition_of(system: dict[str, Any] | None) -> str:
