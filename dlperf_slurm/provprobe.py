@@ -120,9 +120,10 @@ def _version(dist):
         return None
 
 
+#: Distributions that are a framework (the System section's split: :mod:`dlperf_slurm.system`); the rest, libraries.
 FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
-              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax", "jaxlib")
-LIBRARIES = ("torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
+              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
+LIBRARIES = ("jaxlib", "torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
              "nvidia-dali-cuda120", "mpi4py", "numpy", "dlperf_slurm")
 
 

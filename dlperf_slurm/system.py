@@ -25,12 +25,12 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import events as ev
+from dlperf_slurm import provprobe
 
 SCHEMA = "dlperf_slurm.system/1"
 
-#: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries).
-FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
-              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
+#: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries): the probe's.
+FRAMEWORKS = provprobe.FRAMEWORKS
 #: The fields of a node's description, in the order the markdown shows them.
 FIELDS = ("gpu", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container", "modules",
           "partition", "qos", "program", "tool")
