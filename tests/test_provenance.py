@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import secretlib  # noqa: E402
-from testlib import cli  # noqa: E402
+from testlib import cli, tiny_matrix_text  # noqa: E402
 
 from dlperf_slurm import events as ev  # noqa: E402
 from dlperf_slurm import matrix, provprobe  # noqa: E402
@@ -102,25 +102,8 @@ def test_site_extends_and_narrows_the_list(tmp_path):
 
 def _matrix(tmp_path: Path, name: str, extra: str = "") -> Path:
     p = tmp_path / f"{name}.toml"
-    p.write_text(f'''suite = "pytorch-ddp/resnet50"
-name = "{name}"
-[axes]
-devices = ["1x1"]
-batch_size = [2]
-precision = ["fp32"]
-xla = [false]
-[options]
-tiny = true
-threads = 1
-[measure]
-repeats = 1
-warmup_steps = 1
-measure_steps = 2
-[slurm]
-gpu_request = "none"
-[health]
-enabled = false
-{extra}''')
+    p.write_text(tiny_matrix_text(name, axes='precision = ["fp32"]\nxla = [false]\n',
+                                  extra="[health]\nenabled = false\n" + extra))
     return p
 
 
