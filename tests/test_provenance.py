@@ -183,6 +183,29 @@ def test_site_umask_and_campaign_folder_bound_every_file(tmp_path):
     assert stat.S_IMODE((logs / "private").stat().st_mode) == 0o700
 
 
+def test_a_site_umask_never_opens_files_past_the_users_own(tmp_path):
+    """Your umask 077, the site's 022, the campaign folder already there and 755: the scripts and markers submit
+    writes and the log the job writes are all no more open than your own umask (the job's umask line once replaced
+    yours: its log was 644 beside 600 scripts)."""
+    site = tmp_path / "site.toml"
+    site.write_text('[provenance]\numask = "022"\n')
+    mx = _matrix(tmp_path, "mine")
+    logs = tmp_path / "logs"
+    (logs / "mine").mkdir(parents=True)
+    (logs / "mine").chmod(0o755)
+    old = os.umask(0o077)
+    try:
+        p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", "--site", str(site),
+                cwd=tmp_path)
+    finally:
+        os.umask(old)
+    assert p.returncode == 0, p.stdout + p.stderr
+    [log] = (logs / "mine").glob("1n1g/*.log")
+    [script] = (logs / "mine").glob("1n1g/*.sbatch")
+    assert {q.name: oct(stat.S_IMODE(q.stat().st_mode) & 0o077) for q in (log, script)} == {log.name: "0o0",
+                                                                                            script.name: "0o0"}
+
+
 def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
     """Three runs on this machine, each seeing an `nvidia-smi` (a stand-in on PATH printing the query's CSV for two
     A100s, with the drivers two public hosts reported): one run's driver differs from the majority's, and the
