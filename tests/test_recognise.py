@@ -114,21 +114,21 @@ def test_a_tree_log_without_exit_marker_unrecognised_with_plenty_of_output(tmp_p
     assert row2.status == Status.LAUNCH_FAILED and "run as root" in row2.reason
 
 
-@pytest.mark.parametrize("line", [
-    # the lines quoted in issue 20's table, each from a real log of the program named there
-    ("ppcls INFO: [Train][Epoch 3/360][Iter: 0/2503]lr(LinearWarmup): 0.00400, batch_cost: 1.15203s, reader_cost: "
-     "0.00039, ips: 444.43222 samples/s, eta: 12 days"),
-    ("[    INFO] - loss: 10.70859375, learning_rate: 2e-07, global_step: 20, interval_runtime: 2.5065, "
-     "interval_samples_per_second: 7.979"),
-    "[1] [train], epoch: 0/50, iter: 100/3336, loss: 1.73143, lr: 0.004604, top1: 0.00167, throughput: 161.66",
-    "Epoch[0]\tSpeed: 3114.92 samples/sec",
-    "[step 249]\tmlm_loss=9.24962\tmlm_acc=0.1\tthroughput=122.0K tks/s\tlr=0.0001\ttime=163.24",
-    "steps: 1 loss: 12.6199 iter time (s): 5.400 samples/sec: 47.411",
-    "Epoch: [0]  [  10/5005]  eta: 1 day  lr: 0.1  img/s: 12.33  loss: 6.9  time: 11.5858  data: 0.1  max mem: 3524",
-    "epoch: 2 step: 5004, loss is 4.2",
+@pytest.mark.parametrize("log,needle", [
+    # the formats of issue 20's table, each the first line of a real log of the corpus that holds the needle (the
+    # issue quotes them shortened)
+    ("PaddleClas/2022-08/issue2186_pplcnet_epoch3.excerpt.log", "[Train][Epoch 3/360][Iter: 0/2503]"),
+    ("PaddleNLP/2.3.0.dev/ocnli.a9.ft.b.log", "interval_samples_per_second"),
+    ("oneflow-models/fc7cbf8d/resnet50_train_py_of090_cpu_2ranks.log", "[train], epoch: "),
+    ("gluon-cv/2020-05/resnest14_train_horovod_8gpu_epochs0-2.excerpt.log", "Speed: 3114.92 samples/sec"),
+    ("gluon-nlp/2019-03/bert_base_pretrain_8gpu_steps249-3749.excerpt.log", "[step 249]"),
+    ("DeepSpeed/v0.19.8/deepspeed_0198_pipe_cpu_2stages.log", "iter time (s): "),
+    ("torchvision-references/sew-resnet-2021/sew_resnet_imagenet_issue10.excerpt.log", "[  10/5005]"),
+    ("MindSpore-models/ace23bb8/resnet50_imagenet_8p_lossmonitor.excerpt.log", "epoch: 2 step: 5004"),
 ])
-def test_lines_of_real_programs_look_like_progress(line):
-    assert recognise.RATE.search(line) or recognise.COUNTER.search(line)
+def test_lines_of_real_programs_look_like_progress(log, needle):
+    line = next(ln for ln in (REAL / log).read_text(errors="replace").splitlines() if needle in ln)
+    assert recognise.RATE.search(line) or recognise.COUNTER.search(line), line
 
 
 def test_noise_does_not_look_like_progress():

@@ -127,7 +127,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 
 def cmd_collect(args) -> int:
-    if args.explain:  # one run's figures and status, where they come from; nothing is written
+    if args.explain is not None:  # one run's figures and status, where they come from; nothing is written
         from dlperf_slurm import explain
 
         print(explain.explain(gather(args), args.explain))

@@ -177,10 +177,6 @@ _BERT2020_FIG = re.compile(r"\bspeed: (" + _NUM + r")\(sec/batch\), (" + _NUM + 
 _NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 
-def _wanted(text: str) -> bool:
-    return "train: epoch" in text or "step: " in text or "[train], epoch: " in text or "(sentences/sec)" in text
-
-
 def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     stamps, iso = lp.EpochClock(), lp.IsoClock()
@@ -197,6 +193,22 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             st["epoch"], st["last"] = epoch, 0
         st["last"] = max(st["last"], it)
         return st["offset"] + it
+
+    def add(form: str, step: int, t: float | None, seconds: float | None, speed: float | None,
+            loss: re.Match | None) -> int:
+        """One step read in format ``form``: timed at its stamp ``t``, else on the clock of the printed intervals
+        (``seconds`` since the previous step read)."""
+        if t is not None:
+            st["stamps"] += 1
+        elif seconds is not None:
+            st["clock"] += seconds
+            st["timed"] += 1
+            t = st["clock"]
+        st["forms"].add(form)
+        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
+                   span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
+        st["prev"] = step
+        return lp.CONSUMED
 
     def models(m: re.Match, text: str, final: bool) -> int:
         if int(m.group(1)) != 0:
@@ -218,18 +230,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
         stamp = _MODELS_STAMP.search(text)
         t = iso.seconds(stamp.group(1)) if stamp else None
-        if t is not None:
-            st["stamps"] += 1
-        elif seconds is not None:
-            st["clock"] += seconds
-            st["timed"] += 1
-            t = st["clock"]
-        st["forms"].add("oneflow-models")
-        loss = _LOSS.search(text, m.end())
-        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
-        st["prev"] = step
-        return lp.CONSUMED
+        return add("oneflow-models", step, t, seconds, speed, _LOSS.search(text, m.end()))
 
     def bert2020(m: re.Match, text: str) -> int:
         fig = _BERT2020_FIG.search(text, m.end())
@@ -238,20 +239,10 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         step = int(m.group(1)) + 1  # the 0-based iteration index
         if step <= st["prev"]:
             return lp.CONSUMED
-        span = step - st["prev"]
         seconds, speed = lp.to_float(fig.group(1)), lp.to_float(fig.group(2))
         if seconds is not None and not seconds > 0:
             seconds = None
-        if seconds is not None:
-            st["clock"] += seconds
-            st["timed"] += 1
-        st["forms"].add("bert-2020")
-        loss = _LOSS.search(text, m.end())
-        window.add(step, st["clock"] if seconds is not None else None, speed=speed,
-                   loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=step - span if seconds is not None else None, span_seconds=seconds)
-        st["prev"] = step
-        return lp.CONSUMED
+        return add("bert-2020", step, None, seconds, speed, _LOSS.search(text, m.end()))
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if "(sentences/sec)" in text:
@@ -279,26 +270,14 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.NOT_MINE  # then reads the record alone
         if step <= st["prev"]:  # a print already read (the same record twice: a log and its echo) adds nothing
             return lp.CONSUMED
-        loss = _LOSS.search(body)
         span = step - st["prev"]  # the printed figure is the global samples/s over these steps
         speed = lp.to_float(fig.group(1))
         seconds = span * gb / speed if speed is not None and speed > 0 else None
         t = stamps.seconds(fig.group(2)) if fig.group(2) else None
-        if t is not None:
-            st["stamps"] += 1
-        elif seconds is not None:
-            st["clock"] += seconds
-            st["timed"] += 1
-            t = st["clock"]
-        st["forms"].add(form)
-        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
-        st["prev"] = step
-        return lp.CONSUMED
+        return add(form, step, t, seconds, speed, _LOSS.search(body))
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),
-                       wanted=_wanted,
-                       block_needles=_NEEDLES).run(lines)
+                       needles=_NEEDLES).run(lines)
     extra: dict[str, Any] = {"formats": sorted(st["forms"])}
     extra["clock"] = "print stamps" if st["stamps"] else "sum of the printed intervals (batch x steps / samples/s)"
     if st["stamps"] and st["timed"]:

@@ -93,6 +93,20 @@ def _starts(text: str) -> bool:
     return "Epoch: [" in text
 
 
+def _record(steps: dict, epoch: int, index: int, batches: int, t: float | None) -> list | None:
+    """The record of step ``(epoch, index)`` (new when unseen; None past :data:`_MAX_STEPS`), with one rank's
+    time ``t`` added to it."""
+    rec = steps.get((epoch, index))
+    if rec is None:
+        if len(steps) >= _MAX_STEPS:
+            return None
+        rec = steps[(epoch, index)] = [0.0, 0, None, batches, 0.0, 0]
+    if t is not None and lp.finite(t) and t >= 0:
+        rec[0] += t
+        rec[1] += 1
+    return rec
+
+
 def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: dict) -> int:
     """A torchvision MetricLogger line (``m`` its match): one step of rank 0."""
     epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -103,14 +117,9 @@ def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: dict) -> int:
     mem = lp.to_float(m.group(6)) if m.group(6) else None
     if mem is not None and lp.finite(mem) and mem > 0:
         st["mem"] = max(st.get("mem", 0.0), mem)
-    rec = steps.get((epoch, index))
+    rec = _record(steps, epoch, index, batches, t)
     if rec is None:
-        if len(steps) >= _MAX_STEPS:
-            return lp.CONSUMED
-        rec = steps[(epoch, index)] = [0.0, 0, None, batches, 0.0, 0]
-    if t is not None and lp.finite(t) and t >= 0:
-        rec[0] += t
-        rec[1] += 1
+        return lp.CONSUMED
     if ips is not None and (v := lp.to_float(ips.group(1))) is not None and lp.finite(v) and v > 0:
         rec[4] += v
         rec[5] += 1
@@ -144,14 +153,9 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if index == 0:
             st["zero"] = True
         loss = _LOSS.search(text, m.end())
-        rec = steps.get((epoch, index))
+        rec = _record(steps, epoch, index, batches, t)
         if rec is None:
-            if len(steps) >= _MAX_STEPS:
-                return lp.CONSUMED
-            rec = steps[(epoch, index)] = [0.0, 0, None, batches, 0.0, 0]
-        if t is not None and lp.finite(t) and t >= 0:
-            rec[0] += t
-            rec[1] += 1
+            return lp.CONSUMED
         if loss:
             rec[2] = lp.to_float(loss.group(1))
         return lp.CONSUMED
