@@ -32,9 +32,9 @@ class Health:
 class Provenance:
     """What a job records of its environment and how open the files a campaign writes are (``[provenance]`` of
     the site file or the matrix). ``env_allow``/``env_deny``: fnmatch patterns of environment variable names added
-    to / taken from the built-in allow-list (:data:`dlperf_slurm.provprobe.ALLOW`; deny wins). ``umask``: the
-    octal umask every file of the campaign is created with (None: the user's); files are never more open than the
-    campaign folder either way."""
+    to / taken from the built-in allow-list (:data:`dlperf_slurm.provprobe.ALLOW`; deny wins). ``umask``: an
+    octal umask every file of the campaign is created with on top of the user's (None: the user's alone); files are
+    never more open than the campaign folder either way."""
 
     env_allow: tuple[str, ...] = ()
     env_deny: tuple[str, ...] = ()

@@ -10,8 +10,9 @@ The environment is recorded by ALLOW-list (:data:`ALLOW`, what explains performa
 geometry, threads, transports, the frameworks' tuning flags, library paths, loaded modules, proxies), narrowed by
 :data:`DENY` and by the site's ``[provenance] env_deny``, widened by its ``env_allow``. A name that reads like a
 credential is recorded as ``<redacted>`` even when allowed; a value is masked wherever it holds something shaped
-like a credential (URL userinfo, a JWT, a ``Bearer``/``Basic`` header, an AWS key id, a PEM block, a long random
-token): :func:`mask`.
+like a credential (URL userinfo, a JWT, a ``Bearer``/``Basic`` header, an AWS key id, a PEM block, a token known by
+its prefix: GitHub, GitLab, Slack, Hugging Face, npm; the value of an option named like one, a long random token):
+:func:`mask`.
 """
 
 import json
@@ -52,13 +53,25 @@ _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*-----.*?(-----END [A-Z0-9 ]*-----|$)", 
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")
 _AUTH_HEADER = re.compile(r"(?i)\b(bearer|basic|token|digest)(\s+|=|:)[^\s,;]+")
 _AWS_ID = re.compile(r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b")
-# a run of token characters ('-' and '.' end a run: GPU UUIDs, versions, host names and paths stay readable)
-_RUN = re.compile(r"[A-Za-z0-9_+/=]{20,}")
+# tokens known by their prefix, whose bodies the run rule below can miss ('-' inside a GitLab or Slack token,
+# Hugging Face's letters-only body): GitHub, GitLab, Slack, Hugging Face, npm
+_PREFIXED = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w.-]{20,}|xox[abeoprs]-[\w-]{10,}"
+                       r"|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{30,})")
+# an option of a command named like a credential: its value (``--hub_token X``, ``--wandb-api-key=X``)
+# (the name ends with the credential word, and a bare ``token`` counts only after a word saying whose: ``--max_tokens``,
+# ``--tokenizer_name``, ``--pad_token``, ``--sort-key`` keep their values)
+_SECRET_OPTION = re.compile(r"(?i)(--?(?:token|(?:[\w-]*[-_])?(?:(?:hub|auth|access|api|hf|bot|private|session|secret"
+                            r"|github|gitlab|wandb)[-_]?token|secret|passw(?:or)?d|(?:api|access|secret)[-_]?key)))"
+                            r"(=|\s+)(?!-)[^\s,;]+")
+# a run of token characters ('-' and '.' end a run: GPU UUIDs, versions, host names and paths stay readable; '='
+# only as base64's padding, so `name=value` is two runs)
+_RUN = re.compile(r"[A-Za-z0-9_+/]{20,}=*")
 
 
-def _token_like(run: str) -> bool:
-    """A long run of token characters that is no path: mixed-case letters and digits, or 32+ hex digits."""
-    if run.startswith("/"):
+def _token_like(run: str, before: str = "") -> bool:
+    """A long run of token characters that is no path, no hex number (``0x...``: Slurm's CPU masks) and no content
+    digest (``sha256:...``): mixed-case letters and digits, or 32+ hex digits."""
+    if run.startswith("/") or re.fullmatch(r"0x[0-9a-fA-F]+", run) or before.endswith(("sha256:", "sha512:")):
         return False
     if re.fullmatch(r"[0-9a-fA-F]{32,}", run):
         return True
@@ -72,7 +85,10 @@ def mask(value: str) -> str:
     v = _JWT.sub(REDACTED, v)
     v = _AUTH_HEADER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, v)
     v = _AWS_ID.sub(REDACTED, v)
-    return _RUN.sub(lambda m: REDACTED if _token_like(m.group(0)) else m.group(0), v)
+    v = _PREFIXED.sub(REDACTED, v)
+    v = _SECRET_OPTION.sub(lambda m: m.group(1) + m.group(2) + REDACTED, v)
+    return _RUN.sub(lambda m: REDACTED if _token_like(m.group(0), v[max(0, m.start() - 7):m.start()])
+                    else m.group(0), v)
 
 
 def allowed(name: str, allow=(), deny=()) -> bool:
@@ -104,9 +120,10 @@ def _version(dist):
         return None
 
 
+#: Distributions that are a framework (the System section's split: :mod:`dlperf_slurm.system`); the rest, libraries.
 FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
-              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax", "jaxlib")
-LIBRARIES = ("torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
+              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
+LIBRARIES = ("jaxlib", "torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
              "nvidia-dali-cuda120", "mpi4py", "numpy", "dlperf_slurm")
 
 

@@ -25,12 +25,12 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import events as ev
+from dlperf_slurm import provprobe
 
 SCHEMA = "dlperf_slurm.system/1"
 
-#: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries).
-FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
-              "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
+#: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries): the probe's.
+FRAMEWORKS = provprobe.FRAMEWORKS
 #: The fields of a node's description, in the order the markdown shows them.
 FIELDS = ("gpu", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container", "modules",
           "partition", "qos", "program", "tool")
@@ -108,17 +108,19 @@ def describe(runs: Iterable[Any]) -> dict[str, Any] | None:
         node_groups.append({"nodes": sorted(g["nodes"]), "runs": len(g["runs"]),
                             "gpu": {**(gpu or {"model": None, "count": 0}), "driver": d.pop("driver")}, **d})
     differs = []
-    for field in FIELDS:
-        values: Counter[str] = Counter(_key(desc[field]) for _, _, desc in records)
+    for field in FIELDS:  # from the groups (each one description, weighed by its records), in order of appearance
+        values: Counter[str] = Counter()
+        for g in groups.values():
+            values[_key(g["desc"][field])] += g["records"]
         if len(values) < 2:
             continue
         majority = values.most_common(1)[0][0]
         where: dict[str, dict[str, set]] = defaultdict(lambda: {"nodes": set(), "runs": set()})
-        for run, host, desc in records:
-            k = _key(desc[field])
+        for g in groups.values():
+            k = _key(g["desc"][field])
             if k != majority:
-                where[k]["nodes"].add(host)
-                where[k]["runs"].add(run)
+                where[k]["nodes"] |= g["nodes"]
+                where[k]["runs"] |= g["runs"]
         for k, w in sorted(where.items()):
             differs.append({"field": field, "majority": json.loads(majority), "value": json.loads(k),
                             "nodes": sorted(w["nodes"]), "runs": sorted(w["runs"])})

@@ -1,36 +1,24 @@
 """What a campaign ran on, as ``{name: version}`` (driver, CUDA, NCCL, frameworks, container, ...): from the System
-object a collect makes (:mod:`dlperf_slurm.system`, ``"system"`` in ``summaries/<name>.json``) when there is
-one, else from the runs' provenance. The results store keeps them per cell
+object a collect makes (:mod:`dlperf_slurm.system`, ``"system"`` in ``summaries/<name>.json``), else (a caller
+that has none) from the runs' provenance. The results store keeps them per cell
 (:mod:`dlperf_slurm.store`), ``history`` names what changed between campaigns, the HTML report shows them.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 
 def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str, str]:
-    """What a campaign ran on, as ``{name: version}``: from the summary's System object when there is one (its
-    majority node group: :func:`_flat_versions`), else the most frequent of its runs' provenance (the job event's
-    package versions, the GPUs' model and driver, the container image)."""
-    if system:
-        return _flat_versions(system)
-    tally: dict[str, Counter[str]] = {}
-    for r in runs:
-        p = getattr(r, "provenance", None) or {}
-        facts = {k: str(v) for k, v in (p.get("versions") or {}).items() if v is not None}
-        for line in p.get("gpus") or ():
-            parts = [x.strip() for x in str(line).split(",")]
-            if len(parts) >= 3:
-                facts.setdefault("gpu", parts[1])
-                facts.setdefault("driver", parts[2])
-        if p.get("container_image"):
-            facts["container"] = str(p["container_image"])
-        for k, v in facts.items():
-            tally.setdefault(k, Counter())[v] += 1
-    return {k: c.most_common(1)[0][0] for k, c in sorted(tally.items())}
+    """What a campaign ran on, as ``{name: version}``: the majority node group of the summary's System object
+    (:func:`_flat_versions`); a caller without one gets the System object of ``runs`` (:func:`system_section`'s
+    reading of their provenance, older job events included)."""
+    if not system:
+        from dlperf_slurm import system as sysmod
+
+        system = sysmod.describe(runs)
+    return _flat_versions(system) if system else {}
 
 
 def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
@@ -63,12 +51,11 @@ def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
 
 
 def system_section(result: Any) -> dict[str, Any] | None:
-    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``:
-    :func:`dlperf_slurm.system.describe`); when it gives none, the runs' provenance stands in
-    (:func:`versions_of`)."""
-    from dlperf_slurm.system import describe
+    """The collect's System object (what ``summaries/<name>.json`` holds as ``system``: :mod:`dlperf_slurm.system`);
+    None for a collect without runs."""
+    from dlperf_slurm import system
 
-    return describe(result.runs)
+    return system.describe(result.runs)
 
 
 def partition_of(system: dict[str, Any] | None) -> str:

@@ -42,6 +42,12 @@ CREDENTIALS: tuple[tuple[str, str, str, str], ...] = (
     ("UCX_REMOTE_ID", "AKIAJQ3EXAMPLEUCXKEY", "AKIAJQ3EXAMPLEUCXKEY", "AWS key id under UCX_*"),
     ("CUDA_CACHE_ID", "9fQ2xLr8Tz4Wm6Kp1Hs3Jd5Vb7Nc0Ga2Ye4Uo6Ii8", "9fQ2xLr8Tz4Wm6Kp1Hs3Jd5Vb7Nc0Ga2Ye4Uo6Ii8",
      "long random token under CUDA_*"),
+    ("TORCH_HUB_GITLAB", "glpat-3N2kq_LpR9sYtZ-AbCdE", "glpat-3N2kq_LpR9sYtZ-AbCdE",
+     "GitLab PAT with '-' under TORCH_*"),
+    ("HOROVOD_NOTIFY_BOT", "xoxb-123456789012-1234567890123-kqzvhwbdmtlrpxnsgfjcyeau",
+     "xoxb-123456789012-1234567890123-kqzvhwbdmtlrpxnsgfjcyeau", "Slack bot token (lower-case body) under HOROVOD_*"),
+    ("NCCL_PLUGIN_HF", "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", "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",
+     "Hugging Face token (letters only) under NCCL_*"),
     ("TF_VAR_db_admin", "Tf4dm1nPw", "Tf4dm1nPw", "Terraform variable under TF_* (plain password)"),
     ("SSH_PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n"
      "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "PEM"),

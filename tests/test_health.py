@@ -22,7 +22,7 @@ from dlperf_slurm.schedulers.local import LocalScheduler
 from dlperf_slurm.schedulers.slurm import options
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import REPO, cli  # noqa: E402
+from testlib import REPO, cli, tiny_matrix_text  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------ the math
 
@@ -216,22 +216,7 @@ def test_the_real_gloo_probe_on_this_machine(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ matrix, script
 
-MX = """
-suite = "pytorch-ddp/resnet50"
-name = "h"
-[axes]
-devices = ["1x2"]
-batch_size = [2]
-[options]
-tiny = true
-threads = 1
-[measure]
-repeats = 1
-warmup_steps = 1
-measure_steps = 2
-[slurm]
-gpu_request = "none"
-"""
+MX = tiny_matrix_text("h", "1x2")
 
 
 def _write(tmp_path: Path, text: str, name: str = "h.toml") -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import cli, cluster_up, wait_campaign, wait_until  # noqa: E402
+from testlib import cli, cluster_up, tiny_matrix_text, wait_campaign, wait_until  # noqa: E402
 
 from dlperf_slurm import events, manifest  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
@@ -22,25 +22,7 @@ from dlperf_slurm.model import Status  # noqa: E402
 _why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
 
-MATRIX = """suite = "pytorch-ddp/resnet50"
-name = "{name}"
-[axes]
-devices = ["{devices}"]
-batch_size = [2]
-[options]
-tiny = true
-threads = 1
-[measure]
-repeats = 1
-warmup_steps = 1
-measure_steps = 2
-[slurm]
-time = "00:05:00"
-gpu_request = "none"
-[environment.env]
-GLOO_SOCKET_IFNAME = "lo"
-{health}
-"""
+ENV = '[environment.env]\nGLOO_SOCKET_IFNAME = "lo"\n'
 
 
 def _health_event(log: Path) -> dict:
@@ -59,7 +41,7 @@ def site(tmp_path_factory):
     for name, devices, health in (("hok", "2x1", ""),
                                   ("hbad", "1x2", "[health]\nmin_busbw_gbs = 1e9  # no run can meet it")):
         mx = root / f"{name}.toml"
-        mx.write_text(MATRIX.format(name=name, devices=devices, health=health))
+        mx.write_text(tiny_matrix_text(name, devices, slurm='time = "00:05:00"\n', extra=f"{ENV}{health}\n"))
         out[name] = (mx, cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site"))
     return out
 

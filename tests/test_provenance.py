@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import secretlib  # noqa: E402
-from testlib import cli  # noqa: E402
+from testlib import cli, tiny_matrix_text  # noqa: E402
 
 from dlperf_slurm import events as ev  # noqa: E402
 from dlperf_slurm import matrix, provprobe  # noqa: E402
@@ -38,6 +38,11 @@ KEPT = {
     "SLURM_JOB_NODELIST": "gpu-a100-[001-004]", "SLURM_JOB_PARTITION": "gpu", "SLURM_CPUS_PER_TASK": "12",
     "LOADEDMODULES": "cuda/12.2.0:cudnn/8.9.2.26-12:nccl/2.18.3-1", "HTTPS_PROXY": "http://proxy.example.org:3128",
     "PATH": "/sw/apps/python/3.11/bin:/usr/local/bin:/usr/bin:/bin",
+    # as real jobs printed them: Slurm's CPU mask of a 256-CPU node (open-mpi/ompi#7806), CoreWeave's NCCL/UCX
+    # settings (coreweave/nccl-tests#17), an image pinned by its digest
+    "SLURM_CPU_BIND": "quiet,mask_cpu:0x" + "F" * 64, "SLURM_CPU_BIND_LIST": "0x" + "F" * 64,
+    "UCX_NET_DEVICES": "ibp0:1,ibp1:1,ibp2:1,ibp3:1,ibp4:1,ibp5:1,ibp6:1,ibp7:1", "NCCL_PROTO": "^LL128",
+    "DLPERF_IMAGE": "nvcr.io/nvidia/pytorch@sha256:5c3b8e5e39b42e3cbb8cea9a8b2e45d3e3c0d8f1e2a7b4c6d9e0f1a2b3c4d5e6",
 }
 LEFT_OUT = {"HOME": "/home/alice", "USER": "alice", "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.1", "EDITOR": "vim",
             "SLURM_JOB_USER": "alice", "PS1": "$ "}
@@ -61,6 +66,19 @@ def test_what_explains_performance_is_recorded_as_it_is():
     ("Authorization: Bearer abc.def-ghi", "Authorization: Bearer <redacted>"),
     ("--key AKIAIOSFODNN7EXAMPLE", "--key <redacted>"),
     ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.sig_nature-x", "<redacted>"),
+    # tokens known by their prefix, as their services issue them ('-' inside, lower-case or letters-only bodies)
+    ("glpat-3N2kq_LpR9sYtZ-AbCdE", "<redacted>"),
+    ("github_pat_11abcdefg0abcdefghijkl_abcdefghijklmnopqrstuvwxyz0123456789", "<redacted>"),
+    ("xoxb-123456789012-1234567890123-kqzvhwbdmtlrpxnsgfjcyeau", "<redacted>"),
+    ("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", "<redacted>"),
+    # an option named like a credential (transformers' --hub_token; a W&B key is 40 hex digits after '=')
+    ("run_clm.py --push_to_hub --hub_token abc123 --fp16", "run_clm.py --push_to_hub --hub_token <redacted> --fp16"),
+    ("train.py --wandb-api-key=3f1c9a7e5b2d4c6a8e0f1b3d5c7a9e2f4b6d8c0a", "train.py --wandb-api-key=<redacted>"),
+    # what is no credential stays as it is: tuning options, a CPU mask, an image digest
+    ("train.py --max_tokens 4096 --tokenizer_name gpt2 --pad_token '<pad>' --sort-key loss --use_auth_token --fp16",
+     "train.py --max_tokens 4096 --tokenizer_name gpt2 --pad_token '<pad>' --sort-key loss --use_auth_token --fp16"),
+    ("quiet,mask_cpu:0x" + "F" * 64, "quiet,mask_cpu:0x" + "F" * 64),
+    ("nvcr.io/nvidia/pytorch@sha256:" + "5c3b8e5e" * 8, "nvcr.io/nvidia/pytorch@sha256:" + "5c3b8e5e" * 8),
 ])
 def test_mask_value_shapes(value, masked):
     assert provprobe.mask(value) == masked
@@ -84,25 +102,8 @@ def test_site_extends_and_narrows_the_list(tmp_path):
 
 def _matrix(tmp_path: Path, name: str, extra: str = "") -> Path:
     p = tmp_path / f"{name}.toml"
-    p.write_text(f'''suite = "pytorch-ddp/resnet50"
-name = "{name}"
-[axes]
-devices = ["1x1"]
-batch_size = [2]
-precision = ["fp32"]
-xla = [false]
-[options]
-tiny = true
-threads = 1
-[measure]
-repeats = 1
-warmup_steps = 1
-measure_steps = 2
-[slurm]
-gpu_request = "none"
-[health]
-enabled = false
-{extra}''')
+    p.write_text(tiny_matrix_text(name, axes='precision = ["fp32"]\nxla = [false]\n',
+                                  extra="[health]\nenabled = false\n" + extra))
     return p
 
 
@@ -180,6 +181,29 @@ def test_site_umask_and_campaign_folder_bound_every_file(tmp_path):
     opened = {str(q): oct(stat.S_IMODE(q.stat().st_mode)) for q in paths if stat.S_IMODE(q.stat().st_mode) & 0o077}
     assert not opened
     assert stat.S_IMODE((logs / "private").stat().st_mode) == 0o700
+
+
+def test_a_site_umask_never_opens_files_past_the_users_own(tmp_path):
+    """Your umask 077, the site's 022, the campaign folder already there and 755: the scripts and markers submit
+    writes and the log the job writes are all no more open than your own umask (the job's umask line once replaced
+    yours: its log was 644 beside 600 scripts)."""
+    site = tmp_path / "site.toml"
+    site.write_text('[provenance]\numask = "022"\n')
+    mx = _matrix(tmp_path, "mine")
+    logs = tmp_path / "logs"
+    (logs / "mine").mkdir(parents=True)
+    (logs / "mine").chmod(0o755)
+    old = os.umask(0o077)
+    try:
+        p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", "--site", str(site),
+                cwd=tmp_path)
+    finally:
+        os.umask(old)
+    assert p.returncode == 0, p.stdout + p.stderr
+    [log] = (logs / "mine").glob("1n1g/*.log")
+    [script] = (logs / "mine").glob("1n1g/*.sbatch")
+    assert {q.name: oct(stat.S_IMODE(q.stat().st_mode) & 0o077) for q in (log, script)} == {log.name: "0o0",
+                                                                                            script.name: "0o0"}
 
 
 def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):

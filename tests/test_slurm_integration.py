@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import REPO, TEMPLATES, cli, cluster_up, wait_campaign, wait_until, write_matrix  # noqa: E402
+from testlib import (REPO, TEMPLATES, cli, cluster_up, tiny_matrix_text, wait_campaign, wait_until,  # noqa: E402
+                     write_matrix)
 
 from dlperf_slurm import manifest, outcome, tracking  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
@@ -28,23 +29,7 @@ from dlperf_slurm.model import Status  # noqa: E402
 _why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
 
-MULTINODE = """suite = "pytorch-ddp/resnet50"
-name = "{name}"
-[axes]
-devices = ["2x1"]
-batch_size = [2]
-launcher = ["{launcher}"]
-[options]
-tiny = true
-threads = 1
-[measure]
-repeats = 1
-warmup_steps = 1
-measure_steps = 2
-[slurm]
-time = "00:05:00"
-gpu_request = "none"
-[environment.env]
+MULTINODE_ENV = """[environment.env]
 OMPI_ALLOW_RUN_AS_ROOT = "1"
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1"
 OMPI_MCA_btl = "self,tcp"
@@ -75,7 +60,8 @@ def site(tmp_path_factory):
     out["smoke"] = p
     for launcher in ("mpirun", "torchrun"):
         mx = root / f"mn-{launcher}.toml"
-        mx.write_text(MULTINODE.format(name=f"mn-{launcher}", launcher=launcher))
+        mx.write_text(tiny_matrix_text(f"mn-{launcher}", "2x1", axes=f'launcher = ["{launcher}"]\n',
+                                        slurm='time = "00:05:00"\n', extra=MULTINODE_ENV))
         out[f"mn-{launcher}"] = cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site")
     for variant in ("sacct", "nosacct"):
         mx = write_matrix(root, name=f"life-{variant}", modes=("ok", "fail", "sleep"), repeats=2,

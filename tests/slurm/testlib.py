@@ -1,4 +1,5 @@
-"""Helpers shared by the submission tests (tests/test_{scheduler,campaign,executors,slurm_integration}.py)."""
+"""Helpers shared by the submission tests (tests/test_{scheduler,campaign,executors,slurm_integration}.py, and the
+health and provenance tests' tiny matrices)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,14 @@ gpu_request = "none"
 {slurm_extra}
 {extra}
 """
+
+
+def tiny_matrix_text(name: str, devices: str = "1x1", *, axes: str = "", slurm: str = "", extra: str = "") -> str:
+    """A matrix of the built-in workload at its smallest (the tiny model, one thread, one repeat of one warm-up and
+    two measured steps, no GPU asked for): ``axes`` lines join [axes], ``slurm`` lines [slurm]; ``extra`` follows."""
+    return (f'suite = "pytorch-ddp/resnet50"\nname = "{name}"\n[axes]\ndevices = ["{devices}"]\nbatch_size = [2]\n'
+            f"{axes}[options]\ntiny = true\nthreads = 1\n[measure]\nrepeats = 1\nwarmup_steps = 1\nmeasure_steps = 2\n"
+            f'[slurm]\n{slurm}gpu_request = "none"\n{extra}')
 
 
 def write_matrix(directory: Path, **kw) -> Path:
