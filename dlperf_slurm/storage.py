@@ -59,6 +59,7 @@ def storage_problem(err: BaseException) -> str:
 #: tab/newline/CR/ESC/backspace, invalid UTF-8) is not text (garbage, a binary written over it)
 NOT_TEXT_SHARE = 0.3
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x1b\x08\x0c")
+_TEXT_BYTES = bytes(b for b in range(256) if b >= 32 or b in _TEXT_CONTROLS)  # deleted: what is left is binary
 
 
 def unreadable(path: str | Path) -> str:
@@ -73,8 +74,9 @@ def unreadable(path: str | Path) -> str:
         return f"the log cannot be read ({err.strerror or type(err).__name__}: {path})"
     if not head:
         return ""
-    bad = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
-    bad += head.decode("utf-8", errors="replace").count("\ufffd")
+    bad = len(head.translate(None, _TEXT_BYTES))  # in C: a byte at a time in Python cost 1 ms a log
+    if not head.isascii():
+        bad += head.decode("utf-8", errors="replace").count("\ufffd")
     if bad > NOT_TEXT_SHARE * len(head):
         return (f"the log is not text ({100 * bad // len(head)}% of its first {len(head):,} bytes are binary): "
                 "garbage or a binary written over it")

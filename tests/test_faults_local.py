@@ -359,3 +359,32 @@ def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), env=env, cwd=tmp_path)
     assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path):
+    """storage.unreadable counts binary bytes in C (translate): it must call the same heads text or not as the rule
+    read a byte at a time (C0 controls but tab/newline/CR/ESC/backspace/form feed, plus invalid UTF-8), on both
+    sides of its 30 % line, with real text, UTF-8 text and random bytes mixed."""
+    import random
+
+    from dlperf_slurm import storage
+
+    def by_rule(head: bytes) -> bool:
+        bad = sum(1 for b in head if b < 32 and b not in b"\t\n\r\x1b\x08\x0c")
+        bad += head.decode("utf-8", errors="replace").count("\ufffd")
+        return bad > storage.NOT_TEXT_SHARE * len(head)
+
+    rng = random.Random(5)
+    text = (Path(__file__).read_text() + "überall ünïcödé ✓\n").encode()
+    seen = set()
+    for k in range(300):
+        share = k / 300
+        head = bytearray(text[:4000])
+        for i in rng.sample(range(len(head)), int(share * len(head))):
+            head[i] = rng.randrange(256) if k % 2 else rng.choice(b"\x00\x01\x07\x0b\x1f\xff\xc3")
+        p = tmp_path / f"{k}.log"
+        p.write_bytes(bytes(head))
+        got = "not text" in storage.unreadable(p)
+        assert got == by_rule(bytes(head)), (k, share)
+        seen.add(got)
+    assert seen == {True, False}
