@@ -206,9 +206,9 @@ def main() -> None:
                     "TF2 logs (bench/peer.py)")
     ap.add_argument("--peer-runs", type=int, default=1000, help="--peer: runs per shape (6 shapes)")
     ap.add_argument("--peer-kb", type=int, default=41, help="--peer: size of a log")
-    ap.add_argument("--repeat", type=int, default=3, help="--peer: runs of each command; the best is printed")
-    ap.add_argument("--code", type=Path, default=ROOT, help="--peer: the checkout whose collect is timed (an older "
-                    "one, for before and after)")
+    ap.add_argument("--repeat", type=int, default=3, help="--peer: rounds of the commands; the best of each is printed")
+    ap.add_argument("--code", type=Path, action="append", help="--peer: a checkout whose collect is timed (again for "
+                    "another: before and after, side by side in one run; default: this one)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_collect_"))
@@ -216,7 +216,7 @@ def main() -> None:
         if args.peer:
             import peer
 
-            peer.run(tmp, args.peer_runs, args.peer_kb, args.repeat, args.code.resolve())
+            peer.run(tmp, args.peer_runs, args.peer_kb, args.repeat, [c.resolve() for c in args.code or [ROOT]])
             return
         t = time.perf_counter()
         trees, files, total = generate(tmp / "logs", args.runs, args.kb_per_run)

@@ -147,55 +147,66 @@ def make_tree(root: Path, runs_per_shape: int, kb_per_run: int) -> tuple[int, in
     return files, total, DLPERF_PUBLISHED
 
 
-def _best(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float, str]:
-    """The best wall time of ``repeat`` runs of ``cmd`` (other work on the machine only slows a run down), the
-    best CPU time (user + system, its worker processes included), the stdout of the fastest."""
-    best, cpu, out = float("inf"), float("inf"), ""
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False)
-        dt = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if r.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
-        cpu = min(cpu, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if dt < best:
-            best, out = dt, r.stdout
-    return best, cpu, out
+def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """One run of ``cmd``: its wall time, its CPU time (user + system, its worker processes included), its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"], check=False)
+    dt = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    return dt, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, r.stdout
 
 
-def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, code: Path = ROOT) -> None:
-    """Write the tree under ``tmp``, time the extractor and ``collect --from`` (that of the checkout ``code``)."""
+def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, codes: list[Path] | None = None) -> None:
+    """Write the tree under ``tmp``, time the extractor and ``collect --from`` of each checkout in ``codes`` (default:
+    this one; several: before and after, in the same run). The commands take turns, ``repeat`` rounds (load on the
+    machine then slows each alike); each row is its best wall time and its best CPU time."""
+    codes = codes or [ROOT]
     tree = tmp / "rn50"
     t = time.perf_counter()
     files, total, published = make_tree(tree, runs_per_shape, kb_per_run)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"--peer: {files} DLPerf-format TF2 ResNet-50 logs ({len(SHAPES)} shapes x {runs_per_shape}), "
           f"{total / 1e6:.0f} MB, written in {time.perf_counter() - t:.1f} s; {cpus} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; best of {repeat} runs each, warm page cache; collect of {code}")
+          f"{os.getloadavg()[0]:.1f}; best of {repeat} rounds (the commands take turns), warm page cache")
     subprocess.run(f"cat {tree}/*/*.log > /dev/null", shell=True, check=False)
-    env = {**os.environ, "PYTHONPATH": str(code)}
     py = sys.executable
-    peer_s, peer_cpu, peer_out = _best([py, "-c", PEER, str(tree)], repeat, env)
-    peer = json.loads(peer_out.split("JSON ", 1)[1])
-    rows = [("DLPerf's extract_tensorflow_logs_time.py loop (re-implemented)", peer_s, peer_cpu, None)]
-    medians: dict[str, dict[str, float]] = {}
-    for label, jobs in (("collect --from (default jobs)", []), ("collect --from -j 1", ["-j", "1"])):
-        out = tmp / f"out{len(rows)}"
+    # (label, command, environment, summaries folder or None)
+    cmds: list[tuple[str, list[str], dict[str, str], Path | None]] = [
+        ("DLPerf's extract_tensorflow_logs_time.py loop (re-implemented)", [py, "-c", PEER, str(tree)],
+         {**os.environ, "PYTHONPATH": str(ROOT)}, None)]
+    for code in codes:
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        name = f" [{code.name}]" if len(codes) > 1 else ""
         # --no-store where the code has a results store: the bench must not file its cells in the user's store
         store = ["--no-store"] if "--no-store" in (code / "dlperf_slurm" / "cli.py").read_text() else []
-        cmd = [py, "-m", "dlperf_slurm", "collect", "--from", str(tree), "--suite", "tf2/resnet50", "--no-plots",
-               "-q", "--no-cache", *store, "--out", str(out), *jobs]
-        secs, cpu, printed = _best(cmd, repeat, env)
+        for label, jobs in (("collect --from (default jobs)", []), ("collect --from -j 1", ["-j", "1"])):
+            out = tmp / f"out{len(cmds)}"
+            cmds.append((label + name, [py, "-m", "dlperf_slurm", "collect", "--from", str(tree), "--suite",
+                                        "tf2/resnet50", "--no-plots", "-q", "--no-cache", *store, "--out", str(out),
+                                        *jobs], env, out))
+    best: list[tuple[float, float, str]] = [(float("inf"), float("inf"), "")] * len(cmds)
+    loads = []
+    for _ in range(repeat):
+        loads.append(os.getloadavg()[0])
+        for i, (_label, cmd, env, _out) in enumerate(cmds):
+            secs, cpu, out = _once(cmd, env)
+            b = best[i]
+            best[i] = (min(b[0], secs), min(b[1], cpu), out if secs < b[0] else b[2])
+    peer_s, peer_cpu, peer_out = best[0]
+    peer = json.loads(peer_out.split("JSON ", 1)[1])
+    medians: dict[str, dict[str, float]] = {}
+    print(f"\n{'':72s} {'seconds':>8s} {'x peer':>7s} {'MB/s':>6s} {'CPU s':>6s} {'x peer':>7s}")
+    for (label, _cmd, _env, out), (secs, cpu, printed) in zip(cmds, best):
         said = re.search(r"parsed .*? in [0-9.]+ s(?: \(\d+ processes\))?", " ".join(printed.split()))
-        rows.append((label, secs, cpu, said.group(0) if said else ""))
-        cells = json.loads((out / "rn50.json").read_text())["cells"]
-        medians[label] = {c["shape"]: c["median"] for c in cells}
-    print(f"\n{'':64s} {'seconds':>8s} {'x peer':>7s} {'MB/s':>6s} {'CPU s':>6s} {'x peer':>7s}")
-    for label, secs, cpu, note in rows:
-        print(f"{label:64s} {secs:8.2f} {secs / peer_s:7.2f} {total / 1e6 / secs:6.0f} {cpu:6.2f} "
-              f"{cpu / peer_cpu:7.2f}" + (f"  ({note})" if note else ""))
+        print(f"{label:72s} {secs:8.2f} {secs / peer_s:7.2f} {total / 1e6 / secs:6.0f} {cpu:6.2f} "
+              f"{cpu / peer_cpu:7.2f}" + (f"  ({said.group(0)})" if said else ""))
+        if out is not None:
+            cells = json.loads((out / "rn50.json").read_text())["cells"]
+            medians[label] = {c["shape"]: c["median"] for c in cells}
+    print(f"load average at the start of each round: {', '.join(f'{x:.1f}' for x in loads)}")
     bad = []
     for shape, (median, speedup) in published.items():
         if abs(peer[shape]["median_speed"] - median) > 0.011 or abs(peer[shape]["speedup"] - speedup) > 0.011:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
 from dlperf_slurm.model import ParseContext
-from dlperf_slurm.parsing import blocks, lines, reading
+from dlperf_slurm.parsing import blocks, hsblocks, lines, reading
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
@@ -56,6 +56,16 @@ def both(suite: str, path: Path, ctx: ParseContext, spy: _Spy) -> tuple[str, str
     return repr((fast, _facts(spy.facts[0]))), repr((ref, _facts(spy.facts[1])))
 
 
+@pytest.fixture(autouse=True, params=["hyperscan", "numpy"])
+def scan(request, monkeypatch):
+    """Every comparison twice: blocks of ASCII text scanned by Hyperscan (where the package is installed), then
+    every block by the numpy sieve."""
+    if request.param == "hyperscan" and hsblocks.hyperscan is None:
+        pytest.skip("the hyperscan package is not installed (setup.cfg's fast extra)")
+    monkeypatch.setattr(hsblocks, "ENABLED", request.param == "hyperscan")
+    return request.param
+
+
 @pytest.fixture
 def spy(monkeypatch):
     return _Spy(monkeypatch)
@@ -68,6 +78,22 @@ def test_the_block_path_is_taken_for_a_file(spy, monkeypatch, tmp_path):
     p.write_text("DLL 2020-09-15 14:29:13.473765 - PARAMETER batch_size : 128\n")
     suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(p), ParseContext(1, 1, 128))
     assert taken
+
+
+def test_an_ascii_block_is_scanned_by_hyperscan_where_it_is_installed(scan, monkeypatch, tmp_path):
+    """With the package, a block of ASCII text without "\\r" never reaches the numpy sieve; one with a byte that
+    is not ASCII does."""
+    numpy_blocks = []
+    inner = blocks.BlockLines._numpy_block
+    monkeypatch.setattr(blocks.BlockLines, "_numpy_block", lambda self, *a: numpy_blocks.append(a) or inner(self, *a))
+    p = tmp_path / "x.log"
+    ctx = ParseContext(1, 1, 128, 0, 1)
+    for text, numpy_reads in (("I0826 15:12:50.113950 1 k.py:1] TimeHistory: 1.0 seconds, 2.0 examples/second "
+                               "between steps 0 and 1\n", scan == "numpy"), ("tqdm ▌ 50%\n", True)):
+        numpy_blocks.clear()
+        p.write_text(text)
+        suites.get("tf2/resnet50").parse(lp.read_lines(p), ctx)
+        assert bool(numpy_blocks) == numpy_reads, text
 
 
 @pytest.mark.parametrize("path", FIXTURE_LOGS, ids=[p.name for p in FIXTURE_LOGS])

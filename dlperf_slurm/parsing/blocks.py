@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dlperf_slurm.parsing import hsblocks
 from dlperf_slurm.parsing.reading import MAX_LINE, split_rank, text_lines
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
@@ -93,13 +94,14 @@ class Sieve:
     needs no entry (its lines hold such a byte)."""
 
     def __init__(self, needles: Iterable[str], nocase: Iterable[str] = ()):
+        self.needles, self.nocase = tuple(needles), tuple(nocase)
         codes = np.arange(65536)
         lo = codes & 0xFF
         free = lo >= 0x80  # a pair starting with a byte that is not ASCII: its line is always read; two-byte keys
         first = free.copy()  # what the block is scanned for: a key's first pair, or a free one
         second = np.zeros(65536, dtype=bool)  # a key's second pair
         self.single = bytearray()  # one-byte needles: also looked for as the block's last byte
-        for text, nc in [(n, False) for n in needles] + [(n, True) for n in nocase]:
+        for text, nc in [(n, False) for n in self.needles] + [(n, True) for n in self.nocase]:
             b = text.encode("utf-8")
             if not b or b"\n" in b or b"\r" in b:
                 raise ValueError(f"needle {text!r}: a needle is a non-empty part of one line")
@@ -199,6 +201,8 @@ class BlockLines:
             self.short = (table, short[1])
         self.lines = 0
         self.ranks: set = set()
+        self._db = (hsblocks.database(sieve.needles, sieve.nocase, short)  # Hyperscan's patterns, if installed
+                    if hsblocks.ENABLED else None)
 
     def _rank(self, rank: int | None) -> None:
         if rank is not None and len(self.ranks) < 4096:
@@ -237,6 +241,13 @@ class BlockLines:
             yield line
 
     def _block(self, buf: bytes, end: int, eof: bool) -> Iterator[str]:
+        if self._db is not None:
+            data = buf if end == len(buf) else buf[:end]
+            if data.isascii() and data.find(b"\r") < 0:  # most blocks of most logs: one Hyperscan pass
+                return hsblocks.block_lines(self, self._db, data, _RANK)
+        return self._numpy_block(buf, end, eof)
+
+    def _numpy_block(self, buf: bytes, end: int, eof: bool) -> Iterator[str]:
         a = np.frombuffer(buf, np.uint8, count=end)
         if buf.find(b"\r", 0, end) < 0:
             terms = np.flatnonzero(a == 10)
