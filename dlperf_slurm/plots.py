@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from xml.sax.saxutils import escape as _escape
 
 from dlperf_slurm.rows import CellRow
 from dlperf_slurm.stats import fmt
@@ -26,8 +25,9 @@ FONT = 'font-family="DejaVu Sans, Arial, Helvetica, sans-serif"'
 
 
 def escape(text: str) -> str:
-    """``text`` as XML character data (labels come from users' matrices and logs)."""
-    return _escape(text, {'"': "&quot;"})
+    """``text`` as XML character data (labels come from users' matrices and logs): what xml.sax.saxutils.escape
+    with ``"`` does, whose import (urllib.request, http.client, email, ssl) was 5 % of collect's start-up."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def plottable(cells: Sequence[CellRow], suite: str) -> list[tuple[tuple, list[CellRow]]]:

@@ -34,9 +34,10 @@ except ImportError:  # pragma: no cover - the CI image installs it; tests run bo
 ENABLED = hyperscan is not None and os.environ.get("DLPERF_SLURM_SCAN", "") != "numpy"
 
 NEEDLE, SHORT, LABEL = 0, 1, 2  # what a match found
-# blocks._RANK without its groups (Hyperscan has none), at a line start
-_LABEL = (rb"^(?: [ \t\x0b\x0c\x1c-\x1f]{0,7}[0-9]{1,6}: |[0-9]{1,6}: |\[(?:rank|default)[0-9]{1,6}\]:"
-          rb"|\[[0-9]+,[0-9]{1,6}\]<std(?:out|err)>:|\[[0-9]{1,6}\]<std(?:out|err)>:)")
+# blocks._RANK's forms, at a line start, without its groups (Hyperscan has none); one pattern each: as one
+# alternation they made the scan of a 42 KB log 6 times slower (98 us instead of 17)
+_LABELS = (rb"^ [ \t\x0b\x0c\x1c-\x1f]{0,7}[0-9]{1,6}: ", rb"^[0-9]{1,6}: ", rb"^\[(?:rank|default)[0-9]{1,6}\]:",
+           rb"^\[[0-9]+,[0-9]{1,6}\]<std(?:out|err)>:", rb"^\[[0-9]{1,6}\]<std(?:out|err)>:")
 
 _DBS: dict[tuple, Any] = {}
 
@@ -58,9 +59,9 @@ def database(needles: tuple[str, ...], nocase: tuple[str, ...], short: tuple[str
             exprs.append(rb"^[" + first + rb"][^\n]{0," + str(short[1] - 2).encode() + rb"}$")
             ids.append(SHORT)
             flags.append(hyperscan.HS_FLAG_MULTILINE)
-        exprs.append(_LABEL)
-        ids.append(LABEL)
-        flags.append(hyperscan.HS_FLAG_MULTILINE)
+        exprs += _LABELS
+        ids += [LABEL] * len(_LABELS)
+        flags += [hyperscan.HS_FLAG_MULTILINE] * len(_LABELS)
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         _DBS[key] = db
