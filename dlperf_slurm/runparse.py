@@ -285,8 +285,11 @@ def _read_all(specs: Sequence[RunSpec], jobs: int) -> list[tuple[RunRow, parseca
 
     from dlperf_slurm.parsing import lines
 
-    if lines.BLOCKS:  # numpy, once, before the workers fork
-        from dlperf_slurm.parsing import blocks  # noqa: F401
+    if lines.BLOCKS:  # the block reader's scanner (numpy, when it reads the blocks), once, before the workers fork
+        from dlperf_slurm.parsing import hsblocks
+
+        if not hsblocks.ENABLED:
+            from dlperf_slurm.parsing import npblocks  # noqa: F401
     suites.names()  # every suite module, once
     parsecache.parser_version()
     chunk = max(1, min(256, len(specs) // (jobs * 4)))

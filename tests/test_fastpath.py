@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
 from dlperf_slurm.model import ParseContext
-from dlperf_slurm.parsing import blocks, hsblocks, lines, reading
+from dlperf_slurm.parsing import blocks, hsblocks, lines, npblocks, reading
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
@@ -209,10 +209,10 @@ def test_fuzz_random_bytes_read_the_same_both_ways(tmp_path, spy, monkeypatch, d
 
 def test_sieve_needle_rules():
     with pytest.raises(ValueError):
-        blocks.Sieve(["a\nb"])
+        npblocks.Sieve(["a\nb"])
     with pytest.raises(ValueError):
-        blocks.Sieve([""])
-    s = blocks.Sieve(["DLL", "#"], ["oom-kill"])
+        npblocks.Sieve([""])
+    s = npblocks.Sieve(["DLL", "#"], ["oom-kill"])
     data = b"xx DLL yy\nOOM-KILL\nno\n#"
     hits = set(s.hits(data, len(data)).tolist())
     assert {3, 4} & hits and any(10 <= h < 18 for h in hits) and len(data) - 1 in hits

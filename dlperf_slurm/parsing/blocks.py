@@ -1,7 +1,8 @@
 """The fast path of :class:`~dlperf_slurm.parsing.lines.Scanner` over a log file: read it in large blocks, find the
-lines that can matter with one table lookup per byte pair of the block (numpy), decode only those and hand them to
-the Scanner's own line loop, the reference implementation, which reads them exactly as it would have in a pass
-over every line.
+lines that can matter (a block of ASCII text without ``\\r``: one Hyperscan pass, :mod:`.hsblocks`; any other block,
+or without the ``hyperscan`` package: one table lookup per byte pair, numpy, :mod:`.npblocks`), decode only those
+and hand them to the Scanner's own line loop, the reference implementation, which reads them exactly as it would
+have in a pass over every line.
 
 Which lines can matter (a superset: a line taken needlessly costs time, never a figure):
 
@@ -23,164 +24,26 @@ of the file through the line reader itself (:func:`~dlperf_slurm.parsing.reading
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
-from typing import Any
-
-import numpy as np
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from dlperf_slurm.parsing import hsblocks
-from dlperf_slurm.parsing.reading import MAX_LINE, split_rank, text_lines
+from dlperf_slurm.parsing.reading import MAX_LINE, RANK_BYTES, split_rank, text_lines
 from dlperf_slurm.storage import open_log
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
 
-# Typical noise (NCCL INFO, TensorFlow and absl logging, Python warnings, progress bars): a needle is looked up by
-# the three bytes of it that are rarest here, so that noise seldom hits it.
-_SAMPLE = (b"node1:1234:1250 [3] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7 comm 0x55d5c8 rank 3 "
-           b"nranks 8 cudaDev 3 busId 1a000 - Init COMPLETE NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0> "
-           b"Setting affinity for GPU 3 to ffff,ffffffff Connected all rings via P2P/IPC/read Trees [0] 1/-1/-1->0->-1 "
-           b"NCCL INFO Using network IB cudaDriverVersion 12020 NCCL version 2.18.3+cuda12.2 NET/Plugin : No plugin "
-           b"found (libnccl-net.so), using internal implementation threadThresholds 8/8/64 | 128/8/64 | 512 | 512 "
-           b"2024-01-01 00:00:00.000000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device "
-           b"/job:localhost/replica:0/task:0/device:GPU:2 with 14758 MB memory -> physical GPU (device: 0, name: "
-           b"NVIDIA A100-SXM4-40GB, pci bus id: 0000:07:00.0, compute capability: 8.0) successful NUMA node read "
-           b"I0826 15:12:50.113950 140405777909504 keras_utils.py:133] W0826 cuda_dnn.cc:424] Loaded cuDNN version "
-           b"/usr/lib/python3/dist-packages/torch/cuda/__init__.py:52: UserWarning: CUDA initialization took long "
-           b"libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0 "
-           b" 45%|####5     | 450/1000 [00:12<00:15, 36.12it/s] Epoch 1/90 loading data from /data/imagenet/train "
-           b"warnings.warn( FutureWarning: The default value of the parameter will change in a future version "
-           b"Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA; the "
-           b"memory of the host is sufficient; Allocation of 411041792 exceeds 10% of free system memory. "
-           b"About the output: without a total number of items, the step size of each iteration is set when the data "
-           b"loader starts; the process writes its state to the checkpoint directory at the end of every epoch. "
-           b"I0826 15:12:50.113950 140405777909504 cross_device_ops.py:1130] Collective batch_all_reduce: 161 "
-           b"all-reduces, num_devices = 8, group_size = 8, communication_hint = NCCL, num_packs = 1 "
-           b"mirrored_strategy.py:341] Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:"
-           b"GPU:0',) I tensorflow/stream_executor/platform/default/dso_loader.cc:48] Successfully opened dynamic "
-           b"library libcudart.so.10.1 WARNING:tensorflow:AutoGraph could not transform <function Model."
-           b"make_train_function.<locals>.train_function at 0x7f5c> and will run it as-is. mirrored_strategy.py:500] "
-           b"I tensorflow/core/grappler/optimizers/meta_optimizer.cc:928] Optimization results for grappler item: "
-           b"graph_to_optimize W tensorflow/core/grappler/optimizers/loop_optimizer.cc:906] Skipping loop optimization "
-           b"I tensorflow/core/common_runtime/bfc_allocator.cc:1046] InUse at 7f0b00 of size 1280 next 3")
-_COUNTS: dict[bytes, int] = {}
-for _n in (2, 3):
-    for _i in range(len(_SAMPLE) - _n + 1):
-        _COUNTS[_SAMPLE[_i:_i + _n]] = _COUNTS.get(_SAMPLE[_i:_i + _n], 0) + 1
+
+class Needles(NamedTuple):
+    """What the lines that can matter hold: ``needles`` (case-sensitive), ``nocase`` (in any ASCII case)."""
+
+    needles: tuple[str, ...]
+    nocase: tuple[str, ...]
 
 
-def _variants(part: bytes, nocase: bool) -> list[bytes]:
-    out = [b""]
-    for c in part:
-        ch = bytes([c])
-        out = [o + x for o in out for x in ({ch.lower(), ch.upper()} if nocase else {ch})]
-    return sorted(out)
-
-
-def _key(needle: bytes, nocase: bool) -> bytes:
-    """The 3 bytes of ``needle`` (2 for a 2-byte needle) that, then whose first pair, the sample holds least often
-    (counting every case variant when ``nocase``)."""
-    n = 3 if len(needle) >= 3 else 2
-    parts = [needle[i:i + n] for i in range(len(needle) - n + 1)]
-    return min(parts, key=lambda p: (sum(_COUNTS.get(v, 0) for v in _variants(p, nocase)),
-                                     sum(_COUNTS.get(v, 0) for v in _variants(p[:2], nocase)), p))
-
-
-class Sieve:
-    """Finds, in a block, the positions of a superset of the needles' occurrences and of every byte that is not
-    ASCII, at numpy speed, whatever the number of needles. A needle is known by three of its bytes (its *key*,
-    chosen rare in typical noise): every byte pair of the block is looked up in one table of 65,536 entries (two
-    strided views) that holds each key's first pair, and the few hits are checked against the key's second pair.
-    ``needles`` are case-sensitive, ``nocase`` matched in any ASCII case; a needle with a byte that is not ASCII
-    needs no entry (its lines hold such a byte)."""
-
-    def __init__(self, needles: Iterable[str], nocase: Iterable[str] = ()):
-        self.needles, self.nocase = tuple(needles), tuple(nocase)
-        codes = np.arange(65536)
-        lo = codes & 0xFF
-        free = lo >= 0x80  # a pair starting with a byte that is not ASCII: its line is always read; two-byte keys
-        first = free.copy()  # what the block is scanned for: a key's first pair, or a free one
-        second = np.zeros(65536, dtype=bool)  # a key's second pair
-        self.single = bytearray()  # one-byte needles: also looked for as the block's last byte
-        for text, nc in [(n, False) for n in self.needles] + [(n, True) for n in self.nocase]:
-            b = text.encode("utf-8")
-            if not b or b"\n" in b or b"\r" in b:
-                raise ValueError(f"needle {text!r}: a needle is a non-empty part of one line")
-            if not b.isascii():
-                continue
-            if len(b) == 1:
-                for c in _variants(b, nc):
-                    free[lo == c[0]] = first[lo == c[0]] = True
-                    self.single += c
-                continue
-            for key in _variants(_key(b, nc), nc):
-                first[key[0] | (key[1] << 8)] = True
-                if len(key) == 2:
-                    free[key[0] | (key[1] << 8)] = True
-                else:
-                    second[key[1] | (key[2] << 8)] = True
-        self.free, self.second = free, second
-        self.first = first
-
-    def hits(self, buf: bytes, end: int) -> np.ndarray:
-        """Positions in ``buf[:end]`` where a needle may start, or a byte is not ASCII (in no particular order)."""
-        if end < 2:
-            return np.arange(end) if end and (buf[0] >= 0x80 or buf[0] in self.single) else np.empty(0, np.int64)
-        first = self.first
-        h = np.concatenate((np.flatnonzero(first.take(np.frombuffer(buf, "<u2", count=end // 2))) * 2,
-                            np.flatnonzero(first.take(np.frombuffer(buf, "<u2", count=(end - 1) // 2, offset=1)))
-                            * 2 + 1))
-        if len(h):  # a key's second pair: bytes 1 and 2 (the third one is inside the block)
-            a = np.frombuffer(buf, np.uint8, count=end)
-            b1 = a.take(h + 1).astype(np.uint16)
-            h = h[self.free.take(a.take(h) | (b1 << 8))
-                  | self.second.take(b1 | (a.take(h + 2, mode="clip").astype(np.uint16) << 8))]
-        last = buf[end - 1]
-        if last >= 0x80 or last in self.single:
-            h = np.append(h, end - 1)
-        return h
-
-
-_SIEVES: dict[tuple, Sieve] = {}
-
-
-def sieve(needles: tuple[str, ...], nocase: tuple[str, ...]) -> Sieve:
-    """A cached :class:`Sieve` (a suite's Scanner is made once per log)."""
-    key = (needles, nocase)
-    s = _SIEVES.get(key)
-    if s is None:
-        s = _SIEVES[key] = Sieve(needles, nocase)
-    return s
-
-
-# ------------------------------------------------------------------------------------------- rank labels
-# reading.split_rank's rule in bytes, exact for a label made of ASCII (Python's \s also takes \x1c-\x1f); a line
-# with a byte that is not ASCII that this does not match is read by split_rank itself.
-_RANK = re.compile(rb"(?: [ \t\x0b\x0c\x1c-\x1f]{0,7}([0-9]{1,6}): |([0-9]{1,6}): |\[(?:rank|default)([0-9]{1,6})\]:"
-                   rb"|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>:|\[([0-9]{1,6})\]<std(?:out|err)>:)")
-_LABEL_FIRST = np.zeros(256, dtype=bool)  # first bytes of a line that split_rank looks at
-_LABEL_FIRST[list(b" [0123456789")] = True
-_LABEL_FIRST[0x80:] = True
-_SPAN = 16  # bytes after the first that hold an ASCII label's ": " (" " + 7 spaces + 6 digits + ": ")
-
-
-def _label_starts(a: np.ndarray, starts: np.ndarray, end: int) -> np.ndarray:
-    """The line starts (of ``starts``) that may carry a rank label: a first byte split_rank looks at and, for an
-    ASCII label, ``": "`` where the label form puts it; ``[`` and bytes that are not ASCII always."""
-    first = a[starts]
-    starts = starts[_LABEL_FIRST[first]]
-    if not len(starts):
-        return starts
-    first = a[starts]
-    win = a[np.minimum(starts[:, None] + np.arange(1, _SPAN + 1), end - 1)]
-    colon = (win[:, :-1] == 58) & (win[:, 1:] == 32)  # ": " at offsets 1.._SPAN-1
-    digit = (first >= 48) & (first <= 57)
-    keep = np.where(digit, colon[:, :6].any(axis=1), colon.any(axis=1))
-    keep |= (first == 91) | (first >= 0x80) | (win >= 0x80).any(axis=1)
-    return starts[keep]
-
-
-# ------------------------------------------------------------------------------------------------ reader
+def sieve(needles: tuple[str, ...], nocase: tuple[str, ...]) -> Needles:
+    """The needles a :class:`BlockLines` looks for (each scanner compiles them once a process)."""
+    return Needles(tuple(needles), tuple(nocase))
 
 
 class BlockLines:
@@ -189,20 +52,16 @@ class BlockLines:
     lines and the rank labels (at most 4,096, the first in file order, as the Scanner keeps them). ``pending`` is the
     Scanner's dict of held fragments: while it holds one, every line is yielded."""
 
-    def __init__(self, path: Any, sieve: Sieve, pending: dict, short: tuple[str, int] | None = None):
+    def __init__(self, path: Any, needles: Needles, pending: dict, short: tuple[str, int] | None = None):
         self.path = path
-        self.sieve = sieve
+        self.needles = needles
         self.pending = pending
         # ``short`` (first characters, length): lines whose text (rank label removed) is shorter than ``length`` and
         # starts with one of the characters are yielded too (a suite's records cut short by buffering)
-        self.short: tuple[np.ndarray, int] | None = None
-        if short is not None:
-            table = np.zeros(256, dtype=bool)
-            table[list(short[0].encode("ascii"))] = True
-            self.short = (table, short[1])
+        self.short = short
         self.lines = 0
         self.ranks: set = set()
-        self._db = (hsblocks.database(sieve.needles, sieve.nocase, short)  # Hyperscan's patterns, if installed
+        self._db = (hsblocks.database(needles.needles, needles.nocase, short)  # Hyperscan's patterns, if installed
                     if hsblocks.ENABLED else None)
 
     def _rank(self, rank: int | None) -> None:
@@ -245,84 +104,13 @@ class BlockLines:
         if self._db is not None:
             data = buf if end == len(buf) else buf[:end]
             if data.isascii() and data.find(b"\r") < 0:  # most blocks of most logs: one Hyperscan pass
-                return hsblocks.block_lines(self, self._db, data, _RANK)
+                return hsblocks.block_lines(self, self._db, data, RANK_BYTES)
         return self._numpy_block(buf, end, eof)
 
     def _numpy_block(self, buf: bytes, end: int, eof: bool) -> Iterator[str]:
-        a = np.frombuffer(buf, np.uint8, count=end)
-        if buf.find(b"\r", 0, end) < 0:
-            terms = np.flatnonzero(a == 10)
-            self.lines += len(terms)
-        else:
-            terms = np.flatnonzero((a == 10) | (a == 13))
-            cr = a[terms] == 13
-            crlf = cr[:-1] & (terms[1:] == terms[:-1] + 1) & ~cr[1:]
-            self.lines += len(terms) - int(crlf.sum())
-        partial = buf[end - 1] not in (10, 13)  # only at the end of the file: a last line without an end
-        if partial:
-            self.lines += 1
-        nseg = len(terms) + partial
-        # the lines that can matter: a hit's line is the number of line ends before it
-        cand = np.unique(np.searchsorted(terms, self.sieve.hits(buf, end)))
-        # rank labels, in line order
-        starts = np.concatenate(([0], terms + 1 if partial else terms[:-1] + 1))
-        labelled = _label_starts(a, starts, end)
-        if len(labelled):
-            at, label = self._ranks_of(buf, end, labelled, terms)
-        if self.short is not None:
-            cand = np.union1d(cand, self._short_lines(a, starts, terms, end, partial, at if len(labelled) else None,
-                                                      label if len(labelled) else None))
-        ends = terms.tolist()
-        if partial:
-            ends.append(end)
-        pending = self.pending
-        k = 0
-        for c in cand.tolist():
-            while pending and k < c:  # a held fragment: the Scanner sees every line until it is resolved
-                yield buf[ends[k - 1] + 1 if k else 0:ends[k]].decode("utf-8", "replace")
-                k += 1
-            if c < k:
-                continue
-            yield buf[ends[c - 1] + 1 if c else 0:ends[c]].decode("utf-8", "replace")
-            k = c + 1
-        while pending and k < nseg:
-            yield buf[ends[k - 1] + 1 if k else 0:ends[k]].decode("utf-8", "replace")
-            k += 1
+        from dlperf_slurm.parsing import npblocks  # numpy: imported by the first block that needs it
 
-    def _short_lines(self, a: np.ndarray, starts: np.ndarray, terms: np.ndarray, end: int, partial: bool,
-                     at: np.ndarray | None, label: np.ndarray | None) -> np.ndarray:
-        """The lines (numbers in the block) that may hold a short text starting with one of ``short``'s characters:
-        a line shorter than the length whose first byte is one of them, and a labelled line whose text after its
-        label (and the one space split_rank may also take) is shorter (its first character is not looked at)."""
-        assert self.short is not None  # called only when the suite has a short-line rule
-        table, length = self.short
-        ends = np.append(terms, end) if partial else terms
-        lens = ends - starts
-        firsts = a.take(np.minimum(starts, end - 1))
-        found = np.flatnonzero((lens < length) & table[firsts] & (lens > 0))
-        if at is not None and len(at):
-            found = np.union1d(found, at[lens[at] - label - 1 < length])
-        return found
-
-    def _ranks_of(self, buf: bytes, end: int, starts: np.ndarray, terms: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        """Add the rank labels of the lines at ``starts``; returns (the numbers of the lines that carry a label
-        read at byte level, the labels' lengths)."""
-        lines = np.searchsorted(terms, starts)
-        ends = np.append(terms, end)[lines]  # each line's end: the next line end
-        match = _RANK.match
-        at, label = [], []
-        for k, s, e in zip(lines.tolist(), starts.tolist(), ends.tolist()):
-            m = match(buf, s, e)
-            if m is not None:
-                self._rank(int(m.group(m.lastindex or 1)))
-                at.append(k)
-                label.append(m.end() - s)
-            elif not buf[s:e].isascii():
-                c = buf[s:e].decode("utf-8", "replace")
-                if c[:1] == " " or c[:1] == "[" or c[:1].isdigit():
-                    self._rank(split_rank(c)[0])
-        return np.array(at, dtype=np.int64), np.array(label, dtype=np.int64)
+        return npblocks.block_lines(self, buf, end, eof)
 
 
 def _first_end(buf: bytes, end: int) -> int:

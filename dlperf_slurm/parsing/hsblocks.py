@@ -12,7 +12,7 @@ What is found, exactly (the numpy sieve finds a superset):
 - each line whose text, rank label removed, is shorter than ``short``'s length and starts with one of its
   characters (for a labelled line: shorter by the label and one space, whatever its first character, as the numpy
   path does);
-- each line starting with a rank label: :data:`.blocks._RANK` itself reads it (its rank, in file order); Hyperscan
+- each line starting with a rank label: :data:`.reading.RANK_BYTES` itself reads it (its rank, in file order); Hyperscan
   only finds where to look.
 """
 
@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - the CI image installs it; tests run bo
 ENABLED = hyperscan is not None and os.environ.get("DLPERF_SLURM_SCAN", "") != "numpy"
 
 NEEDLE, SHORT, LABEL = 0, 1, 2  # what a match found
-# blocks._RANK's forms, at a line start, without its groups (Hyperscan has none); one pattern each: as one
+# reading.RANK_BYTES's forms, at a line start, without its groups (Hyperscan has none); one pattern each: as one
 # alternation they made the scan of a 42 KB log 6 times slower (98 us instead of 17)
 _LABELS = (rb"^ [ \t\x0b\x0c\x1c-\x1f]{0,7}[0-9]{1,6}: ", rb"^[0-9]{1,6}: ", rb"^\[(?:rank|default)[0-9]{1,6}\]:",
            rb"^\[[0-9]+,[0-9]{1,6}\]<std(?:out|err)>:", rb"^\[[0-9]{1,6}\]<std(?:out|err)>:")

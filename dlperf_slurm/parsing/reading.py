@@ -82,6 +82,13 @@ _RANK = re.compile(r"(?:\s{0,8}(\d{1,6}): |\[(?:rank|default)(\d{1,6})\]:\s?|\[\
                    r"|\[(\d{1,6})\]<std(?:out|err)>:\s?)")  # the last: horovodrun --gloo's [0]<stdout>:
 
 
+# split_rank's rule in bytes (the block reader's), exact for a label made of ASCII (Python's \s also takes
+# \x1c-\x1f); a line with a byte that is not ASCII that this does not match is read by split_rank itself.
+RANK_BYTES = re.compile(rb"(?: [ \t\x0b\x0c\x1c-\x1f]{0,7}([0-9]{1,6}): |([0-9]{1,6}): "
+                        rb"|\[(?:rank|default)([0-9]{1,6})\]:|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>:"
+                        rb"|\[([0-9]{1,6})\]<std(?:out|err)>:)")
+
+
 def split_rank(line: str) -> tuple[int | None, str]:
     """``(rank, text)`` of a line labelled by a launcher, ``(None, line)`` for an unlabelled one."""
     c = line[:1]
