@@ -322,7 +322,7 @@ def main() -> None:
             status, nsteps, secs, rss = best[0], int(best[1]), float(best[2]), float(best[3])
             print(f"  cat {t_cat1:.2f} s ({size / 1e6 / t_cat1:.0f} MB/s), grep -c {t_grep:.2f} s "
                   f"({size / 1e6 / t_grep:.0f} MB/s), parser {secs:.2f} s ({size / 1e6 / secs:.0f} MB/s, "
-                  f"{100 * t_cat1 / secs:.1f}% of cat), {status}, {nsteps} steps, peak RSS {rss:.0f} MiB")
+                  f"{100 * t_grep / secs:.0f}% of grep -c's speed, {100 * t_cat1 / secs:.1f}% of cat's), {status}, {nsteps} steps, peak RSS {rss:.0f} MiB")
             big.unlink()
     finally:
         if args.keep:

@@ -224,11 +224,11 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if "TimeHistory:" in text:
+            if not final:  # the line ends with a step number: it may be cut short, read it with what follows
+                return lp.FRAGMENT
             at = text.rfind("TimeHistory:")
             head = _last_glog(text, at)
             m = _TIMEHISTORY.match(text, at)
-            if not final:  # the line ends with a step number: it may be cut short, read it with what follows
-                return lp.FRAGMENT
             if not m:
                 return lp.NOT_MINE
             a, b = int(m.group(3)), int(m.group(4))
