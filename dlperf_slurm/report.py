@@ -76,13 +76,17 @@ def _csv_value(v: Any) -> Any:
     return v
 
 
+_CSV_PLAIN = frozenset({str, int, bool, type(None)})  # what _csv_value gives back as it is: most fields
+
+
 def csv_text(rows: Sequence[RunRow | CellRow], cls: type) -> str:
     """``rows`` as CSV text: a header of :func:`~dlperf_slurm.rows.columns`, one line per row (minimal quoting,
     ``\\n`` line ends)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns(cls))
-    w.writerows([_csv_value(v) for v in as_dict(r).values()] for r in rows)
+    plain = _CSV_PLAIN
+    w.writerows([v if type(v) in plain else _csv_value(v) for v in as_dict(r).values()] for r in rows)
     return buf.getvalue()
 
 

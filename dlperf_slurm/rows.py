@@ -126,4 +126,8 @@ def columns(cls: type) -> tuple[str, ...]:
 
 def as_dict(row: Any) -> dict[str, Any]:
     """A row as a dict in column order: ``dataclasses.asdict`` without its deep copy (the writers copy)."""
-    return {name: getattr(row, name) for name in columns(type(row))}  # type: ignore[arg-type]  # a class is hashable
+    cols = columns(type(row))  # type: ignore[arg-type]  # a class is hashable
+    d = row.__dict__
+    if len(d) == len(cols):  # what __init__ set, every field in field order and nothing else: copied in C
+        return dict(d)
+    return {name: getattr(row, name) for name in cols}
