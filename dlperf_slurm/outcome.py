@@ -368,7 +368,7 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
     --explain``'s). Never raises for a bad log: a parser exception is a PARSE_ERROR result, no log LAUNCH_FAILED."""
     from dlperf_slurm import parsing, suites
 
-    problem = storage.unreadable(log)
+    problem, data = storage.read_head(log)  # a small log is read once, here
     if problem:
         return RunResult(status=Status.LOG_MISSING, reason=problem)
     try:
@@ -376,7 +376,7 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
         ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
                            cell.precision, options={**suite.options, **(options or {})},
                            program_batch=cell.program_batch)
-        res = suite.parse(parsing.read_lines(log) if lines is None else lines, ctx)
+        res = suite.parse(parsing.read_lines(log, data) if lines is None else lines, ctx)
     except FileNotFoundError:
         return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
     except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect

@@ -80,16 +80,31 @@ _TEXT_CONTROLS = frozenset(b"\t\n\r\x1b\x08\x0c")
 _TEXT_BYTES = bytes(b for b in range(256) if b >= 32 or b in _TEXT_CONTROLS)  # deleted: what is left is binary
 
 
+HEAD = 65536  # bytes of a log looked at by unreadable
+
+
 def unreadable(path: str | Path) -> str:
     """Why the log at ``path`` cannot be read as a log ('' when it can, or when it is simply absent): not
     readable (permissions, a folder in its place, an I/O error) or not text."""
+    return read_head(path)[0]
+
+
+def read_head(path: str | Path) -> tuple[str, bytes | None]:
+    """:func:`unreadable`'s answer, and the log's bytes when it read them all (a log of at most :data:`HEAD`
+    bytes: its parser need not open it again), else None."""
     try:
         with open_log(path) as f:
-            head = f.read(65536)
+            data = f.read(HEAD + 1)
     except FileNotFoundError:
-        return ""
+        return "", None
     except OSError as err:
-        return f"the log cannot be read ({err.strerror or type(err).__name__}: {path})"
+        return f"the log cannot be read ({err.strerror or type(err).__name__}: {path})", None
+    head = data[:HEAD]
+    return _not_text(head), data if len(data) <= HEAD else None
+
+
+def _not_text(head: bytes) -> str:
+    """Why a log whose first bytes are ``head`` is not text ('' when it is)."""
     if not head:
         return ""
     bad = len(head.translate(None, _TEXT_BYTES))  # in C: a byte at a time in Python cost 1 ms a log

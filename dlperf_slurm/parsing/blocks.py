@@ -24,6 +24,7 @@ of the file through the line reader itself (:func:`~dlperf_slurm.parsing.reading
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -52,8 +53,10 @@ class BlockLines:
     lines and the rank labels (at most 4,096, the first in file order, as the Scanner keeps them). ``pending`` is the
     Scanner's dict of held fragments: while it holds one, every line is yielded."""
 
-    def __init__(self, path: Any, needles: Needles, pending: dict, short: tuple[str, int] | None = None):
+    def __init__(self, path: Any, needles: Needles, pending: dict, short: tuple[str, int] | None = None,
+                 data: bytes | None = None):
         self.path = path
+        self.data = data  # the file's content, when the caller has read it whole
         self.needles = needles
         self.pending = pending
         # ``short`` (first characters, length): lines whose text (rank label removed) is shorter than ``length`` and
@@ -69,7 +72,7 @@ class BlockLines:
             self.ranks.add(rank)
 
     def __iter__(self) -> Iterator[str]:
-        with open_log(self.path, "rb", buffering=0) as f:
+        with io.BytesIO(self.data) if self.data is not None else open_log(self.path, "rb", buffering=0) as f:
             offset, carry, eof = 0, b"", False
             while not eof:
                 chunk = f.read(BLOCK)

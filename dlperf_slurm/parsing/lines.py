@@ -197,7 +197,8 @@ class Scanner:
 
             if all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
                 src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
-                                                                 _OOM_WORDS), self._pending, self._block_short)
+                                                                 _OOM_WORDS), self._pending, self._block_short,
+                                         data=lines.data)
                 facts = self._loop(src)
                 facts.lines, facts.ranks = src.lines, src.ranks  # what every line contributed, the others included
                 return facts

@@ -20,7 +20,7 @@ MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read 
 # ------------------------------------------------------------------------------------------------ reading
 
 
-def read_lines(path: Any) -> "LogLines":
+def read_lines(path: Any, data: bytes | None = None) -> "LogLines":
     """The lines of the file at ``path``, streamed, without their line ends.
 
     Bytes that are not UTF-8 become U+FFFD; ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line (universal
@@ -29,17 +29,20 @@ def read_lines(path: Any) -> "LogLines":
 
     The result iterates like a generator of those lines; a :class:`Scanner` given it unstarted reads the file in
     large blocks instead and looks only at the lines that can matter (:mod:`dlperf_slurm.parsing.blocks`), with
-    the same result.
+    the same result. ``data``: the file's whole content, when the caller has just read it (the block reader then
+    reads it instead of opening the file again).
     """
-    return LogLines(path)
+    return LogLines(path, data)
 
 
 class LogLines:
     """The lines of one log file, as :func:`read_lines` gives them: an iterator over :func:`text_lines` that also
-    says which file it reads (``path``) and whether iteration has begun (``started``)."""
+    says which file it reads (``path``), its content when already read (``data``) and whether iteration has begun
+    (``started``)."""
 
-    def __init__(self, path: Any):
+    def __init__(self, path: Any, data: bytes | None = None):
         self.path = path
+        self.data = data
         self._it: Iterator[str] | None = None
 
     @property
