@@ -20,6 +20,7 @@ also survive: there every line is work).
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import random
@@ -174,9 +175,12 @@ def floors(trees, needles: tuple[str, ...]) -> tuple[float, float, int]:
     return t_read, time.perf_counter() - t, n
 
 
-def collect_once(trees, out: Path, jobs, spell=None) -> dict:
+def collect_once(trees, out: Path, jobs, spell=None, keep: bool = False) -> dict:
     """One ``collect --from`` over every tree (its cache and writer state beside the summaries in ``out``);
-    ``spell(tree)``: how the tree is named this time (as a user types it: relative, through a symlink, ...)."""
+    ``spell(tree)``: how the tree is named this time (as a user types it: relative, through a symlink, ...).
+    ``keep``: the result is kept (``res``); else dropped, and each collect starts, as a ``collect`` process does,
+    with no garbage of the earlier ones to trace (their 10,000 rows each slowed the later ones' writers by 1-2 s)."""
+    gc.collect()
     t0 = time.perf_counter()
     cols = [collect.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
     t_gather = time.perf_counter() - t0
@@ -188,7 +192,7 @@ def collect_once(trees, out: Path, jobs, spell=None) -> dict:
     state.save()
     t_write = time.perf_counter() - t
     return {"gather": t_gather, "parse": res.seconds, "write": t_write, "total": time.perf_counter() - t0,
-            "read": res.reread, "res": res, "written": [p for p in paths if not state.is_kept(p)],
+            "read": res.reread, "res": res if keep else None, "written": [p for p in paths if not state.is_kept(p)],
             "paths": paths}
 
 
@@ -237,7 +241,7 @@ def main() -> None:
         t_grep1 = timed(f"{find} | xargs -0 -P {cpus} -n 256 grep -c -E '{pattern}' > {tmp}/grep.out")
 
         out = tmp / "summaries"
-        cold = collect_once(trees, out, args.jobs)
+        cold = collect_once(trees, out, args.jobs, keep=True)
         warm = collect_once(trees, out, args.jobs)
         logs_all = sorted(logs.rglob("*.log"))
         rng = random.Random(3)
@@ -290,7 +294,8 @@ def main() -> None:
         print(f"{'warm / cold, total':42s} {100 * warm['total'] / cold['total']:7.1f}%")
         for how, r in spelled.items():
             row(f"warm, named {how}", r["total"], None, f"{100 * r['total'] / cold['total']:.1f}% of cold; "
-                f"{r['read']} logs read, {len(r['written'])} files written")
+                f"{r['read']} logs read, {len(r['written'])} files written; find the runs {r['gather']:.2f} s, "
+                f"parse and cells {r['parse']:.2f} s, writers {r['write']:.2f} s")
         row(f"collect, {len(changed)} runs changed: parse + cells", after["parse"], None,
             f"{after['read']} logs read")
         row(f"collect, {len(changed)} runs changed: total", after["total"], None,
@@ -322,7 +327,8 @@ def main() -> None:
             status, nsteps, secs, rss = best[0], int(best[1]), float(best[2]), float(best[3])
             print(f"  cat {t_cat1:.2f} s ({size / 1e6 / t_cat1:.0f} MB/s), grep -c {t_grep:.2f} s "
                   f"({size / 1e6 / t_grep:.0f} MB/s), parser {secs:.2f} s ({size / 1e6 / secs:.0f} MB/s, "
-                  f"{100 * t_grep / secs:.0f}% of grep -c's speed, {100 * t_cat1 / secs:.1f}% of cat's), {status}, {nsteps} steps, peak RSS {rss:.0f} MiB")
+                  f"{100 * t_grep / secs:.0f}% of grep -c's speed, {100 * t_cat1 / secs:.1f}% of cat's), {status}, "
+                  f"{nsteps} steps, peak RSS {rss:.0f} MiB")
             big.unlink()
     finally:
         if args.keep:
