@@ -110,7 +110,8 @@ def read_marker(path: str | Path | None) -> dict[str, Any] | None:
     if not path:
         return None
     try:
-        data = json.loads(Path(path).read_text())
+        with storage.open_log(path) as f:  # not a plain open: a FIFO in its place would block for ever
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "rc" in data else None
@@ -191,8 +192,7 @@ def decide(ev: Evidence) -> Outcome | None:
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    row = 10  # the disk holding its log was full while it ran (the local runner saw it): unless it ended well, that
-    # is why (what it could not write: its log, its exit marker); free space and --retry-failed runs it again
+    row = 10  # the disk holding its log was full while it ran (the local runner saw it): why, unless it ended well
     full = job.disk_full if job is not None else ""
     ended_well = rc in (None, 0) and sched != Status.FAILED and log is not None and log.status == Status.OK
     if full and not ended_well and (log is not None or not ev.has_log):  # a log not read yet: decided with it

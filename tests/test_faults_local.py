@@ -422,3 +422,28 @@ def test_the_disk_filling_while_local_runs_run_is_said_and_retried(small_fs):
     assert ok_runs(run_cmd(logs, small_fs, "status", "d", "--wide").stdout) == 4
     ran = sorted(line.split()[0].rsplit("-", 1)[1] for line in starts.read_text().splitlines())
     assert ran == ["ok.r0", "ok.r1", "wait.r0", "wait.r0", "wait.r1"], ran
+
+
+def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(tmp_path):
+    """A FIFO where a run's log was (a user's ``mkfifo``, a tool streaming a log): a plain ``open`` of it waits for
+    a writer for ever, and ``collect --from`` hung so (before: killed by the timeout). Wanted: status, collect and
+    ``collect --from`` (the suite named and recognised) end, the run LOG_MISSING saying it is not a regular file."""
+    mx, logs, cdir = campaign(tmp_path, repeats=2)
+    log = sorted(cdir.glob("1n1g/*.log"))[0]
+    log.unlink()
+    os.mkfifo(log)
+
+    def cmd(*args: str) -> subprocess.CompletedProcess:
+        return cli("--logs", str(logs), *args, cwd=tmp_path, timeout=60)
+
+    st = statuses(cmd("status", "f", "--wide").stdout)
+    assert sorted(s for s, _ in st.values()) == ["LOG_MISSING", "OK"], st
+    assert any("not a regular file" in why for _, why in st.values()), st
+    p = cmd("collect", "f", "--no-plots", "--out", str(tmp_path / "s1"))
+    assert p.returncode == 0 and "LOG_MISSING 1" in (tmp_path / "s1" / "f.md").read_text(), p.stdout + p.stderr
+    for suite in ("auto", "pytorch-ddp/resnet50"):
+        p = cmd("collect", "--from", str(cdir), "--suite", suite, "--no-plots", "--no-cache",
+                "--out", str(tmp_path / suite.replace("/", "_")))
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs = (tmp_path / suite.replace("/", "_") / "f.runs.csv").read_text()
+        assert "LOG_MISSING" in runs and "not a regular file" in runs, runs
