@@ -1,6 +1,7 @@
 """Bad state on disk, injected for real on a local campaign (issue #22): a manifest cut to half its size, a full
 disk (a small tmpfs filled to the last block), a read-only file system (the tmpfs remounted read-only), logs
-deleted, unreadable or replaced by binary garbage, a log that changes after ``status`` settled its run.
+deleted, unreadable or replaced by binary garbage, a log that changes after ``status`` settled its run, the disk
+filling while the local runner runs one run and holds two.
 Wanted each time: one line naming the file and what to do, a non-zero exit, nothing that was there lost, and
 never a run that reads OK without a figure.
 
