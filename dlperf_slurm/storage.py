@@ -79,6 +79,7 @@ def open_log(path: str | os.PathLike, mode: str = "rb", **kwargs: Any) -> IO[Any
 NOT_TEXT_SHARE = 0.3
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x1b\x08\x0c")
 _TEXT_BYTES = bytes(b for b in range(256) if b >= 32 or b in _TEXT_CONTROLS)  # deleted: what is left is binary
+_BINARY = bytes(b for b in range(32) if b not in _TEXT_CONTROLS)  # the bytes no text log holds (but invalid UTF-8)
 
 
 HEAD = 65536  # bytes of a log looked at by unreadable
@@ -107,6 +108,10 @@ def read_head(path: str | Path) -> tuple[str, bytes | None]:
 def _not_text(head: bytes) -> str:
     """Why a log whose first bytes are ``head`` is not text ('' when it is)."""
     if not head:
+        return ""
+    from dlperf_slurm.parsing import hsblocks  # a leaf module (parsing/__init__ imports this one)
+
+    if head.isascii() and hsblocks.holds_any(_BINARY, head) is False:  # most logs: no byte to count
         return ""
     bad = len(head.translate(None, _TEXT_BYTES))  # in C: a byte at a time in Python cost 1 ms a log
     if not head.isascii():

@@ -450,13 +450,20 @@ def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(tmp_path):
         assert "LOG_MISSING" in runs and "not a regular file" in runs, runs
 
 
-def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path):
-    """storage.unreadable counts binary bytes in C (translate): it must call the same heads text or not as the rule
-    read a byte at a time (C0 controls but tab/newline/CR/ESC/backspace/form feed, plus invalid UTF-8), on both
-    sides of its 30 % line, with real text, UTF-8 text and random bytes mixed."""
+@pytest.mark.parametrize("hyperscan", [True, False])
+def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path, monkeypatch, hyperscan):
+    """storage.unreadable counts binary bytes in C (translate; with Hyperscan, an ASCII head without one is passed
+    at once): it must call the same heads text or not as the rule read a byte at a time (C0 controls but
+    tab/newline/CR/ESC/backspace/form feed, plus invalid UTF-8), on both sides of its 30 % line, with real text,
+    UTF-8 text, a few binary bytes and random bytes mixed."""
     import random
 
     from dlperf_slurm import storage
+    from dlperf_slurm.parsing import hsblocks
+
+    if hyperscan and hsblocks.hyperscan is None:
+        pytest.skip("the hyperscan package is not installed (setup.cfg's fast extra)")
+    monkeypatch.setattr(hsblocks, "ENABLED", hyperscan)
 
     def by_rule(head: bytes) -> bool:
         bad = sum(1 for b in head if b < 32 and b not in b"\t\n\r\x1b\x08\x0c")
@@ -467,10 +474,11 @@ def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path):
     text = (Path(__file__).read_text() + "überall ünïcödé ✓\n").encode()
     seen = set()
     for k in range(300):
-        share = k / 300
-        head = bytearray(text[:4000])
+        share = k / 300 if k % 3 else k / 30000  # a third with a binary byte or two, or none
+        head = bytearray(text[:4000] if k % 5 else text[:4000].decode("ascii", "ignore").encode())
         for i in rng.sample(range(len(head)), int(share * len(head))):
-            head[i] = rng.randrange(256) if k % 2 else rng.choice(b"\x00\x01\x07\x0b\x1f\xff\xc3")
+            head[i] = (rng.randrange(256) if k % 2 else rng.choice(b"\x00\x01\x07\x0b\x1f\xff\xc3") if k % 7
+                       else rng.choice(b"\x00\x1f"))  # every seventh: ASCII, its binary bytes NUL and US alone
         p = tmp_path / f"{k}.log"
         p.write_bytes(bytes(head))
         got = "not text" in storage.unreadable(p)
