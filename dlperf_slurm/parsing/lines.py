@@ -9,6 +9,7 @@ that runs a suite's line handler over a log read by :mod:`.reading` (re-exported
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -130,6 +131,12 @@ class Facts:
 _JOB_KEYS = tuple(k for k in ev.JOB_KEYS if k != ev.ENV)  # the job event's keys a run keeps (not the environment)
 
 
+@functools.lru_cache(maxsize=256)
+def _one_line_needles(needles: tuple[str, ...]) -> bool:
+    """Whether every needle is a non-empty part of one line (the block path's condition; asked once per log)."""
+    return all(n and "\n" not in n and "\r" not in n for n in needles)
+
+
 class Scanner:
     """Run a suite's line handler over the lines of a log that come from the ranks the suite reads.
 
@@ -195,7 +202,7 @@ class Scanner:
         if isinstance(lines, LogLines) and not lines.started and self._block_needles is not None and BLOCKS:
             from dlperf_slurm.parsing import blocks  # numpy: imported by the first log read in blocks
 
-            if all(n and "\n" not in n and "\r" not in n for n in self._block_needles):
+            if _one_line_needles(self._block_needles):
                 src = blocks.BlockLines(lines.path, blocks.sieve(self._block_needles + SCANNER_NEEDLES,
                                                                  _OOM_WORDS), self._pending, self._block_short,
                                          data=lines.data)
