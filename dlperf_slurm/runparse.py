@@ -247,10 +247,11 @@ def _worker_start(parent: int) -> None:
 
 
 #: What a run costs to read, for sizing the pool: a fixed part per log (open, the suite's objects, the row) and
-#: a part per byte (the block scan); measured on DLPerf's TF2 logs (bench_collect.py --peer, about 0.3 ms and
-#: 150 MB/s a core). A worker is started only for at least WORKER_SECONDS of that work: its start (a fork) and the
-#: trip of its rows back cost tens of milliseconds.
-SECONDS_PER_LOG, BYTES_PER_SECOND, WORKER_SECONDS = 3e-4, 150e6, 0.25
+#: a part per byte (the block scan); measured with Hyperscan on DLPerf's TF2 logs (bench_collect.py --peer: about
+#: 0.2 ms a log) and the 1 GB NCCL-INFO log (bench_collect.py: 700-1,500 MB/s a core, under load). A worker is
+#: started only for at least WORKER_SECONDS of that work: its start (a fork) and the trip of its rows back cost
+#: tens of milliseconds.
+SECONDS_PER_LOG, BYTES_PER_SECOND, WORKER_SECONDS = 2e-4, 700e6, 0.25
 
 
 def workers(specs: Sequence[RunSpec], jobs: int | None) -> int:

@@ -610,9 +610,9 @@ def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
         small.append(runparse.RunSpec(key=f"r{i}", cell=cell, repeat=i, log=str(p)))
     monkeypatch.setattr(runparse.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setattr(runparse.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
-    assert runparse.workers(small, None) == 1  # 40 small logs: ~12 ms of work
+    assert runparse.workers(small, None) == 1  # 40 small logs: ~8 ms of work
     assert runparse.workers(small, 4) == 4 and runparse.workers(small[:3], 4) == 3
-    many = small * 200  # 8,000 runs: ~2.4 s of work
+    many = small * 300  # 12,000 runs: ~2.4 s of work
     assert runparse.workers(many, None) == 8
     monkeypatch.setattr(runparse.os, "getloadavg", lambda: (7.0, 7.0, 7.0))  # six CPUs busy elsewhere
     assert runparse.workers(many, None) == 2
