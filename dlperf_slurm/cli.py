@@ -213,7 +213,7 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                        "framework, ...)")
     p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
     _store_args(p)
-    p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")
+    p.add_argument("--since", metavar="DATE", help="campaigns that ran on or after DATE (YYYY-MM-DD)")
     p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
                    "new/previous < 1 - F (default 0.05), as in compare")
     p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")

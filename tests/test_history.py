@@ -90,9 +90,11 @@ def test_compare_base_last_good(three, capsys):
     # tuesday's own last good is monday too; with only the regressed campaign before it there is none
     with store.Store(str(three / "results.sqlite")) as st:
         cells = st.cells()
-    assert history.last_good(cells, "wednesday", {c.cell_id for c in cells}) == "monday"
-    assert history.last_good([c for c in cells if c.campaign != "monday"], "wednesday",
-                             {c.cell_id for c in cells}) == "tuesday"  # the first campaign has nothing to regress from
+    key = {c.campaign: c.key for c in cells}
+    assert history.last_good(cells, key["wednesday"], {c.cell_id for c in cells}) == key["monday"]
+    assert history.last_good([c for c in cells if c.campaign != "monday"], key["wednesday"],
+                             {c.cell_id for c in cells}) == key["tuesday"]  # the first has nothing to regress from
     assert main(["compare", "last-good", str(summaries / "monday.json"), "--system", "beta",
                  "--out", str(three / "cmp")]) == 2
-    assert "no stored campaign on beta shares a cell with monday" in capsys.readouterr().err
+    assert "no campaign of matrix tree:tf-cnn/resnet50 on beta that ran before monday shares a cell" in \
+        capsys.readouterr().err
