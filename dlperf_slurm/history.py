@@ -120,8 +120,8 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
         placed = {(c.system, c.partition) for c in own if not system or c.system == system}
         if not system and not placed and new_id is not None and new_id.system:
             system, partition = store.split_system(new_id.system)  # never stored: the system it was submitted for
-        if system and not partition and len({p for s, p in placed}) == 1:
-            partition = next(iter(placed))[1]
+        elif not partition and len(placed) == 1:  # where NEW is stored
+            system, partition = next(iter(placed))
         cells = st.cells(system=system or None, partition=partition or None, matrix=matrix)
     cells = [c for c in cells if c.key != key and (not ran or c.when <= ran)]
     systems = sorted({c.system_label for c in cells if c.cell_id in set(new_cells)})
