@@ -82,10 +82,15 @@ class Filed:
         for c in self.campaigns:
             others = self.namesakes.get(c.key)
             if others:
-                text += (f" (campaign {c.campaign} of {c.where or '?'}, ran {c.when[:16]}; the store holds "
-                         f"{len(others)} other campaign{'s' * (len(others) > 1)} named {c.campaign} on "
-                         f"{c.system_label}: " + "; ".join(f"{w or k}, ran {t[:16]}" for k, w, t in others) + ")")
+                on = f" on {c.system_label}" if c.system else ""
+                text += (f" (campaign {c.campaign} of {c.where or '?'}, ran {_minute(c.when)}; the store holds "
+                         f"{len(others)} other campaign{'s' * (len(others) > 1)} named {c.campaign}{on}: "
+                         + "; ".join(f"{w or k}, ran {_minute(t)}" for k, w, t in others) + ")")
         return text
+
+
+def _minute(iso: str) -> str:
+    return iso[:16].replace("T", " ")
 
 
 def record_collect(result: Any, url: str, system: str | None = None) -> Filed:

@@ -51,9 +51,9 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     assert "1 cells added, 0 updated" in said and "other campaign" not in said
     said = _collect(b, "smoke", url)
     assert f"1 cells added, 0 updated (campaign smoke of {b / 'smoke'}, ran " in said, said
-    assert f"the store holds 1 other campaign named smoke on -: {a / 'smoke'}, ran " in said, said
+    assert f"the store holds 1 other campaign named smoke: {a / 'smoke'}, ran " in said, said
     said = _collect(a, "smoke", url)
-    assert "0 cells added, 1 updated" in said and f"named smoke on -: {b / 'smoke'}" in said
+    assert "0 cells added, 1 updated" in said and f"named smoke: {b / 'smoke'}" in said
     with store.Store(url) as st:
         cells = st.cells()
     assert len(cells) == 2 and len({c.key for c in cells}) == 2
