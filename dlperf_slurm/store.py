@@ -251,6 +251,14 @@ class Store:
             raise
 
     def _migrate_in(self, cur: Any) -> None:
+        cur.execute("SELECT COUNT(*) FROM " + ("information_schema.tables WHERE table_schema = current_schema() AND "
+                                               "table_name" if self.postgres else "sqlite_master WHERE name")
+                    + f" IN ('dlperf_schema', '{TABLE}')")
+        if cur.fetchone()[0] == 2:
+            cur.execute("SELECT version FROM dlperf_schema")
+            if cur.fetchall() == [(SCHEMA_VERSION,)]:  # the common case: no write, no lock (a reader stays one)
+                self.conn.commit()
+                return
         if not self.postgres:
             cur.execute("BEGIN IMMEDIATE")
         cur.execute("CREATE TABLE IF NOT EXISTS dlperf_schema (version INTEGER NOT NULL)")
@@ -350,10 +358,6 @@ class Store:
             cur = self.conn.cursor()
             cur.execute(f"SELECT COUNT(*) FROM {TABLE}")
             return int(cur.fetchone()[0])
-
-
-def open_store(url: str) -> Store:
-    return Store(url)
 
 
 def _like(glob: str) -> str:
