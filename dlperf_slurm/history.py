@@ -135,17 +135,21 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
         raise UserError(f"--base {LAST_GOOD}: no campaign of matrix {matrix}{where} that ran before {new_name} shares "
                         f"a cell with it without a regression (store {store.describe(url)}; collect adds campaigns "
                         "to it; campaigns stored before their matrix was recorded count once collected again)")
-    base = [c for c in cells if c.key == found]
-    return label(base[0], cells), {c.cell_id: side(c) for c in base}
+    return labels(cells)[found], {c.cell_id: side(c) for c in cells if c.key == found}
 
 
-def label(cell: StoredCell, among: Iterable[StoredCell]) -> str:
-    """A campaign's name, and when another campaign of ``among`` has that name too, ``#N``: its place among them
-    by when they ran (1 the first)."""
-    keys = sorted({(c.when, c.key) for c in among if c.campaign == cell.campaign} | {(cell.when, cell.key)})
-    if len(keys) < 2:
-        return cell.campaign
-    return f"{cell.campaign}#{[k for _, k in keys].index(cell.key) + 1}"
+def labels(cells: Iterable[StoredCell]) -> dict[str, str]:
+    """Each campaign's label by its identity: its name, and when another campaign of ``cells`` has that name too,
+    ``#N``, its place among them by when they ran (1 the first)."""
+    runs: dict[str, dict[str, str]] = {}
+    for c in cells:
+        when = runs.setdefault(c.campaign, {})
+        when[c.key] = min(when.get(c.key, c.when), c.when)
+    out = {}
+    for name, when in runs.items():
+        order = sorted(when, key=lambda k: (when[k], k))
+        out.update({k: f"{name}#{i + 1}" if len(order) > 1 else name for i, k in enumerate(order)})
+    return out
 
 
 # ============================================================================================== output
@@ -170,13 +174,13 @@ def _verdict(step: Step) -> str:
 def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
     """Each cell's table: campaign, when it ran, median, 95 % interval, OK runs, against the one before, what
     changed (its names; the versions, before and now, under the table, wrapped to ``width``; ``wide``: in the
-    table). Campaigns of one name read ``NAME#N`` (:func:`label`); the last lines say which folder each is."""
+    table). Campaigns of one name read ``NAME#N`` (:func:`labels`); the last lines say which folder each is."""
     import textwrap
 
     from tabulate import tabulate
 
     every = [st.cell for steps in steps_by_cell.values() for st in steps]
-    labels = {c.key: label(c, every) for c in every}
+    named = labels(every)
     out: list[str] = []
     for (system, cell_id), steps in steps_by_cell.items():
         unit = steps[-1].cell.unit
@@ -185,10 +189,10 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
             c = st.cell
             ci = f"{_f(c.ci_low)}-{_f(c.ci_high)}" if c.ci_low is not None else "-"
             what = _changes(st.changed) if wide else ", ".join(st.changed)
-            rows.append([labels[c.key], c.when[:10], _f(c.median) if c.median is not None else c.status, ci,
+            rows.append([named[c.key], c.when[:10], _f(c.median) if c.median is not None else c.status, ci,
                          f"{c.n_ok}/{c.n}", _verdict(st), what])
             if st.changed and not wide:
-                notes += textwrap.wrap(f"{labels[c.key]}: {_changes(st.changed)}", width, initial_indent="  ",
+                notes += textwrap.wrap(f"{named[c.key]}: {_changes(st.changed)}", width, initial_indent="  ",
                                        subsequent_indent="    ", break_on_hyphens=False)
         out += [f"{cell_id} on {system} ({unit})",
                 tabulate(rows, headers=["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "changed"],
@@ -198,12 +202,12 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
     out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
                          "(compare's rule: the 95 % interval of new/previous excludes 1; regressed when slower by "
                          "more than the threshold, or no OK run any more)", 10_000 if wide else width)
-    named = {c.key: c for c in every if labels[c.key] != c.campaign}
-    if named:
+    namesakes = {c.key: c for c in every if named[c.key] != c.campaign}
+    if namesakes:
         out += textwrap.wrap("Campaigns of one name: " + "; ".join(
-            f"{labels[k]} {c.where or k} (ran {c.when[:16].replace('T', ' ')})"
-            for k, c in sorted(named.items(), key=lambda kv: labels[kv[0]])), 10_000 if wide else width,
-            subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+            f"{named[k]} {c.where or k} (ran {c.when[:16].replace('T', ' ')})"
+            for k, c in sorted(namesakes.items(), key=lambda kv: (kv[1].campaign, kv[1].when))),
+            10_000 if wide else width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
     return "\n".join(out)
 
 
