@@ -162,7 +162,8 @@ def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, codes: list[Path] | None = None) -> None:
     """Write the tree under ``tmp``, time the extractor and ``collect --from`` of each checkout in ``codes`` (default:
     this one; several: before and after, in the same run). The commands take turns, ``repeat`` rounds (load on the
-    machine then slows each alike); each row is its best wall time and its best CPU time."""
+    machine then slows each alike; each round starts one command later, so none always follows the same one); each row
+    is its best wall time and its best CPU time."""
     codes = codes or [ROOT]
     tree = tmp / "rn50"
     t = time.perf_counter()
@@ -189,9 +190,10 @@ def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, codes: lis
                                         *jobs], env, out))
     best: list[tuple[float, float, str]] = [(float("inf"), float("inf"), "")] * len(cmds)
     loads = []
-    for _ in range(repeat):
+    for r in range(repeat):
         loads.append(os.getloadavg()[0])
-        for i, (_label, cmd, env, _out) in enumerate(cmds):
+        for i in [(i + r) % len(cmds) for i in range(len(cmds))]:  # each round starts one command later
+            _label, cmd, env, _out = cmds[i]
             secs, cpu, out = _once(cmd, env)
             b = best[i]
             best[i] = (min(b[0], secs), min(b[1], cpu), out if secs < b[0] else b[2])
