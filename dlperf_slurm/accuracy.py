@@ -8,21 +8,21 @@ accuracy), ``epochs`` (run), ``epochs_planned``, ``target`` ({metric, value}), `
 the target, as MLPerf times a run (its clock starts with training and stops at the evaluation that reaches the
 quality; evaluations on the way count).
 
-Evaluation lines of other programs: :func:`torchvision_line` reads the torchvision references' and
-pytorch/examples' `` * Acc@1 76.130 Acc@5 92.862`` (percents).
+The evaluation lines of the other suites' programs are read by :mod:`dlperf_slurm.parsing.evals` into the same
+fields; their target is the campaign's (``[measure] target``, ``collect --from --target``), set by
+:func:`apply_target` when a run is decided, as the built-in workload's own header gives its own.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm.model import Status
 
-EVALS, TOP1, TOP5, EPOCHS, PLANNED, TARGET, REACHED, TTT = (
-    "evals", "top1", "top5", "epochs", "epochs_planned", "target", "reached", "time_to_target_s")
+EVALS, TOP1, TOP5, EPOCHS, PLANNED, TARGET, REACHED, TTT, START = (
+    "evals", "top1", "top5", "epochs", "epochs_planned", "target", "reached", "time_to_target_s", "first_step_time")
 
 
 @dataclass(frozen=True)
@@ -34,20 +34,14 @@ class Evaluation:
     top5: float | None
 
 
-_NUM = r"[-+]?\d+(?:\.\d+)?"
-_TV = re.compile(r"^\s*\*\s+Acc@1\s+(" + _NUM + r")\s+Acc@5\s+(" + _NUM + r")\s*$")
-
-
 def torchvision_line(text: str) -> Evaluation | None:
     """`` * Acc@1 76.130 Acc@5 92.862`` (torchvision references, pytorch/examples imagenet/main.py: percents) as an
-    Evaluation with fractions; None for any other line."""
-    m = _TV.match(text)
-    if not m:
-        return None
-    top1, top5 = float(m.group(1)) / 100, float(m.group(2)) / 100
-    if not (0 <= top1 <= 1 and 0 <= top5 <= 1):
-        return None
-    return Evaluation(None, None, None, top1, top5)
+    Evaluation with fractions; None for any other line (:data:`dlperf_slurm.parsing.evals.FORMATS`' reader)."""
+    from dlperf_slurm.parsing.evals import FORMATS
+
+    f = FORMATS["torchvision"]
+    m = f.pattern.match(text)
+    return f.read(m) if m else None
 
 
 def _num(v: Any) -> float | None:
@@ -89,13 +83,29 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
             EPOCHS: max((e.epoch or 0 for e in evals), default=0) or len(evals),
             PLANNED: epochs if isinstance(epochs, int) else None,
             TARGET: {"metric": tgt[0], "value": tgt[1]} if tgt else None,
-            REACHED: (hit is not None) if tgt else None, TTT: round(ttt, 3) if ttt is not None else None}
+            REACHED: (hit is not None) if tgt else None, TTT: round(ttt, 3) if ttt is not None else None,
+            START: first_step_time}
+
+
+def apply_target(fields: dict[str, Any], target: Any, epochs: Any = None) -> None:
+    """Set the campaign's ``target`` ({metric, value} or a :class:`dlperf_slurm.model.Target`) and planned
+    ``epochs`` on a run's ``RunResult.extra`` whose evaluations a suite's parser read from its program's own lines:
+    whether and when it was reached. A target the log itself states (the built-in workload's header) stands; a
+    log without evaluations gets the target too (an accuracy run that never evaluated is NOT_CONVERGED)."""
+    if target is None or fields.get(TARGET):
+        return
+    if hasattr(target, "metric"):
+        target = {"metric": target.metric, "value": target.value}
+    evals = [Evaluation(e.get("epoch"), e.get("step"), _num(e.get("time")), float(e["top1"]), _num(e.get("top5")))
+             for e in fields.get(EVALS) or [] if isinstance(e, Mapping) and _num(e.get("top1")) is not None]
+    fields.update(extra(evals, first_step_time=_num(fields.get(START)), epochs=epochs, target=target))
 
 
 def verdict(log: Any) -> tuple[Status, str] | None:
     """NOT_CONVERGED, with its reason, for a run (its parser's RunResult) whose log is OK but never reached its
     target; None otherwise (no target, reached, no accuracy run, or a log not OK). The caller
-    (:func:`dlperf_slurm.outcome.decide`, row 13) asks only for a run whose exit says it ended well."""
+    (:func:`dlperf_slurm.outcome.decide`, rows 13 and 3) asks only for a run whose exit says it ended well, or one
+    of which nothing but its log is known (a ``collect --from`` tree)."""
     extra_ = log.extra if log.status == Status.OK and isinstance(log.extra, Mapping) else {}
     tgt = _target(extra_.get(TARGET))
     if tgt is None or extra_.get(REACHED) is not False:
@@ -105,12 +115,16 @@ def verdict(log: Any) -> tuple[Status, str] | None:
     scored = [e for e in evals if _num(e.get(key)) is not None]  # the evaluations that give the target's metric
     planned = extra_.get(PLANNED)
     ran = f"{extra_.get(EPOCHS)} of {planned} epochs" if planned else f"{extra_.get(EPOCHS)} epochs"
+    if evals and all(e.get("epoch") is None for e in evals):  # a program that names no epoch (tf_cnn_benchmarks)
+        ran = f"{len(evals)} evaluations"
     if not scored:
         what = f"an evaluation of {key}" if evals else "an evaluation"
         return Status.NOT_CONVERGED, f"ended after {ran} without {what}; target {key} {tgt[1]:.2%}"
     best = max(scored, key=lambda e: e[key])
+    at = (f"epoch {best['epoch']}" if best.get("epoch") is not None else f"step {best['step']}"
+          if best.get("step") is not None else f"evaluation {scored.index(best) + 1}")
     return Status.NOT_CONVERGED, (f"ended after {ran} at {key} {scored[-1][key]:.2%}, short of the target "
-                                  f"{tgt[1]:.2%} (best {best[key]:.2%} at epoch {best.get('epoch')})")
+                                  f"{tgt[1]:.2%} (best {best[key]:.2%} at {at})")
 
 
 # ============================================================================================== the table
@@ -131,7 +145,7 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
     NOT_CONVERGED run is named, never in the medians."""
     by_cell: dict[str, list[Any]] = {}
     for r in runs:
-        if isinstance(r.extra, Mapping) and (r.extra.get(EVALS) or r.extra.get(PLANNED)):
+        if isinstance(r.extra, Mapping) and (r.extra.get(EVALS) or r.extra.get(PLANNED) or r.extra.get(TARGET)):
             by_cell.setdefault(r.cell_id, []).append(r)
     out = []
     for c in cells:
@@ -148,7 +162,8 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
             "global_batch": c.global_batch, "throughput": c.median, "unit": c.unit,
             "top1": _med(top1), "top1_min": min(top1, default=None), "top1_max": max(top1, default=None),
             "top5": _med(top5), "top5_min": min(top5, default=None), "top5_max": max(top5, default=None),
-            "target": target, "time_to_target_s": _med(ttt), "epochs": _med([r.extra.get(EPOCHS) or 0 for r in ok]),
+            "target": target, "time_to_target_s": _med(ttt),
+            "reached": any(r.extra.get(REACHED) for r in ok), "epochs": _med([r.extra.get(EPOCHS) or 0 for r in ok]),
             "n_ok": len(ok), "n": len(rs),
             "not_converged": {r.run: r.extra.get(TOP1) for r in rs if r.status == Status.NOT_CONVERGED},
             "failed": {r.run: str(r.status) for r in rs if r.status not in (Status.OK, Status.NOT_CONVERGED)},
@@ -173,7 +188,8 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
     body = []
     for r in rows:
         tgt = r["target"]
-        ttt = f"{r['time_to_target_s']:.1f} s" if r["time_to_target_s"] is not None else ("not reached" if tgt else "")
+        ttt = (f"{r['time_to_target_s']:.1f} s" if r["time_to_target_s"] is not None
+               else "reached (the log gives no times)" if tgt and r["reached"] else "not reached" if tgt else "")
         body.append([str(r["gpus"]), str(r["batch_size"]), str(r["global_batch"]),
                      f"{r['throughput']:.1f} {r['unit']}" if r["throughput"] else "", pct(r, "top1"), pct(r, "top5"),
                      f"{tgt['metric']} {tgt['value']:.2%}" if tgt else "", ttt,

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from dlperf_slurm import storage
+from dlperf_slurm import measure, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
@@ -185,9 +185,7 @@ class Manifest:
         with self.write() as db:
             meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
                                     "matrix_path": str(Path(matrix.path).resolve()),
-                    "matrix_sha": sha, "measure": {"repeats": matrix.measure.repeats,
-                                                   "warmup_steps": matrix.measure.warmup_steps,
-                                                   "measure_steps": matrix.measure.measure_steps},
+                    "matrix_sha": sha, "measure": measure.record(matrix.measure),
                     "suite_options": matrix.options, "time_limit": matrix.slurm.time,
                     "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped],
                     "system": matrix.system.label if matrix.system is not None else None}

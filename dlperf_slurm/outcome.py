@@ -155,7 +155,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                                 "or killed without a trace")
         if log.status == Status.LAUNCH_FAILED and _unrecognised(log, "")[0]:
             return out(Status.UNRECOGNISED, _unrecognised(log, "no exit marker, plenty of output")[1])
-        return out(log.status, log.reason)
+        return out(*(accuracy.verdict(log) or (log.status, log.reason)))  # a --from tree: the log's word is final
     row = 4  # out of memory
     if log is not None and log.status == Status.OOM:
         return out(Status.OOM, log.reason)
