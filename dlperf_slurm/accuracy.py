@@ -34,16 +34,6 @@ class Evaluation:
     top5: float | None
 
 
-def torchvision_line(text: str) -> Evaluation | None:
-    """`` * Acc@1 76.130 Acc@5 92.862`` (torchvision references, pytorch/examples imagenet/main.py: percents) as an
-    Evaluation with fractions; None for any other line (:data:`dlperf_slurm.parsing.evals.FORMATS`' reader)."""
-    from dlperf_slurm.parsing.evals import FORMATS
-
-    f = FORMATS["torchvision"]
-    m = f.pattern.match(text)
-    return f.read(m) if m else None
-
-
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 

@@ -118,6 +118,14 @@ FORMATS: dict[str, Format] = {
         re.compile(r"^\s*\*\s+Acc@1\s+" + _N + r"\s+Acc@5\s+" + _N + r"\s*$"), _torchvision),
 }
 
+def torchvision_line(text: str) -> Evaluation | None:
+    """`` * Acc@1 76.130 Acc@5 92.862`` (torchvision references, pytorch/examples imagenet/main.py, the built-in
+    workload's line beside its eval event: percents) as an Evaluation with fractions; None for any other line."""
+    f = FORMATS["torchvision"]
+    m = f.pattern.match(text)
+    return f.read(m) if m else None
+
+
 _TF_CNN_STEP = re.compile(r"^Running (?:final )?evaluation at global_step (\d+)")
 
 
