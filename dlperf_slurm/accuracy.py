@@ -179,7 +179,7 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
     for r in rows:
         tgt = r["target"]
         ttt = (f"{r['time_to_target_s']:.1f} s" if r["time_to_target_s"] is not None
-               else "reached (the log gives no times)" if tgt and r["reached"] else "not reached" if tgt else "")
+               else "reached (not timed)" if tgt and r["reached"] else "not reached" if tgt else "")
         body.append([str(r["gpus"]), str(r["batch_size"]), str(r["global_batch"]),
                      f"{r['throughput']:.1f} {r['unit']}" if r["throughput"] else "", pct(r, "top1"), pct(r, "top5"),
                      f"{tgt['metric']} {tgt['value']:.2%}" if tgt else "", ttt,
