@@ -59,6 +59,7 @@ class NgcResNet50(_MXNet):
     description = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 train.py (NGC MXNet 20.03, DLE "
                    "e470c215) with DLPerf's flags: --batch-size is the global batch, --benchmark-iters = the window")
     sample_unit = "img/s"
+    evaluations = ("mxnet",)  # train.py's fit.py before e470c215 (NGC 19.x) ran Module.fit with eval_data
     launcher = "horovodrun"
     launchers = ("horovodrun", "mpirun", "srun")
     # DLPerf published AMP with and without train.py's --amp (its dynamic loss scaling)
