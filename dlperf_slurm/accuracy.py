@@ -19,10 +19,11 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from dlperf_slurm.model import Status
+from dlperf_slurm.model import METRICS, Status
 
 EVALS, TOP1, TOP5, EPOCHS, PLANNED, TARGET, REACHED, TTT, START = (
     "evals", "top1", "top5", "epochs", "epochs_planned", "target", "reached", "time_to_target_s", "first_step_time")
+AUC = "auc"  # a click-through model's evaluation (W&D: HugeCTR), in place of top-1/top-5; kept only where read
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class Evaluation:
     epoch: int | None
     step: int | None
     time: float | None  # unix time at the evaluation's end (None: the log gives no time)
-    top1: float  # fractions
+    top1: float | None  # fractions
     top5: float | None
+    auc: float | None = None  # area under the ROC curve (a click-through model's)
 
 
 def _num(v: Any) -> float | None:
@@ -48,8 +50,13 @@ def evaluation(event: Mapping[str, Any]) -> Evaluation | None:
                       _num(event.get("time")), top1, top5)
 
 
+def fmt(metric: str, value: float) -> str:
+    """A metric's value as the tables print it: accuracies in percent, an AUC as the fraction it is."""
+    return f"{value:.4f}" if metric == AUC else f"{value:.2%}"
+
+
 def _target(target: Any) -> tuple[str, float] | None:
-    if isinstance(target, Mapping) and target.get("metric") in ("top1", "top5") and _num(target.get("value")):
+    if isinstance(target, Mapping) and target.get("metric") in METRICS and _num(target.get("value")):
         return str(target["metric"]), float(target["value"])
     return None
 
@@ -57,7 +64,7 @@ def _target(target: Any) -> tuple[str, float] | None:
 def meets(target: tuple[str, float] | None, e: Evaluation) -> bool:
     if target is None:
         return False
-    got = e.top1 if target[0] == "top1" else e.top5
+    got = getattr(e, target[0], None)
     return got is not None and got >= target[1]
 
 
@@ -69,8 +76,11 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
     hit = next((e for e in evals if meets(tgt, e)), None)
     ttt = (hit.time - first_step_time if hit is not None and hit.time is not None and first_step_time is not None
            else None)
-    return {EVALS: [asdict(e) for e in evals], TOP1: last.top1 if last else None, TOP5: last.top5 if last else None,
-            EPOCHS: max((e.epoch or 0 for e in evals), default=0) or len(evals),
+    aucs = {AUC: last.auc if last else None} if any(e.auc is not None for e in evals) else {}
+    return {EVALS: [asdict(e) if e.auc is not None else {k: v for k, v in asdict(e).items() if k != AUC}
+                    for e in evals],
+            TOP1: last.top1 if last else None, TOP5: last.top5 if last else None, **aucs,
+            EPOCHS: max((e.epoch or 0 for e in evals), default=0) or (None if evals else 0),  # None: not named
             PLANNED: epochs if isinstance(epochs, int) else None,
             TARGET: {"metric": tgt[0], "value": tgt[1]} if tgt else None,
             REACHED: (hit is not None) if tgt else None, TTT: round(ttt, 3) if ttt is not None else None,
@@ -86,8 +96,8 @@ def apply_target(fields: dict[str, Any], target: Any, epochs: Any = None) -> Non
         return
     if hasattr(target, "metric"):
         target = {"metric": target.metric, "value": target.value}
-    evals = [Evaluation(e.get("epoch"), e.get("step"), _num(e.get("time")), float(e["top1"]), _num(e.get("top5")))
-             for e in fields.get(EVALS) or [] if isinstance(e, Mapping) and _num(e.get("top1")) is not None]
+    evals = [Evaluation(e.get("epoch"), e.get("step"), _num(e.get("time")), _num(e.get("top1")), _num(e.get("top5")),
+                        _num(e.get(AUC))) for e in fields.get(EVALS) or [] if isinstance(e, Mapping)]
     fields.update(extra(evals, first_step_time=_num(fields.get(START)), epochs=epochs, target=target))
 
 
@@ -109,19 +119,15 @@ def verdict(log: Any) -> tuple[Status, str] | None:
         ran = f"{len(evals)} evaluations"
     if not scored:
         what = f"an evaluation of {key}" if evals else "an evaluation"
-        return Status.NOT_CONVERGED, f"ended after {ran} without {what}; target {key} {tgt[1]:.2%}"
+        return Status.NOT_CONVERGED, f"ended after {ran} without {what}; target {key} {fmt(key, tgt[1])}"
     best = max(scored, key=lambda e: e[key])
     at = (f"epoch {best['epoch']}" if best.get("epoch") is not None else f"step {best['step']}"
           if best.get("step") is not None else f"evaluation {scored.index(best) + 1}")
-    return Status.NOT_CONVERGED, (f"ended after {ran} at {key} {scored[-1][key]:.2%}, short of the target "
-                                  f"{tgt[1]:.2%} (best {best[key]:.2%} at {at})")
+    return Status.NOT_CONVERGED, (f"ended after {ran} at {key} {fmt(key, scored[-1][key])}, short of the target "
+                                  f"{fmt(key, tgt[1])} (best {fmt(key, best[key])} at {at})")
 
 
 # ============================================================================================== the table
-
-
-def _spread(values: Sequence[float]) -> str:
-    return f" ({min(values):.2%}–{max(values):.2%})" if len(values) > 1 else ""
 
 
 def _med(values: Sequence[float]) -> float | None:
@@ -145,6 +151,7 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
         ok = [r for r in rs if r.status == Status.OK]
         top1 = [r.extra[TOP1] for r in ok if _num(r.extra.get(TOP1)) is not None]
         top5 = [r.extra[TOP5] for r in ok if _num(r.extra.get(TOP5)) is not None]
+        auc = [r.extra[AUC] for r in ok if _num(r.extra.get(AUC)) is not None]
         ttt = [r.extra[TTT] for r in ok if _num(r.extra.get(TTT)) is not None]
         target = next((r.extra.get(TARGET) for r in rs if r.extra.get(TARGET)), None)
         out.append({
@@ -152,10 +159,13 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
             "global_batch": c.global_batch, "throughput": c.median, "unit": c.unit,
             "top1": _med(top1), "top1_min": min(top1, default=None), "top1_max": max(top1, default=None),
             "top5": _med(top5), "top5_min": min(top5, default=None), "top5_max": max(top5, default=None),
+            **({AUC: _med(auc), "auc_min": min(auc), "auc_max": max(auc)} if auc else {}),
             "target": target, "time_to_target_s": _med(ttt),
-            "reached": any(r.extra.get(REACHED) for r in ok), "epochs": _med([r.extra.get(EPOCHS) or 0 for r in ok]),
+            "reached": any(r.extra.get(REACHED) for r in ok),
+            "epochs": _med([r.extra[EPOCHS] for r in ok if _num(r.extra.get(EPOCHS)) is not None]),
             "n_ok": len(ok), "n": len(rs),
-            "not_converged": {r.run: r.extra.get(TOP1) for r in rs if r.status == Status.NOT_CONVERGED},
+            "not_converged": {r.run: r.extra.get((target or {}).get("metric") or TOP1) for r in rs
+                              if r.status == Status.NOT_CONVERGED},
             "failed": {r.run: str(r.status) for r in rs if r.status not in (Status.OK, Status.NOT_CONVERGED)},
         })
     return out
@@ -170,10 +180,12 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
         return []
 
     def pct(row: Mapping[str, Any], key: str) -> str:
-        if row[key] is None:
+        if row.get(key) is None:
             return ""
-        vals = [row[f"{key}_min"], row[f"{key}_max"]] if row[f"{key}_min"] != row[f"{key}_max"] else [row[key]]
-        return f"{row[key]:.2%}" + _spread(vals)
+        lo, hi = row[f"{key}_min"], row[f"{key}_max"]
+        return fmt(key, row[key]) + (f" ({fmt(key, lo)}–{fmt(key, hi)})" if lo != hi else "")
+
+    aucs = any(r.get(AUC) is not None for r in rows)  # a click-through model's: its own column
 
     body = []
     for r in rows:
@@ -182,20 +194,22 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
                else "reached (not timed)" if tgt and r["reached"] else "not reached" if tgt else "")
         body.append([str(r["gpus"]), str(r["batch_size"]), str(r["global_batch"]),
                      f"{r['throughput']:.1f} {r['unit']}" if r["throughput"] else "", pct(r, "top1"), pct(r, "top5"),
-                     f"{tgt['metric']} {tgt['value']:.2%}" if tgt else "", ttt,
-                     f"{r['epochs']:g}" if r["n_ok"] else "", f"{r['n_ok']}/{r['n']}"])
+                     *([pct(r, AUC)] if aucs else []), f"{tgt['metric']} {fmt(tgt['metric'], tgt['value'])}"
+                     if tgt else "", ttt,
+                     f"{r['epochs']:g}" if r["epochs"] is not None else "", f"{r['n_ok']}/{r['n']}"])
     lines = ["## Accuracy (trained to the end or to the target)", "",
              "Final top-1 and top-5: the last evaluation of each OK run, median (min–max) over them; time to target: "
              "from the first training step's start to the end of the first evaluation that reaches it (MLPerf's "
              "clock), median; processing rate: the first epoch's steps after the warm-up. A run that ended without "
              "reaching its target is NOT_CONVERGED and never in the medians.", "",
              tabulate(body, headers=["GPUs", "batch/GPU", "global batch", "processing rate", "top-1", "top-5",
-                                     "target", "time to target", "epochs", "OK runs"],
+                                     *(["AUC"] if aucs else []), "target", "time to target", "epochs", "OK runs"],
                       tablefmt="github", disable_numparse=True), ""]
     for r in rows:
         if r["not_converged"]:
-            ends = ", ".join(f"{run} (final {top1:.2%})" if _num(top1) is not None else run
-                             for run, top1 in r["not_converged"].items())
+            metric = (r["target"] or {}).get("metric") or TOP1
+            ends = ", ".join(f"{run} (final {fmt(metric, v)})" if _num(v) is not None else run
+                             for run, v in r["not_converged"].items())
             lines.append(f"- `{r['cell_id']}` NOT_CONVERGED: {ends}")
         for run, st in r["failed"].items():
             lines.append(f"- `{r['cell_id']}` {st}: {run}")

@@ -61,8 +61,9 @@ def test_a_bad_target_is_one_line_naming_the_flag(tmp_path, capsys, bad):
 
 
 def test_a_target_for_a_suite_whose_parser_reads_no_evaluation_is_refused(tmp_path, capsys):
-    tree = _tree(tmp_path, {0: REAL / "HugeCTR/v2.3/hugectr_v23_issue186.excerpt.log"}, "1n1g", 65536)
-    rc = cli.main(["collect", "--from", str(tree), "--suite", "hugectr/wdl", "--target", "top1:0.5",
+    tree = _tree(tmp_path, {0: REAL / "tensorflow-models/2.20.0/classifier_trainer_resnet50_synthetic_1x1_b4.log"},
+                 "1n1g", 4)
+    rc = cli.main(["collect", "--from", str(tree), "--suite", "tf2/resnet50", "--target", "top1:0.5",
                    "--out", str(tmp_path / "out"), "--no-plots", "--quiet"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "reads no evaluation lines" in err and "mxnet-gluon/resnet50" in err and "\n" not in err
@@ -95,3 +96,19 @@ def test_a_log_without_evaluations_read_against_a_target_did_not_converge():
     accuracy.apply_target(res.extra, Target("top1", 0.7), 5)
     status, reason = accuracy.verdict(res)
     assert status == Status.NOT_CONVERGED and "without an evaluation" in reason and "of 5 epochs" in reason
+
+
+def test_a_click_through_model_s_auc_is_its_accuracy_column_and_target(tmp_path):
+    """HugeCTR's `Evaluation, AUC: ...` (its notebook's real run: 0.7385 first, falling to 0.6840): an AUC column,
+    the target in AUC, reached at the first evaluation although the last is below it (MLPerf's rule)."""
+    tree = _tree(tmp_path, {0: REAL / "HugeCTR/2f2016fa/hugectr_core23_e2e_notebook.excerpt.log"}, "1n1g", 2720)
+    assert cli.main(["collect", "--from", str(tree), "--suite", "hugectr/wdl", "--warmup-steps", "1000",
+                     "--measure-steps", "19000", "--target", "auc:0.70", "--out", str(tmp_path / "out"),
+                     "--no-plots", "--quiet"]) == 0
+    (md,) = (tmp_path / "out").glob("*.md")
+    table = md.read_text().split("## Accuracy")[1].split("\n## ")[0]
+    header = next(line for line in table.splitlines() if line.startswith("| GPUs"))
+    row = next(line for line in table.splitlines() if line.startswith("| 1 "))
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")], [c.strip() for c in row.strip("|").split("|")]))
+    assert cells["AUC"] == "0.6840" and cells["target"] == "auc 0.7000" and cells["top-1"] == ""
+    assert cells["time to target"] == "reached (not timed)" and cells["epochs"] == "" and cells["OK runs"] == "1/1"

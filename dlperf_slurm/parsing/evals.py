@@ -41,11 +41,12 @@ def _frac(*values: float | None) -> bool:
     return all(v is None or 0 <= v <= 1 for v in values)
 
 
-def _ev(epoch: int | None, top1: float, top5: float | None, step: int | None = None,
+def _ev(epoch: int | None, top1: float | None, top5: float | None, step: int | None = None,
         t: float | None = None) -> Evaluation | None:
     if not _frac(top1, top5):
         return None
-    return Evaluation(epoch, step, t, round(top1, 10), round(top5, 10) if top5 is not None else None)
+    return Evaluation(epoch, step, t, round(top1, 10) if top1 is not None else None,
+                      round(top5, 10) if top5 is not None else None)
 
 
 def _tf_cnn(m: re.Match[str]) -> Evaluation | None:
@@ -84,7 +85,12 @@ def _mxnet(m: re.Match[str]) -> Evaluation | None:  # one metric a line, epochs 
     if not _frac(v):
         return None
     e = int(m.group(1)) + 1
-    return Evaluation(e, None, None, v, None) if m.group(2) == "accuracy" else Evaluation(e, None, None, -1.0, v)
+    return Evaluation(e, None, None, v, None) if m.group(2) == "accuracy" else Evaluation(e, None, None, None, v)
+
+
+def _auc(m: re.Match[str]) -> Evaluation | None:
+    v = float(m.group(1))
+    return Evaluation(None, None, None, None, None, auc=v) if _frac(v) else None
 
 
 FORMATS: dict[str, Format] = {
@@ -116,6 +122,10 @@ FORMATS: dict[str, Format] = {
         "torchvision references/classification train.py, pytorch/examples imagenet/main.py (percents)",
         " * Acc@1 76.130 Acc@5 92.862", "Acc@1 ",
         re.compile(r"^\s*\*\s+Acc@1\s+" + _N + r"\s+Acc@5\s+" + _N + r"\s*$"), _torchvision),
+    "hugectr_auc": Format(
+        "HugeCTR (v2.3's [HUGECTR][INFO] logger through the core23 [HCTR] one): each evaluation's AUC",
+        "[HCTR][03:11:19.929][INFO][RK0][main]: Evaluation, AUC: 0.738497", "Evaluation, AUC: ",
+        re.compile(r"Evaluation, AUC: " + _N + r"\s*$"), _auc),
 }
 
 def torchvision_line(text: str) -> Evaluation | None:
@@ -161,15 +171,15 @@ class Reader:
         if self._step is not None and e.step is None:
             e, self._step = replace(e, step=self._step), None
         last = self.evals[-1] if self.evals else None
-        if last is not None and e.epoch is not None and e.epoch == last.epoch and (e.top1 < 0 or last.top1 < 0):
+        if (last is not None and e.epoch is not None and e.epoch == last.epoch and e.auc is None and last.auc is None
+                and (e.top1 is None) != (last.top1 is None) and (e.top5 is None) != (last.top5 is None)):
             # MXNet's two lines of one evaluation: the top-1 line and the top-5 line
-            top1 = last.top1 if e.top1 < 0 else e.top1
-            self.evals[-1] = replace(last, top1=top1, top5=e.top5 if e.top5 is not None else last.top5)
+            self.evals[-1] = replace(last, top1=last.top1 if e.top1 is None else e.top1,
+                                     top5=last.top5 if e.top5 is None else e.top5)
         elif len(self.evals) < 100_000:
             self.evals.append(e)
 
     def extra(self, first_step_time: float | None = None) -> dict[str, Any]:
         """``RunResult.extra``'s fields for the evaluations read ({} without any): final top-1 and top-5, each
         evaluation, epochs; a target is the campaign's (:func:`dlperf_slurm.accuracy.apply_target`)."""
-        evals = [e for e in self.evals if e.top1 >= 0]  # an MXNet top-5 line without its top-1 line is no result
-        return extra(evals, first_step_time=first_step_time) if evals else {}
+        return extra(self.evals, first_step_time=first_step_time) if self.evals else {}

@@ -31,6 +31,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import Suite, register
 
@@ -120,6 +121,7 @@ def workspace_mb(vocab: int, vec: int) -> int:
 
 @register
 class HugeCTRWDL(_WDL):
+    evaluations = ("hugectr_auc",)  # "Evaluation, AUC: 0.767348" (its eval_interval)
     framework = "hugectr"
     description = ("DLPerf's HugeCTR/wdl/scripts/wdl.py (HugeCTR Python API): latency per iteration and GPU "
                    "memory per deep_vocab_size")
@@ -172,7 +174,7 @@ _NAN_STOP = "Loss cannot converge"
 
 def _wanted(text: str) -> bool:
     return ("iters)" in text or "Eval Time" in text or " time " in text or "iter: " in text or "eval_loss" in text
-            or "memory usage is" in text or _NAN_STOP in text)
+            or "memory usage is" in text or _NAN_STOP in text or "AUC: " in text)
 
 
 class Gaps:
@@ -199,6 +201,7 @@ class Gaps:
 
 def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(suite.evaluations)
     iso = lp.IsoClock()
     gaps = Gaps()
     st: dict[str, Any] = {"clock": 0.0, "eval": 0.0, "evals": 0, "forms": set(), "mem": None, "prev": 0,
@@ -251,13 +254,13 @@ def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if _NAN_STOP in text:  # HugeCTR throws instead of printing a NaN loss
             st["nan"] = st["prev"] + 1
             return lp.NOT_MINE  # its error text is a fact too
-        return lp.NOT_MINE
+        return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
-        "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP)).run(lines)
+        "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP, "AUC: ")).run(lines)
     if st["nan"] is not None:
         window.add(max(st["nan"], window.max_step), None, loss=float("nan"))
-    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"]),
                              "clock": ("the printed interval times, summed, each interval after an evaluation "
                                        "less the printed eval time" if "hugectr" in st["forms"]
                                        else "the log's time stamps")}
