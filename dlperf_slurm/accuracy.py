@@ -23,7 +23,8 @@ from dlperf_slurm.model import METRICS, Status
 
 EVALS, TOP1, TOP5, EPOCHS, PLANNED, TARGET, REACHED, TTT, START = (
     "evals", "top1", "top5", "epochs", "epochs_planned", "target", "reached", "time_to_target_s", "first_step_time")
-AUC = "auc"  # a click-through model's evaluation (W&D: HugeCTR), in place of top-1/top-5; kept only where read
+AUC, LFW = "auc", "lfw"  # a click-through model's AUC (W&D: HugeCTR), a face model's LFW verification accuracy
+OTHER = {AUC: "AUC", LFW: "LFW"}  # the metrics besides top-1/top-5, and their columns: kept only where read
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Evaluation:
     top1: float | None  # fractions
     top5: float | None
     auc: float | None = None  # area under the ROC curve (a click-through model's)
+    lfw: float | None = None  # verification accuracy on LFW (a face model's: InsightFace)
 
 
 def _num(v: Any) -> float | None:
@@ -76,10 +78,10 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
     hit = next((e for e in evals if meets(tgt, e)), None)
     ttt = (hit.time - first_step_time if hit is not None and hit.time is not None and first_step_time is not None
            else None)
-    aucs = {AUC: last.auc if last else None} if any(e.auc is not None for e in evals) else {}
-    return {EVALS: [asdict(e) if e.auc is not None else {k: v for k, v in asdict(e).items() if k != AUC}
-                    for e in evals],
-            TOP1: last.top1 if last else None, TOP5: last.top5 if last else None, **aucs,
+    others = [k for k in OTHER if any(getattr(e, k) is not None for e in evals)]
+    return {EVALS: [{k: v for k, v in asdict(e).items() if k not in OTHER or k in others} for e in evals],
+            TOP1: last.top1 if last else None, TOP5: last.top5 if last else None,
+            **{k: getattr(last, k) if last else None for k in others},
             EPOCHS: max((e.epoch or 0 for e in evals), default=0) or (None if evals else 0),  # None: not named
             PLANNED: epochs if isinstance(epochs, int) else None,
             TARGET: {"metric": tgt[0], "value": tgt[1]} if tgt else None,
@@ -97,7 +99,7 @@ def apply_target(fields: dict[str, Any], target: Any, epochs: Any = None) -> Non
     if hasattr(target, "metric"):
         target = {"metric": target.metric, "value": target.value}
     evals = [Evaluation(e.get("epoch"), e.get("step"), _num(e.get("time")), _num(e.get("top1")), _num(e.get("top5")),
-                        _num(e.get(AUC))) for e in fields.get(EVALS) or [] if isinstance(e, Mapping)]
+                        _num(e.get(AUC)), _num(e.get(LFW))) for e in fields.get(EVALS) or [] if isinstance(e, Mapping)]
     fields.update(extra(evals, first_step_time=_num(fields.get(START)), epochs=epochs, target=target))
 
 
@@ -151,7 +153,7 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
         ok = [r for r in rs if r.status == Status.OK]
         top1 = [r.extra[TOP1] for r in ok if _num(r.extra.get(TOP1)) is not None]
         top5 = [r.extra[TOP5] for r in ok if _num(r.extra.get(TOP5)) is not None]
-        auc = [r.extra[AUC] for r in ok if _num(r.extra.get(AUC)) is not None]
+        other = {k: [r.extra[k] for r in ok if _num(r.extra.get(k)) is not None] for k in OTHER}
         ttt = [r.extra[TTT] for r in ok if _num(r.extra.get(TTT)) is not None]
         target = next((r.extra.get(TARGET) for r in rs if r.extra.get(TARGET)), None)
         out.append({
@@ -159,7 +161,8 @@ def table(cells: Sequence[Any], runs: Iterable[Any]) -> list[dict[str, Any]]:
             "global_batch": c.global_batch, "throughput": c.median, "unit": c.unit,
             "top1": _med(top1), "top1_min": min(top1, default=None), "top1_max": max(top1, default=None),
             "top5": _med(top5), "top5_min": min(top5, default=None), "top5_max": max(top5, default=None),
-            **({AUC: _med(auc), "auc_min": min(auc), "auc_max": max(auc)} if auc else {}),
+            **{f: v for k, vs in other.items() if vs
+               for f, v in ((k, _med(vs)), (f"{k}_min", min(vs)), (f"{k}_max", max(vs)))},
             "target": target, "time_to_target_s": _med(ttt),
             "reached": any(r.extra.get(REACHED) for r in ok),
             "epochs": _med([r.extra[EPOCHS] for r in ok if _num(r.extra.get(EPOCHS)) is not None]),
@@ -185,7 +188,7 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
         lo, hi = row[f"{key}_min"], row[f"{key}_max"]
         return fmt(key, row[key]) + (f" ({fmt(key, lo)}–{fmt(key, hi)})" if lo != hi else "")
 
-    aucs = any(r.get(AUC) is not None for r in rows)  # a click-through model's: its own column
+    others = [k for k in OTHER if any(r.get(k) is not None for r in rows)]  # AUC, LFW: a column each where read
 
     body = []
     for r in rows:
@@ -194,7 +197,7 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
                else "reached (not timed)" if tgt and r["reached"] else "not reached" if tgt else "")
         body.append([str(r["gpus"]), str(r["batch_size"]), str(r["global_batch"]),
                      f"{r['throughput']:.1f} {r['unit']}" if r["throughput"] else "", pct(r, "top1"), pct(r, "top5"),
-                     *([pct(r, AUC)] if aucs else []), f"{tgt['metric']} {fmt(tgt['metric'], tgt['value'])}"
+                     *(pct(r, k) for k in others), f"{tgt['metric']} {fmt(tgt['metric'], tgt['value'])}"
                      if tgt else "", ttt,
                      f"{r['epochs']:g}" if r["epochs"] is not None else "", f"{r['n_ok']}/{r['n']}"])
     lines = ["## Accuracy (trained to the end or to the target)", "",
@@ -203,7 +206,7 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
              "clock), median; processing rate: the first epoch's steps after the warm-up. A run that ended without "
              "reaching its target is NOT_CONVERGED and never in the medians.", "",
              tabulate(body, headers=["GPUs", "batch/GPU", "global batch", "processing rate", "top-1", "top-5",
-                                     *(["AUC"] if aucs else []), "target", "time to target", "epochs", "OK runs"],
+                                     *(OTHER[k] for k in others), "target", "time to target", "epochs", "OK runs"],
                       tablefmt="github", disable_numparse=True), ""]
     for r in rows:
         if r["not_converged"]:

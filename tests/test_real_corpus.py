@@ -23,8 +23,8 @@ project's test cluster), each described by one ``[[log]]`` entry::
                                       # "published" (default), "time" or "speed"
     note = "..."                      # optional: what is special about this log
     evaluated = { top1 = 0.76046, top5 = 0.92876, evaluations = 1 }   # optional: the evaluations the log prints
-                                      # (how many, the last one's top-1 and top-5 as fractions, or auc; best_top1,
-                                      # best_top5, best_auc where the best is not the last): its run's accuracy
+                                      # (how many, the last one's top-1 and top-5 as fractions, or auc, lfw;
+                                      # best_<metric> where the best is not the last): its run's accuracy
 
 The corpus test reads each log through the same path as ``collect --from`` (a one-log DLPerf tree), checks its
 status, and the stated figure within 0.5 %; a log with ``evaluated`` is read as an accuracy run too (``collect --from
@@ -44,7 +44,7 @@ from typing import Any
 import pytest
 
 from dlperf_slurm import accuracy, collect, suites
-from dlperf_slurm.model import Target
+from dlperf_slurm.model import METRICS, Target
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 TOLERANCE = 0.005
@@ -140,9 +140,9 @@ def test_a_real_log_s_evaluations_are_its_run_s_accuracy(log, suite, tmp_path):
     stated = log.evaluated
     row = read(log, suite, tmp_path / "plain")
     assert len(row.extra.get("evals") or []) == stated["evaluations"], f"{log.id}: {row.extra.get('evals')}"
-    for key in ("top1", "top5", "auc"):
+    for key in METRICS:
         assert row.extra.get(key) == pytest.approx(stated.get(key), abs=1e-6), f"{log.id} as {suite}: final {key}"
-    metric = next(m for m in ("top1", "top5", "auc") if stated.get(f"best_{m}", stated.get(m)))
+    metric = next(m for m in METRICS if stated.get(f"best_{m}", stated.get(m)))
     best = stated.get(f"best_{metric}", stated[metric])
     hit = read(log, suite, tmp_path / "reached", Target(metric, best))
     assert hit.extra["reached"] is True and str(hit.status) == log.status, f"{log.id}: {hit.status} ({hit.reason})"

@@ -88,6 +88,11 @@ def _mxnet(m: re.Match[str]) -> Evaluation | None:  # one metric a line, epochs 
     return Evaluation(e, None, None, v, None) if m.group(2) == "accuracy" else Evaluation(e, None, None, None, v)
 
 
+def _lfw(m: re.Match[str]) -> Evaluation | None:  # the mean over LFW's 10 folds (+- their deviation)
+    v = float(m.group(2))
+    return Evaluation(None, int(m.group(1)), None, None, None, lfw=v) if _frac(v) else None
+
+
 def _auc(m: re.Match[str]) -> Evaluation | None:
     v = float(m.group(1))
     return Evaluation(None, None, None, None, None, auc=v) if _frac(v) else None
@@ -126,6 +131,10 @@ FORMATS: dict[str, Format] = {
         "HugeCTR (v2.3's [HUGECTR][INFO] logger through the core23 [HCTR] one): each evaluation's AUC",
         "[HCTR][03:11:19.929][INFO][RK0][main]: Evaluation, AUC: 0.738497", "Evaluation, AUC: ",
         re.compile(r"Evaluation, AUC: " + _N + r"\s*$"), _auc),
+    "insightface_lfw": Format(
+        "InsightFace's verification (ArcFace MXNet train.py 2019-, arcface_torch's CallBackVerification 2021-): LFW",
+        "[lfw][32500]Accuracy-Flip: 0.50750+-0.00704", "]Accuracy-Flip: ",
+        re.compile(r"\[lfw\]\[(\d+)\]Accuracy-Flip: " + _N + r"\+-"), _lfw),
 }
 
 def torchvision_line(text: str) -> Evaluation | None:
