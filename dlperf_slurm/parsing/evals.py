@@ -76,6 +76,21 @@ def _oneflow(m: re.Match[str]) -> Evaluation | None:  # epochs from 0; the unix 
                t=float(m.group(5)) if m.group(5) else None)
 
 
+def _iso(stamp: str | None) -> float | None:
+    """``2026-11-27 10:03:59.783`` (Oneflow-Inc/models' logger, the node's local clock) as seconds, read as UTC."""
+    if not stamp:
+        return None
+    try:
+        whole, _, frac = stamp.partition(".")
+        return calendar.timegm(time.strptime(whole, "%Y-%m-%d %H:%M:%S")) + float("0." + (frac or "0"))
+    except ValueError:
+        return None
+
+
+def _oneflow_models(m: re.Match[str]) -> Evaluation | None:  # epochs from 0, top-1 only
+    return _ev(int(m.group(1)) + 1, float(m.group(2)), None, t=_iso(m.group(3)))
+
+
 def _torchvision(m: re.Match[str]) -> Evaluation | None:  # percents
     return _ev(None, float(m.group(1)) / 100, float(m.group(2)) / 100)
 
@@ -123,6 +138,12 @@ FORMATS: dict[str, Format] = {
         "validation: epoch ",
         re.compile(r"validation: epoch (\d+), iter (\d+), top_1: " + _N + r", top_k: " + _N
                    + r", samples/s: [-+\d.eE]+(?: (\d+\.\d+))?\s*$"), _oneflow),
+    "oneflow_models": Format(
+        "Oneflow-Inc/models Vision/classification/image/resnet50 train.py (2021-09 on): rank 0's eval line, top-1",
+        "[rank:0] [eval], epoch: 0/2, iter: 2/2, loss: 0.00000, lr: 0.000000, top1: 0.00000, throughput: 1.93 | "
+        "2026-11-27 10:03:59.783", "[eval], epoch: ",
+        re.compile(r"^\[(?:rank:)?0\] \[eval\], epoch: (\d+)/\d+, .*?\btop1: " + _N
+                   + r"(?:.*?\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+))?"), _oneflow_models),
     "torchvision": Format(
         "torchvision references/classification train.py, pytorch/examples imagenet/main.py (percents)",
         " * Acc@1 76.130 Acc@5 92.862", "Acc@1 ",

@@ -81,7 +81,7 @@ class ResNet50(_OneFlow):
     model = "resnet50"
     description = "OneFlow-Benchmark Classification/cnns/of_cnn_train_val.py --model=resnet50 (DLPerf's flags)"
     sample_unit = "img/s"
-    evaluations = ("oneflow",)  # "validation: epoch 47, iter 125, top_1: 0.760460, top_k: 0.928760, ..."
+    evaluations = ("oneflow", "oneflow_models")  # "validation: epoch 47, ..., top_1: 0.76, top_k: 0.93", "[eval]"
     options = {"workdir": "/workspace/OneFlow-Benchmark/Classification/cnns", "script": "of_cnn_train_val.py",
                "python": "python3", "data_dir": "/datasets/ImageNet/ofrecord", "data_part_num": 256, "print_every": 0}
 
