@@ -112,3 +112,27 @@ def test_a_click_through_model_s_auc_is_its_accuracy_column_and_target(tmp_path)
     cells = dict(zip([c.strip() for c in header.strip("|").split("|")], [c.strip() for c in row.strip("|").split("|")]))
     assert cells["AUC"] == "0.6840" and cells["target"] == "auc 0.7000" and cells["top-1"] == ""
     assert cells["time to target"] == "reached (not timed)" and cells["epochs"] == "" and cells["OK runs"] == "1/1"
+
+
+def test_every_evaluation_format_a_suite_reads_is_a_line_of_a_real_log_that_suite_reads():
+    """Each format's example is copied from a real log of the corpus (tests/fixtures/real) that a suite declaring the
+    format reads, and it reads as one evaluation: no format here was written from the parser's own source."""
+    import tomllib
+
+    from dlperf_slurm import suites
+    from dlperf_slurm.parsing import evals as evallines
+
+    logs: dict[str, list[Path]] = {}
+    for index in REAL.rglob("SOURCE.toml"):
+        for entry in tomllib.loads(index.read_text()).get("log", []):
+            for suite in entry["suites"]:
+                logs.setdefault(suite, []).append(index.parent / entry["file"])
+    declared = {f: [n for n in suites.names() if f in suites.get(n).evaluations] for f in evallines.FORMATS}
+    assert {f for f, names in declared.items() if names} >= set(evallines.FORMATS) - {"torchvision"}
+    for name, fmt in evallines.FORMATS.items():
+        if not declared[name]:
+            continue
+        texts = [p.read_text(errors="replace") for s in declared[name] for p in logs.get(s, [])]
+        assert any(fmt.example in t.splitlines() for t in texts), f"{name}: its example is in no real log"
+        reader = evallines.Reader((name,))
+        assert reader.read(fmt.example) and len(reader.evals) == 1, name

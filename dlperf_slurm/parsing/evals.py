@@ -120,11 +120,11 @@ FORMATS: dict[str, Format] = {
         re.compile(r"Accuracy @ 1 = " + _N + r" Accuracy @ 5 = " + _N + r" \[\d+ examples\]"), _tf_cnn),
     "gluoncv": Format(
         "gluon-cv scripts/classification/imagenet/train_imagenet.py (2018-)",
-        "[Epoch 0] validation: err-top1=0.944655 err-top5=0.844169", "validation: err-top1=",
+        "INFO:root:[Epoch 0] validation: err-top1=0.944655 err-top5=0.844169", "validation: err-top1=",
         re.compile(r"\[Epoch (\d+)\] validation: err-top1=" + _N + r" err-top5=" + _N), _gluoncv),
     "mxnet": Format(
         "MXNet Module.fit (example/image-classification, DLE MxNet fit.py) and gluon examples: one metric a line",
-        "Epoch[73] Validation-accuracy=0.559794", "Validation-",
+        "INFO:root:Epoch[3] Validation-accuracy=0.965625", "Validation-",
         re.compile(r"Epoch[\[ ](\d+)\]?\s+Validation-(accuracy|top_k_accuracy_5)=" + _N), _mxnet),
     "paddleclas": Format(
         "PaddleClas 2.x ppcls engine (ppcls/engine/evaluation: the epoch's [Avg] line; 2021-)",
