@@ -146,7 +146,7 @@ FORMATS: dict[str, Format] = {
                    + r"(?:.*?\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+))?"), _oneflow_models),
     "torchvision": Format(
         "torchvision references/classification train.py, pytorch/examples imagenet/main.py (percents)",
-        " * Acc@1 76.130 Acc@5 92.862", "Acc@1 ",
+        " *   Acc@1 13.805 Acc@5 59.933", "Acc@1 ",
         re.compile(r"^\s*\*\s+Acc@1\s+" + _N + r"\s+Acc@5\s+" + _N + r"\s*$"), _torchvision),
     "hugectr_auc": Format(
         "HugeCTR (v2.3's [HUGECTR][INFO] logger through the core23 [HCTR] one): each evaluation's AUC",
