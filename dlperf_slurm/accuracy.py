@@ -106,7 +106,7 @@ def apply_target(fields: dict[str, Any], target: Any, epochs: Any = None) -> Non
 def verdict(log: Any) -> tuple[Status, str] | None:
     """NOT_CONVERGED, with its reason, for a run (its parser's RunResult) whose log is OK but never reached its
     target; None otherwise (no target, reached, no accuracy run, or a log not OK). The caller
-    (:func:`dlperf_slurm.outcome.decide`, rows 13 and 3) asks only for a run whose exit says it ended well, or one
+    (:func:`dlperf_slurm.outcome.decide`, rows 14 and 3) asks only for a run whose exit says it ended well, or one
     of which nothing but its log is known (a ``collect --from`` tree)."""
     extra_ = log.extra if log.status == Status.OK and isinstance(log.extra, Mapping) else {}
     tgt = _target(extra_.get(TARGET))
