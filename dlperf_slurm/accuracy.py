@@ -77,7 +77,7 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
     last = evals[-1] if evals else None
     hit = next((e for e in evals if meets(tgt, e)), None)
     ttt = (hit.time - first_step_time if hit is not None and hit.time is not None and first_step_time is not None
-           else None)
+           and hit.time >= first_step_time else None)  # an excerpt that begins after the evaluation has no start
     others = [k for k in OTHER if any(getattr(e, k) is not None for e in evals)]
     return {EVALS: [{k: v for k, v in asdict(e).items() if k not in OTHER or k in others} for e in evals],
             TOP1: last.top1 if last else None, TOP5: last.top5 if last else None,

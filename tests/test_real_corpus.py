@@ -24,7 +24,8 @@ project's test cluster), each described by one ``[[log]]`` entry::
     note = "..."                      # optional: what is special about this log
     evaluated = { top1 = 0.76046, top5 = 0.92876, evaluations = 1 }   # optional: the evaluations the log prints
                                       # (how many, the last one's top-1 and top-5 as fractions, or auc, lfw;
-                                      # best_<metric> where the best is not the last): its run's accuracy
+                                      # best_<metric> where the best is not the last; time_to_target_s to the
+                                      # first that reaches the best, where the log stamps both): its accuracy
 
 The corpus test reads each log through the same path as ``collect --from`` (a one-log DLPerf tree), checks its
 status, and the stated figure within 0.5 %; a log with ``evaluated`` is read as an accuracy run too (``collect --from
@@ -147,6 +148,8 @@ def test_a_real_log_s_evaluations_are_its_run_s_accuracy(log, suite, tmp_path):
     if best > 0:  # a log whose every evaluation is 0 reaches no target
         hit = read(log, suite, tmp_path / "reached", Target(metric, best))
         assert hit.extra["reached"] is True and str(hit.status) == log.status, f"{log.id}: {hit.status} ({hit.reason})"
+        if "time_to_target_s" in stated:  # from the log's first stamped training line to the evaluation
+            assert hit.extra["time_to_target_s"] == pytest.approx(stated["time_to_target_s"]), log.id
     missed = read(log, suite, tmp_path / "missed", Target(metric, min(1.0, best + 0.01)))
     assert missed.extra["reached"] is False
     assert str(missed.status) == ("NOT_CONVERGED" if log.status == "OK" else log.status), missed.reason

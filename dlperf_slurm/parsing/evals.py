@@ -35,6 +35,9 @@ class Format:
     needle: str
     pattern: re.Pattern[str]
     read: Callable[[re.Match[str]], Evaluation | None]
+    # the time of a training line of the same program on its evaluations' clock (None: its lines carry none): the
+    # start of a time to target
+    stamp: Callable[[str], float | None] | None = None
 
 
 def _frac(*values: float | None) -> bool:
@@ -64,6 +67,26 @@ def _clock(stamp: str) -> float | None:
         return float(calendar.timegm(time.strptime(stamp, "%Y/%m/%d %H:%M:%S")))
     except ValueError:
         return None
+
+
+_PPCLS_STAMP = re.compile(r"^\[(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)\] ")
+_UNIX_STAMP = re.compile(r" (\d{10}\.\d+)\s*$")
+_MODELS_STAMP = re.compile(r"\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\s*$")
+
+
+def _ppcls_stamp(text: str) -> float | None:
+    m = _PPCLS_STAMP.match(text)
+    return _clock(m.group(1)) if m else None
+
+
+def _unix_stamp(text: str) -> float | None:  # OneFlow-Benchmark's stamped logger: time.time() ends the line
+    m = _UNIX_STAMP.search(text)
+    return float(m.group(1)) if m else None
+
+
+def _models_stamp(text: str) -> float | None:
+    m = _MODELS_STAMP.search(text)
+    return _iso(m.group(1)) if m else None
 
 
 def _paddleclas(m: re.Match[str]) -> Evaluation | None:  # epochs from 1
@@ -131,19 +154,19 @@ FORMATS: dict[str, Format] = {
         "[2022/08/05 01:28:59] ppcls INFO: [Eval][Epoch 2][Avg]CELoss: 3.78812, loss: 3.78812, top1: 0.23302, "
         "top5: 0.47420", "[Eval][Epoch ",
         re.compile(r"^(?:\[(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)\] )?.*\[Eval\]\[Epoch (\d+)\]\[Avg\].*?\btop1: " + _N
-                   + r"(?:, top5: " + _N + r")?"), _paddleclas),
+                   + r"(?:, top5: " + _N + r")?"), _paddleclas, _ppcls_stamp),
     "oneflow": Format(
         "OneFlow-Benchmark Classification/cnns of_cnn_train_val.py (2020-)",
         "validation: epoch 47, iter 125, top_1: 0.760460, top_k: 0.928760, samples/s: 2173.505 1599761642.6572137",
         "validation: epoch ",
         re.compile(r"validation: epoch (\d+), iter (\d+), top_1: " + _N + r", top_k: " + _N
-                   + r", samples/s: [-+\d.eE]+(?: (\d+\.\d+))?\s*$"), _oneflow),
+                   + r", samples/s: [-+\d.eE]+(?: (\d+\.\d+))?\s*$"), _oneflow, _unix_stamp),
     "oneflow_models": Format(
         "Oneflow-Inc/models Vision/classification/image/resnet50 train.py (2021-09 on): rank 0's eval line, top-1",
         "[rank:0] [eval], epoch: 0/2, iter: 2/2, loss: 0.00000, lr: 0.000000, top1: 0.00000, throughput: 1.93 | "
         "2026-11-27 10:03:59.783", "[eval], epoch: ",
         re.compile(r"^\[(?:rank:)?0\] \[eval\], epoch: (\d+)/\d+, .*?\btop1: " + _N
-                   + r"(?:.*?\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+))?"), _oneflow_models),
+                   + r"(?:.*?\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+))?"), _oneflow_models, _models_stamp),
     "torchvision": Format(
         "torchvision references/classification train.py, pytorch/examples imagenet/main.py (percents)",
         " *   Acc@1 13.805 Acc@5 59.933", "Acc@1 ",
@@ -178,6 +201,8 @@ class Reader:
                                                                 else ())
         self.evals: list[Evaluation] = []
         self._tf_cnn = "tf_cnn" in names
+        self._stamps = [f.stamp for f in self.formats if f.stamp is not None]
+        self.start: float | None = None  # the first training line's time, on the evaluations' clock
         self._step: int | None = None  # tf_cnn's "Running evaluation at global_step N", for the next result
 
     def read(self, text: str) -> bool:
@@ -197,6 +222,17 @@ class Reader:
                 return True
         return False
 
+    def trained(self, text: str) -> None:
+        """A training line the suite read: the first one's time (where the program stamps it on its evaluations'
+        clock) starts the time to target."""
+        if self.start is None and self._stamps:
+            for stamp in self._stamps:
+                t = stamp(text)
+                if t is not None:
+                    self.start = t
+                    return
+            self._stamps = []  # its training lines carry no such stamp: not looked for again
+
     def _keep(self, e: Evaluation) -> None:
         if self._step is not None and e.step is None:
             e, self._step = replace(e, step=self._step), None
@@ -209,7 +245,8 @@ class Reader:
         elif len(self.evals) < 100_000:
             self.evals.append(e)
 
-    def extra(self, first_step_time: float | None = None) -> dict[str, Any]:
+    def extra(self) -> dict[str, Any]:
         """``RunResult.extra``'s fields for the evaluations read ({} without any): final top-1 and top-5, each
-        evaluation, epochs; a target is the campaign's (:func:`dlperf_slurm.accuracy.apply_target`)."""
-        return extra(self.evals, first_step_time=first_step_time) if self.evals else {}
+        evaluation, epochs; a target is the campaign's (:func:`dlperf_slurm.accuracy.apply_target`). The time to
+        target runs from the first training line the log stamps (one print interval after the first step's start)."""
+        return extra(self.evals, first_step_time=self.start) if self.evals else {}

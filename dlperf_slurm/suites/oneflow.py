@@ -233,6 +233,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
         stamp = _MODELS_STAMP.search(text)
         t = iso.seconds(stamp.group(1)) if stamp else None
+        evals.trained(text)
         return add("oneflow-models", step, t, seconds, speed, _LOSS.search(text, m.end()))
 
     def bert2020(m: re.Match, text: str) -> int:
@@ -277,6 +278,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         speed = lp.to_float(fig.group(1))
         seconds = span * gb / speed if speed is not None and speed > 0 else None
         t = stamps.seconds(fig.group(2)) if fig.group(2) else None
+        evals.trained(text)  # the first stamped one starts a time to target
         return add(form, step, t, seconds, speed, _LOSS.search(body))
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),

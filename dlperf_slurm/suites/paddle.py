@@ -253,6 +253,7 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             t = st["clock"]
         st["prev"] = max(st["prev"], step)
         st["forms"].add(form)
+        evals.trained(text)  # the first stamped one starts a time to target
         window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
                    span_from=step - span if seconds is not None else None, span_seconds=seconds)
         return lp.CONSUMED
