@@ -372,8 +372,9 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
         return RunResult(status=Status.LOG_MISSING, reason=problem)
     try:
         suite = suites.get(cell.suite)
-        ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
-                           cell.precision, options={**suite.options, **(options or {})},
+        ctx = ParseContext(nodes=cell.nodes, gpus_per_node=cell.gpus_per_node, batch_size=cell.batch_size,
+                           warmup_steps=warmup_steps, measure_steps=measure_steps,
+                           precision=cell.precision, options={**suite.options, **(options or {})},
                            program_batch=cell.program_batch)
         res = suite.parse(parsing.read_lines(log) if lines is None else lines, ctx)
     except FileNotFoundError:

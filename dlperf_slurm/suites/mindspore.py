@@ -167,8 +167,9 @@ def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigur
     if steps < lp.Window.COVERAGE * measure or not (seconds > 0) or not math.isfinite(seconds):
         return None
     speeds = [gb * 1000.0 / r[3] for r in inside if r[3] > 0 and math.isfinite(r[3])]
-    return lp.WindowFigures(inside[0][0], inside[-1][1], seconds, gb * steps / seconds, 1000.0 * seconds / steps,
-                            sum(speeds) / len(speeds) if speeds else None, len(speeds))
+    return lp.WindowFigures(start=inside[0][0], end=inside[-1][1], seconds=seconds, throughput=gb * steps / seconds,
+                            latency_ms=1000.0 * seconds / steps,
+                            speed=sum(speeds) / len(speeds) if speeds else None, speed_points=len(speeds))
 
 
 def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -299,10 +300,10 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         speeds = [f.speed for f in figs if f.speed is not None]
         extra["workers_measured"] = len(figs)
         extra["per_worker_throughput"] = [f.throughput for f in figs]
-        fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
-                               statistics.median(f.throughput for f in figs),
-                               statistics.median(f.latency_ms for f in figs),
-                               statistics.median(speeds) if speeds else None, fig.speed_points)
+        fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
+                               throughput=statistics.median(f.throughput for f in figs),
+                               latency_ms=statistics.median(f.latency_ms for f in figs),
+                               speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
     reached = max([window.max_step] + [w.end for w in measured]) >= ctx.warmup_steps + ctx.measure_steps
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
                     extra=extra, no_memory_reason="MindSpore model_zoo logs report no GPU memory")

@@ -291,10 +291,10 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             extra["workers_measured"] = len(figs)
             extra["per_worker_throughput"] = [f.throughput for f in figs]
             speeds = [f.speed for f in figs if f.speed is not None]
-            fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
-                                   statistics.median(f.throughput for f in figs),
-                                   statistics.median(f.latency_ms for f in figs),
-                                   statistics.median(speeds) if speeds else None, fig.speed_points)
+            fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
+                                   throughput=statistics.median(f.throughput for f in figs),
+                                   latency_ms=statistics.median(f.latency_ms for f in figs),
+                                   speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
     reached = any(w.reached for w in windows) if windows else False
     if not windows and keras.points:
         extra["progress_lines"] = "Keras progress only (no TimeHistory / Train Step lines)"
