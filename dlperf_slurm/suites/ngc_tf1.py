@@ -194,10 +194,10 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         st["seen"].add(step)
         span = step - 1 if per_step else min(st["prev"], step - 1)
         st["prev"] = max(st["prev"], step)
-        ok = lp.finite(speed) and speed > 0
+        good = speed if lp.finite(speed) and speed > 0 else None
         # the program's own time of the steps the speed covers: lets the window start where no line was logged
-        window.add(step, t, speed=speed if ok else None, loss=loss, span_from=span,
-                   span_seconds=(step - span) * gb / speed if ok else None)
+        window.add(step, t, speed=good, loss=loss, span_from=span,
+                   span_seconds=(step - span) * gb / good if good is not None else None)
 
     def text_line(text: str, at: int, final: bool) -> int:
         m = _DLL.match(text, at)
