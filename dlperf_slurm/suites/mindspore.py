@@ -210,13 +210,14 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         key = hint[:2] if hint else None
         w = workers[0]
         if key is not None:
-            w = next((x for x in workers if key not in x.seen), None)
-            if w is None:
+            free = next((x for x in workers if key not in x.seen), None)
+            if free is None:
                 if len(workers) >= _MAX_STREAMS:
                     return
-                w = _Worker()
-                workers.append(w)
-            w.seen.add(key)
+                free = _Worker()
+                workers.append(free)
+            free.seen.add(key)
+            w = free
         end = w.end + n
         if hint and hint[0] == "step" and hint[1] > w.end:
             end = hint[1]  # a global step (BERT): trust it
@@ -300,10 +301,11 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         speeds = [f.speed for f in figs if f.speed is not None]
         extra["workers_measured"] = len(figs)
         extra["per_worker_throughput"] = [f.throughput for f in figs]
-        fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
+        first = figs[0]
+        fig = lp.WindowFigures(start=first.start, end=first.end, seconds=statistics.median(f.seconds for f in figs),
                                throughput=statistics.median(f.throughput for f in figs),
                                latency_ms=statistics.median(f.latency_ms for f in figs),
-                               speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
+                               speed=statistics.median(speeds) if speeds else None, speed_points=first.speed_points)
     reached = max([window.max_step] + [w.end for w in measured]) >= ctx.warmup_steps + ctx.measure_steps
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
                     extra=extra, no_memory_reason="MindSpore model_zoo logs report no GPU memory")
