@@ -21,6 +21,7 @@ from dlperf_slurm import stats
 from dlperf_slurm.model import ACTIVE, Status
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.tables import counts_text, group_table, group_title, groups, shared_suites
+from dlperf_slurm.storage import open_log
 
 LOG_LINES = 15  # a failed run's last log lines shown
 MAX_FAILURES = 200  # failed runs listed (the rest counted)
@@ -55,7 +56,7 @@ def trend_of(stored: Sequence[Any], result: Any) -> dict[str, list[Point]]:
 def tail(path: str, lines: int = LOG_LINES, max_bytes: int = 16384) -> list[str] | None:
     """The last ``lines`` lines of a log (read from its end), None when it cannot be read."""
     try:
-        with open(path, "rb") as f:
+        with open_log(path) as f:
             f.seek(0, 2)
             size = f.tell()
             f.seek(max(0, size - max_bytes))

@@ -108,7 +108,8 @@ def read_marker(path: str | Path | None) -> dict[str, Any] | None:
     if not path:
         return None
     try:
-        data = json.loads(Path(path).read_text())
+        with storage.open_log(path) as f:  # not a plain open: a FIFO in its place would block for ever
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "rc" in data else None

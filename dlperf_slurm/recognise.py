@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.storage import open_log
 
 if TYPE_CHECKING:
     from dlperf_slurm.outcome import Outcome
@@ -157,7 +158,7 @@ def last_error(path: str | os.PathLike) -> tuple[int, str] | None:
         size = os.path.getsize(path)
         offset, before = 0, 0
         if size > TAIL_BYTES:
-            with open(path, "rb") as f:
+            with open_log(path) as f:
                 start = size - TAIL_BYTES
                 f.seek(start)
                 chunk = f.read(TAIL_BYTES)
@@ -204,8 +205,11 @@ def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: s
     from dlperf_slurm import suites
     from dlperf_slurm.parsing import lines as window  # its TRACE
 
-    found = []
-    head = list(_lines_from(path, 0, HEAD_BYTES, HEAD_LINES))  # a program prints its steps early or not at all
+    found: list[str] = []
+    try:
+        head = list(_lines_from(path, 0, HEAD_BYTES, HEAD_LINES))  # a program prints its steps early or not at all
+    except OSError:  # no suite reads a log that cannot be read (its run says why: storage.unreadable)
+        return found
     trace, window.TRACE = window.TRACE, None  # collect --explain traces the run's own suite, not these
     try:
         for name in names if names is not None else suites.names():

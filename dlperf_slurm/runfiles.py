@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dlperf_slurm.model import Status
+from dlperf_slurm.storage import open_log
 
 
 def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:
@@ -32,7 +33,7 @@ def job_event(path: str | Path) -> dict[str, Any] | None:
     from dlperf_slurm import events
 
     try:
-        with open(path, "rb") as f:
+        with open_log(path) as f:
             head = f.read(65536).decode(errors="replace")
     except OSError:
         return None

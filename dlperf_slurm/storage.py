@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+from typing import IO, Any
 
 
 def log_identity(path: str | os.PathLike) -> str:
@@ -55,6 +58,21 @@ def storage_problem(err: BaseException) -> str:
     return f"{path}: the manifest could not be used ({type(err).__name__}: {text})"
 
 
+def open_log(path: str | os.PathLike, mode: str = "rb", **kwargs: Any) -> IO[Any]:
+    """``open(path, mode, **kwargs)`` for reading a log, refusing (OSError) what is not a regular file: a FIFO, a
+    socket or a device named like a log would block a plain ``open`` (a FIFO until a writer comes: ``collect``
+    hung for ever on one) or read for ever. Every reader of a log opens it here."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", os.fspath(path))
+        os.set_blocking(fd, True)
+        return open(fd, mode, **kwargs)  # the caller's with-block closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 #: a log whose first block has more than this share of bytes no text log holds (NUL, other C0 controls than
 #: tab/newline/CR/ESC/backspace, invalid UTF-8) is not text (garbage, a binary written over it)
 NOT_TEXT_SHARE = 0.3
@@ -65,7 +83,7 @@ def unreadable(path: str | Path) -> str:
     """Why the log at ``path`` cannot be read as a log ('' when it can, or when it is simply absent): not
     readable (permissions, a folder in its place, an I/O error) or not text."""
     try:
-        with open(path, "rb") as f:
+        with open_log(path) as f:
             head = f.read(65536)
     except FileNotFoundError:
         return ""

@@ -359,3 +359,28 @@ def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), env=env, cwd=tmp_path)
     assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(tmp_path):
+    """A FIFO where a run's log was (a user's ``mkfifo``, a tool streaming a log): a plain ``open`` of it waits for
+    a writer for ever, and ``collect --from`` hung so (before: killed by the timeout). Wanted: status, collect and
+    ``collect --from`` (the suite named and recognised) end, the run LOG_MISSING saying it is not a regular file."""
+    mx, logs, cdir = campaign(tmp_path, repeats=2)
+    log = sorted(cdir.glob("1n1g/*.log"))[0]
+    log.unlink()
+    os.mkfifo(log)
+
+    def cmd(*args: str) -> subprocess.CompletedProcess:
+        return cli("--logs", str(logs), *args, cwd=tmp_path, timeout=60)
+
+    st = statuses(cmd("status", "f", "--wide").stdout)
+    assert sorted(s for s, _ in st.values()) == ["LOG_MISSING", "OK"], st
+    assert any("not a regular file" in why for _, why in st.values()), st
+    p = cmd("collect", "f", "--no-plots", "--out", str(tmp_path / "s1"))
+    assert p.returncode == 0 and "LOG_MISSING 1" in (tmp_path / "s1" / "f.md").read_text(), p.stdout + p.stderr
+    for suite in ("auto", "pytorch-ddp/resnet50"):
+        p = cmd("collect", "--from", str(cdir), "--suite", suite, "--no-plots", "--no-cache",
+                "--out", str(tmp_path / suite.replace("/", "_")))
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs = (tmp_path / suite.replace("/", "_") / "f.runs.csv").read_text()
+        assert "LOG_MISSING" in runs and "not a regular file" in runs, runs

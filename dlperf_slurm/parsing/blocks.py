@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from dlperf_slurm.parsing.reading import MAX_LINE, split_rank, text_lines
+from dlperf_slurm.storage import open_log
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
 
@@ -205,7 +206,7 @@ class BlockLines:
             self.ranks.add(rank)
 
     def __iter__(self) -> Iterator[str]:
-        with open(self.path, "rb", buffering=0) as f:
+        with open_log(self.path, "rb", buffering=0) as f:
             offset, carry, eof = 0, b"", False
             while not eof:
                 chunk = f.read(BLOCK)

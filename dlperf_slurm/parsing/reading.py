@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import Any
+from dlperf_slurm.storage import open_log
 
 MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
 
@@ -56,7 +57,7 @@ class LogLines:
 
 def text_lines(path: Any, offset: int = 0) -> Iterator[str]:
     """The line reader itself (see :func:`read_lines`), from byte ``offset``, which must start a line."""
-    with open(path, encoding="utf-8", errors="replace", newline=None) as f:
+    with open_log(path, "r", encoding="utf-8", errors="replace", newline=None) as f:
         if offset:
             f.seek(offset)
         readline = f.readline
