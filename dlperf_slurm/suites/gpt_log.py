@@ -111,7 +111,8 @@ _FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)"
           "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
           "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
           "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
-          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)|train\.dist\.tensor_parallel_size=(\d+)"}
+          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)"
+                                        r"|train\.dist\.tensor_parallel_size=(\d+)"}
 _FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
                              r"|train\.activation_checkpoint\.enabled=True\b")
 GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
@@ -119,8 +120,8 @@ KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
 def _wanted(text: str) -> bool:
-    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|" or text[:5] == "step=" or " .." in text
-            or " MiB" in text)
+    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|"
+            or text[:5] == "step=" or " .." in text or " MiB" in text)
 
 
 class _Kind:

@@ -106,10 +106,10 @@ class BertBase(_MindSpore):
 # names, else right after the worker's previous record. LossMonitor's step counts within an epoch: a log of its lines
 # alone (no TimeMonitor) counts its steps across epochs (each epoch adds the last step the one before it printed), so
 # a finished run is never short of the window for that; it has no clock, so its window is never timed. The zoo's
-# per-epoch record states no step count: its epochs are as long as its first (epoch time / per step time there). Rank labels (msrun launch: "[rankN]: ",
-# srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log (DLPerf's mpirun
-# --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not yet seen its
-# epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
+# per-epoch record states no step count: its epochs are as long as its first (epoch time / per step time there).
+# Rank labels (msrun launch: "[rankN]: ", srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log
+# (DLPerf's mpirun --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not
+# yet seen its epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
 
 _NUM = lp.NUM
 _TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NUM + r") ms")

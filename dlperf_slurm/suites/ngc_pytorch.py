@@ -61,8 +61,8 @@ class BertBase(_NGCPyTorch):
     sample_unit = "seq/s"
     loss_metrics = ("step_loss", "average_loss")
     final_metric = "training_sequences_per_second"
-    options = {"workdir": "/workspace/bert", "data_dir": "/data/bert/phase1", "config_file": "/workspace/bert/bert_config.json",
-               "python": "python"}
+    options = {"workdir": "/workspace/bert", "data_dir": "/data/bert/phase1",
+               "config_file": "/workspace/bert/bert_config.json", "python": "python"}
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         argv = [
@@ -81,9 +81,9 @@ class BertBase(_NGCPyTorch):
 
 # ----------------------------------------------------------------------------------------------- parsing
 # dllogger, rank 0 only (suites-reference.md §3.1, §3.2, §7). Two forms, possibly both in one log:
-#   StdOutBackend  DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s
-#                  DLL 2020-09-24 02:10:30.123456 - Training Epoch: 0 Training Iteration: 25  average_loss : 10.48  step_loss : 10.43 ...
-#   JSON stream    DLLL {"timestamp": "1570716921.842053", ..., "type": "LOG", "step": [0, 5], "data": {"train.loss": ...}}
+#   StdOutBackend  DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s  # noqa: E501
+#                  DLL 2020-09-24 02:10:30.123456 - Training Epoch: 0 Training Iteration: 25  average_loss : 10.48  step_loss : 10.43 ...  # noqa: E501
+#   JSON stream    DLLL {"timestamp": "1570716921.842053", ..., "type": "LOG", "step": [0, 5], "data": {"train.loss": ...}}  # noqa: E501
 # A step is (epoch, iteration); iterations restart each epoch, so steps are counted across epochs. Validation
 # lines (a third step element) and the run summary (no step) are not training steps. The window is method.md's:
 # the DLL timestamps at the ends of steps ``warmup`` and ``warmup + measure`` (DLPerf's own extractor skipped

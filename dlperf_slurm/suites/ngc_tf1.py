@@ -115,8 +115,8 @@ class BertBase(_NGCTF1):
     published = "time"  # DLPerf's README table is extract_tensorflow_logs_time.py's: stamps of Iteration 20 and 120
     dlperf_window = (20, 100)
     options = {"python": "python3", "workdir": "/workspace/bert", "script": "run_pretraining.py",
-               "input_files_dir": "/workspace/bert/data/tfrecord", "bert_config_file": "/workspace/bert/data/bert_config.json",
-               "dle": "fed7ba99"}
+               "input_files_dir": "/workspace/bert/data/tfrecord",
+               "bert_config_file": "/workspace/bert/data/bert_config.json", "dle": "fed7ba99"}
     speed_keys = ("throughput_train",)
     summary_key = "throughput_train"
 
@@ -146,11 +146,11 @@ class BertBase(_NGCTF1):
 #   ConvNets, training_benchmark   DLL 2020-12-16 07:39:49.397291 - (0, 200) total_ips : 8248.821093327622
 #   ConvNets, train (DLPerf's)     DLL <stamp> - (0, 20) imgs_per_sec : 361.52  cross_entropy : ...  total_loss : ...
 #   ConvNets, summary              DLL 2020-12-16 07:41:10.180123 - () train_throughput : 7810.758929502331
-#   ConvNets, parameters           DLL <stamp> - PARAMETER arch : resnet50  mode : training_benchmark  ... batch_size : 256 ...
-#   BERT                           DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : ...
+#   ConvNets, parameters           DLL <stamp> - PARAMETER arch : resnet50  mode : training_benchmark  ... batch_size : 256 ...  # noqa: E501
+#   BERT                           DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : ...  # noqa: E501
 #   BERT, summary                  DLL 2020-12-07 17:14:10.530985 -  throughput_train : 153.458 seq/s
 #   JSON stream (the programs write it to a file: log.json / --dllog_path; read when a log holds it)
-#                                  DLLL {"timestamp": "1608104389.397291", ..., "type": "LOG", "step": [0, 200], "data": {"total_ips": ...}}
+#                                  DLLL {"timestamp": "1608104389.397291", ..., "type": "LOG", "step": [0, 200], "data": {"total_ips": ...}}  # noqa: E501
 # possibly behind Horovod/mpirun's ``[1,0]<stdout>:`` (``--tag-output``; with ``--timestamp-output`` after a date).
 # Steps: ConvNets' (epoch, i) is a 0-based step index (the hook's own counter, or global_step), step = i + 1;
 # BERT's Iteration is 1-based. ConvNets' speed is one step's (global batch / its session-run time); BERT's

@@ -147,7 +147,7 @@ class BertBase(_TF2):
 
 # ----------------------------------------------------------------------------------------------- parsing
 # absl/glog lines (suites-reference.md §3.8, §3.9):
-#   I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200
+#   I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200  # noqa: E501
 #   I0826 15:13:29.256277 140405777909504 model_training_utils.py:444] Train Step: 20/120  / loss = 8.02...
 #   600/600 - 239s - loss: 10.4633 - accuracy: 0.1303 - top_5_accuracy: 0.2842       (Keras progress)
 # TimeHistory logs every ``log_steps`` steps (coarse): the window is measured over the logged intervals that lie
