@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -171,13 +172,26 @@ def _metrics(body: str) -> dict[str, str]:
     return {k: v for k, v in _METRIC.findall(body)}
 
 
+@dataclass
+class _State:
+    """What a parse learns beside its window."""
+
+    prev: int = 0  # the highest step read
+    seen: set[int] = field(default_factory=set)  # the steps read (a step's first line counts)
+    params: dict[str, str] = field(default_factory=dict)  # the PARAMETER records
+    final: float | None = None  # the run summary's own throughput
+    json_steps: int = 0  # step records read in dllogger's JSON stream form
+    text_steps: int = 0  # ... and in its text form
+    keys: set[str] = field(default_factory=set)  # the speed metrics the step records carry
+
+
 def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     iso, epoch_clock = lp.IsoClock(), lp.EpochClock()
     gb = float(ctx.global_batch)
     speed_keys, summary_key = suite.speed_keys, suite.summary_key
     per_step = suite.model == "resnet50"  # a line's speed is its own step's (else: since the previous line)
-    st: dict[str, Any] = {"prev": 0, "seen": set(), "params": {}, "final": None, "json": 0, "text": 0, "keys": set()}
+    st = _State()
 
     def add(step: int, t: float | None, data: Mapping[str, Any]) -> None:
         speed = key = None
@@ -188,12 +202,12 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if key is None:
             return  # an epoch summary, an eval line: no training step
         loss = next((lp.to_float(data[k]) for k in _LOSS_KEYS if k in data), None)
-        st["keys"].add(key)
-        if step in st["seen"]:
+        st.keys.add(key)
+        if step in st.seen:
             return
-        st["seen"].add(step)
-        span = step - 1 if per_step else min(st["prev"], step - 1)
-        st["prev"] = max(st["prev"], step)
+        st.seen.add(step)
+        span = step - 1 if per_step else min(st.prev, step - 1)
+        st.prev = max(st.prev, step)
         good = speed if lp.finite(speed) and speed > 0 else None
         # the program's own time of the steps the speed covers: lets the window start where no line was logged
         window.add(step, t, speed=good, loss=loss, span_from=span,
@@ -207,17 +221,17 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if not final and not body.endswith(" "):  # dllogger ends every record with a space (value, or unit)
             return lp.FRAGMENT
         if body.startswith("PARAMETER "):
-            st["params"].update(_PARAM.findall(body[10:]))
+            st.params.update(_PARAM.findall(body[10:]))
             return lp.CONSUMED
         sm = _TUPLE.match(body) or _ITER.match(body)
         if sm is None:
             if body.startswith(("() ", " ")):  # the run summary: step () (ConvNets) or "" (BERT's format_step)
                 v = _metrics(body).get(summary_key)
                 if v is not None:
-                    st["final"] = lp.to_float(v)
+                    st.final = lp.to_float(v)
             return lp.CONSUMED
         step = int(sm.group(2)) + 1 if sm.re is _TUPLE else int(sm.group(1))
-        st["text"] += 1
+        st.text_steps += 1
         add(step, iso.seconds(m.group(1)), _metrics(body[sm.end():]))
         return lp.CONSUMED
 
@@ -230,15 +244,15 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
             return lp.CONSUMED if isinstance(obj, dict) else lp.NOT_MINE
         step, data = obj.get("step"), obj["data"]
         if step == "PARAMETER":
-            st["params"].update({k: str(v) for k, v in data.items()})
+            st.params.update({k: str(v) for k, v in data.items()})
         elif step == [] or step == ():
             if summary_key in data:
-                st["final"] = lp.to_float(data[summary_key])
+                st.final = lp.to_float(data[summary_key])
         elif isinstance(step, int) and not isinstance(step, bool):  # BERT: Iteration N
-            st["json"] += 1
+            st.json_steps += 1
             add(step, epoch_clock.seconds(obj.get("timestamp")), data)
         elif (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) for x in step)):  # ConvNets
-            st["json"] += 1
+            st.json_steps += 1
             add(step[1] + 1, epoch_clock.seconds(obj.get("timestamp")), data)
         return lp.CONSUMED
 
@@ -255,10 +269,10 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         return text_line(text, at, final)
 
     facts = lp.Scanner(handler, starts=lambda t: "DLL" in t, needles=("DLL",)).run(lines)
-    extra: dict[str, Any] = {"formats": [f for f, n in (("dllogger-json", st["json"]),
-                                                          ("dllogger-text", st["text"])) if n],
-                             "metrics": sorted(st["keys"])}
-    params = st["params"]
+    extra: dict[str, Any] = {"formats": [f for f, n in (("dllogger-json", st.json_steps),
+                                                          ("dllogger-text", st.text_steps)) if n],
+                             "metrics": sorted(st.keys)}
+    params = st.params
     if params:
         extra["parameters"] = {k: params[k] for k in ("mode", "batch_size", "num_iter", "warmup_steps",
                                                       "display_every", "use_xla", "use_tf_amp", "amp", "xla")
@@ -266,7 +280,7 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         bs = params.get("batch_size")
         if bs is not None and bs.isdigit() and int(bs) != ctx.batch_size:
             extra["batch_mismatch"] = f"log batch_size {bs} per GPU, expected {ctx.batch_size}"
-    if st["final"] is not None:
-        extra["reported_throughput"] = st["final"]
+    if st.final is not None:
+        extra["reported_throughput"] = st.final
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="DeepLearningExamples TF1 logs report no GPU memory")
