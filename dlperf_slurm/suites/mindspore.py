@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -172,18 +173,30 @@ def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigur
                             speed=sum(speeds) / len(speeds) if speeds else None, speed_points=len(speeds))
 
 
+
+@dataclass
+class _State:
+    """What a parse learns beside its window and workers."""
+
+    hint: tuple[Any, ...] | None = None  # ("epoch", E, S) | ("step", N) of the last loss line
+    losses: int = 0  # loss lines read
+    # LossMonitor's epochs counted on: the current one, the steps before it, the last step it printed
+    epoch: int | None = None
+    offset: int = 0
+    last: int = 0
+    zoo_n: int | None = None  # the zoo record's epoch length
+
+
 def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # the primary worker's steps, and every loss
     workers: list[_Worker] = [_Worker()]
     fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
     gb = float(ctx.global_batch)
-    # hint: ("epoch", E, S) | ("step", N) of the last loss line; epoch/offset/last: LossMonitor's epochs counted on
-    # (the steps before the current epoch, the last step it printed); zoo_n: the zoo record's epoch length
-    st: dict[str, Any] = {"hint": None, "losses": 0, "epoch": None, "offset": 0, "last": 0, "zoo_n": None}
+    st = _State()
 
     def loss(value: str, step_guess: int) -> None:
         x = lp.to_float(value)
-        st["losses"] += 1
+        st.losses += 1
         if x is not None:
             if step_guess >= window.max_step:
                 window.add(step_guess, loss=x)
@@ -198,13 +211,13 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return
         if unit == "s":
             epoch_ms *= 1000.0
-        hint = st["hint"]
+        hint = st.hint
         if hint and hint[0] == "epoch" and hint[2]:
             n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
         elif hint and hint[0] == "epoch":  # the zoo's record: every epoch is as long as the first
-            if st["zoo_n"] is None:
-                st["zoo_n"] = _steps(epoch_ms, step_ms, fallback)
-            n = st["zoo_n"]
+            if st.zoo_n is None:
+                st.zoo_n = _steps(epoch_ms, step_ms, fallback)
+            n = st.zoo_n
         else:
             n = _steps(epoch_ms, step_ms, fallback)
         key = hint[:2] if hint else None
@@ -231,7 +244,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     def thor(step: int, loss_v: str, total: str, per_step: str) -> None:
         """BERT-THOR's line: its own record of the steps since the previous print (total / per step of them)."""
         seconds, each = lp.to_float(total), lp.to_float(per_step)
-        st["hint"] = ("step", step)
+        st.hint = ("step", step)
         loss(loss_v, step)
         if seconds is None or each is None or not (seconds >= 0 and each > 0):
             return
@@ -255,7 +268,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.FRAGMENT  # cut by buffering: read it with what follows
         z = _ZOO.search(text)
         if z is not None:
-            st["hint"] = ("epoch", int(z.group(1)), None)
+            st.hint = ("epoch", int(z.group(1)), None)
             loss(z.group(2), workers[0].end)
         elif "outputs are" in text or "outpus are" in text:
             b = _LOSSCB.search(text)
@@ -264,7 +277,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                 return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
             if not final and b.end() == len(text.rstrip()):
                 return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
-            st["hint"] = ("step", int(b.group(2)))
+            st.hint = ("step", int(b.group(2)))
             loss(b.group(3), int(b.group(2)))
             return lp.CONSUMED
         elif "loss is" in text:
@@ -278,13 +291,13 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if not final and lm.end() == len(text):
                 return lp.FRAGMENT  # the loss ends the line: it may be cut short
             e, s = int(lm.group(1)), int(lm.group(2))
-            st["hint"] = ("epoch", e, s)
-            if st["epoch"] is None:
-                st["epoch"] = e
-            elif e > st["epoch"]:  # a new epoch: its steps follow the last one the previous epoch printed
-                st["epoch"], st["offset"], st["last"] = e, st["offset"] + st["last"], 0
-            st["last"] = max(st["last"], s)
-            loss(lm.group(3), max(workers[0].end, st["offset"]) + s)
+            st.hint = ("epoch", e, s)
+            if st.epoch is None:
+                st.epoch = e
+            elif e > st.epoch:  # a new epoch: its steps follow the last one the previous epoch printed
+                st.epoch, st.offset, st.last = e, st.offset + st.last, 0
+            st.last = max(st.last, s)
+            loss(lm.group(3), max(workers[0].end, st.offset) + s)
             return lp.CONSUMED
         if m is None:
             return lp.NOT_MINE
@@ -295,7 +308,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     measured = [w for w in workers if w.records]
     figs = [f for f in (_figures(w, ctx.warmup_steps, ctx.measure_steps, gb) for w in measured) if f is not None]
     extra: dict[str, Any] = {"workers_seen": len(measured), "sinks": len(workers[0].records),
-                             "loss_lines": st["losses"]}
+                             "loss_lines": st.losses}
     fig = figs[0] if figs else None
     if len(figs) > 1:
         speeds = [f.speed for f in figs if f.speed is not None]
