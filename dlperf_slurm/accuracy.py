@@ -95,7 +95,7 @@ def extra(evals: Sequence[Evaluation], *, first_step_time: float | None, epochs:
 def verdict(log: Any) -> tuple[Status, str] | None:
     """NOT_CONVERGED, with its reason, for a run (its parser's RunResult) whose log is OK but never reached its
     target; None otherwise (no target, reached, no accuracy run, or a log not OK). The caller
-    (:func:`dlperf_slurm.outcome.decide`, row 13) asks only for a run whose exit says it ended well."""
+    (:func:`dlperf_slurm.outcome.decide`, row 14) asks only for a run whose exit says it ended well."""
     extra_ = log.extra if log.status == Status.OK and isinstance(log.extra, Mapping) else {}
     tgt = _target(extra_.get(TARGET))
     if tgt is None or extra_.get(REACHED) is not False:

@@ -338,6 +338,7 @@ class JobInfo:
     raw_id: str = ""  # the unique job id of an array task
     nodes: str = ""
     source: str = ""  # squeue | sacct | local | ...
+    disk_full: str = ""  # the disk holding the run's log was full while it ran: where, how full (storage.disk_full)
 
 
 # ================================================================================================ parsing

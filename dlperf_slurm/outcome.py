@@ -35,17 +35,19 @@ Precedence, first match wins:
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
       but NODE_FAIL after the script ended with exit 0, window complete   OK: the figure stands (the reason says so)
-10    no log                                                              LOG_MISSING when the exit marker shows
+10    the disk holding its log was full while it ran (the local runner    LAUNCH_FAILED (no log, no marker) / FAILED,
+      saw it), unless it ended well (exit 0 and a complete window)        "no space left on device ..."
+11    no log                                                              LOG_MISSING when the exit marker shows
                                                                           the script ran (or the log is there but
                                                                           unreadable or not text), else
                                                                           LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
-11    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
+12    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
                                                                           no step)
-12    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
+13    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
                                                                           cancel was asked, LAUNCH_FAILED when the
                                                                           log has no step
-13    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
+14    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, PARSE_ERROR, NOT_CONVERGED;
                                                                           INCOMPLETE: "the run had N steps, the
                                                                           window needs M"; no step its suite knows:
@@ -91,8 +93,8 @@ class Evidence:
 #: what each row of the table above is called (``collect --explain`` names the row that decided a run)
 RULES = {1: "an unknown scheduler state", 2: "the scheduler holds the job", 3: "nothing says the run ended: the log's "
          "verdict", 4: "out of memory", 5: "the loss went non-finite", 6: "stopped by the hang watchdog",
-         7: "the health gate failed", 8: "the script failed, the job not ended", 9: "killed", 10: "no log",
-         11: "a failure exit", 12: "gone without a trace", 13: "ended well: the log's verdict"}
+         7: "the health gate failed", 8: "the script failed, the job not ended", 9: "killed", 10: "the disk was full",
+         11: "no log", 12: "a failure exit", 13: "gone without a trace", 14: "ended well: the log's verdict"}
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,14 @@ def decide(ev: Evidence) -> Outcome | None:
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    row = 10  # no log, or one that cannot be read: the script's own exit marker proves it started, so a log
+    row = 10  # the disk holding its log was full while it ran (the local runner saw it): why, unless it ended well
+    full = job.disk_full if job is not None else ""
+    ended_well = rc in (None, 0) and sched != Status.FAILED and log is not None and log.status == Status.OK
+    if full and not ended_well and (log is not None or not ev.has_log):  # a log not read yet: decided with it
+        if not ev.has_log and marker is None:
+            return out(Status.LAUNCH_FAILED, storage.full_reason(full, ""))
+        return out(Status.FAILED, storage.full_reason(full, exit_note or "no exit marker", where))
+    row = 11  # no log, or one that cannot be read: the script's own exit marker proves it started, so a log
     # missing then was deleted or moved (never "never started"); a log there but unreadable or not text likewise
     if log is not None and log.status == Status.LOG_MISSING:
         return out(Status.LOG_MISSING, log.reason + (f"; {exit_note}" if exit_note else ""))
@@ -207,7 +216,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                              "record)")
         why = "; ".join(x for x in (exit_note, job_reason) if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
-    row = 11  # a failure exit
+    row = 12  # a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
         note = exit_note or f"the scheduler says {state}" + (f" ({job_reason})" if job_reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
@@ -215,7 +224,7 @@ def decide(ev: Evidence) -> Outcome | None:
         if log is None or log.status == Status.OK:
             return out(Status.FAILED, note + (" after the window completed" if log is not None else ""))
         return out(Status.FAILED, f"{note}; {log.reason}")
-    row = 12  # gone without a trace
+    row = 13  # gone without a trace
     if marker is None and sched is None:
         if ev.cancel_requested:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
@@ -225,7 +234,7 @@ def decide(ev: Evidence) -> Outcome | None:
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK
                                      else ""))
-    row = 13  # ended well: the log decides
+    row = 14  # ended well: the log decides
     if log is None:
         return out(Status.OK, "")
     if log.status == Status.LAUNCH_FAILED:  # the program finished: what it printed is not what its suite reads
@@ -245,7 +254,6 @@ def _unrecognised(log: RunResult, exited: str) -> tuple[bool, str]:
     info = (log.extra or {}).get("unread")
     info = dict(info) if isinstance(info, Mapping) else {}
     return bool(info.get("plenty")), recognise.unrecognised_reason(info, exited)
-
 
 
 def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:

@@ -1,6 +1,7 @@
 """What the disk can do to a campaign, told in one line: a damaged manifest, a full disk, a read-only folder
-(:func:`storage_problem`); a log that is gone, unreadable or not text (:func:`unreadable`); and a log's identity
-(:func:`log_identity`), which a verdict read from it is kept with, so a changed log is read again."""
+(:func:`storage_problem`); a log that is gone, unreadable or not text (:func:`unreadable`); a log's identity
+(:func:`log_identity`), which a verdict read from it is kept with, so a changed log is read again; and a disk too
+full for a run to write its log (:func:`disk_full`)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,29 @@ def unreadable(path: str | Path) -> str:
         return (f"the log is not text ({100 * bad // len(head)}% of its first {len(head):,} bytes are binary): "
                 "garbage or a binary written over it")
     return ""
+
+
+#: a file system with less than this free to an ordinary user is full: a run can write neither its log nor its
+#: exit marker there (a log of a real program grows by KiBs; the marker and the runner's queue need a block each)
+FULL_BELOW = 64 * 1024
+
+
+def disk_full(folder: str | os.PathLike) -> str:
+    """'' unless the file system holding ``folder`` has less than :data:`FULL_BELOW` bytes free (to an ordinary
+    user: ``f_bavail``); then where and how much: ``FOLDER: N KiB free``."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    return "" if free >= FULL_BELOW else f"{folder}: {free // 1024} KiB free"
+
+
+def full_reason(full: str, ended: str, where: str = "") -> str:
+    """A run's reason when the disk holding its log was full (``full``: :func:`disk_full`'s words): not started
+    (``ended`` ''), else what it could not write, how it ended and where its log stops; then what to do."""
+    again = f" ({full}); free space, then `dlperf-slurm submit --retry-failed` runs it again"
+    if not ended:
+        return f"no space left on device: not started, no log and no exit marker{again}"
+    return (f"no space left on device while it ran: its log and exit marker could not be written; {ended}"
+            + (f"; the log stops {where}" if where else "") + again)

@@ -79,7 +79,7 @@ def test_a_failed_run_says_the_row_and_quotes_its_error(tmp_path):
     src = REAL / "failures/heat_issue_2007_mpirun_root.log"
     root, log = _tree(tmp_path, src, "1n1g/r50_b128_fp32_1.log", rc=1)
     text = _explain(root, "pytorch-examples/resnet50", str(log), 2, 9)
-    assert "status: LAUNCH_FAILED, by the decision table's row 11 (a failure exit); exit marker: rc 1" in text
+    assert "status: LAUNCH_FAILED, by the decision table's row 12 (a failure exit); exit marker: rc 1" in text
     assert f"the log's last error ({log}:3): mpirun has detected an attempt to run as root." in text
 
 
@@ -90,7 +90,7 @@ def test_an_unrecognised_run_by_its_key_on_the_command_line(tmp_path, capsys):
     assert cli.main(["collect", "--from", str(root), "--suite", "ngc-pytorch/resnet50", "--explain", key]) == 2
     assert "read them: --suite pytorch-examples/resnet50" in capsys.readouterr().err  # refused first (20.3)
     text = _explain(root, "ngc-pytorch/resnet50", key, 2, 9)
-    assert "status: UNRECOGNISED, by the decision table's row 13" in text and "no step line" in text
+    assert "status: UNRECOGNISED, by the decision table's row 14" in text and "no step line" in text
     assert "read by pytorch-examples/resnet50" in text
 
 
@@ -122,7 +122,7 @@ def test_a_campaign_run_by_its_key(tmp_path):
     first = next(i for i, ln in enumerate(log.read_text().splitlines(), 1) if '"step":1,' in ln)
     assert f"first (window start): line {first} (step 1," in p.stdout
     assert "status: OK, by the decision table's row -" in p.stdout and "the table over the log and the exit " \
-        "marker alone, now: row 13" in p.stdout
+        "marker alone, now: row 14" in p.stdout
     bad = next(r for r in keys if r["status"] != "OK")
     p = run_cli("--logs", logs, "collect", "ex", "--explain", bad["run"], check=True)
     assert f"status: {bad['status']}" in p.stdout and "exit marker: rc 3" in p.stdout

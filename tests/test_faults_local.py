@@ -1,6 +1,7 @@
 """Bad state on disk, injected for real on a local campaign (issue #22): a manifest cut to half its size, a full
 disk (a small tmpfs filled to the last block), a read-only file system (the tmpfs remounted read-only), logs
-deleted, unreadable or replaced by binary garbage, a log that changes after ``status`` settled its run.
+deleted, unreadable or replaced by binary garbage, a log that changes after ``status`` settled its run, the disk
+filling while the local runner runs one run and holds two.
 Wanted each time: one line naming the file and what to do, a non-zero exit, nothing that was there lost, and
 never a run that reads OK without a figure.
 
@@ -359,6 +360,69 @@ def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), env=env, cwd=tmp_path)
     assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+
+
+# ------------------------------------------------------------------------------------------ the disk fills mid-run
+
+
+def _runner_idle(queue: Path) -> bool:
+    """The local runner of ``queue`` has ended, or runs no script (twice, 0.5 s apart: not between two runs)."""
+    import json
+    import time
+
+    pid = (json.loads(queue.read_text()).get("runner") or {}).get("pid")
+    for _ in range(2):
+        if pid and _alive(pid) and _children(pid):
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def test_the_disk_filling_while_local_runs_run_is_said_and_retried(small_fs):
+    """The 1 MiB tmpfs holding the campaign (logs, manifest, the runner's queue) filled to its last block while the
+    local runner runs one run (which then prints 16 KiB) and holds two: the run that was OK stays OK; the run that
+    could not write its log reads FAILED and the two held ones LAUNCH_FAILED, each saying "no space left on
+    device"; nothing runs twice; once space is freed, ``submit --retry-failed`` runs exactly those three again.
+    (Before: the runner died on its own queue file's write; the held runs read CANCELLED "the local runner died
+    before starting it", one of them though it had started, no word of the disk.)"""
+    go, starts = small_fs.parent / "go", small_fs.parent / "starts"
+    mx = write_matrix(small_fs, name="d", modes=("ok", "wait"), repeats=2)  # -j 1: ok.r0, wait.r0, ok.r1, wait.r1
+    logs, cdir = small_fs / "logs", small_fs / "logs" / "d"
+    env = {"DLPERF_TEST_GO": str(go), "DLPERF_TEST_STARTS": str(starts), "DLPERF_TEST_BULK": "16"}
+    sub = ("submit", str(mx), "--executor", "local", "-j", "1", "--no-site", "--templates", str(TEMPLATES))
+    cli("--logs", str(logs), *sub, env=env, cwd=small_fs, check=True)
+    try:
+        wait_until(lambda: starts.exists() and "wait.r0 " in starts.read_text(), timeout=120,
+                   what="wait.r0's program running (ok.r0 ended)")
+        filler = fill(small_fs)
+    finally:
+        go.write_text("")  # wait.r0 goes on (a failed check leaves no runner waiting for ever)
+    queue = next(cdir.glob(".local/*.json"))
+    wait_until(lambda: _runner_idle(queue), timeout=120, what="the runner to run nothing more")
+    for args in (("status", "d"), ("collect", "d", "--no-plots")):  # on the full disk: one line, or nothing wrong
+        p = run_cmd(logs, small_fs, *args)
+        assert "Traceback" not in p.stderr and (p.returncode == 0 or len(p.stderr.strip().splitlines()) == 1), p.stderr
+    filler.unlink()
+    wait_until(lambda: not {"RUNNING", "PENDING"} & {s for s, _ in statuses(
+        run_cmd(logs, small_fs, "status", "d", "--wide").stdout).values()}, timeout=60, what="every run ended")
+    p = run_cmd(logs, small_fs, "status", "d", "--wide")
+    st = {key.rsplit("-", 1)[1]: v for key, v in statuses(p.stdout).items()}  # "ok.r0" -> (status, reason)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert st["ok.r0"][0] == "OK", st
+    assert st["wait.r0"][0] == "FAILED" and "no space left on device" in st["wait.r0"][1], st
+    for key in ("ok.r1", "wait.r1"):
+        assert st[key][0] == "LAUNCH_FAILED" and "no space left on device" in st[key][1], st
+    ran = sorted(line.split()[0].rsplit("-", 1)[1] for line in starts.read_text().splitlines())
+    assert ran == ["ok.r0", "wait.r0"], ran  # the held runs never started, nothing ran twice
+    p = run_cmd(logs, small_fs, "collect", "d", "--no-plots")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    p = cli("--logs", str(logs), *sub, env=env, cwd=small_fs)
+    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    p = cli("--logs", str(logs), *sub, "--retry-failed", "--wait", env=env, cwd=small_fs, timeout=300)
+    assert p.returncode == 0 and "submitting 3 as" in p.stdout, p.stdout + p.stderr
+    assert ok_runs(run_cmd(logs, small_fs, "status", "d", "--wide").stdout) == 4
+    ran = sorted(line.split()[0].rsplit("-", 1)[1] for line in starts.read_text().splitlines())
+    assert ran == ["ok.r0", "ok.r1", "wait.r0", "wait.r0", "wait.r1"], ran
 
 
 def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(tmp_path):

@@ -9,6 +9,7 @@ named cases."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -170,13 +171,13 @@ def test_ok_only_from_a_clean_end_and_a_complete_window(decided):
 
 
 def test_each_log_verdict_survives_a_clean_exit(decided):
-    """Row 13: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
+    """Row 14: exit 0 / COMPLETED hands the decision to the log: NONFINITE, INCOMPLETE, UNMEASURED, ... reach
     the manifest (and --retry-failed) instead of an OK the exit code alone would give; a log with no step its
     suite knows is UNRECOGNISED there (the program finished: never a launch failure)."""
     for (sched, marker, log, banner, cancel), o in decided.items():
         if sched in (Status.OK, NO_RECORD) and marker == "rc0" and banner == "none" and log not in ("no log", "not read"):
             assert o.status == (Status.UNRECOGNISED if log == Status.LAUNCH_FAILED else log)
-            assert o.rule in (4, 5, 9, 13)  # a log's OOM, non-finite loss or kill banner: their own rows
+            assert o.rule in (4, 5, 9, 14)  # a log's OOM, non-finite loss or kill banner: their own rows
 
 
 def test_unrecognised_only_when_the_program_finished(decided):
@@ -209,7 +210,7 @@ def test_a_tree_log_with_plenty_of_output_is_unrecognised_else_launch_failed():
     # a failure exit stays a failure whatever the log holds
     failed = outcome.decide(outcome.Evidence(log=_no_step_log(40, 200), has_log=True, asked=True,
                                              marker=MARKERS["rc3"]))
-    assert failed.status == Status.LAUNCH_FAILED and failed.rule == 11
+    assert failed.status == Status.LAUNCH_FAILED and failed.rule == 12
 
 
 def test_the_retry_leaves_unrecognised_runs_and_force_reruns_them():
@@ -246,6 +247,34 @@ def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():
     # still running, or killed without a trace: the log's own words, not advice to shorten the window
     o = outcome.decide(outcome.Evidence(job=None, asked=False, marker=None, log=log, has_log=True))
     assert o.status == Status.INCOMPLETE and "the log stops at step 1560 of 2312" in o.reason
+
+
+def test_a_disk_full_while_it_ran_explains_a_run_that_did_not_end_well(decided):
+    """Row 10: the backend saw the disk holding the log full while the run ran (the local runner's ``disk_full``).
+    A run the rows before it decide (queued, OOM, NaN, hang, health gate, killed) keeps their status; one that
+    ended well with a complete window stays OK; every other run reads LAUNCH_FAILED (no log, no exit marker) or
+    FAILED, saying "no space left on device" and what to do. A log not read yet changes nothing (it is read next)."""
+    full = "/x/logs/c/1n1g: 0 KiB free"
+    changed = {}
+    for case, before in decided.items():
+        ev = _evidence(*case)
+        if ev.job is None or ev.job.status is None:
+            continue
+        ev.job = dataclasses.replace(ev.job, disk_full=full)
+        o = outcome.decide(ev)
+        if before is None or before.rule < 10 or before.status == Status.OK or case[2] == "not read":
+            assert o == before, (case, before, o)
+            continue
+        changed[case] = o.status if o is not None else None
+        assert o is not None and o.rule == 10 and o.reason.startswith("no space left on device"), (case, o)
+        assert full in o.reason and "--retry-failed" in o.reason, (case, o)
+        assert o.status == (Status.LAUNCH_FAILED if case[1] == "none" and case[2] == "no log" else Status.FAILED), \
+            (case, o)
+    # the local runner's words: a held run it did not start; a run whose log stops short; one that ended well
+    assert changed[(Status.FAILED, "none", "no log", "none", False)] == Status.LAUNCH_FAILED
+    assert changed[(Status.FAILED, "none", Status.INCOMPLETE, "none", False)] == Status.FAILED
+    assert changed[(Status.OK, "rc0", Status.LAUNCH_FAILED, "none", False)] == Status.FAILED
+    assert (Status.OK, "rc0", Status.OK, "none", False) not in changed
 
 
 def test_a_failed_exit_is_never_ok(decided):

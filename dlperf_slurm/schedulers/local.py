@@ -192,7 +192,7 @@ class LocalScheduler(Scheduler):
                     else:
                         st, reason = "CANCELLED", "the local runner died before starting it"
                 out[jid] = JobInfo(job_id=jid, status=_STATES.get(st), state=st, reason=reason, exit_code=t.get("rc"),
-                                   nodes="localhost", source="local")
+                                   nodes="localhost", source="local", disk_full=t.get("disk_full") or "")
         return out
 
     def cancel(self, job_ids: Iterable[str]) -> None:

@@ -1,6 +1,12 @@
 """The detached local runner: ``python -m dlperf_slurm.schedulers.local_runner QUEUE.json`` runs every PENDING
 script of a queue file (see :mod:`.local`), ``jobs`` at a time machine-wide (flock slots), each in its own
 session; a time limit or a cancel sends TERM to the whole run, then KILL after a grace period, as Slurm does.
+
+A full disk (:func:`dlperf_slurm.storage.disk_full`, checked every loop where the runs write their logs) never
+kills the runner: a running run that saw it keeps that as ``disk_full`` (its reason, when it does not end well), a
+held run is not started (FAILED, "not started: no space left on device ..."), and the queue file, which cannot be
+written then either, is written as soon as it can be: the runner keeps its state and exits only once it is on
+disk (waiting at most :data:`SAVE_WAIT_S`), so no run reads as if the runner had died.
 """
 
 from __future__ import annotations
@@ -15,9 +21,27 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dlperf_slurm.schedulers.local import _read_json, _write_json, local_job_id
+from dlperf_slurm.storage import disk_full
 
 
 KILL_WAIT_S = 5.0
+SAVE_WAIT_S = 24 * 3600.0  # how long a runner whose queue file cannot be written (a full disk) waits for space
+
+
+def _save(q: Path, state: dict[str, Any]) -> bool:
+    """Write the queue file; False when it cannot be written now (a full disk): the caller keeps the state."""
+    try:
+        _write_json(q, state)
+    except OSError:
+        return False
+    return True
+
+
+def _save_patiently(q: Path, state: dict[str, Any]) -> None:
+    """Write the queue file, trying again each second while it cannot be (a full disk), while it exists."""
+    give_up = time.time() + SAVE_WAIT_S
+    while not _save(q, state) and q.exists() and time.time() < give_up:
+        time.sleep(1.0)
 
 
 def _acquire_slot(state_dir: Path, jobs: int, held: dict[int, Any]) -> int | None:
@@ -25,7 +49,10 @@ def _acquire_slot(state_dir: Path, jobs: int, held: dict[int, Any]) -> int | Non
     for i in range(jobs):
         if i in held:
             continue
-        f = open(state_dir / f"slot-{i}.lock", "a")
+        try:
+            f = open(state_dir / f"slot-{i}.lock", "a")
+        except OSError:  # cannot be made now (a full disk): tried again next round
+            continue
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -36,13 +63,29 @@ def _acquire_slot(state_dir: Path, jobs: int, held: dict[int, Any]) -> int | Non
     return None
 
 
+def _no_space(task: dict[str, Any], full: dict[Path, str]) -> str:
+    """:func:`disk_full`'s words for the folder of the task's log ('' when it has room), once per round."""
+    folder = Path(task["log"]).parent
+    if folder not in full:
+        full[folder] = disk_full(folder)
+    return full[folder]
+
+
+def _note_full(task: dict[str, Any], full: dict[Path, str]) -> bool:
+    """Keep, once, that the disk holding a running task's log is full (its ``disk_full``); whether it was kept."""
+    if task.get("disk_full") or not _no_space(task, full):
+        return False
+    task["disk_full"] = _no_space(task, full)
+    return True
+
+
 def run_local_queue(queue_path: str | os.PathLike) -> int:
     """The detached runner: run every PENDING script of the queue file, ``jobs`` at a time."""
     q = Path(queue_path)
     state = _read_json(q)
     token = state["token"]
     state["runner"] = {"pid": os.getpid(), "started": time.time()}
-    _write_json(q, state)
+    _save_patiently(q, state)  # on file before anything runs
     cancel_file = q.with_name(f"{token}.cancel")
     stop = {"flag": False}
 
@@ -55,9 +98,13 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
     running: dict[int, dict[str, Any]] = {}  # index -> {proc, slot, deadline, killed_at, why}
     tasks = state["tasks"]
     out = open(q.with_name(f"{token}.runner.log"), "ab")
+    unsaved = False
 
     while True:
         changed = False
+        full: dict[Path, str] = {}  # a log folder -> disk_full's words, this round
+        for i in running:  # a disk that fills while a run runs: why the run may not end well
+            changed |= _note_full(tasks[i], full)
         cancelled: set[int] = set()
         if cancel_file.exists():
             cancelled = {int(x) for x in cancel_file.read_text().split() if x.strip().isdigit()}
@@ -87,6 +134,7 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
             if rc is None:
                 continue
             t = tasks[i]
+            _note_full(t, full)
             if r["why"] == "cancelled":
                 st, reason = "CANCELLED", "cancelled while running"
             elif r["why"] == "time limit":
@@ -102,6 +150,12 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
         for i, t in enumerate(tasks):
             if t["state"] != "PENDING" or i in running:
                 continue
+            if _no_space(t, full):  # it could write neither its log nor its exit marker
+                no_room = _no_space(t, full)
+                t.update(state="FAILED", reason=f"not started: no space left on device ({no_room})", disk_full=no_room,
+                         end=time.time())
+                changed = True
+                continue
             slot = _acquire_slot(q.parent, int(state.get("jobs", 1)), slots)
             if slot is None:
                 break
@@ -112,13 +166,13 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
             running[i] = {"proc": proc, "slot": slot, "deadline": time.time() + float(t["time_limit_s"]),
                           "killed_at": None, "why": None}
             changed = True
-        if changed:
-            _write_json(q, state)
+        if changed or unsaved:
+            unsaved = not _save(q, state)  # a full disk: kept, written once it can be
         if not running and not any(t["state"] == "PENDING" for t in tasks):
             break
         time.sleep(0.2)
     state["runner"]["ended"] = time.time()
-    _write_json(q, state)
+    _save_patiently(q, state)
     return 0
 
 
