@@ -130,8 +130,7 @@ def decide(ev: Evidence) -> Outcome | None:
     """The run's status and reason from the evidence (the table in this module's docstring), or None when
     nothing can be concluded yet (the caller keeps what it had)."""
     job, marker, log = ev.job, ev.marker, ev.log
-    sched = job.status if job is not None else None
-    state, job_reason = (job.state, job.reason) if job is not None else ("", "")  # there whenever sched is
+    sched, state, job_reason = (job.status, job.state, job.reason) if job is not None else (None, "", "")
     rc = exit_code(ev)
     sig = str((marker or {}).get("signal") or "")
     exit_note = f"exit code {rc}" + (f" (SIG{sig})" if sig else "") if rc not in (None, 0) else ""
