@@ -385,11 +385,11 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     status decided with them, so ``status`` and ``submit --retry-failed`` see what ``collect`` saw."""
     m = manifest.Manifest(campaign_dir)
     try:
-        known = {r["key"]: r for r in m.runs(verdict_missing=True)}
+        known = {r.key: r for r in m.runs(verdict_missing=True)}
         updates = [manifest.Decision(key=r.run, status=r.status, reason=r.reason or "", exit_code=r.exit_code,
                                      log_status=str((r.extra or {}).get("log_status") or ""),
                                      log_id=storage.log_identity(r.log))
-                   for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
+                   for r in rows if r.run in known and known[r.run].status in FINAL and r.status in FINAL]
         if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
             m.set_verdicts(updates)
         return len(updates)

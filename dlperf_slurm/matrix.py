@@ -7,6 +7,7 @@ Everything a user can get wrong is checked here, with the file, key and line in 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.measure import MEASURE_KEYS, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run,  # noqa: F401
                                 Setup, SlurmConfig, System, time_to_minutes)
-from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
+from dlperf_slurm.sitefile import _merge, _overridden, busbw_gate, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
@@ -42,6 +43,7 @@ CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 _DIRECTIVE_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/@%+\-\[\]]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
+_ONE_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?")  # one sbatch option, its value
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -54,19 +56,22 @@ def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False
     path = Path(path)
     data, text = read_toml(path)
     site_path = None if site is False else (Path(site) if site else default_site_file())
-    site_data, site_src = load_site(site_path)
+    site_read, site_src = load_site(site_path)
     if system and site_src is None:
         raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE or "
                         "~/.config/dlperf_slurm/site.toml) names systems")
-    site_data, chosen, origin = select_system(site_data, site_src, system)
+    site_data, chosen, origin = select_system(site_read, site_src, system)
     if chosen is not None and site_src is not None:  # a value a system gives is reported at its own line
         site_src.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
             + (f"systems.{chosen.name}",)
-    return _build(Source(path, text, site=site_src), data, site_data, site_path, chosen, origin)
+    ctx = Source(path, text, site=site_src)
+    gate = busbw_gate(site_read, site_src, chosen, data, ctx)
+    return _build(ctx, data, site_data, site_path, chosen, origin, gate)
 
 
 def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None,
-           system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None) -> Matrix:
+           system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None,
+           gate: tuple[float | None, tuple[str, ...]] = (None, ())) -> Matrix:
     check_keys(ctx, data, TOP_KEYS, "")
     suite_list, several = _suites(ctx, data)
     name = data.get("name", ctx.path.stem)
@@ -78,6 +83,10 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
     options = _suite_options(ctx, suite_list, data.get("options", {}), several)
     health = _health(ctx, _merge(site.get("health", {}), data.get("health", {})))
+    origin = dict(origin or {})
+    if gate[0] is not None and system is not None:  # the system's expected busbw is the threshold (busbw_gate)
+        health = dataclasses.replace(health, min_busbw_gbs=gate[0], expected_by=system.label)
+        origin.pop(("health", "min_busbw_gbs"), None)  # said by busbw_gate, not as a matrix key that wins
     provenance = _provenance(ctx, _merge(site.get("provenance", {}), data.get("provenance", {})))
 
     table = data.get("axes")
@@ -100,7 +109,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=_overridden(ctx, data, origin or {}))
+                  overridden=gate[1] + _overridden(ctx, data, origin))
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:
@@ -245,7 +254,8 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if not isinstance(v["exclusive"], bool):
         raise ctx.error("slurm.exclusive", "expected true or false")
     if v["gpu_request"] not in GPU_REQUESTS:
-        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
+        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}"
+                                             f"{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
     for k in ("cpus_per_task", "array_throttle"):
         if v[k] is not None:
             v[k] = _int(ctx, f"slurm.{k}", v[k])
@@ -253,7 +263,7 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise ctx.error("slurm.extra_directives", "expected a list of strings such as '--reservation=bench'")
     for x in extra:
-        if "\n" in x or "\r" in x or not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?", x.strip()):
+        if "\n" in x or "\r" in x or not _ONE_OPTION.fullmatch(x.strip()):
             raise ctx.error("slurm.extra_directives", f"{x!r} is not one sbatch option such as '--reservation=bench'")
         word = x.strip().lstrip("-").split("=", 1)[0]
         owned = next((o for o in _OWNED_DIRECTIVES if o.startswith(word)), None)  # sbatch takes any unique prefix
@@ -304,7 +314,8 @@ def _environment(ctx: Source, table: dict[str, Any]) -> Environment:
     return Environment(tuple(modules), tuple(env_items), tuple(setup), container)
 
 
-def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any, several: bool) -> dict[str, dict[str, Any]]:
+def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any,
+                   several: bool) -> dict[str, dict[str, Any]]:
     """Each suite's options (suite name -> options): for one suite ``[options]`` is its own; with several, a
     key of ``[options]`` goes to every suite that has that option, and ``[options."<suite>"]`` to that suite
     only (and wins)."""
@@ -327,11 +338,13 @@ def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any, se
         if not isinstance(own, dict):
             raise ctx.error(f"options.{s.name}", "expected a table of that suite's options")
         mine = {k: v for k, v in shared.items() if k in s.options}
-        out[s.name] = {**_options(ctx, s, mine, "options"), **_options(ctx, s, own, f"options.{s.name}", defaults=False)}
+        out[s.name] = {**_options(ctx, s, mine, "options"),
+                       **_options(ctx, s, own, f"options.{s.name}", defaults=False)}
     return out
 
 
-def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str, defaults: bool = True) -> dict[str, Any]:
+def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str,
+             defaults: bool = True) -> dict[str, Any]:
     check_keys(ctx, table, suite.options, prefix)
     out = dict(suite.options) if defaults else {}
     for k, v in table.items():

@@ -344,7 +344,7 @@ class JobInfo:
 # ================================================================================================ parsing
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ParseContext:
     """What a parser needs to know about the run whose log it reads."""
 

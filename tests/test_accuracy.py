@@ -107,7 +107,7 @@ def test_torchvision_lines():
 def _parse(name: str) -> RunResult:
     suite = suites.get("pytorch-ddp/resnet50")
     with open(FIXTURES / name, encoding="utf-8") as f:
-        return suite.parse(f, ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100))
+        return suite.parse(f, ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=3, measure_steps=100))
 
 
 def test_a_real_log_of_the_workload_that_reached_its_target():
@@ -180,7 +180,7 @@ def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_pa
     assert '"metric":"top5"' in text
     stripped = re.sub(r',"top5":[-+.\deE]+', "", text)
     suite = suites.get("pytorch-ddp/resnet50")
-    ctx = ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100)
+    ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=3, measure_steps=100)
     res = suite.parse(io.StringIO(stripped), ctx)
     assert res.status == Status.OK and res.extra["evals"] and res.extra["reached"] is False
     decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))

@@ -191,7 +191,7 @@ class MXNetFace(_Face):
 # ----------------------------------------------------------------------------------------------- parsing
 # Speed records (each the end of an interval of logged steps), as the programs print them:
 #   oneflow_face insightface_train.py  train: iter 19, loss 16.53, throughput: 1935.417   (step index from 0; global)
-#   oneflow_face train.py / arcface_torch   Training: 2021-05-12 00:00:42,110-Speed 884.42 samples/sec   Loss 47.2532 ...
+#   oneflow_face train.py / arcface_torch   Training: 2021-05-12 00:00:42,110-Speed 884.42 samples/sec   Loss 47.2532 ...  # noqa: E501
 #                                          Epoch: 0   Global Step: 100   (global samples/s)
 #   ArcFace MXNet (Speedometer)        INFO:root:Epoch[0] Batch [32400-32420]\tSpeed: 224.07 samples/sec\tacc=...
 #                                      (or Batch [4900]; samples/s of this process, i.e. of its node: x nodes)

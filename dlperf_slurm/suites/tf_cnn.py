@@ -224,8 +224,8 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         extra["time_flavour"] = "tf_cnn running images/sec of the step lines (no total: it evaluated in training)"
     if totals:
         thr = statistics.median(totals)
-        fig = lp.WindowFigures(st.warmup, st.warmup + measured, measured * gb / thr, thr, 1000.0 * gb / thr,
-                               speed, 1 if speed is not None else 0)
+        fig = lp.WindowFigures(start=st.warmup, end=st.warmup + measured, seconds=measured * gb / thr, throughput=thr,
+                               latency_ms=1000.0 * gb / thr, speed=speed, speed_points=1 if speed is not None else 0)
         if len(totals) > 1:
             extra["ranks_reporting_total"] = len(totals)
         extra.setdefault("time_flavour", "tf_cnn total images/sec (its own wall clock over the measured batches)")
@@ -307,8 +307,9 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     if complete and speeds and len(speeds) == len(st.speeds):
         n = len(speeds)
         thr = size * n / sum(1.0 / v for v in speeds)
-        fig = lp.WindowFigures(ctx.warmup_steps, ctx.warmup_steps + n * bpi, n * bpi * gb / thr, thr,
-                               1000.0 * gb / thr, size * sum(speeds) / n, n)
+        fig = lp.WindowFigures(start=ctx.warmup_steps, end=ctx.warmup_steps + n * bpi, seconds=n * bpi * gb / thr,
+                               throughput=thr, latency_ms=1000.0 * gb / thr, speed=size * sum(speeds) / n,
+                               speed_points=n)
     if st.total is not None:
         extra["reported_throughput"] = st.total
     if complete:

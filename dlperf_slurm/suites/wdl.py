@@ -12,9 +12,10 @@ Programs, as DLPerf's 2021 rerun ran them:
 - ``hugectr/wdl``: DLPerf's ``HugeCTR/wdl/scripts/wdl.py`` (HugeCTR's Python API: one process drives every GPU of
   its node through ``vvgpu``; nodes are MPI ranks). No JSON is written: the values go in as wdl.py's flags; the
   embedding workspaces are ``floor(vocab x vec x 4 B / 1 MiB)`` per GPU (DLPerf's vocab_size_x2.sh: 12 and 195
-  MiB at 3.2M, vec 16, scaled by the vocab's multiple: the same rule, up to 2% smaller). One plain process per node: the ``tf_config`` launcher is the registry's launcher that
-  starts exactly that (the TF_CONFIG it also exports is ignored by HugeCTR); across nodes srun starts one task per
-  node and HugeCTR's MPI needs srun's PMI (``launcher_args = ["--mpi=pmix"]``).
+  MiB at 3.2M, vec 16, scaled by the vocab's multiple: the same rule, up to 2% smaller). One plain process per
+  node: the ``tf_config`` launcher is the registry's launcher that starts exactly that (the TF_CONFIG it also
+  exports is ignored by HugeCTR); across nodes srun starts one task per node and HugeCTR's MPI needs srun's PMI
+  (``launcher_args = ["--mpi=pmix"]``).
 
 GPU memory: neither program prints it; DLPerf ran ``gpu_memory_usage.py`` (NVML, device 0, every 1 s) beside
 them. With ``[options] memwatch = true`` (default) the program runs under ``python -m
@@ -151,10 +152,10 @@ class HugeCTRWDL(_WDL):
 # The records, each the end of an interval of ``print_every`` iterations:
 #   OneFlow-Benchmark wdl_train_eval.py (2020)  100 time 1602836839.6445205 loss 0.5471092355251312
 #                                               1000 eval_loss 0.49 eval_auc 0.74   (an evaluation)
-#   OneFlow models train.py (2021)   [rank:0] iter: 100/1200, loss: 0.0831..., latency(ms): 81.58... | 2021-12-01 13:19:02.625
-#   HugeCTR, old logger              [02d07h54m43s][HUGECTR][INFO]: Iter: 3000 Time(1000 iters): 5.381177s Loss: 0.133510 lr:9.003000
+#   OneFlow models train.py (2021)   [rank:0] iter: 100/1200, loss: 0.0831..., latency(ms): 81.58... | 2021-12-01 13:19:02.625  # noqa: E501
+#   HugeCTR, old logger              [02d07h54m43s][HUGECTR][INFO]: Iter: 3000 Time(1000 iters): 5.381177s Loss: 0.133510 lr:9.003000  # noqa: E501
 #                                    [HUGECTR][02:51:59][INFO][RANK0]: Iter: 100 Time(100 iters): 0.315066s Loss: ...
-#   HugeCTR, core23 logger           [HCTR][03:10:49.588][INFO][RK0][main]: Iter: 1000 Time(1000 iters): 8.70458s Loss: ...
+#   HugeCTR, core23 logger           [HCTR][03:10:49.588][INFO][RK0][main]: Iter: 1000 Time(1000 iters): 8.70458s Loss: ...  # noqa: E501
 #                                    [HCTR][...]: Eval Time for 4000 iters: 4.47924s    (after "Evaluation, AUC: ...")
 # Clocks: wdl_train_eval.py's unix stamps; train.py's millisecond stamps (its latency(ms) is the interval's mean);
 # HugeCTR's printed interval times, summed (the old logger's stamps have whole seconds only). HugeCTR's timer keeps
