@@ -90,7 +90,7 @@ def test_an_ascii_block_is_scanned_by_hyperscan_where_it_is_installed(scan, monk
     inner = blocks.BlockLines._numpy_block
     monkeypatch.setattr(blocks.BlockLines, "_numpy_block", lambda self, *a: numpy_blocks.append(a) or inner(self, *a))
     p = tmp_path / "x.log"
-    ctx = ParseContext(1, 1, 128, 0, 1)
+    ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=128, warmup_steps=0, measure_steps=1)
     for text, numpy_reads in (("I0826 15:12:50.113950 1 k.py:1] TimeHistory: 1.0 seconds, 2.0 examples/second "
                                "between steps 0 and 1\n", scan == "numpy"), ("tqdm ▌ 50%\n", True)):
         numpy_blocks.clear()
