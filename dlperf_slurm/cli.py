@@ -116,6 +116,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--templates", metavar="DIR", help="your template folder")
     p.add_argument("--no-run", action="store_true", help="search only; do not submit the found values' repeats")
     p.add_argument("--wait", action="store_true", help="wait for the found values' repeats to end")
+    p.add_argument("--wide", action="store_true", help="the results table uncut (default: it fits 100 columns; "
+                   "LOGS/NAME.search/search.json has it all)")
     p.set_defaults(func=_lazy("search"))
 
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
@@ -211,7 +213,7 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                        "framework, ...)")
     p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
     _store_args(p)
-    p.add_argument("--since", metavar="DATE", help="campaigns first collected on or after DATE (YYYY-MM-DD)")
+    p.add_argument("--since", metavar="DATE", help="campaigns that ran on or after DATE (YYYY-MM-DD)")
     p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
                    "new/previous < 1 - F (default 0.05), as in compare")
     p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")
@@ -222,6 +224,8 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                        "sources and figures")
     p.add_argument("name", nargs="?", help="one set (e.g. dlperf-v100): every table and figure")
     p.add_argument("--json", action="store_true", help="as JSON")
+    p.add_argument("--wide", action="store_true", help="lines and the figures' table uncut (default: they fit 100 "
+                   "columns)")
     p.set_defaults(func=_lazy("references"))
 
 

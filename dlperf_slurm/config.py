@@ -24,6 +24,8 @@ class Health:
     enabled: bool = True
     timeout_s: int = 30  # the gate's bound
     min_busbw_gbs: float = 0.0  # all-reduce bus bandwidth below this fails the gate (0: no threshold)
+    #: the system (label) whose expected bus bandwidth (busbw_gbs) ``min_busbw_gbs`` is; "" when [health] set it
+    expected_by: str = ""
     size_mb: float = 0.0  # the all-reduce's buffer (0: 1024 MiB with NCCL, 32 MiB with gloo)
     python: str = "python3"  # the interpreter that runs python -m dlperf_slurm.health on the nodes
 

@@ -83,11 +83,13 @@ def scheduler_unreachable(other: Sequence[str], ping: Any = None) -> str:
 
 
 def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks: int,
-          min_busbw_gbs: float = 0.0, unreachable: str = "") -> dict[str, Any]:
+          min_busbw_gbs: float = 0.0, unreachable: str = "", expected_by: str = "") -> dict[str, Any]:
     """The gate's verdict from the node records (host -> record), the job's hosts and its rank count: the fields
-    of the ``health`` event (``ok``, ``problems``, ``blamed``, bandwidths). ``unreachable``: why the scheduler
-    could not start the probes (:func:`scheduler_unreachable`); then a node without a report is not blamed, nor
-    a rank whose rendezvous failed: the run is retried as it is, on the same nodes."""
+    of the ``health`` event (``ok``, ``problems``, ``blamed``, bandwidths). ``expected_by``: the system whose
+    expected bus bandwidth the threshold is (the site file's ``busbw_gbs``), named in the problem.
+    ``unreachable``: why the scheduler could not start the probes (:func:`scheduler_unreachable`); then a node
+    without a report is not blamed, nor a rank whose rendezvous failed: the run is retried as it is, on the same
+    nodes."""
     problems: list[str] = []
     blamed: set[str] = set()
     outage: list[str] = [unreachable] if unreachable else []
@@ -145,7 +147,9 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
     if min_busbw_gbs:
         out[ev.MIN_BUSBW_GBS] = min_busbw_gbs
         if busbw is not None and busbw < min_busbw_gbs:
-            problems.append(f"all-reduce bus bandwidth {busbw:.3g} GB/s < {min_busbw_gbs:g} GB/s (threshold)"
+            bound = (f"measured < {min_busbw_gbs:g} GB/s expected of system {expected_by} (its busbw_gbs)"
+                     if expected_by else f"< {min_busbw_gbs:g} GB/s (threshold)")
+            problems.append(f"all-reduce bus bandwidth {busbw:.3g} GB/s {bound}"
                             + (" over all nodes: the probe cannot single one out" if len(hosts) > 1 else ""))
             blamed.update(hosts)
     out[ev.OK] = not problems
@@ -223,7 +227,7 @@ def run_judge(args: argparse.Namespace) -> int:
     records, other = read_records(text)
     missing = [h for h in args.hosts if h not in records]
     unreachable = scheduler_unreachable(other, _ping if os.environ.get("SLURM_JOB_ID") else None) if missing else ""
-    verdict = judge(records, args.hosts, args.ranks, args.min_busbw_gbs, unreachable)
+    verdict = judge(records, args.hosts, args.ranks, args.min_busbw_gbs, unreachable, args.expected_by)
     verdict[ev.SECONDS] = round(time.time() - args.started, 3) if args.started else None
     if not verdict[ev.OK] and other:
         for line in other[-20:]:
@@ -271,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     j.add_argument("--hosts", nargs="+", required=True)
     j.add_argument("--ranks", type=int, required=True)
     j.add_argument("--min-busbw-gbs", type=float, default=0.0)
+    j.add_argument("--expected-by", default="", help="the system whose expected busbw the threshold is")
     j.add_argument("--marker", default="")
     j.add_argument("--started", type=float, default=0.0, help="when the gate started (unix time)")
     args = ap.parse_args(argv)

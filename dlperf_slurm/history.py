@@ -7,8 +7,11 @@ one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cel
 over both campaigns' runs, the threshold for a regression), and what changed between them (driver, CUDA, NCCL,
 framework, container: the versions each campaign's System section or runs recorded).
 
-:func:`last_good` is ``compare --base last-good``: the latest campaign before NEW, on NEW's system, sharing cells
-with it, in which no cell regressed against its own predecessor.
+:func:`last_good` is ``compare --base last-good``: the latest campaign of NEW's matrix that ran before NEW, on NEW's
+system and partition, sharing cells with it, in which no cell regressed against its own predecessor.
+
+Campaigns are told apart by their identity (:mod:`dlperf_slurm.campaignid`), not their name, and ordered by when
+they ran; two of one name read ``smoke#1``, ``smoke#2`` (by when they ran), their folders named under the table.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dlperf_slurm import compare
+from dlperf_slurm.campaignid import CampaignId
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.store import StoredCell
 
@@ -71,46 +75,81 @@ def judge(cells: Sequence[StoredCell], threshold: float = compare.DEFAULT_THRESH
     return steps
 
 
-def last_good(cells: Sequence[StoredCell], new_campaign: str, new_cells: Iterable[str],
+def last_good(cells: Sequence[StoredCell], new_key: str, new_cells: Iterable[str],
               threshold: float = compare.DEFAULT_THRESHOLD) -> str | None:
-    """The latest campaign (but ``new_campaign``) sharing a cell with NEW in which no cell regressed against the
-    campaign before it, and some cell had an OK run; None when there is none."""
+    """The identity of the latest campaign (by when it ran; but NEW, ``new_key``) sharing a cell with NEW in which
+    no cell regressed against the campaign before it, and some cell had an OK run; None when there is none.
+    ``cells``: the candidates (the caller scopes them to NEW's matrix, system and partition)."""
     wanted = set(new_cells)
     bad: set[str] = set()
     ok: set[str] = set()
     order: dict[str, str] = {}
-    for steps in (judge(s, threshold) for s in series(c for c in cells if c.campaign != new_campaign).values()):
+    for steps in (judge(s, threshold) for s in series(c for c in cells if c.key != new_key).values()):
         for st in steps:
-            order[st.cell.campaign] = max(order.get(st.cell.campaign, ""), st.cell.first_collected)
+            order[st.cell.key] = max(order.get(st.cell.key, ""), st.cell.when)
             if st.against is not None and st.against.regressed:
-                bad.add(st.cell.campaign)
+                bad.add(st.cell.key)
             if st.cell.n_ok and st.cell.cell_id in wanted:
-                ok.add(st.cell.campaign)
+                ok.add(st.cell.key)
     good = [c for c in ok if c not in bad]
     return max(good, key=lambda c: (order[c], c)) if good else None
 
 
-def last_good_side(url: str, system_arg: str | None, new_name: str, new_cells: Iterable[str],
-                   threshold: float) -> tuple[str, dict[str, compare.Side]]:
-    """``compare --base last-good``: the last good campaign's name and cells, from the store at ``url``."""
+def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: CampaignId | None,
+                   new_cells: Iterable[str], threshold: float) -> tuple[str, dict[str, compare.Side]]:
+    """``compare --base last-good``: the last good campaign's name and cells, from the store at ``url``: of NEW's
+    matrix, on NEW's system and partition (``--system``, else those NEW is stored under, else the one it was
+    submitted for), run before NEW. NEW: its name and identity (None: a summary that records none; then the store
+    knows it by its name)."""
     from dlperf_slurm import store
 
     new_cells = list(new_cells)
     system, partition = store.split_system(system_arg)
     with store.Store(url) as st:
-        cells = st.cells(system=system or None, partition=partition or None)
-    cells = [c for c in cells if c.campaign != new_name]
+        own = [c for c in st.cells(campaign=new_name) if new_id is None or c.key == new_id.key]
+        if new_id is None and len({c.key for c in own}) > 1:
+            raise UserError(f"--base {LAST_GOOD}: the store holds {len({c.key for c in own})} campaigns named "
+                            f"{new_name} ({', '.join(sorted({c.where or c.key for c in own}))}): give NEW as its "
+                            "campaign folder, or a summary this version of collect wrote (it names its campaign)")
+        matrix = new_id.matrix if new_id is not None else next((c.matrix for c in own if c.matrix), "")
+        if not matrix:
+            raise UserError(f"--base {LAST_GOOD}: {new_name}: its matrix is not known (a summary of an older collect "
+                            "that was never stored): collect it again, then compare")
+        key = new_id.key if new_id is not None else (own[0].key if own else "")
+        ran = (new_id.ran_at if new_id is not None else "") or min((c.when for c in own), default="")
+        placed = {(c.system, c.partition) for c in own if not system or c.system == system}
+        if not system and not placed and new_id is not None and new_id.system:
+            system, partition = store.split_system(new_id.system)  # never stored: the system it was submitted for
+        elif not partition and len(placed) == 1:  # where NEW is stored
+            system, partition = next(iter(placed))
+        cells = st.cells(system=system or None, partition=partition or None, matrix=matrix)
+    cells = [c for c in cells if c.key != key and (not ran or c.when <= ran)]
     systems = sorted({c.system_label for c in cells if c.cell_id in set(new_cells)})
     if len(systems) > 1:
         raise UserError(f"--base {LAST_GOOD}: the store holds these cells on {len(systems)} systems "
                         f"({', '.join(systems)}): say which with --system NAME[:PARTITION]")
     cells = [c for c in cells if c.system_label in systems]
-    name = last_good(cells, new_name, new_cells, threshold)
-    if name is None:
+    found = last_good(cells, key, new_cells, threshold)
+    if found is None:
         where = f" on {system_arg}" if system_arg else ""
-        raise UserError(f"--base {LAST_GOOD}: no stored campaign{where} shares a cell with {new_name} without a "
-                        f"regression (store {store.describe(url)}; collect adds campaigns to it)")
-    return name, {c.cell_id: side(c) for c in cells if c.campaign == name}
+        raise UserError(f"--base {LAST_GOOD}: no campaign of matrix {matrix}{where} that ran before {new_name} shares "
+                        f"a cell with it without a regression (store {store.describe(url)}; collect adds campaigns "
+                        "to it; campaigns stored before their matrix was recorded count once collected again)")
+    return labels(cells)[found], {c.cell_id: side(c) for c in cells if c.key == found}
+
+
+def labels(cells: Iterable[StoredCell]) -> dict[str, str]:
+    """Each campaign's label by its identity: its name, and when another campaign of ``cells`` has that name too,
+    ``#N``, its place among them by when they ran (1 the first)."""
+    runs: dict[str, dict[str, str]] = {}
+    for c in cells:
+        when = runs.setdefault(c.campaign, {})
+        when[c.key] = min(when.get(c.key, c.when), c.when)
+    out = {}
+    for name, when in runs.items():
+        order = sorted(when, key=lambda k: (when[k], k))
+        out.update({k: f"{name}#{i + 1}" if len(order) > 1 else name for i, k in enumerate(order)})
+    return out
 
 
 # ============================================================================================== output
@@ -133,12 +172,15 @@ def _verdict(step: Step) -> str:
 
 
 def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
-    """Each cell's table: campaign, when, median, 95 % interval, OK runs, against the one before, what changed
-    (its names; the versions, before and now, under the table, wrapped to ``width``; ``wide``: in the table)."""
+    """Each cell's table: campaign, when it ran, median, 95 % interval, OK runs, against the one before, what
+    changed (its names; the versions, before and now, under the table, wrapped to ``width``; ``wide``: in the
+    table). Campaigns of one name read ``NAME#N`` (:func:`labels`); the last lines say which folder each is."""
     import textwrap
 
     from tabulate import tabulate
 
+    every = [st.cell for steps in steps_by_cell.values() for st in steps]
+    named = labels(every)
     out: list[str] = []
     for (system, cell_id), steps in steps_by_cell.items():
         unit = steps[-1].cell.unit
@@ -147,19 +189,25 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
             c = st.cell
             ci = f"{_f(c.ci_low)}-{_f(c.ci_high)}" if c.ci_low is not None else "-"
             what = _changes(st.changed) if wide else ", ".join(st.changed)
-            rows.append([c.campaign, c.first_collected[:10], _f(c.median) if c.median is not None else c.status, ci,
+            rows.append([named[c.key], c.when[:10], _f(c.median) if c.median is not None else c.status, ci,
                          f"{c.n_ok}/{c.n}", _verdict(st), what])
             if st.changed and not wide:
-                notes += textwrap.wrap(f"{c.campaign}: {_changes(st.changed)}", width, initial_indent="  ",
+                notes += textwrap.wrap(f"{named[c.key]}: {_changes(st.changed)}", width, initial_indent="  ",
                                        subsequent_indent="    ", break_on_hyphens=False)
         out += [f"{cell_id} on {system} ({unit})",
-                tabulate(rows, headers=["campaign", "collected", "median", "95% CI", "OK/n", "vs previous", "changed"],
+                tabulate(rows, headers=["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "changed"],
                          tablefmt="simple", disable_numparse=True), *notes, ""]
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
     regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)
     out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
                          "(compare's rule: the 95 % interval of new/previous excludes 1; regressed when slower by "
                          "more than the threshold, or no OK run any more)", 10_000 if wide else width)
+    namesakes = {c.key: c for c in every if named[c.key] != c.campaign}
+    if namesakes:
+        out += textwrap.wrap("Campaigns of one name: " + "; ".join(
+            f"{named[k]} {c.where or k} (ran {c.when[:16].replace('T', ' ')})"
+            for k, c in sorted(namesakes.items(), key=lambda kv: (kv[1].campaign, kv[1].when))),
+            10_000 if wide else width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
     return "\n".join(out)
 
 

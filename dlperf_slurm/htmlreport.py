@@ -39,13 +39,12 @@ class Point:
 
 
 def trend_of(stored: Sequence[Any], result: Any) -> dict[str, list[Point]]:
-    """Per cell of ``result``, its stored campaigns (``store.StoredCell``, oldest first) and then this one; only the
-    cells with an earlier campaign."""
+    """Per cell of ``result``, its stored campaigns (``store.StoredCell``, oldest first; the caller leaves this
+    campaign's own rows out) and then this one; only the cells with an earlier campaign."""
     here = {c.cell_id: c for c in result.cells}
-    names = {c.campaign for c in result.cells}
     out: dict[str, list[Point]] = {}
     for s in stored:
-        if s.cell_id in here and s.campaign not in names:
+        if s.cell_id in here:
             out.setdefault(s.cell_id, []).append(Point(s.campaign, s.median, s.ci_low, s.ci_high))
     for cid, points in out.items():
         c = here[cid]

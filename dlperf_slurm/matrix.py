@@ -7,6 +7,7 @@ Everything a user can get wrong is checked here, with the file, key and line in 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.measure import MEASURE_KEYS, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run,  # noqa: F401
                                 Setup, SlurmConfig, System, time_to_minutes)
-from dlperf_slurm.sitefile import _merge, _overridden, default_site_file, load_site, select_system
+from dlperf_slurm.sitefile import _merge, _overridden, busbw_gate, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
@@ -54,19 +55,22 @@ def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False
     path = Path(path)
     data, text = read_toml(path)
     site_path = None if site is False else (Path(site) if site else default_site_file())
-    site_data, site_src = load_site(site_path)
+    site_read, site_src = load_site(site_path)
     if system and site_src is None:
         raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE or "
                         "~/.config/dlperf_slurm/site.toml) names systems")
-    site_data, chosen, origin = select_system(site_data, site_src, system)
+    site_data, chosen, origin = select_system(site_read, site_src, system)
     if chosen is not None and site_src is not None:  # a value a system gives is reported at its own line
         site_src.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
             + (f"systems.{chosen.name}",)
-    return _build(Source(path, text, site=site_src), data, site_data, site_path, chosen, origin)
+    ctx = Source(path, text, site=site_src)
+    gate = busbw_gate(site_read, site_src, chosen, data, ctx)
+    return _build(ctx, data, site_data, site_path, chosen, origin, gate)
 
 
 def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None,
-           system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None) -> Matrix:
+           system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None,
+           gate: tuple[float | None, tuple[str, ...]] = (None, ())) -> Matrix:
     check_keys(ctx, data, TOP_KEYS, "")
     suite_list, several = _suites(ctx, data)
     name = data.get("name", ctx.path.stem)
@@ -78,6 +82,10 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     environment = _environment(ctx, _merge(site.get("environment", {}), data.get("environment", {})))
     options = _suite_options(ctx, suite_list, data.get("options", {}), several)
     health = _health(ctx, _merge(site.get("health", {}), data.get("health", {})))
+    origin = dict(origin or {})
+    if gate[0] is not None and system is not None:  # the system's expected busbw is the threshold (busbw_gate)
+        health = dataclasses.replace(health, min_busbw_gbs=gate[0], expected_by=system.label)
+        origin.pop(("health", "min_busbw_gbs"), None)  # said by busbw_gate, not as a matrix key that wins
     provenance = _provenance(ctx, _merge(site.get("provenance", {}), data.get("provenance", {})))
 
     table = data.get("axes")
@@ -100,7 +108,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=_overridden(ctx, data, origin or {}))
+                  overridden=gate[1] + _overridden(ctx, data, origin))
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:

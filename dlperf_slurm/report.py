@@ -241,7 +241,7 @@ def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
 def write_json(result: Result, out: Path, stem: str) -> list[Path]:
     doc = {"name": result.name, "generated_at": time.time(), "system": system.describe(result.runs),
            "sources": [{"name": c.name, "source": c.source, "where": c.where, "runs": len(c.runs),
-                        "repeats": c.repeats, "notes": c.notes} for c in result.collections],
+                        "repeats": c.repeats, "notes": c.notes, **_identity(c)} for c in result.collections],
            "method": {"throughput": "time flavour: global_batch x measured steps / (t_end - t_start)",
                       "throughput_speed": "mean of the printed per-step throughputs over the same window",
                       "median": "even count: mean of the two middle values", "only_ok_runs": True,
@@ -257,6 +257,15 @@ def write_json(result: Result, out: Path, stem: str) -> list[Path]:
     if net:  # only with multi-node cells whose health gate measured a bus bandwidth
         doc["network"] = [_jsonable(n) for n in network.as_dicts(net)]
     return [_write(out / f"{stem}.json", _json_lines(doc))]
+
+
+def _identity(col: Any) -> dict[str, str]:
+    """What identifies a source's campaign in the results store (:mod:`dlperf_slurm.campaignid`): ``compare
+    --base last-good`` reads it back from the summary."""
+    from dlperf_slurm.campaignid import of_collection
+
+    cid = of_collection(col)
+    return {"campaign_key": cid.key, "matrix": cid.matrix, "ran_at": cid.ran_at, "system": cid.system}
 
 
 def _json_lines(doc: dict[str, Any]) -> str:

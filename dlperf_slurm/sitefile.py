@@ -97,6 +97,37 @@ def select_system(site: dict[str, Any], src: Source | None, wanted: str | None
     return {**site, **merged}, System(name=name, partition=part, **hardware), origin
 
 
+def busbw_gate(site: Mapping[str, Any], site_src: Source | None, system: System | None, matrix: Mapping[str, Any],
+               matrix_src: Source) -> tuple[float | None, tuple[str, ...]]:
+    """The health gate's all-reduce threshold, decided here alone: the chosen system's (or partition's) expected
+    bus bandwidth (``busbw_gbs``) when it sets one, else None (the ``[health]`` layers give ``min_busbw_gbs`` as
+    they give every key). With an expected bandwidth, every ``[health] min_busbw_gbs`` that says otherwise (the
+    site's, the system's or partition's own, the matrix's) is said, one line each naming its file and line, as a
+    matrix key a system also sets is (``site``: the site file as read, before :func:`select_system`)."""
+    if system is None or not system.busbw_gbs:
+        return None, ()
+    expected = system.busbw_gbs
+    tables: list[tuple[Source | None, str, Any]] = [(site_src, "", site)]
+    systems = site.get("systems") or {}
+    own = systems.get(system.name) if isinstance(systems, dict) else None
+    if isinstance(own, dict):
+        tables.append((site_src, f"systems.{system.name}.", own))
+        parts = own.get("partitions") or {}
+        if system.partition and isinstance(parts, dict) and isinstance(parts.get(system.partition), dict):
+            tables.append((site_src, f"systems.{system.name}.partitions.{system.partition}.", parts[system.partition]))
+    tables.append((matrix_src, "", matrix))
+    said = []
+    for src, prefix, table in tables:
+        health = table.get("health") if isinstance(table, Mapping) else None
+        value = health.get("min_busbw_gbs") if isinstance(health, Mapping) else None
+        if src is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value == expected:
+            continue  # absent, the same, or not a number (the [health] check names that)
+        line = src.line_of(f"{prefix}health.min_busbw_gbs")
+        said.append(f"{src.path}{f':{line}' if line else ''}: [{prefix}health] min_busbw_gbs = {value:g} is not used: "
+                    f"the health gate's threshold is system {system.label}'s expected busbw_gbs, {expected:g} GB/s")
+    return expected, tuple(said)
+
+
 def _overridden(ctx: Source, data: Mapping[str, Any], origin: Mapping[tuple[str, str], tuple[str, Any]]
                 ) -> tuple[str, ...]:
     """The matrix's keys that a system also sets to another value: the matrix's wins, and is said."""

@@ -43,6 +43,12 @@ def site(tmp_path_factory):
         mx = root / f"{name}.toml"
         mx.write_text(tiny_matrix_text(name, devices, slurm='time = "00:05:00"\n', extra=f"{ENV}{health}\n"))
         out[name] = (mx, cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--no-site"))
+    # a named system expecting more all-reduce bandwidth than gloo over the cluster's loopback can give
+    (root / "site.toml").write_text("[systems.fast]\nbusbw_gbs = 1e6\n")
+    mx = root / "hsys.toml"
+    mx.write_text(tiny_matrix_text("hsys", "2x1", slurm='time = "00:05:00"\n', extra=f"{ENV}\n"))
+    out["hsys"] = (mx, cli("--logs", str(logs), "submit", str(mx), "--executor", "slurm", "--site",
+                           str(root / "site.toml"), "--system", "fast"))
     return out
 
 
@@ -99,3 +105,25 @@ def test_a_threshold_no_run_meets_is_unhealthy_and_the_retry_excludes_the_blamed
     other = ({"n1", "n2"} - set(blamed)).pop()
     wait_until(lambda: again.log.exists(), 30, what="the retry's log")
     assert again.nodes == other and _health_event(again.log)[events.NODES] == [other]
+
+
+def test_a_system_expecting_more_busbw_than_measured_makes_the_run_unhealthy(site):
+    """The system's busbw_gbs is the gate's threshold: the gate over n1 and n2 measures its busbw, below the 1e6
+    GB/s system fast expects; the run reads UNHEALTHY, its reason naming the measured and the expected figures."""
+    mx, p = site["hsys"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    cdir = site["logs"] / "hsys"
+    st = wait_campaign(cdir, 400)
+    (run,) = manifest.load_manifest(cdir)
+    assert list(st.values()) == [Status.UNHEALTHY], run.log.read_text()[-3000:]
+    gate = _health_event(run.log)
+    assert gate[events.NODES] == ["n1", "n2"] and gate[events.MIN_BUSBW_GBS] == 1e6
+    measured = gate[events.BUSBW_GBS]
+    assert 0 < measured < 1e6 and sorted(gate[events.BLAMED]) == ["n1", "n2"]  # one all-reduce: both nodes
+    want = f"all-reduce bus bandwidth {measured:.3g} GB/s measured < 1e+06 GB/s expected of system fast (its busbw_gbs)"
+    assert want in run.reason, run.reason
+    cli("--logs", str(site["logs"]), "collect", "hsys", "--no-plots", "--no-store", cwd=site["logs"].parent,
+        check=True)
+    (row,) = csv.DictReader((site["logs"].parent / "summaries" / "hsys.runs.csv").open())
+    assert row["status"] == Status.UNHEALTHY and want in row["reason"]
+    print(f"\n[gate on n1+n2] {run.reason}")

@@ -4,6 +4,7 @@ them; compare --base last-good."""
 from __future__ import annotations
 
 import json
+import time
 import sys
 from pathlib import Path
 
@@ -90,9 +91,34 @@ def test_compare_base_last_good(three, capsys):
     # tuesday's own last good is monday too; with only the regressed campaign before it there is none
     with store.Store(str(three / "results.sqlite")) as st:
         cells = st.cells()
-    assert history.last_good(cells, "wednesday", {c.cell_id for c in cells}) == "monday"
-    assert history.last_good([c for c in cells if c.campaign != "monday"], "wednesday",
-                             {c.cell_id for c in cells}) == "tuesday"  # the first campaign has nothing to regress from
+    key = {c.campaign: c.key for c in cells}
+    assert history.last_good(cells, key["wednesday"], {c.cell_id for c in cells}) == key["monday"]
+    assert history.last_good([c for c in cells if c.campaign != "monday"], key["wednesday"],
+                             {c.cell_id for c in cells}) == key["tuesday"]  # the first has nothing to regress from
     assert main(["compare", "last-good", str(summaries / "monday.json"), "--system", "beta",
                  "--out", str(three / "cmp")]) == 2
-    assert "no stored campaign on beta shares a cell with monday" in capsys.readouterr().err
+    assert "no campaign of matrix tree:tf-cnn/resnet50 on beta that ran before monday shares a cell" in \
+        capsys.readouterr().err
+
+
+def test_campaigns_are_ordered_by_when_they_ran_not_when_first_collected(three, capsys):
+    """monday's tree, collected again after wednesday (and a monday never collected before, first now): history
+    still reads monday, tuesday, wednesday, each dated by its runs (its logs' time), not by its collect."""
+    import os
+
+    old = sc.tree(three / "trees", "sunday", 1.0, seed=30)  # ran two days before monday, collected last
+    t = (three / "trees" / "monday" / "1n1g" / "r50_b8_fp32_0.log").stat().st_mtime - 2 * 86400
+    for log in old.rglob("*.log"):
+        os.utime(log, (t, t))
+    for tree in (three / "trees" / "monday", old):
+        assert main(["collect", "--from", str(tree), "--suite", sc.SUITE, "--no-plots", "-q", "--no-cache",
+                     "--system", "alpha:gpu", "--out", str(three / "summaries")]) == 0
+    said = capsys.readouterr().out
+    assert said.index("0 cells added, 2 updated") < said.index("2 cells added, 0 updated")  # monday again, sunday
+    assert main(["history", "*1x1*"]) == 0
+    out = capsys.readouterr().out
+    names = [line.split()[0] for line in out.splitlines() if line.split()[:1] and line.split()[0] in
+             ("sunday", "monday", "tuesday", "wednesday")]
+    assert names == ["sunday", "monday", "tuesday", "wednesday"], out
+    sunday = next(line for line in out.splitlines() if line.startswith("sunday"))
+    assert sunday.split()[1] == time.strftime("%Y-%m-%d", time.gmtime(t))  # the ran column: its logs' day

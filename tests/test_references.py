@@ -271,6 +271,15 @@ def test_the_references_command_and_clear_errors(tmp_path):
     p = cli("references")
     assert p.returncode == 0 and "dlperf-v100" in p.stdout and "ngc-a100" in p.stdout
     assert "Tesla V100-SXM2-16GB" in p.stdout and "nvcr.io/nvidia/pytorch:20.03-py3" in p.stdout
+    assert max(map(len, p.stdout.splitlines())) <= 100, p.stdout  # the conditions wrapped
+    for name in references.names():  # every figure's row, fitting 100 columns; --wide: the whole table
+        fit, wide = cli("references", name).stdout, cli("references", name, "--wide").stdout
+        ref = references.load(name)
+        assert max(map(len, fit.splitlines())) <= 100 and max(map(len, wide.splitlines())) > 100
+        rows = [line for line in fit.splitlines() if line.startswith("| ") and "| suite " not in line]
+        assert [r.split("|")[5].strip() for r in rows] == [refcompare.figure(e.value) for e in ref.entries]
+        assert "note, variant, xla left out" in " ".join(fit.split())
+        assert all(f"{e.source}: {' > '.join(e.headings)}" in wide for e in ref.entries)
     p = cli("references", "ngc-a100", "--json")
     (doc,) = json.loads(p.stdout)
     assert len(doc["entries"]) == len(references.load("ngc-a100").entries)

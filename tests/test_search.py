@@ -54,7 +54,13 @@ def test_search_finds_each_cells_boundary_resumes_and_runs_the_found_value(tmp_p
     before = len(manifest.load_manifest(logs / "s.search"))
     p = cli(*args, "--no-run")
     assert p.returncode == 0 and len(manifest.load_manifest(logs / "s.search")) == before, p.stdout
-    assert "max 37 after" in p.stdout and "max 100 after" in p.stdout
+    # the results table (cell, result, probes, values probed) fits 100 columns: the cell ids of this matrix are long
+    rows = [line.split()[1:4] for line in p.stdout.splitlines() if line.startswith("resnet50.")]
+    assert sorted(rows) == sorted([["max", k, str(len(c["probes"]))] for k, c in got.items()]), p.stdout
+    assert max(len(line) for line in p.stdout.splitlines() if str(tmp_path) not in line) <= 100, p.stdout
+    wide = cli(*args, "--no-run", "--wide")
+    assert wide.returncode == 0 and max(len(line) for line in wide.stdout.splitlines()) > 100
+    assert "38: OOM" in wide.stdout and "101: OOM" in wide.stdout  # every probe of the uncut table
     # the tables say it
     out = tmp_path / "summaries"
     p = cli("--logs", str(logs), "collect", "s", "--no-plots", "--out", str(out))

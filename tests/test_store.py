@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import pgserver  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 
-from dlperf_slurm import store, sysversions  # noqa: E402
+from dlperf_slurm import collectstore, store, sysversions  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
 
@@ -46,10 +46,15 @@ def url(request, tmp_path):
     return server.url
 
 
+def _counts(result, url: str, system: str) -> tuple[int, int]:
+    filed = collectstore.record_collect(result, url, system)
+    return filed.added, filed.updated
+
+
 def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path):
     monday = sc.result(tmp_path / "trees", "monday", 1.0, oom=(2,))
-    added, updated = store.record_collect(monday, url, "alpha:gpu")
-    assert (added, updated) == (2, 0)
+    filed = collectstore.record_collect(monday, url, "alpha:gpu")
+    assert (filed.added, filed.updated) == (2, 0)
     with store.Store(url) as st:
         cells = {c.cell_id: c for c in st.cells()}
         first = {c.cell_id: c.first_collected for c in cells.values()}
@@ -62,8 +67,8 @@ def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path)
                                                if r.cell_id == row.cell_id and r.status == "OK")
     oom = next(c for c in cells.values() if c.n_ok == 0)
     assert oom.status == "OOM" and oom.median is None and set(oom.statuses) == {"OOM"}
-    assert store.record_collect(monday, url, "alpha:gpu") == (0, 2)  # again: updated, never duplicated
-    assert store.record_collect(monday, url, "beta") == (2, 0)  # another system: its own rows
+    assert _counts(monday, url, "alpha:gpu") == (0, 2)  # again: updated, never duplicated
+    assert _counts(monday, url, "beta") == (2, 0)  # another system: its own rows
     with store.Store(url) as st:
         assert st.count() == 4
         again = [c for c in st.cells(system="alpha")]
@@ -83,8 +88,9 @@ def test_the_postgresql_store_at_scale(pg, tmp_path):
 
     with psycopg.connect(pg.url, autocommit=True) as conn:
         conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
-    rows = store.records(res, system="alpha")
-    campaigns = [[store.StoredCell(**{**r.__dict__, "campaign": f"c{k:03d}"}) for r in rows] for k in range(200)]
+    rows = collectstore.records(res, system="alpha")
+    campaigns = [[store.StoredCell(**{**r.__dict__, "campaign": f"c{k:03d}", "campaign_key": f"c{k:03d}@x"})
+                  for r in rows] for k in range(200)]
     with store.Store(pg.url) as st:
         t0 = time.perf_counter()
         for cells in campaigns:
@@ -156,7 +162,7 @@ def test_a_server_killed_under_an_open_store_is_one_line(tmp_path):
         pytest.skip(why)
     server = pgserver.start()
     try:
-        rows = store.records(sc.result(tmp_path / "trees", "monday", 1.0), system="alpha")
+        rows = collectstore.records(sc.result(tmp_path / "trees", "monday", 1.0), system="alpha")
         with store.Store(server.url) as st:
             assert st.add(rows) == (2, 0)
             pid = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])

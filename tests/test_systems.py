@@ -55,7 +55,10 @@ def test_layers_site_system_partition_matrix(tmp_path, site):
     assert m.system.label == "alpha" and m.system.gpus_per_node == 8 and m.system.busbw_gbs == 180.0
     assert (m.slurm.partition, m.slurm.gpu_request, m.slurm.account, m.slurm.time) == ("gpu", "gres", "bench",
                                                                                         "01:00:00")
-    assert m.health.min_busbw_gbs == 150 and not m.dropped and not m.overridden
+    # the gate's threshold is alpha's expected busbw, not its [health] 150 (said: tests/test_gate_threshold.py)
+    assert m.health.min_busbw_gbs == 180 and m.health.expected_by == "alpha" and not m.dropped
+    assert m.overridden == (f"{site}:12: [systems.alpha.health] min_busbw_gbs = 150 is not used: the health "
+                            "gate's threshold is system alpha's expected busbw_gbs, 180 GB/s",)
     m = matrix.load(_matrix(tmp_path), site=site, system="alpha:small")
     assert (m.slurm.partition, m.slurm.constraint, m.slurm.gpu_request) == ("small", "a100", "gres")
     assert m.system.gpus_per_node == 2 and m.system.gpu_model == "A100-SXM4-80GB"  # the system's, kept
@@ -71,7 +74,7 @@ def test_a_matrix_key_the_system_sets_wins_and_is_reported(tmp_path, site, capsy
     m = matrix.load(mx, site=site)
     assert m.slurm.partition == "mine"
     # gpu_request: the same value as the system's, nothing to say; time: the site's, not a system's
-    assert m.overridden == (f"{mx}:7: [slurm] partition = 'mine' wins over system alpha's 'gpu'",)
+    assert m.overridden[1:] == (f"{mx}:7: [slurm] partition = 'mine' wins over system alpha's 'gpu'",)
     assert main(["plan", str(mx), "--site", str(site)]) == 0
     out = " ".join(capsys.readouterr().out.split())  # lines wrapped at 100 columns
     assert "system alpha (GPU cluster; A100-SXM4-80GB x 8/node; 4x HDR200 InfiniBand; busbw 180 GB/s expected)" in out

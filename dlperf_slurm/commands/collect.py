@@ -169,15 +169,16 @@ def stored_trend(args, result: Result) -> dict:
     when it cannot be read: :func:`store_result` says why)."""
     if getattr(args, "no_store", False):
         return {}
-    from dlperf_slurm import htmlreport, store
+    from dlperf_slurm import collectstore, htmlreport, store
 
-    name, partition, _ = store.placement(result, system_of(args, result))
+    name, partition, _ = collectstore.placement(result, system_of(args, result))
     try:
         with store.Store(store.url_for(args)) as st:
             stored = st.cells(system=name, partition=partition, cell_ids={c.cell_id for c in result.cells})
     except UserError:
         return {}
-    return htmlreport.trend_of(stored, result)
+    here = {cid.key for cid in collectstore.identities(result).values()}
+    return htmlreport.trend_of([s for s in stored if s.key not in here], result)
 
 
 def store_result(args, result: Result, say: bool = True) -> int:
@@ -185,16 +186,16 @@ def store_result(args, result: Result, say: bool = True) -> int:
     cannot be reached fails the command (exit 1) after the summaries are written."""
     if getattr(args, "no_store", False):
         return 0
-    from dlperf_slurm import store
+    from dlperf_slurm import collectstore, store
 
     try:
         url = store.url_for(args)
-        added, updated = store.record_collect(result, url, system_of(args, result))
+        filed = collectstore.record_collect(result, url, system_of(args, result))
     except UserError as err:
         print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
         return 1
     if say:
-        print(f"results store {store.describe(url)}: {added} cells added, {updated} updated")
+        print(filed.line(url))
     return 0
 
 

@@ -39,7 +39,8 @@ def cmd_compare(args) -> int:
         from dlperf_slurm import history, store
 
         new_name, new = load_side(args.new, args.logs)
-        base_name, base = history.last_good_side(store.url_for(args), args.system, new_name, new, args.threshold)
+        base_name, base = history.last_good_side(store.url_for(args), args.system, new_name,
+                                                 campaign_of(args.new, args.logs), new, args.threshold)
         print(f"--base {LAST_GOOD}: {base_name}")
     else:
         base_name, base = load_side(args.base, args.logs)
@@ -61,6 +62,23 @@ def cmd_compare(args) -> int:
     for reason in gate.reasons():
         print(f"dlperf-slurm: compare fails: {reason}", file=sys.stderr)
     return 1 if gate.failed else 0
+
+
+def campaign_of(what: str, logs: str):
+    """NEW's identity in the results store (:mod:`dlperf_slurm.campaignid`): a summary's record of its campaign,
+    else the campaign folder's; None when neither says (a summary of an older collect)."""
+    from dlperf_slurm import campaignid
+    from dlperf_slurm.folders import find_campaign
+
+    p = Path(what)
+    if p.is_file():
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None
+        return campaignid.of_source(doc) if isinstance(doc, dict) else None
+    cdir = find_campaign(logs, what)
+    return campaignid.identify(cdir.name, "manifest", str(cdir))
 
 
 def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:

@@ -1,13 +1,17 @@
-"""``references``: the published reference sets shipped with the tool: conditions, sources and figures."""
+"""``references``: the published reference sets shipped with the tool: conditions, sources and figures. The
+terminal text fits 100 columns (lines wrapped, the figures' table cut in its free-text columns); ``--wide`` prints
+it whole, ``--json`` all of it."""
 
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict
 from typing import Any
 
 from dlperf_slurm import references
 from dlperf_slurm.refcompare import figure
+from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table
 
 
 def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:
@@ -19,6 +23,15 @@ def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:
                                                                             for s, n in suites.items()}}
 
 
+def figures_table(ref: references.ReferenceSet, wide: bool = False) -> tuple[str, list[str]]:
+    """Every figure of the set, one row each; fitting 100 columns unless ``wide`` (the note, variant and xla
+    columns left out, the source cut, ending in "…"): the table and the columns left out."""
+    rows = [[e.suite, e.devices, str(e.batch_size), e.precision, str(e.xla).lower(), figure(e.value), e.variant, e.note,
+             f"{e.source}: {' > '.join(e.headings)}"] for e in ref.entries]
+    return fit_table(["suite", "devices", "batch", "precision", "xla", "figure", "variant", "note", "source"],
+                     rows, wide=wide, drop=("note", "variant", "xla"), cut=("source",), tablefmt="github")
+
+
 def cmd_references(args) -> int:
     """``references``: every shipped set with its conditions and suites; ``references NAME``: its figures."""
     sets = [references.load(args.name)] if args.name else [references.load(n) for n in references.names()]
@@ -27,24 +40,30 @@ def cmd_references(args) -> int:
                                        if args.name else {})} for r in sets]
         print(json.dumps(doc, indent=1))
         return 0
+    wide = getattr(args, "wide", False)
+
+    def say(line: str, indent: str = "") -> None:
+        print(line if wide else "\n".join(textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent=indent + "    ",
+                                                        break_long_words=False, break_on_hyphens=False)))
+
     for ref in sets:
         s = _set_summary(ref)
-        print(f"{ref.name}: {ref.title} ({ref.repository} at {ref.commit[:12]}); {len(ref.entries)} figures")
-        print(f"  figure: {ref.figure}")
+        say(f"{ref.name}: {ref.title} ({ref.repository} at {ref.commit[:12]}); {len(ref.entries)} figures")
+        say(f"  figure: {ref.figure}", "  ")
         for k, v in ref.conditions.items():
-            print(f"  {k}: {v}")
+            say(f"  {k}: {v}", "  ")
         for suite, info in s["suites"].items():
             extra = "; ".join(f"{k}: {v}" for k, v in info.items() if k != "figures")
-            print(f"  {suite}: {info['figures']} figures; {extra}")
+            say(f"  {suite}: {info['figures']} figures; {extra}", "  ")
         if args.name:
             print()
-            print("| suite | devices | batch | precision | xla | figure | variant | note | source |")
-            print("|---|---|---|---|---|---|---|---|---|")
-            for e in ref.entries:
-                print(f"| {e.suite} | {e.devices} | {e.batch_size} | {e.precision} | {str(e.xla).lower()} | "
-                      f"{figure(e.value)} | {e.variant} | {e.note} | {e.source}: {' > '.join(e.headings)} |")
+            table, dropped = figures_table(ref, wide)
+            print(table)
+            if not wide:
+                say(f"(fits 100 columns: {', '.join(dropped) or 'no column'} left out, the sources cut; --wide "
+                    "prints the whole table, --json every field with its URL)")
         print()
     if not args.name:
-        print("Compare a campaign with one: python -m dlperf_slurm compare ref:NAME CAMPAIGN "
-              "(python -m dlperf_slurm references NAME lists its figures)")
+        say("Compare a campaign with one: python -m dlperf_slurm compare ref:NAME CAMPAIGN "
+            "(python -m dlperf_slurm references NAME lists its figures)")
     return 0

@@ -9,7 +9,21 @@ from pathlib import Path
 from dlperf_slurm.commands.common import load_matrix, note_dropped
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Cell, Measure, Status
-from dlperf_slurm.search import RESULT, SUFFIX, found_cells, run_search
+from dlperf_slurm.search import RESULT, SUFFIX, Search, found_cells, run_search
+from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table
+
+
+def fit_line(line: str, wide: bool = False) -> str:
+    """A progress line cut to 100 columns (ending in "…") unless ``wide``."""
+    return line if wide or len(line) <= TERMINAL_WIDTH else line[:TERMINAL_WIDTH - 1] + "…"
+
+
+def results_table(found: list[Search], wide: bool = False) -> str:
+    """One row per searched cell: its result, the probes it took and each probe's value and status; fitting 100
+    columns unless ``wide`` (the probes' list, then the result, cut)."""
+    rows = [[s.key, s.result, str(len(s.probes)), ", ".join(f"{v} {st}" for v, st in s.probes.items())]
+            for s in found]
+    return fit_table(["cell", "result", "probes", "values probed"], rows, wide=wide, cut=("values", "result"))[0]
 
 
 def cmd_search(args) -> int:
@@ -40,10 +54,9 @@ def cmd_search(args) -> int:
             man.close()
         return {c.id: Status(st.get(f"{c.id}.r0", Status.UNSUBMITTED)) for c in cells}
 
-    found = run_search(m, args.axis, pdir, probe, args.start, args.limit, args.step, (warm, meas))
-    for s in found:
-        print(f"{s.key}: {s.result} after {len(s.probes)} probes "
-              f"({', '.join(f'{v}: {st}' for v, st in s.probes.items())})")
+    found = run_search(m, args.axis, pdir, probe, args.start, args.limit, args.step, (warm, meas),
+                       out=lambda line: print(fit_line(line, args.wide)))
+    print(results_table(found, args.wide))
     print(f"written: {pdir / RESULT}")
     cells = found_cells(m, args.axis, found)
     if args.no_run or not cells:
