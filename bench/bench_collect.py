@@ -103,8 +103,9 @@ import resource, sys, time
 from dlperf_slurm import parsing as lp, suites
 from dlperf_slurm.model import ParseContext
 suite = suites.get("ngc-pytorch/resnet50")
+ctx = ParseContext(nodes=64, gpus_per_node=8, batch_size=128, warmup_steps=20, measure_steps=100)
 t = time.perf_counter()
-res = suite.parse(lp.read_lines(sys.argv[1]), ParseContext(64, 8, 128, 20, 100))
+res = suite.parse(lp.read_lines(sys.argv[1]), ctx)
 dt = time.perf_counter() - t
 hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))  # KiB, this exec only
 print(res.status, res.steps_seen, f"{dt:.3f}", hwm / 1024)

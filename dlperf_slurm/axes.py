@@ -236,7 +236,8 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         return v
     if key == "precision":
         if v not in PRECISIONS:
-            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}{did_you_mean(str(v), PRECISIONS)}")
+            raise ctx.error(full, f"expected one of {', '.join(PRECISIONS)}, got {v!r}"
+                                  f"{did_you_mean(str(v), PRECISIONS)}")
         return v
     if key == "xla":
         if not isinstance(v, bool):

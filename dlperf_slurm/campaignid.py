@@ -78,7 +78,7 @@ def _from_manifest(name: str, folder: Path) -> CampaignId | None:
         return None
     try:
         created, name = m.meta("created_at"), str(m.meta("name") or name)
-        submitted = [r["submitted_at"] for r in m.runs() if r["submitted_at"] is not None]
+        submitted = [r.submitted_at for r in m.runs() if r.submitted_at is not None]
         matrix_path, system = m.meta("matrix_path") or "", m.meta("system") or ""
     except sqlite3.Error:
         return None

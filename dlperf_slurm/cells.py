@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard, TypedDict
 
 from dlperf_slurm import outcome, stats
 from dlperf_slurm.model import UNFINISHED, Status
 from dlperf_slurm.rows import CellKey, CellRow, RunRow, columns
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -25,7 +25,16 @@ def _baseline_key(c: CellRow, launcher: bool = True) -> tuple:
     return key + (c.launcher or "",) if launcher else key
 
 
-def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
+class _Rate(TypedDict):
+    """A cell's achieved rate (the CellRow fields of the same names)."""
+
+    tflops_per_gpu: float | None
+    mfu: float | None
+    ceiling_tflops: float | None
+    mfu_ceiling: float | None
+
+
+def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[str, Any]]) -> _Rate:
     """Achieved model TFLOP/s per GPU and MFU, where an OK run's ``extra`` states the model's FLOPs per sample
     (and the GPU's peak): median samples/s x FLOPs per sample / GPUs; MFU = that / the datasheet peak, and
     ``mfu_ceiling`` = that / the campaign's measured matmul ceiling (dlperf_slurm.ceiling)."""
@@ -41,7 +50,7 @@ def _compute_rate(median: float | None, devices: int, extras: Iterable[Mapping[s
             "ceiling_tflops": ceiling, "mfu_ceiling": tflops / ceiling if ceiling and ceiling > 0 else None}
 
 
-def _rate_flags(rate: Mapping[str, float | None]) -> list[str]:
+def _rate_flags(rate: _Rate) -> list[str]:
     """A rate no one should believe is flagged, not printed: MFU above 100 %, or no datasheet peak."""
     if rate["tflops_per_gpu"] is None:
         return []
@@ -65,8 +74,13 @@ def _display(counts: Counter, n: int, status: Status) -> str | None:
 
 def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
     first = rs[0]
-    ok = [r for r in rs if r.status == Status.OK and _num(r.throughput)]
-    st = stats.summarize([r.throughput for r in ok], n)
+    ok: list[RunRow] = []
+    figures: list[float] = []  # the OK runs' throughputs
+    for r in rs:
+        if r.status == Status.OK and _num(r.throughput):
+            ok.append(r)
+            figures.append(r.throughput)
+    st = stats.summarize(figures, n)
     counts = Counter(r.status for r in rs)
     status = Status.OK if ok else outcome.cell_status(counts)
 

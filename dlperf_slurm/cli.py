@@ -166,6 +166,9 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    help="with --from: steps to time (default: as --warmup-steps, e.g. 500 for tf2/resnet50; else 100)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help="with --from: a suite option the logs "
                    "were made with, e.g. batches_per_iter=10 (horovod-synthetic); repeatable")
+    p.add_argument("--target", metavar="METRIC:VALUE", help="with --from: the logs are accuracy runs; each is "
+                   "NOT_CONVERGED unless an evaluation its program printed reaches VALUE (a fraction), e.g. top1:0.75; "
+                   "METRIC: top1, top5, auc (W&D), lfw (InsightFace)")
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
     p.add_argument("--jobs", "-j", type=int, metavar="N",

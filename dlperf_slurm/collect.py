@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from dlperf_slurm import manifest, parsecache, storage
+from dlperf_slurm import measure as measure_mod
 from dlperf_slurm.cells import cells_of
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell
+from dlperf_slurm.model import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, FINAL, Cell, Target
 from dlperf_slurm.rows import CellRow, RunRow
 from dlperf_slurm.runparse import RunSpec, parse_all
 from dlperf_slurm.search import read_results
@@ -94,6 +95,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
     measure = info.measure or {}
     warm = int(measure.get("warmup_steps", DEFAULT_WARMUP_STEPS))
     meas = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
+    target, epochs = measure_mod.target_of(measure)  # an accuracy campaign's (manifests since its recording)
     outs = _slurm_out_index(Path(r.log).parent for r in info.runs)
     runs = []
     for r in info.runs:
@@ -102,7 +104,8 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         runs.append(RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=log, marker=str(r.marker), state=r.status,
                             state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code, warmup_steps=warm,
                             measure_steps=meas, options=info.options_for(r.cell.suite), campaign=info.name,
-                            slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id))
+                            slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id, target=target,
+                            epochs=epochs))
     return Collection(name=info.name, source="manifest", where=str(info.dir), runs=runs, repeats=measure.get("repeats"),
                       cells=list(info.cells))
 
@@ -129,7 +132,8 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
         rec = states.get(r.key)
         spec = RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=str(r.log), marker=str(r.marker),
                        warmup_steps=m.measure.warmup_steps, measure_steps=m.measure.measure_steps,
-                       options=m.options_for(r.cell), campaign=m.name, slurm_out=outs.get(str(r.base), []))
+                       options=m.options_for(r.cell), campaign=m.name, slurm_out=outs.get(str(r.base), []),
+                       target=m.measure.target, epochs=m.measure.epochs)
         if rec is not None:  # what the manifest recorded of it
             spec.state, spec.state_reason = rec.status, rec.reason
             spec.job_id, spec.exit_code = rec.job_id, rec.exit_code
@@ -143,18 +147,23 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
 @_keeps_what_it_makes
 def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int | None = None,
                    measure_steps: int | None = None, options: dict[str, Any] | None = None,
-                   name: str | None = None) -> Collection:
+                   name: str | None = None, target: Target | None = None) -> Collection:
     """Runs of a tree laid out as DLPerf did, with no manifest: ``<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log``
     (any depth below ``root``; multi-digit node counts allowed). The suite says how to read the logs; the cell
     comes from the path (precision from the file name, ``_xla`` and other ``_tokens`` as variant, the subfolder
     above the shape folders as ``tree``); shape folders holding the logs of two models are refused. The window
-    not given is the one DLPerf's extractor used on the suite's logs (``Suite.dlperf_window``), else 20 then 100."""
+    not given is the one DLPerf's extractor used on the suite's logs (``Suite.dlperf_window``), else 20 then 100.
+    ``target``: the logs are accuracy runs, read against it (a suite whose parser reads no evaluation is refused)."""
     from dlperf_slurm import suites
 
     try:
         suite = suites.get(suite_name)
     except KeyError:
         raise UserError(f"unknown suite {suite_name!r}; known: {', '.join(suites.names())}") from None
+    if target is not None and not (suite.evaluations or suite.accuracy):
+        readers = [n for n in suites.names() if suites.get(n).evaluations or suites.get(n).accuracy]
+        raise UserError(f"--target: {suite.name}'s parser reads no evaluation lines of its program (suites that "
+                        f"do: {', '.join(readers)})")
     window_notes = []
     if warmup_steps is None or measure_steps is None:
         dw, dm = suite.dlperf_window or (DEFAULT_WARMUP_STEPS, DEFAULT_MEASURE_STEPS)
@@ -221,7 +230,7 @@ def runs_from_tree(root: str | os.PathLike, suite_name: str, warmup_steps: int |
             marker = fname[:-4] + ".exit"  # looked for once, here: most trees have none
             runs.append(RunSpec(key=f"{cell.id}.r{m.group('rep')}", cell=cell, repeat=int(m.group("rep")), log=log,
                                 marker=os.path.join(folder, marker) if marker in present else None,
-                                warmup_steps=warmup_steps, measure_steps=measure_steps, options=opts,
+                                warmup_steps=warmup_steps, measure_steps=measure_steps, options=opts, target=target,
                                 campaign=name or real_name, slurm_out=outs.get(fname[:-4], [])))
     if not runs:
         raise UserError(f"--from {typed}: no <N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log file found")
@@ -376,11 +385,11 @@ def keep_verdicts(campaign_dir: str | os.PathLike, rows: Sequence[RunRow]) -> in
     status decided with them, so ``status`` and ``submit --retry-failed`` see what ``collect`` saw."""
     m = manifest.Manifest(campaign_dir)
     try:
-        known = {r["key"]: r for r in m.runs(verdict_missing=True)}
+        known = {r.key: r for r in m.runs(verdict_missing=True)}
         updates = [manifest.Decision(key=r.run, status=r.status, reason=r.reason or "", exit_code=r.exit_code,
                                      log_status=str((r.extra or {}).get("log_status") or ""),
                                      log_id=storage.log_identity(r.log))
-                   for r in rows if r.run in known and known[r.run]["status"] in FINAL and r.status in FINAL]
+                   for r in rows if r.run in known and known[r.run].status in FINAL and r.status in FINAL]
         if updates:  # the exit code too: the next collect, which takes the recorded decision, shows the same row
             m.set_verdicts(updates)
         return len(updates)

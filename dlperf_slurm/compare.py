@@ -94,7 +94,10 @@ def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: in
 
 
 def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: float) -> CellComparison:
-    unit = (new or base).unit
+    side = new or base
+    if side is None:
+        raise ValueError(f"compare_cell({cell_id!r}): the cell is on neither side")
+    unit = side.unit
     out = CellComparison(cell_id=cell_id, base_median=base.median if base else None,
                          new_median=new.median if new else None, ratio=None, low=None, high=None,
                          base_n=len(base.values) if base else 0, new_n=len(new.values) if new else 0,
@@ -111,7 +114,7 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
     if not base.values:
         out.verdict = f"no OK run on either side ({base.status} / {new.status})"
         return out
-    out.ratio = new.median / base.median
+    out.ratio = statistics.median(new.values) / statistics.median(base.values)  # both sides have OK runs here
     if len(base.values) < 2 or len(new.values) < 2:
         out.verdict = "too few runs"
         return out

@@ -103,22 +103,22 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
         found = []
         local_jobs = _local_jobs(cdir)
         for r in m.runs():
-            log, marker = m.abspath(r["log"]), m.abspath(r["marker"])
+            log, marker = m.abspath(r.log), m.abspath(r.marker)
             mk = outcome.read_marker(marker)
-            jid = _job_from_log(log) or local_jobs.get(r["key"]) or (str(mk.get("job")) if mk and mk.get("job")
+            jid = _job_from_log(log) or local_jobs.get(r.key) or (str(mk.get("job")) if mk and mk.get("job")
                                                                     else None)
-            if mk is None and not log.exists() and r["key"] not in local_jobs:
+            if mk is None and not log.exists() and r.key not in local_jobs:
                 continue
             attempts = 1 + len(list(log.parent.glob(f"{log.name}.*")))
             when = min((p.stat().st_mtime for p in (log, marker) if p.exists()), default=now)
             found.append((Status.RUNNING, "rebuilt by doctor from the run's files", jid, _executor(jid) or "slurm",
-                          attempts, when, now, r["key"]))
+                          attempts, when, now, r.key))
         m.mark_found(found)
         used = tracking.used_schedulers(m)
         tracking.refresh(m, schedulers.for_campaign(cdir, used))
         counts: dict[str, int] = {}
         for r in m.runs():
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            counts[r.status] = counts.get(r.status, 0) + 1
         out(f"{path}: rebuilt: {len(runs)} runs, {len(found)} found by their files; "
             + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         active = active_jobs(f"dlperf.{m.meta('name') or cdir.name}.")

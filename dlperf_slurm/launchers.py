@@ -30,8 +30,9 @@ dmlc          per_node  srun task in image   ``apptainer exec IMG bash -c '...'`
                                              the scheduler and server, all in the image
 ============  ========  ===================  ====================================================================
 
-torchrun, paddle, oneflow, deepspeed and msrun fork Python processes from their own interpreter: the program they are given must
-be a Python script or ``-m module``, never ``apptainer``, so the whole launcher command runs inside the image.
+torchrun, paddle, oneflow, deepspeed and msrun fork Python processes from their own interpreter: the program they are
+given must be a Python script or ``-m module``, never ``apptainer``, so the whole launcher command runs inside the
+image.
 mpirun and horovodrun cannot enter a pyxis image: pyxis hooks srun only. Every apptainer entry relies on apptainer
 passing the host environment into the image (its default): the rank variables (SLURM_*, OMPI_*, TF_CONFIG) and
 the matrix's ``env`` reach the program that way, so ``--cleanenv`` in the container's options breaks them.

@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from dlperf_slurm import storage
+from dlperf_slurm import measure, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
                                   journal_mode)
 from dlperf_slurm.model import FINAL, Cell, Matrix, Run, Status, status_of
-from dlperf_slurm.records import CampaignInfo, Decision, RunRecord  # noqa: F401 (re-exported)
+from dlperf_slurm.records import CampaignInfo, Decision, ManifestRun, RunRecord  # noqa: F401 (re-exported)
 from dlperf_slurm.schema import _ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION  # noqa: F401
 from dlperf_slurm.storage import log_identity
 
@@ -104,23 +104,23 @@ class Manifest:
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
 
     # -- rows
-    def changed_logs(self) -> list[sqlite3.Row]:
+    def changed_logs(self) -> list[ManifestRun]:
         """Ended runs whose log is not the one their verdict was read from (appended to, replaced, deleted,
         made unreadable, or read before log identities were kept): ``status`` decides them again."""
         rows = self.db.execute("SELECT * FROM runs WHERE log_status IS NOT NULL OR log_id IS NOT NULL ORDER BY ord")
-        return [r for r in rows
-                if status_of(r["status"]) in FINAL and log_identity(self.abspath(r["log"])) != r["log_id"]]
+        return [run for run in map(ManifestRun.from_row, rows)
+                if status_of(run.status) in FINAL and log_identity(self.abspath(run.log)) != run.log_id]
 
     def repeats(self) -> dict[str, int]:
         """cell id -> the repeats the manifest holds for it (more than the matrix's after ``--top-up``)."""
         return {r[0]: r[1] + 1 for r in self.db.execute("SELECT cell_id, MAX(repeat) FROM runs GROUP BY cell_id")}
 
     def runs(self, *, keys: Sequence[str] | None = None, statuses: Iterable[str] | None = None,
-             verdict_missing: bool = False) -> list[sqlite3.Row]:
-        """The runs' rows in matrix order: all, or those with one of ``keys``, one of ``statuses``, or
+             verdict_missing: bool = False) -> list[ManifestRun]:
+        """The runs' records in matrix order: all, or those with one of ``keys``, one of ``statuses``, or
         (``verdict_missing``) no log verdict recorded yet."""
         where, args = _where(keys=keys, statuses=statuses, verdict_missing=verdict_missing)
-        return self.db.execute(f"SELECT * FROM runs{where} ORDER BY ord", args).fetchall()
+        return [ManifestRun.from_row(r) for r in self.db.execute(f"SELECT * FROM runs{where} ORDER BY ord", args)]
 
     def has_runs(self, *, statuses: Iterable[str]) -> bool:
         """Whether any run has one of ``statuses``."""
@@ -185,9 +185,7 @@ class Manifest:
         with self.write() as db:
             meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
                                     "matrix_path": str(Path(matrix.path).resolve()),
-                    "matrix_sha": sha, "measure": {"repeats": matrix.measure.repeats,
-                                                   "warmup_steps": matrix.measure.warmup_steps,
-                                                   "measure_steps": matrix.measure.measure_steps},
+                    "matrix_sha": sha, "measure": measure.record(matrix.measure),
                     "suite_options": matrix.options, "time_limit": matrix.slurm.time,
                     "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped],
                     "system": matrix.system.label if matrix.system is not None else None}
@@ -375,15 +373,15 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
             d = dict(a)
             d["moved"] = {k: str(m.abspath(v)) for k, v in json.loads(a["moved"]).items()}
             history.setdefault(a["run_key"], []).append(d)
-        runs = [RunRecord(key=r["key"], cell_id=r["cell_id"], repeat=r["repeat"], cell=cells[r["cell_id"]],
-                          status=Status(r["status"]), reason=r["reason"], executor=r["executor"], job_id=r["job_id"],
-                          array_job_id=r["array_job_id"], array_task=r["array_task"], attempt=r["attempt"],
-                          exit_code=r["exit_code"], nodes=r["nodes"], script=m.abspath(r["script"]),
-                          log=m.abspath(r["log"]), marker=m.abspath(r["marker"]), submitted_at=r["submitted_at"],
-                          ended_at=r["ended_at"], updated_at=r["updated_at"],
-                          log_status=status_of(r["log_status"]) if r["log_status"] else None, log_id=r["log_id"],
-                          slurm_out=Path(r["slurm_out"]) if r["slurm_out"] else None, sched_state=r["sched_state"],
-                          previous=history.get(r["key"], []))
+        runs = [RunRecord(key=r.key, cell_id=r.cell_id, repeat=r.repeat, cell=cells[r.cell_id],
+                          status=Status(r.status), reason=r.reason, executor=r.executor, job_id=r.job_id,
+                          array_job_id=r.array_job_id, array_task=r.array_task, attempt=r.attempt,
+                          exit_code=r.exit_code, nodes=r.nodes, script=m.abspath(r.script),
+                          log=m.abspath(r.log), marker=m.abspath(r.marker), submitted_at=r.submitted_at,
+                          ended_at=r.ended_at, updated_at=r.updated_at,
+                          log_status=status_of(r.log_status) if r.log_status else None, log_id=r.log_id,
+                          slurm_out=Path(r.slurm_out) if r.slurm_out else None, sched_state=r.sched_state,
+                          previous=history.get(r.key, []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",
                             measure=m.meta("measure") or {}, options=suite_options(m),

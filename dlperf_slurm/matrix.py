@@ -43,6 +43,7 @@ CONTAINER_KEYS = ("type", "image", "mounts", "binds", "options")
 _DIRECTIVE_VALUE = re.compile(r"^[A-Za-z0-9_.,:=/@%+\-\[\]]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODULE_NAME = re.compile(r"^[A-Za-z0-9_.+/\-]+$")
+_ONE_OPTION = re.compile(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?")  # one sbatch option, its value
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -253,7 +254,8 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if not isinstance(v["exclusive"], bool):
         raise ctx.error("slurm.exclusive", "expected true or false")
     if v["gpu_request"] not in GPU_REQUESTS:
-        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
+        raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}"
+                                             f"{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
     for k in ("cpus_per_task", "array_throttle"):
         if v[k] is not None:
             v[k] = _int(ctx, f"slurm.{k}", v[k])
@@ -261,7 +263,7 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise ctx.error("slurm.extra_directives", "expected a list of strings such as '--reservation=bench'")
     for x in extra:
-        if "\n" in x or "\r" in x or not re.fullmatch(r"--?[A-Za-z][A-Za-z0-9\-]*(=[A-Za-z0-9_.,:=/@%+\-\[\]]+)?", x.strip()):
+        if "\n" in x or "\r" in x or not _ONE_OPTION.fullmatch(x.strip()):
             raise ctx.error("slurm.extra_directives", f"{x!r} is not one sbatch option such as '--reservation=bench'")
         word = x.strip().lstrip("-").split("=", 1)[0]
         owned = next((o for o in _OWNED_DIRECTIVES if o.startswith(word)), None)  # sbatch takes any unique prefix
@@ -312,7 +314,8 @@ def _environment(ctx: Source, table: dict[str, Any]) -> Environment:
     return Environment(tuple(modules), tuple(env_items), tuple(setup), container)
 
 
-def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any, several: bool) -> dict[str, dict[str, Any]]:
+def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any,
+                   several: bool) -> dict[str, dict[str, Any]]:
     """Each suite's options (suite name -> options): for one suite ``[options]`` is its own; with several, a
     key of ``[options]`` goes to every suite that has that option, and ``[options."<suite>"]`` to that suite
     only (and wins)."""
@@ -335,11 +338,13 @@ def _suite_options(ctx: Source, suite_list: list["suites.Suite"], table: Any, se
         if not isinstance(own, dict):
             raise ctx.error(f"options.{s.name}", "expected a table of that suite's options")
         mine = {k: v for k, v in shared.items() if k in s.options}
-        out[s.name] = {**_options(ctx, s, mine, "options"), **_options(ctx, s, own, f"options.{s.name}", defaults=False)}
+        out[s.name] = {**_options(ctx, s, mine, "options"),
+                       **_options(ctx, s, own, f"options.{s.name}", defaults=False)}
     return out
 
 
-def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str, defaults: bool = True) -> dict[str, Any]:
+def _options(ctx: Source, suite: "suites.Suite", table: dict[str, Any], prefix: str,
+             defaults: bool = True) -> dict[str, Any]:
     check_keys(ctx, table, suite.options, prefix)
     out = dict(suite.options) if defaults else {}
     for k, v in table.items():

@@ -67,3 +67,25 @@ def _target(ctx: Source, t: Any) -> Target | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
         raise ctx.error("measure.target.value", f"expected a fraction in (0, 1] such as 0.75 (75 %), got {value!r}")
     return Target(str(metric), float(value))
+
+
+def record(m: Measure) -> dict[str, Any]:
+    """What a manifest keeps of a campaign's ``[measure]``: the window and repeats, and an accuracy campaign's
+    planned epochs and target (which its collect reads the evaluations against: :func:`target_of`)."""
+    out: dict[str, Any] = {"repeats": m.repeats, "warmup_steps": m.warmup_steps, "measure_steps": m.measure_steps}
+    if m.accuracy:
+        out.update(mode=m.mode, epochs=m.epochs,
+                   target={"metric": m.target.metric, "value": m.target.value} if m.target else None)
+    return out
+
+
+def target_of(kept: Any) -> tuple[Target | None, int]:
+    """An accuracy campaign's target and planned epochs from what :func:`record` kept ((None, 0): none, or a
+    manifest of a throughput campaign or of before this was kept)."""
+    t = kept.get("target") if isinstance(kept, dict) else None
+    epochs = kept.get("epochs") if isinstance(kept, dict) else None
+    epochs = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else 0
+    if (isinstance(t, dict) and t.get("metric") in METRICS and isinstance(t.get("value"), (int, float))
+            and not isinstance(t.get("value"), bool)):
+        return Target(str(t["metric"]), float(t["value"])), epochs
+    return None, epochs

@@ -205,7 +205,7 @@ def _program_batch(d: Mapping[str, Any]) -> int:
 
 
 MODES = ("throughput", "accuracy")
-METRICS = ("top1", "top5")
+METRICS = ("top1", "top5", "auc", "lfw")  # an accuracy run's target metrics (auc: W&D's, lfw: a face model's)
 
 
 @dataclass(frozen=True)
@@ -344,7 +344,7 @@ class JobInfo:
 # ================================================================================================ parsing
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ParseContext:
     """What a parser needs to know about the run whose log it reads."""
 

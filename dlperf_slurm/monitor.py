@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.manifest import Manifest, campaign_lock
+from dlperf_slurm.manifest import Manifest, ManifestRun, campaign_lock
 from dlperf_slurm.model import ACTIVE, DISPLAY_ORDER, FINAL, Status
 from dlperf_slurm.outcome import worst_failure
 from dlperf_slurm.schedulers import for_campaign
@@ -35,10 +35,10 @@ class Backoff:
 
 
 
-def counts(rows: Iterable[Any]) -> dict[str, int]:
+def counts(rows: Iterable[ManifestRun]) -> dict[str, int]:
     c: dict[str, int] = {}
     for r in rows:
-        c[r["status"]] = c.get(r["status"], 0) + 1
+        c[r.status] = c.get(r.status, 0) + 1
     return c
 
 
@@ -99,20 +99,20 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             reconcile(m, exs, out)
             refresh(m, exs, out=out)
             wanted = (Status.PENDING, Status.REQUEUED) if pending_only else tuple(ACTIVE)
-            rows = [r for r in m.runs() if r["status"] in wanted and r["job_id"]]
+            jobs = [(r, r.job_id) for r in m.runs() if r.status in wanted and r.job_id]  # each run with its job
             by_ex: dict[str, list[str]] = {}
-            for r in rows:
-                by_ex.setdefault(r["executor"] or "slurm", []).append(r["job_id"])
+            for r, job_id in jobs:
+                by_ex.setdefault(r.executor or "slurm", []).append(job_id)
             now = time.time()
-            m.request_cancel([r["key"] for r in rows], now)
+            m.request_cancel([r.key for r, _ in jobs], now)
             for name, ids in by_ex.items():
                 ex = exs.get(name)
                 if ex is None:
                     raise UserError(f"cannot cancel {len(ids)} {name} runs: no {name} client on this machine")
                 ex.cancel(ids)
             per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
-            out(f"cancel requested for {len(rows)} runs" + (f" ({per})" if by_ex else ""))
-            return len(rows)
+            out(f"cancel requested for {len(jobs)} runs" + (f" ({per})" if by_ex else ""))
+            return len(jobs)
         finally:
             m.close()
 
@@ -125,12 +125,12 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
     rows = m.runs()
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
     lines += [f"  {n}" for n in notes]
-    if any(r["status"] == Status.SUBMITTING for r in rows):
+    if any(r.status == Status.SUBMITTING for r in rows):
         lines.append("  a submit was interrupted: run `submit` again with the same matrix to settle SUBMITTING runs "
                      "(nothing is submitted twice)")
-    cells: dict[str, list[Any]] = {}
+    cells: dict[str, list[ManifestRun]] = {}
     for r in rows:
-        cells.setdefault(r["cell_id"], []).append(r)
+        cells.setdefault(r.cell_id, []).append(r)
     table = []
     for cell_id, rs in cells.items():
         c = counts(rs)
@@ -142,7 +142,7 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
                            tablefmt="github")[0])
     if show_runs:
         lines.append("")
-        run_rows = [[r["key"], r["job_id"] or "-", r["status"], _short(r["reason"])] for r in rows]
+        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason)] for r in rows]
         lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
                                tablefmt="github")[0])
     return "\n".join(lines)

@@ -120,8 +120,8 @@ def read_marker(path: str | Path | None) -> dict[str, Any] | None:
 def exit_code(ev: Evidence) -> int | None:
     if ev.marker is not None:
         try:
-            return int(ev.marker.get("rc"))
-        except (TypeError, ValueError):
+            return int(ev.marker["rc"])
+        except (KeyError, TypeError, ValueError):
             return None
     return ev.job.exit_code if ev.job is not None else None
 
@@ -130,7 +130,7 @@ def decide(ev: Evidence) -> Outcome | None:
     """The run's status and reason from the evidence (the table in this module's docstring), or None when
     nothing can be concluded yet (the caller keeps what it had)."""
     job, marker, log = ev.job, ev.marker, ev.log
-    sched = job.status if job is not None else None
+    sched, state, job_reason = (job.status, job.state, job.reason) if job is not None else (None, "", "")
     rc = exit_code(ev)
     sig = str((marker or {}).get("signal") or "")
     exit_note = f"exit code {rc}" + (f" (SIG{sig})" if sig else "") if rc not in (None, 0) else ""
@@ -148,7 +148,7 @@ def decide(ev: Evidence) -> Outcome | None:
     if sched in ACTIVE and marker is None:
         if log is not None and log.status == Status.OK:
             return out(sched, f"{sched.lower()} (window complete, job not finished)")
-        return out(sched, job.reason if sched != Status.RUNNING else "")
+        return out(sched, job_reason if sched != Status.RUNNING else "")
     row = 3  # nothing says it ended
     if marker is None and job is None and not ev.asked:
         if log is None:
@@ -158,12 +158,12 @@ def decide(ev: Evidence) -> Outcome | None:
                                                 "or killed without a trace")
         if log.status == Status.LAUNCH_FAILED and _unrecognised(log, "")[0]:
             return out(Status.UNRECOGNISED, _unrecognised(log, "no exit marker, plenty of output")[1])
-        return out(log.status, log.reason)
+        return out(*(accuracy.verdict(log) or (log.status, log.reason)))  # a --from tree: the log's word is final
     row = 4  # out of memory
     if log is not None and log.status == Status.OOM:
         return out(Status.OOM, log.reason)
     if sched == Status.OOM:
-        return out(Status.OOM, f"the scheduler says {job.state} (host memory limit) {where}".rstrip())
+        return out(Status.OOM, f"the scheduler says {state} (host memory limit) {where}".rstrip())
     if ev.banner is not None and ev.banner[0] == Status.OOM:
         return out(Status.OOM, f"out of memory {where}: {ev.banner[1]}")
     row = 5  # non-finite loss
@@ -187,7 +187,7 @@ def decide(ev: Evidence) -> Outcome | None:
     # the log's window is complete: the figure was measured, timed by the log itself, before the node went; it stands
     if sched == Status.NODE_FAIL and marker is not None and rc == 0 and not sig and ev.banner is None \
             and log is not None and log.status == Status.OK:
-        return out(Status.OK, f"the scheduler says {job.state}, but the job script had ended with exit code 0 and "
+        return out(Status.OK, f"the scheduler says {state}, but the job script had ended with exit code 0 and "
                               "the window was complete: the node failed after the measurement; the figure stands")
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
@@ -213,11 +213,11 @@ def decide(ev: Evidence) -> Outcome | None:
         if marker is None and job is None:
             return out(Status.LAUNCH_FAILED, "the job left the queue without ever starting (no log, no scheduler "
                                              "record)")
-        why = "; ".join(x for x in (exit_note, job.reason if job else "") if x)
+        why = "; ".join(x for x in (exit_note, job_reason) if x)
         return out(Status.LAUNCH_FAILED, "the job script never started (no log)" + (f"; {why}" if why else ""))
     row = 12  # a failure exit
     if rc not in (None, 0) or sched == Status.FAILED:
-        note = exit_note or f"the scheduler says {job.state}" + (f" ({job.reason})" if job and job.reason else "")
+        note = exit_note or f"the scheduler says {state}" + (f" ({job_reason})" if job_reason else "")
         if log is not None and log.status == Status.LAUNCH_FAILED:
             return out(Status.LAUNCH_FAILED, f"{note}; {log.reason}")
         if log is None or log.status == Status.OK:
@@ -289,7 +289,7 @@ def _killed(ev: Evidence, sched: Status | None, sig: str, where: str) -> tuple[S
     job, log = ev.job, ev.log
     after = " after the window completed" if log is not None and log.status == Status.OK else (
         f" {where}" if where else "")
-    if sched in KILLED:
+    if sched in KILLED and job is not None:  # (a scheduler status comes with its job)
         reason = f"the scheduler says {job.state}{after}"
         if job.reason:
             reason += f" ({job.reason})"
@@ -381,8 +381,9 @@ def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: i
         return RunResult(status=Status.LOG_MISSING, reason=problem)
     try:
         suite = suites.get(cell.suite)
-        ctx = ParseContext(cell.nodes, cell.gpus_per_node, cell.batch_size, warmup_steps, measure_steps,
-                           cell.precision, options={**suite.options, **(options or {})},
+        ctx = ParseContext(nodes=cell.nodes, gpus_per_node=cell.gpus_per_node, batch_size=cell.batch_size,
+                           warmup_steps=warmup_steps, measure_steps=measure_steps,
+                           precision=cell.precision, options={**suite.options, **(options or {})},
                            program_batch=cell.program_batch)
         res = suite.parse(parsing.read_lines(log) if lines is None else lines, ctx)
     except FileNotFoundError:

@@ -36,6 +36,13 @@ def plottable(cells: Sequence[CellRow], suite: str) -> list[tuple[tuple, list[Ce
     return [(k, g) for k, g in gs if g]
 
 
+def _median(c: CellRow) -> float:
+    """A plotted cell's median (:func:`plottable` keeps only cells with one)."""
+    if c.median is None:
+        raise ValueError(f"{c.cell_id}: a cell without a median is not plotted")
+    return c.median
+
+
 def label(key: tuple, g: Sequence[CellRow], shared: bool) -> str:
     """A group's legend entry: precision, XLA, batch, variant[, campaign] (tiny)."""
     suite = key[0]
@@ -161,7 +168,7 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
         base = next((c for c in g if c.nodes == 1 and c.gpus_per_node == 1), None)
         lines.append((label(key, g, shared), COLORS[i % len(COLORS)], g, base))
     ys = [v for _, _, g, _ in lines for c in g for v in (c.median, c.min, c.max) if v is not None and v > 0]
-    ys += [b.median * d for _, _, g, b in lines if b is not None for d in (1, max(c.devices for c in g))]
+    ys += [_median(b) * d for _, _, g, b in lines if b is not None for d in (1, max(c.devices for c in g))]
     ylo, yhi, yt = log_ticks(min(ys, default=1.0), max(ys, default=10.0))
     xpad = 0.05 * max(math.log2(devs[-1] / devs[0]), 1.0)
     xlo, xhi = devs[0] / 2 ** xpad, devs[-1] * 2 ** xpad
@@ -179,7 +186,7 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
     for text, color, g, base in lines:
         if base is not None:
             xs = sorted({c.devices for c in g} | {1})
-            svg.line([(sx1(d), sy(base.median * d)) for d in xs], color, extra=' stroke-dasharray="6,4" '
+            svg.line([(sx1(d), sy(_median(base) * d)) for d in xs], color, extra=' stroke-dasharray="6,4" '
                      'stroke-opacity="0.5"')
         for c in g:
             if c.min is not None and c.max is not None and c.min > 0:
@@ -187,23 +194,24 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
                 svg.out.append(f'<path d="M{x:.1f},{lo:.1f}V{hi:.1f}M{x - 3:.1f},{lo:.1f}h6M{x - 3:.1f},{hi:.1f}h6" '
                                f'stroke="{color}" stroke-opacity="0.5" fill="none"/>')
                 svg.drawn += [(x, lo), (x, hi)]
-        svg.line([(sx1(c.devices), sy(c.median)) for c in g], color)
+        svg.line([(sx1(c.devices), sy(_median(c))) for c in g], color)
         for c in g:
-            svg.marker(sx1(c.devices), sy(c.median), color, f"{text}: {c.shape}, median {fmt(c.median)} {unit} "
+            svg.marker(sx1(c.devices), sy(_median(c)), color, f"{text}: {c.shape}, median {fmt(c.median)} {unit} "
                        f"(min {fmt(c.min)}, max {fmt(c.max)}, {c.n_ok} OK runs)")
     svg.legend(l1, r1, [(t, c, False) for t, c, _, _ in lines])
 
-    effs = [(t, color, [c for c in g if c.efficiency is not None]) for t, color, g, b in lines if b is not None]
+    effs = [(t, color, [(c, c.efficiency) for c in g if c.efficiency is not None]) for t, color, g, b in lines
+            if b is not None]  # per line: its cells with an efficiency, each with it
     effs = [e for e in effs if e[2]]
-    top = max([110.0] + [105 * c.efficiency for _, _, g in effs for c in g])
+    top = max([110.0] + [105 * eff for _, _, g in effs for _, eff in g])
     sy2 = _scale(0, top, BOTTOM, TOP, False)
     svg.axes(l2, r2, f"{suite}: scaling efficiency vs 1 GPU", "scaling efficiency (%)",
              [(sx2(d), str(d)) for d in devs], [(sy2(t), f"{t:g}") for t in lin_ticks(top)])
     svg.line([(l2, sy2(100)), (r2, sy2(100))], "black", 1, ' stroke-dasharray="5,3"')
-    for text, color, g in effs:
-        svg.line([(sx2(c.devices), sy2(100 * c.efficiency)) for c in g], color)
-        for c in g:
-            svg.marker(sx2(c.devices), sy2(100 * c.efficiency), color,
-                       f"{text}: {c.shape}, efficiency {fmt(c.efficiency, 2, percent=True)}")
+    for text, color, pts in effs:
+        svg.line([(sx2(c.devices), sy2(100 * eff)) for c, eff in pts], color)
+        for c, eff in pts:
+            svg.marker(sx2(c.devices), sy2(100 * eff), color,
+                       f"{text}: {c.shape}, efficiency {fmt(eff, 2, percent=True)}")
     svg.legend(l2, r2, [(t, c, False) for t, c, _ in effs] + [("ideal", "black", True)])
     return svg.done()

@@ -217,7 +217,8 @@ def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: s
                 continue
             suite = suites.get(name)
             try:
-                res = suite.parse(iter(head), ParseContext(1, 1, 1, 0, 1, options=dict(suite.options)))
+                res = suite.parse(iter(head), ParseContext(nodes=1, gpus_per_node=1, batch_size=1, warmup_steps=0,
+                                                           measure_steps=1, options=dict(suite.options)))
             except Exception:  # noqa: BLE001, S112 - a parser that fails on a foreign log does not read it
                 continue
             if finds_steps(res):

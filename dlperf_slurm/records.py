@@ -1,4 +1,5 @@
-"""The manifest's typed records: :class:`RunRecord` (one run as the manifest knows it), :class:`CampaignInfo`
+"""The manifest's typed records: :class:`ManifestRun` (one row of its runs table, as stored),
+:class:`RunRecord` (one run as the manifest knows it, paths made absolute and its cell attached), :class:`CampaignInfo`
 (a whole campaign, :func:`dlperf_slurm.manifest.load_campaign`) and :class:`Decision` (a run's status as decided,
 for :meth:`dlperf_slurm.manifest.Manifest.settle`). Nouns only, like :mod:`dlperf_slurm.model`, the one module this
 module imports; :mod:`dlperf_slurm.manifest` re-exports them.
@@ -6,11 +7,56 @@ module imports; :mod:`dlperf_slurm.manifest` re-exports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm.model import Cell, Status
+
+if TYPE_CHECKING:
+    import sqlite3
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManifestRun:
+    """One row of the manifest's ``runs`` table as stored (:meth:`dlperf_slurm.manifest.Manifest.runs`): paths
+    relative to the campaign folder, the status and the log's verdict as the words recorded."""
+
+    key: str
+    cell_id: str
+    repeat: int
+    ord: int  # the run's place in matrix order
+    script: str
+    log: str
+    marker: str
+    status: str  # a Status word
+    reason: str
+    executor: str | None
+    submission: str | None  # the token of the submission that last submitted it
+    job_id: str | None
+    array_job_id: str | None
+    array_task: int | None
+    attempt: int
+    exit_code: int | None
+    sched_state: str | None
+    nodes: str | None
+    created_at: float
+    submitted_at: float | None
+    ended_at: float | None
+    updated_at: float
+    cancel_requested_at: float | None
+    time_limit_s: float | None
+    log_status: str | None  # the log's verdict (a Status word) once a log was read
+    slurm_out: str | None
+    log_id: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ManifestRun:
+        """The record of a row of the runs table (an ``sqlite3.Row`` with every column), field by column."""
+        return cls(**{name: row[name] for name in _RUN_COLUMNS})
+
+
+_RUN_COLUMNS = tuple(f.name for f in fields(ManifestRun))
 
 
 @dataclass(kw_only=True)

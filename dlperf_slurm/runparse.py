@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import health, outcome, parsecache, recognise, suites
-from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, status_of
+from dlperf_slurm import accuracy, health, outcome, parsecache, recognise, suites
+from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, Target, status_of
 from dlperf_slurm.rows import RunRow
 from dlperf_slurm.storage import log_identity
 
@@ -46,6 +46,8 @@ class RunSpec:
     slurm_out: list[str] = field(default_factory=list)  # the job's own --output files (slurmstepd banners)
     log_status: str | None = None  # the log's verdict the manifest keeps (None: not read yet)
     log_id: str | None = None  # the log's identity that verdict was read from (None: not kept)
+    target: Target | None = None  # an accuracy run's target ([measure] target, collect --from --target)
+    epochs: int = 0  # an accuracy run's planned epochs (0: not said)
 
 
 def parse_run(spec: RunSpec) -> RunRow:
@@ -96,6 +98,8 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
     except KeyError:
         published, unit = "time", "samples/s"
     log_verdict = res.status
+    if spec.target is not None and has_log:  # the campaign's target on the evaluations the program printed
+        accuracy.apply_target(res.extra, spec.target, spec.epochs or None)
     decided = _decide(spec, res, has_log)
     res.extra["rule"] = decided.rule  # the row of outcome's table that decided (0: the manifest's record), for
     # collect --explain: not in the row (the same run decided again from the manifest's record says 0)

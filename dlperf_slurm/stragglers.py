@@ -41,17 +41,18 @@ class NodeReport:
 def analyse(runs: Sequence[RunRow], *, k: float = K_MAD, min_gap: float = MIN_GAP,
             min_cells: int = MIN_CELLS) -> list[NodeReport]:
     """One report per node seen in the runs' host lists, stragglers first, then by name."""
-    ok = [(r, set(expand(r.hosts))) for r in runs if r.status == Status.OK and r.throughput and r.hosts]
-    nodes = {n: NodeReport(node=n) for _, hosts in ok for n in hosts}
-    by_cell: dict[tuple[str, str], list[tuple[RunRow, set[str]]]] = {}
-    for r, hosts in ok:
-        by_cell.setdefault((r.campaign, r.cell_id), []).append((r, hosts))
+    ok = [(r, r.throughput, set(expand(r.hosts))) for r in runs
+          if r.status == Status.OK and r.throughput and r.hosts]
+    nodes = {n: NodeReport(node=n) for _, _, hosts in ok for n in hosts}
+    by_cell: dict[tuple[str, str], list[tuple[float, set[str]]]] = {}  # each OK run's throughput and nodes
+    for r, throughput, hosts in ok:
+        by_cell.setdefault((r.campaign, r.cell_id), []).append((throughput, hosts))
         for n in hosts:
             nodes[n].runs += 1
     for (_, cell_id), members in sorted(by_cell.items()):
         for node, rep in nodes.items():
-            mine = [r.throughput for r, hosts in members if node in hosts]
-            others = [r.throughput for r, hosts in members if node not in hosts]
+            mine = [x for x, hosts in members if node in hosts]
+            others = [x for x, hosts in members if node not in hosts]
             if not mine or len(others) < MIN_OTHERS:
                 continue
             ref = statistics.median(others)

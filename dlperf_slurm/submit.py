@@ -125,14 +125,14 @@ class Journal:
     def before(self, group: Group) -> None:
         now = time.time()
         keys = [r.key for r in group.runs]
-        rows = {r["key"]: r for r in self.m.runs(keys=keys)}
+        rows = {r.key: r for r in self.m.runs(keys=keys)}
         moves: list[tuple[Path, Path]] = []
         recorded = []
         for run, out in zip(group.runs, group.outputs):
             moved: dict[str, str] = {}
             for kind, path in (("log", run.log), ("marker", run.marker)):
                 if path.exists():
-                    target = aside(path, rows[run.key]["attempt"])
+                    target = aside(path, rows[run.key].attempt)
                     moved[kind] = self.m.rel(target)
                     moves.append((path, target))
             recorded.append((run.key, out, moved))
@@ -145,7 +145,7 @@ class Journal:
         for run, out in zip(group.runs, group.outputs):
             text = self.renderer.render(run, self.backend.preamble(dataclasses.replace(group.resources, array="")))
             if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too
-                os.replace(run.script, aside(run.script, rows[run.key]["attempt"]))
+                os.replace(run.script, aside(run.script, rows[run.key].attempt))
             atomic_write(run.script, text, executable=True)
             storage.reserve_room(run.marker, out)  # should the disk be full when it starts, it can say so
 
@@ -237,14 +237,14 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: boo
             backends = for_campaign(cdir, used_schedulers(m), default=backend)
             reconcile(m, backends, out)
             refresh(m, backends, out=out)
-            rows = {r["key"]: r for r in m.runs()}
-            statuses = {k: r["status"] for k, r in rows.items()}
+            rows = {r.key: r for r in m.runs()}
+            statuses = {k: r.status for k, r in rows.items()}
             todo = to_submit(runs, statuses, retry_failed, force, report)
             groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
             report.skipped = [(r.key, why) for r, why in skipped]
             if skipped:
                 m.set_reasons({r.key: f"skipped by the {backend.name} executor: {why}" for r, why in skipped
-                               if rows[r.key]["status"] == Status.UNSUBMITTED}, time.time())
+                               if rows[r.key].status == Status.UNSUBMITTED}, time.time())
             _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
             journal = Journal(m, matrix, backend, template_dir, out)
             try:
@@ -325,7 +325,7 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
     statuses: dict[str, str] = {}
     if (cdir / MANIFEST).exists():
         m = Manifest(cdir)
-        statuses = {r["key"]: r["status"] for r in m.runs()}
+        statuses = {r.key: r.status for r in m.runs()}
         m.close()
     todo = to_submit(runs, statuses, retry_failed, force, report)
     groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))

@@ -164,8 +164,8 @@ def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[lis
         def rowkey(c: CellRow) -> tuple[str, str]:
             return c.suite, c.campaign or ""
 
-        for (suite, camp), sc in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
-            sc = list(sc)
+        for (suite, camp), group in itertools.groupby(sorted(mc, key=rowkey), key=rowkey):
+            sc = list(group)
             if suite in shared:
                 suite = f"{suite} ({camp})"
             plain = [c for c in sc if not c.variant] or sc
@@ -177,8 +177,8 @@ def cross_suite(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[lis
                 if not cand:
                     row += ["", ""]
                     continue
-                ok = [c for c in cand if c.n_ok and c.median is not None]
-                best = max(ok, key=lambda c: c.median) if ok else max(cand, key=lambda c: c.batch_size)
+                ok = [(c.median, c) for c in cand if c.n_ok and c.median is not None]
+                best = max(ok, key=lambda m_c: m_c[0])[1] if ok else max(cand, key=lambda c: c.batch_size)
                 txt = value_text(best) + f" (b{best.batch_size})"
                 if best.tiny:
                     txt += " (tiny)"
@@ -210,14 +210,15 @@ def setup_study(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[lis
         for d in gpus:
             row = [str(d)]
             for s in setups:
-                c = by.get((s, d))
-                if c is None:
+                cell = by.get((s, d))
+                if cell is None:
                     row.append("")
                     continue
-                text = value_text(c)
-                b = by.get((s, small[s])) if small[s] else None
-                if c.n_ok and c.median and b is not None and b.median:
-                    text += f" ({stats.fmt((c.median / d) / (b.median / small[s]), percent=True, digits=2)})"
+                text = value_text(cell)
+                fewest = small[s]
+                b = by.get((s, fewest)) if fewest else None
+                if fewest and b is not None and b.median and cell.n_ok and cell.median:
+                    text += f" ({stats.fmt((cell.median / d) / (b.median / fewest), percent=True, digits=2)})"
                 row.append(text)
             rows.append(row)
         title = " · ".join(x for x in (suite, prec, f"{xla_name(suite)} {'on' if xla else 'off'}",

@@ -31,7 +31,7 @@ def why(c: CellRow, target: float) -> str | None:
     """Why the cell's median is not yet tight enough (None: it is, or it has no OK run to judge)."""
     if c.n_ok == 0 or c.median is None:
         return None
-    if c.ci_low is None or c.ci_coverage is None or c.ci_coverage < stats.CONFIDENCE - 1e-12:
+    if c.ci_low is None or c.ci_high is None or c.ci_coverage is None or c.ci_coverage < stats.CONFIDENCE - 1e-12:
         return f"{c.n_ok} OK runs give no 95% interval of the median"
     rel = (c.ci_high - c.ci_low) / abs(c.median)
     if rel > target:

@@ -23,7 +23,7 @@ from typing import Iterable
 
 from dlperf_slurm import outcome, recognise
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.manifest import Decision, Manifest, suite_options
+from dlperf_slurm.manifest import Decision, Manifest, ManifestRun, suite_options
 from dlperf_slurm.storage import log_identity
 from dlperf_slurm.model import ACTIVE, DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, JobInfo, Status
 from dlperf_slurm.schedulers.base import Scheduler
@@ -58,26 +58,26 @@ class _Context:
         return self._cells[cell_id]
 
 
-def evidence(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool,
+def evidence(ctx: _Context, row: ManifestRun, info: JobInfo | None, asked: bool,
              read_log: bool) -> outcome.Evidence:
     m = ctx.m
-    log = m.abspath(row["log"])
-    marker = outcome.read_marker(m.abspath(row["marker"]))
+    log = m.abspath(row.log)
+    marker = outcome.read_marker(m.abspath(row.marker))
     ev = outcome.Evidence(job=info, asked=asked, marker=marker, has_log=log.exists(),
-                          cancel_requested=bool(row["cancel_requested_at"]), time_limit_s=row["time_limit_s"])
+                          cancel_requested=bool(row.cancel_requested_at), time_limit_s=row.time_limit_s)
     if read_log:
         ev.log_id = log_identity(log)  # before reading: a log that changes meanwhile is read again next time
         if ev.has_log:
-            cell = ctx.cell(row["cell_id"])
+            cell = ctx.cell(row.cell_id)
             ev.log = outcome.read_log(cell, log, warmup_steps=ctx.warmup, measure_steps=ctx.measure,
                                       options=ctx.options.get(cell.suite, {}))
             ev.started_at = outcome.log_start(log)
-        if row["slurm_out"]:
-            ev.banner = outcome.read_banner([row["slurm_out"]])
+        if row.slurm_out:
+            ev.banner = outcome.read_banner([row.slurm_out])
     return ev
 
 
-def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: bool
+def decide_row(ctx: _Context, row: ManifestRun, info: JobInfo | None, asked: bool
                ) -> tuple[outcome.Outcome | None, outcome.Evidence]:
     """The one decision for a manifest row: first without the log; once the run has ended, with it."""
     ev = evidence(ctx, row, info, asked, read_log=False)
@@ -87,7 +87,7 @@ def decide_row(ctx: _Context, row: sqlite3.Row, info: JobInfo | None, asked: boo
     ev = evidence(ctx, row, info, asked, read_log=True)
     decided = outcome.decide(ev)
     if decided is not None and ev.has_log and decided.status in recognise.QUOTES_ERROR:  # the log's own words
-        log = ctx.m.abspath(row["log"])
+        log = ctx.m.abspath(row.log)
         decided = recognise.quote_error(decided, str(log), recognise.last_error(log))
     return decided, ev
 
@@ -98,22 +98,22 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
     rows = m.runs(statuses=ACTIVE) + m.changed_logs()
     if keys is not None:
         wanted = set(keys)
-        rows = [r for r in rows if r["key"] in wanted]
+        rows = [r for r in rows if r.key in wanted]
     if not rows:
         return 0
     ctx = _Context(m)
-    by_backend: dict[str, list[sqlite3.Row]] = {}
+    by_backend: dict[str, list[ManifestRun]] = {}
     for r in rows:
-        by_backend.setdefault(r["executor"] or "slurm", []).append(r)
+        by_backend.setdefault(r.executor or "slurm", []).append(r)
     updates = []
     now = time.time()
     for name, group in by_backend.items():
         backend = schedulers.get(name)
         infos = None
         if backend is not None:
-            since = min((r["submitted_at"] or now) for r in group)
+            since = min((r.submitted_at or now) for r in group)
             try:
-                infos = backend.query([r["job_id"] for r in group if r["job_id"]], since)
+                infos = backend.query([r.job_id for r in group if r.job_id], since)
             except UserError as err:
                 _warn(f"could not ask the scheduler ({err}); using exit markers only")
         asked = infos is not None
@@ -121,20 +121,20 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
         if backend is not None and asked:
             _settle(ctx, backend, group, infos, out)
         for r in group:
-            info = infos.get(r["job_id"]) if r["job_id"] else None
-            decided, ev = decide_row(ctx, r, info, asked and bool(r["job_id"]))
+            info = infos.get(r.job_id) if r.job_id else None
+            decided, ev = decide_row(ctx, r, info, asked and bool(r.job_id))
             if decided is None:
                 continue
             ended = None
             if decided.status not in ACTIVE:
                 ended = (ev.marker or {}).get("end") or now
             log_status = ev.log.status if ev.log is not None else None
-            nodes = info.nodes if info and info.nodes else r["nodes"]
-            if (decided.status, decided.reason, nodes) != (r["status"], r["reason"], r["nodes"]) or log_status \
+            nodes = info.nodes if info and info.nodes else r.nodes
+            if (decided.status, decided.reason, nodes) != (r.status, r.reason, r.nodes) or log_status \
                     or ev.log_id:
-                updates.append(Decision(key=r["key"], status=decided.status, reason=decided.reason,
+                updates.append(Decision(key=r.key, status=decided.status, reason=decided.reason,
                                         exit_code=decided.exit_code, log_status=log_status, nodes=nodes, ended_at=ended,
-                                        sched_state=info.state if info else r["sched_state"], log_id=ev.log_id))
+                                        sched_state=info.state if info else r.sched_state, log_id=ev.log_id))
     if updates:
         m.settle(updates, now)
     return len(updates)
@@ -159,18 +159,18 @@ def refresh_statuses(campaign_dir: Path, out=None) -> None:
         print(f"dlperf-slurm: warning: statuses not refreshed ({type(err).__name__}: {err})", file=out or sys.stderr)
 
 
-def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: dict[str, JobInfo], out) -> None:
+def _settle(ctx: _Context, backend: Scheduler, rows: list[ManifestRun], infos: dict[str, JobInfo], out) -> None:
     """Cancel ghost tasks (the controller queues them again, their exit marker says the run ended) and release
     holds this tool placed, in one call each."""
     ended: dict[str, JobInfo] = {}
     held: dict[str, JobInfo] = {}
     for r in rows:
-        info = infos.get(r["job_id"]) if r["job_id"] else None
+        info = infos.get(r.job_id) if r.job_id else None
         if info is None or info.status not in (Status.PENDING, Status.REQUEUED):
             continue  # a RUNNING task with a marker is finishing (or a ghost its script's guard ends at once)
-        if outcome.read_marker(ctx.m.abspath(r["marker"])) is not None:
+        if outcome.read_marker(ctx.m.abspath(r.marker)) is not None:
             ended[info.job_id] = info
-        elif info.status == Status.PENDING and HELD_BY_US in info.reason and r["submission"] in ctx.held_tokens:
+        elif info.status == Status.PENDING and HELD_BY_US in info.reason and r.submission in ctx.held_tokens:
             held[info.job_id] = info
     if not ended and not held:
         return
@@ -186,7 +186,7 @@ def _settle(ctx: _Context, backend: Scheduler, rows: list[sqlite3.Row], infos: d
             + (" ..." if len(done.cancelled_ghosts) > 5 else ""))
     if done.released:
         say(f"released {len(done.released)} run(s) held by this tool's submission hold")
-        ctx.m.mark_released({r["submission"] for r in rows if r["job_id"] in held})
+        ctx.m.mark_released({r.submission for r in rows if r.job_id in held and r.submission})  # held: one of ours
 
 
 # ================================================================================================ reconcile
@@ -211,11 +211,11 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
     for sub in m.submissions(state=Status.SUBMITTING):
         keys = json.loads(sub["runs"])
         backend = schedulers.get(sub["executor"])
-        rows = {r["key"]: r for r in m.runs(keys=keys)}
+        rows = {r.key: r for r in m.runs(keys=keys)}
         found = backend.find(sub["name"], sub["token"], sub["created_at"]) if backend is not None else None
         dropped = 0
         if found and backend is not None:
-            scripts = {i: m.abspath(rows[k]["script"]) for i, k in enumerate(keys) if k in rows}
+            scripts = {i: m.abspath(rows[k].script) for i, k in enumerate(keys) if k in rows}
             kept = backend.adopt(found, sub["token"], scripts) or {}
             dropped, found = len(found) - len(kept), kept
         found = found or {}
@@ -230,9 +230,9 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
         adopted, back = [], []
         for i, k in enumerate(keys):
             r = rows.get(k)
-            if i in found or r is None or r["submission"] != sub["token"] or r["status"] != Status.SUBMITTING:
+            if i in found or r is None or r.submission != sub["token"] or r.status != Status.SUBMITTING:
                 continue
-            log, marker = m.abspath(r["log"]), m.abspath(r["marker"])
+            log, marker = m.abspath(r.log), m.abspath(r.marker)
             pending_moves = unfinished_moves(m, k, sub["created_at"])
             if pending_moves:  # interrupted before step 2 ended: these files are the old attempt's
                 for src, dst in pending_moves:

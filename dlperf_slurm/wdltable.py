@@ -77,11 +77,14 @@ def tables(cells: Sequence[CellRow]) -> list[tuple[str, list[str], list[list[str
             row: list[str] = [str(vocab)]
             lat, mem = [], []
             for f in fws:
-                c = by.get((vocab, f))
-                ok = c is not None and c.n_ok > 0
-                lat.append(f"{c.latency_ms:.3f}" if ok and c.latency_ms is not None else _failure(c))
-                m = _mem(c) if ok else None
-                mem.append(f"{m:,.0f}" if m is not None else ("" if ok else _failure(c)))
+                cell = by.get((vocab, f))
+                if cell is None or cell.n_ok <= 0:  # no OK run: the failure (or nothing) in both columns
+                    lat.append(_failure(cell))
+                    mem.append(_failure(cell))
+                    continue
+                lat.append(f"{cell.latency_ms:.3f}" if cell.latency_ms is not None else _failure(cell))
+                m = _mem(cell)
+                mem.append(f"{m:,.0f}" if m is not None else "")
             row += lat + mem
             if ratio:
                 a, b = (by.get((vocab, f)) for f in fws)

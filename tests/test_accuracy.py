@@ -12,6 +12,7 @@ import pytest
 
 from dlperf_slurm import accuracy, compare, matrix, outcome, suites
 from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.parsing import evals as evallines
 from dlperf_slurm.model import Measure, ParseContext, RunResult, Status, Target
 from dlperf_slurm.workloads.loop import accuracy_loop
 
@@ -86,8 +87,8 @@ def test_loop_stops_at_the_first_evaluation_that_reaches_the_target():
     assert printed == [" * Acc@1 50.000 Acc@5 100.000", " * Acc@1 80.000 Acc@5 100.000"]
     steps = [f["step"] for e, f in events if e == "step"]
     assert steps == [1, 2, 3, 4, 5, 6]
-    # the printed line is what accuracy.torchvision_line reads back
-    assert accuracy.torchvision_line(printed[1]).top1 == pytest.approx(0.8)
+    # the printed line is what evallines.torchvision_line reads back
+    assert evallines.torchvision_line(printed[1]).top1 == pytest.approx(0.8)
 
 
 def test_loop_without_reaching_it_runs_every_epoch():
@@ -97,16 +98,16 @@ def test_loop_without_reaching_it_runs_every_epoch():
 
 def test_torchvision_lines():
     # pytorch/examples imagenet/main.py's validate() and torchvision's references print this (percents)
-    e = accuracy.torchvision_line(" * Acc@1 76.130 Acc@5 92.862")
+    e = evallines.torchvision_line(" * Acc@1 76.130 Acc@5 92.862")
     assert (e.top1, e.top5) == (pytest.approx(0.7613), pytest.approx(0.92862))
-    assert accuracy.torchvision_line("Test: [1460/2500]  Acc@1 45.000 (76.451)   Acc@5 55.000 (93.474)") is None
-    assert accuracy.torchvision_line(" * Acc@1 176.0 Acc@5 92.8") is None
+    assert evallines.torchvision_line("Test: [1460/2500]  Acc@1 45.000 (76.451)   Acc@5 55.000 (93.474)") is None
+    assert evallines.torchvision_line(" * Acc@1 176.0 Acc@5 92.8") is None
 
 
 def _parse(name: str) -> RunResult:
     suite = suites.get("pytorch-ddp/resnet50")
     with open(FIXTURES / name, encoding="utf-8") as f:
-        return suite.parse(f, ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100))
+        return suite.parse(f, ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=3, measure_steps=100))
 
 
 def test_a_real_log_of_the_workload_that_reached_its_target():
@@ -119,7 +120,7 @@ def test_a_real_log_of_the_workload_that_reached_its_target():
     first_ok = next(e for e in x["evals"] if e["top1"] >= 0.75)
     assert 0 < x["time_to_target_s"] and first_ok["time"] > 0
     # every " * Acc@1" line the log prints is an evaluation the parser kept, in order
-    printed = [accuracy.torchvision_line(line) for line in (FIXTURES / "reached.log").read_text().splitlines()]
+    printed = [evallines.torchvision_line(line) for line in (FIXTURES / "reached.log").read_text().splitlines()]
     assert [round(p.top1, 5) for p in printed if p] == [round(e["top1"], 5) for e in x["evals"]]
     assert accuracy.verdict(res) is None
 
@@ -179,7 +180,7 @@ def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_pa
     assert '"metric":"top5"' in text
     stripped = re.sub(r',"top5":[-+.\deE]+', "", text)
     suite = suites.get("pytorch-ddp/resnet50")
-    ctx = ParseContext(1, 1, 32, warmup_steps=3, measure_steps=100)
+    ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=3, measure_steps=100)
     res = suite.parse(io.StringIO(stripped), ctx)
     assert res.status == Status.OK and res.extra["evals"] and res.extra["reached"] is False
     decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))

@@ -4,6 +4,7 @@ Slurm is faked here (tests/slurm/fakeslurm.py); the local executor runs real scr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -384,6 +385,25 @@ def test_manifest_is_readable_while_a_writer_holds_a_transaction(tmp_path, fake)
         assert p.returncode == 0 and "PENDING" in p.stdout
     m.close()
     assert sqlite3.connect(logs / "rd" / "manifest.sqlite").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_manifest_runs_are_frozen_records_of_every_column(tmp_path, fake):
+    # Manifest.runs() hands out typed records, field for column: a column added to the schema without its field
+    # (or a field no column fills) fails here, not in a caller reading a missing attribute
+    mx = write_matrix(tmp_path, name="tr", repeats=2)
+    logs = tmp_path / "logs"
+    _submit(logs, mx, check=True)
+    m = manifest.Manifest(logs / "tr")
+    try:
+        raw = [dict(r) for r in m.db.execute("SELECT * FROM runs ORDER BY ord")]
+        runs = m.runs()
+        assert [dataclasses.asdict(r) for r in runs] == raw and len(runs) == 2
+        assert all(isinstance(r, manifest.ManifestRun) and r.status == Status.PENDING and r.job_id for r in runs)
+        assert [r.key for r in m.runs(keys=[runs[1].key])] == [runs[1].key]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            runs[0].status = Status.OK  # type: ignore[misc]
+    finally:
+        m.close()
 
 
 def test_slurm_cancel_is_one_scancel(tmp_path, fake):

@@ -66,7 +66,7 @@ def test_the_block_path_is_taken_for_a_file(spy, monkeypatch, tmp_path):
     monkeypatch.setattr(blocks.BlockLines, "_block", lambda self, *a: taken.append(a) or iter(()))
     p = tmp_path / "x.log"
     p.write_text("DLL 2020-09-15 14:29:13.473765 - PARAMETER batch_size : 128\n")
-    suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(p), ParseContext(1, 1, 128))
+    suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(p), ParseContext(nodes=1, gpus_per_node=1, batch_size=128))
     assert taken
 
 
@@ -74,7 +74,9 @@ def test_the_block_path_is_taken_for_a_file(spy, monkeypatch, tmp_path):
 def test_every_fixture_log_reads_the_same_both_ways(spy, path):
     # every registered suite, the real corpus included (the synthetic writers cover 10 suites)
     for suite in suites.names():
-        for ctx in (ParseContext(2, 8, 128, 2, 10), ParseContext(1, 2, 4, 2, 5), ParseContext(1, 1, 128, 5, 15)):
+        for ctx in (ParseContext(nodes=2, gpus_per_node=8, batch_size=128, warmup_steps=2, measure_steps=10),
+                    ParseContext(nodes=1, gpus_per_node=2, batch_size=4, warmup_steps=2, measure_steps=5),
+                    ParseContext(nodes=1, gpus_per_node=1, batch_size=128, warmup_steps=5, measure_steps=15)):
             fast, ref = both(suite, path, ctx, spy)
             assert fast == ref, (suite, ctx)
 
@@ -129,7 +131,8 @@ def test_synthetic_logs_read_the_same_both_ways(spy, tmp_path, monkeypatch, suit
         else _messy(text, mode, which)
     p = tmp_path / "run.log"
     p.write_bytes(data)
-    ctx = ParseContext(2, 4, 16, 5, 20, options={"batches_per_iter": 5})
+    ctx = ParseContext(nodes=2, gpus_per_node=4, batch_size=16, warmup_steps=5, measure_steps=20,
+                       options={"batches_per_iter": 5})
     fast, ref = both(suite, p, ctx, spy)
     assert fast == ref
 
@@ -143,7 +146,8 @@ def test_block_boundaries_anywhere(spy, tmp_path, monkeypatch, block):
     for cut in range(len(data) + 1):
         p = tmp_path / "b.log"
         p.write_bytes(data[:cut])
-        fast, ref = both("ngc-pytorch/resnet50", p, ParseContext(1, 1, 8, 0, 1), spy)
+        fast, ref = both("ngc-pytorch/resnet50", p, ParseContext(nodes=1, gpus_per_node=1, batch_size=8,
+                                                                 warmup_steps=0, measure_steps=1), spy)
         assert fast == ref, cut
 
 
@@ -166,7 +170,8 @@ def test_fuzz_token_soup_reads_the_same_both_ways(tmp_path, spy, monkeypatch, to
     monkeypatch.setattr(blocks, "BLOCK", block)
     p = tmp_path / "soup.log"
     p.write_text("".join(tokens), encoding="utf-8", newline="")
-    fast, ref = both(suite, p, ParseContext(1, 2, 4, 2, 5, options={"batches_per_iter": 1}), spy)
+    fast, ref = both(suite, p, ParseContext(nodes=1, gpus_per_node=2, batch_size=4, warmup_steps=2, measure_steps=5,
+                                            options={"batches_per_iter": 1}), spy)
     assert fast == ref
 
 
@@ -177,7 +182,7 @@ def test_fuzz_random_bytes_read_the_same_both_ways(tmp_path, spy, monkeypatch, d
     monkeypatch.setattr(blocks, "BLOCK", 97)
     p = tmp_path / "bytes.log"
     p.write_bytes(data)
-    fast, ref = both(suite, p, ParseContext(2, 2, 8), spy)
+    fast, ref = both(suite, p, ParseContext(nodes=2, gpus_per_node=2, batch_size=8), spy)
     assert fast == ref
 
 
@@ -222,7 +227,8 @@ def test_fuzz_tf2_cut_records_and_short_lines_read_the_same_both_ways(tmp_path, 
         out.append(label + body)
     p = tmp_path / "tf2.log"
     p.write_text("\n".join(out) + "\n")
-    for ctx in (ParseContext(1, 2, 128, 100, 500), ParseContext(1, 2, 128, 0, 100)):
+    for ctx in (ParseContext(nodes=1, gpus_per_node=2, batch_size=128, warmup_steps=100, measure_steps=500),
+                ParseContext(nodes=1, gpus_per_node=2, batch_size=128, warmup_steps=0, measure_steps=100)):
         fast, ref = both("tf2/resnet50", p, ctx, spy)
         assert fast == ref
 
@@ -245,5 +251,6 @@ def test_tf2_records_cut_near_100_characters_read_the_same_both_ways(spy, tmp_pa
             out += [label + rec[:cut], label + rec[cut:]] if cut else [label + rec]
         p = tmp_path / f"cut{pad}.log"
         p.write_text("\n".join(out) + "\n")
-        fast, ref = both("tf2/resnet50", p, ParseContext(1, 2, 128, 100, 500), spy)
+        fast, ref = both("tf2/resnet50", p, ParseContext(nodes=1, gpus_per_node=2, batch_size=128, warmup_steps=100,
+                                                         measure_steps=500), spy)
         assert fast == ref, pad

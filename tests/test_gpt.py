@@ -32,7 +32,9 @@ MEG, DS, OF = suites.get("megatron/gpt"), suites.get("deepspeed/gpt"), suites.ge
 
 def _parse(suite, name: str, nodes=1, gpus=1, bs=1, warmup=0, measure=1, precision="fp16"):
     path = _find(name)
-    return suite.parse(lp.read_lines(path), ParseContext(nodes, gpus, bs, warmup, measure, precision))
+    return suite.parse(lp.read_lines(path), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                         warmup_steps=warmup, measure_steps=measure,
+                                                         precision=precision))
 
 
 def _fields(name: str, pattern: str) -> list[tuple[str, ...]]:
@@ -187,7 +189,7 @@ def test_libai_on_cpu_two_ranks_times_a_window_inside_one_second():
 @pytest.mark.parametrize("suite", ["megatron/gpt", "deepspeed/gpt", "oneflow/gpt"])
 def test_a_foreign_log_is_launch_failed(suite):
     res = suites.get(suite).parse(lp.read_lines(REAL / "pytorch_examples_rn50_2n8g.excerpt.log"),
-                                  ParseContext(2, 8, 8))
+                                  ParseContext(nodes=2, gpus_per_node=8, batch_size=8))
     assert res.status == Status.LAUNCH_FAILED and res.throughput is None
 
 
@@ -195,7 +197,8 @@ def test_an_iteration_line_cut_by_buffering_is_glued():
     line = _find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
     cut = line.index("| lm loss")
     text = "\n".join(_find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[:-1] + [line[:cut], line[cut:]])
-    res = MEG.parse(lp.iter_text_lines(text), ParseContext(1, 4, 1, 1, 1))
+    res = MEG.parse(lp.iter_text_lines(text), ParseContext(nodes=1, gpus_per_node=4, batch_size=1, warmup_steps=1,
+                                                           measure_steps=1))
     assert res.status == Status.OK and res.throughput == pytest.approx(4 / 0.3703) and "garbled_lines" not in res.extra
 
 
@@ -203,7 +206,7 @@ def test_nan_iterations_make_the_run_nonfinite():
     line = _find("megatron_2025_lr6e.excerpt.log").read_text().splitlines()[-1]
     bad = line.replace("number of nan iterations:   0", "number of nan iterations:   1")
     res = MEG.parse(lp.iter_text_lines(line + "\n" + bad.replace("iteration        2/", "iteration        3/")),
-                    ParseContext(1, 4, 1, 1, 1))
+                    ParseContext(nodes=1, gpus_per_node=4, batch_size=1, warmup_steps=1, measure_steps=1))
     assert res.status == Status.NONFINITE
 
 
@@ -390,7 +393,8 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
                                        ev.COMMAND: "torchrun ... pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
                                                    "--seq-length 4096 --recompute-granularity full"})
     text = job + "\n" + _find("megatron_2024_tflops.excerpt.log").read_text()
-    res = MEG.parse(lp.iter_text_lines(text), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    res = MEG.parse(lp.iter_text_lines(text), ParseContext(nodes=2, gpus_per_node=8, batch_size=1, warmup_steps=10,
+                                                           measure_steps=2, precision="bf16"))
     assert res.status == Status.OK, res.reason
     x = res.extra
     assert x["peak_tflops_per_gpu"] == peak_tflops("H100", "16bit") and x["tokens_per_s"] == res.throughput * 4096
@@ -400,7 +404,8 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     assert rate["mfu"] == pytest.approx(rate["tflops_per_gpu"] / peak_tflops("H100", "16bit"))
     # without the program's own figure, the paper's formula on the command's model (f = 4: full recomputation)
     plain = re.sub(r" throughput per GPU \(TFLOP/s/GPU\): \S+ \|", "", text)
-    res = MEG.parse(lp.iter_text_lines(plain), ParseContext(2, 8, 1, 10, 2, "bf16"))
+    res = MEG.parse(lp.iter_text_lines(plain), ParseContext(nodes=2, gpus_per_node=8, batch_size=1, warmup_steps=10,
+                                                            measure_steps=2, precision="bf16"))
     assert res.extra["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(4096, 32, 4096, 50304, True))
 
 

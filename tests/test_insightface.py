@@ -45,7 +45,7 @@ def test_arcface_mxnet_validation_interval_left_out():
     slow = dict(recs)[32500]
     assert slow * 8 < min(v for b, v in recs if b != 32500)
     bs = 8  # any batch: the clock is samples / speed, so the figures scale with it
-    res = _parse(MX, path, ParseContext(1, 1, bs, 32420, 120))
+    res = _parse(MX, path, ParseContext(nodes=1, gpus_per_node=1, batch_size=bs, warmup_steps=32420, measure_steps=120))
     assert res.status == Status.OK, res.reason
     assert res.extra["validations"] == 1 and res.extra["dropped_steps"] == 20
     assert res.extra["dropped_seconds"] == pytest.approx(20 * bs / slow)
@@ -58,15 +58,15 @@ def test_arcface_mxnet_validation_interval_left_out():
 
 def test_arcface_mxnet_speed_is_per_node():
     path = _real("arcface_mxnet_issue807.excerpt.log")
-    one = _parse(MX, path, ParseContext(1, 1, 8, 32420, 120))
-    two = _parse(MX, path, ParseContext(2, 1, 8, 32420, 120))
+    one = _parse(MX, path, ParseContext(nodes=1, gpus_per_node=1, batch_size=8, warmup_steps=32420, measure_steps=120))
+    two = _parse(MX, path, ParseContext(nodes=2, gpus_per_node=1, batch_size=8, warmup_steps=32420, measure_steps=120))
     assert two.throughput_speed == pytest.approx(2 * one.throughput_speed)  # DLPerf: Speed x node_num
 
 
 def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
     path = _real("partial_fc_mxnet_dlperf_pr106.excerpt.log")
     text = path.read_text()
-    res = _parse(MX, path, ParseContext(1, 8, 64, 460, 220))
+    res = _parse(MX, path, ParseContext(nodes=1, gpus_per_node=8, batch_size=64, warmup_steps=460, measure_steps=220))
     assert res.status == Status.OK, res.reason
     totals = [float(x) for x in re.findall(r"Total:([\d.]+) it/sec", text)][1:]
     assert res.throughput_speed == pytest.approx(sum(totals) / len(totals))
@@ -77,7 +77,8 @@ def test_partial_fc_total_is_global_and_agrees_with_the_stamps():
 
 def test_oneflow_face_2021_speed_lines():
     path = _real("arcface_torch_callback_iccv21_tutorial.excerpt.log")
-    res = _parse(OF, path, ParseContext(1, 4, 128, 100, 200, precision="amp"))
+    res = _parse(OF, path, ParseContext(nodes=1, gpus_per_node=4, batch_size=128, warmup_steps=100, measure_steps=200,
+                                        precision="amp"))
     assert res.status == Status.OK, res.reason
     speeds = [float(x) for x in re.findall(r"Speed ([\d.]+) samples/sec", path.read_text())][1:]
     assert res.throughput_speed == pytest.approx(sum(speeds) / len(speeds))
@@ -97,17 +98,21 @@ def _legacy(iters: int, validate_at: int | None = None) -> str:
 
 
 def test_oneflow_face_legacy_lines_and_a_validation():
-    res = _parse(OF, _legacy(150), ParseContext(1, 8, 64, 20, 100))
+    res = _parse(OF, _legacy(150), ParseContext(nodes=1, gpus_per_node=8, batch_size=64, warmup_steps=20,
+                                                measure_steps=100))
     assert res.status == Status.OK and res.throughput_speed == pytest.approx(2001.0, abs=0.01)
-    res = _parse(OF, _legacy(150, validate_at=60), ParseContext(1, 8, 64, 20, 100))
+    res = _parse(OF, _legacy(150, validate_at=60), ParseContext(nodes=1, gpus_per_node=8, batch_size=64,
+                                                                warmup_steps=20, measure_steps=100))
     assert res.status == Status.OK and res.extra["validations"] == 1 and res.extra["dropped_steps"] == 1
 
 
 def test_a_log_that_stops_early_is_incomplete_and_oom_reads_oom():
-    res = _parse(OF, _legacy(60), ParseContext(1, 8, 64, 20, 100))
+    res = _parse(OF, _legacy(60), ParseContext(nodes=1, gpus_per_node=8, batch_size=64, warmup_steps=20,
+                                               measure_steps=100))
     assert res.status == Status.INCOMPLETE
     oom = _legacy(30) + "Check failed: (cudaMalloc) out of memory\n"
-    assert _parse(OF, oom, ParseContext(1, 8, 64, 20, 100)).status == Status.OOM
+    assert _parse(OF, oom, ParseContext(nodes=1, gpus_per_node=8, batch_size=64, warmup_steps=20,
+                                        measure_steps=100)).status == Status.OOM
 
 
 def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
@@ -117,7 +122,7 @@ def test_real_dmlc_two_node_train_py_run_reads_the_first_node_times_nodes():
     speeds = {label: [float(v) for v in re.findall(rf"^{label}: INFO:root:Epoch\[0\] Batch \[\d+-(?:[3-8])\]\t"
                                                     r"Speed: (\S+) samples/sec", text, re.M)] for label in (0, 1)}
     assert len(speeds[0]) == len(speeds[1]) == 6 and speeds[0] != speeds[1]
-    res = _parse(MX, text, ParseContext(2, 1, 2, 2, 6))
+    res = _parse(MX, text, ParseContext(nodes=2, gpus_per_node=1, batch_size=2, warmup_steps=2, measure_steps=6))
     assert res.status == Status.OK, res.reason
     assert res.throughput_speed == pytest.approx(2 * sum(speeds[0]) / 6)
     assert res.extra["ranks_seen"] == 2 and res.extra["formats"] == ["arcface-mxnet"]
@@ -127,7 +132,7 @@ def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
     text = (_real("oneflow_face_node_ips_2x1_tiny_cpu_srun_label.log")).read_text()
     tput = [float(v) for i, v in re.findall(r"^0: train: iter (\d+), loss \S+, throughput: (\S+)$", text, re.M)
             if 2 <= int(i) <= 7]
-    res = _parse(OF, text, ParseContext(2, 1, 2, 2, 6))
+    res = _parse(OF, text, ParseContext(nodes=2, gpus_per_node=1, batch_size=2, warmup_steps=2, measure_steps=6))
     assert res.status == Status.OK, res.reason
     assert res.throughput_speed == pytest.approx(sum(tput) / 6) and res.extra["formats"] == ["oneflow_face"]
     assert res.loss_finite is True
@@ -136,7 +141,8 @@ def test_real_node_ips_two_node_oneflow_face_run_reads_the_first_node():
 @pytest.mark.parametrize("path", [_real(n) for n in LOGS], ids=lambda p: p.name)
 @pytest.mark.parametrize("suite", [OF, MX], ids=["oneflow", "mxnet"])
 def test_block_path_reads_like_the_line_loop(suite, path):
-    for ctx in (ParseContext(1, 8, 64, 460, 220), ParseContext(1, 1, 8, 32420, 120)):
+    for ctx in (ParseContext(nodes=1, gpus_per_node=8, batch_size=64, warmup_steps=460, measure_steps=220),
+                ParseContext(nodes=1, gpus_per_node=1, batch_size=8, warmup_steps=32420, measure_steps=120)):
         assert repr(suite.parse(lp.read_lines(path), ctx)) == repr(
             suite.parse((line for line in lp.read_lines(path)), ctx))
 

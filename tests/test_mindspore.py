@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, matrix, parsing as lp, render, suites
+from dlperf_slurm import cli, matrix, parsing as lp, suites
 from dlperf_slurm.model import ParseContext, Status
 
 from test_launchers import _run_script, stub_bin  # noqa: F401  (the stand-in launchers' fixture)

@@ -23,7 +23,8 @@ NGC, RN50, BERT = (suites.get(n) for n in ("ngc-mxnet/resnet50", "mxnet-gluon/re
 
 
 def _parse(suite, text: str, nodes=1, gpus=1, bs=128, warmup=20, measure=100):
-    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                              warmup_steps=warmup, measure_steps=measure))
 
 
 def _real(name: str) -> str:
@@ -434,7 +435,9 @@ def test_the_block_path_reads_what_the_line_loop_reads(tmp_path, suite):
         for variant, body in (("whole", text), ("cut", cut)):
             p = tmp_path / f"{path.stem}.{variant}.log"
             p.write_text(body)
-            for ctx in (ParseContext(1, 2, 32, 2, 6), ParseContext(2, 1, 2, 2, 6), ParseContext(1, 4, 32, 50, 300)):
+            for ctx in (ParseContext(nodes=1, gpus_per_node=2, batch_size=32, warmup_steps=2, measure_steps=6),
+                        ParseContext(nodes=2, gpus_per_node=1, batch_size=2, warmup_steps=2, measure_steps=6),
+                        ParseContext(nodes=1, gpus_per_node=4, batch_size=32, warmup_steps=50, measure_steps=300)):
                 fast = suite.parse(lp.read_lines(p), ctx)
                 ref = suite.parse((line for line in lp.read_lines(p)), ctx)
                 assert repr(fast) == repr(ref), (path.name, variant, ctx)

@@ -24,7 +24,8 @@ _STAMP = re.compile(r"DLL (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) - ")
 
 
 def _parse(suite, text: str, nodes=1, gpus=1, bs=128, warmup=20, measure=100):
-    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                              warmup_steps=warmup, measure_steps=measure))
 
 
 def _t(line: str) -> float:
@@ -42,7 +43,8 @@ def test_convnets_training_benchmark_real_log(name, gpus, bs):
     assert len(steps) == 300 and "(0, 200) total_ips" in steps[0] and "(0, 499) total_ips" in steps[-1]
     ips = [float(l.split(" total_ips : ")[1]) for l in steps]
     for lines in (lp.iter_text_lines(text), lp.read_lines(FIX / name)):  # line loop and block path
-        res = RN50.parse(lines, ParseContext(1, gpus, bs, 200, 300))
+        res = RN50.parse(lines, ParseContext(nodes=1, gpus_per_node=gpus, batch_size=bs, warmup_steps=200,
+                                             measure_steps=300))
         assert res.status == Status.OK and res.reason == "", res.reason
         # speed flavour: the mean of the printed ips over the window = what the program printed as train_throughput
         reported = float(re.search(r"\(\) train_throughput : (\S+)", text).group(1))
@@ -79,7 +81,8 @@ def test_bert_real_log_amp_repeated_iterations_skipping_lines_and_summary():
     dll = [l for l in text.splitlines() if " - Iteration: " in l]
     assert sum(" - Iteration: 1 " in l for l in dll) == 5 and not dll[0].endswith(" ")
     for lines in (lp.iter_text_lines(text), lp.read_lines(FIX / "bert_lamb_fp16_bs96_gpu1.log")):
-        res = BERT.parse(lines, ParseContext(1, 1, 96, 10, 41))
+        res = BERT.parse(lines, ParseContext(nodes=1, gpus_per_node=1, batch_size=96, warmup_steps=10,
+                                             measure_steps=41))
         assert res.status == Status.OK and res.steps_seen == 51 and res.loss_finite, res.reason
         assert res.extra["reported_throughput"] == 470.244  # "DLL ... -  throughput_train : 470.244 seq/s"
         by_step = {int(re.search(r"Iteration: (\d+) ", l).group(1)): l for l in reversed(dll)}  # first line of each
@@ -95,7 +98,8 @@ def test_horovodrun_tag_output_empty_chunk_after_a_record():
     assert re.search(r"total_ips : [\d.]+ \[1,0\]<stdout>:$", text, re.M)
     ips = {int(s): float(v) for s, v in re.findall(r"\(0, (\d+)\) total_ips : ([\d.]+)", text)}
     for lines in (lp.iter_text_lines(text), lp.read_lines(HOROVOD / "horovodrun_tag_output_2x1_tiny.log")):
-        res = RN50.parse(lines, ParseContext(2, 1, 2, 2, 6))  # main.py --warmup_steps=1 --num_iter=8
+        res = RN50.parse(lines, ParseContext(nodes=2, gpus_per_node=1, batch_size=2, warmup_steps=2,
+                                             measure_steps=6))  # main.py --warmup_steps=1 --num_iter=8
         assert res.status == Status.OK and res.steps_seen == 8 and res.extra["ranks_seen"] == 2, res.reason
         assert res.throughput_speed == pytest.approx(sum(ips[i] for i in range(2, 8)) / 6)
         assert res.extra["reported_throughput"] == 141.3887676516331 and res.extra["parameters"]["batch_size"] == "2"
@@ -107,9 +111,12 @@ def test_a_record_cut_by_buffering_is_glued_back():
     at = rn.index("(0, 350) total_ips : 4") + len("(0, 350) total_ips : 4")
     bert = (FIX / "bert_lamb_fp16_bs96_gpu1.log").read_text()
     bt = bert.index("Iteration: 30  throughput_train : 5") + len("Iteration: 30  throughput_train : 5")
-    for suite, text, cut, ctx in ((RN50, rn, at, (1, 1, 128, 200, 300)), (BERT, bert, bt, (1, 1, 96, 10, 41))):
-        whole = suite.parse(lp.iter_text_lines(text), ParseContext(*ctx))
-        split = suite.parse(lp.iter_text_lines(text[:cut] + "\n" + text[cut:]), ParseContext(*ctx))
+    for suite, text, cut, ctx in ((RN50, rn, at, ParseContext(nodes=1, gpus_per_node=1, batch_size=128,
+                                                              warmup_steps=200, measure_steps=300)),
+                                  (BERT, bert, bt, ParseContext(nodes=1, gpus_per_node=1, batch_size=96,
+                                                                warmup_steps=10, measure_steps=41))):
+        whole = suite.parse(lp.iter_text_lines(text), ctx)
+        split = suite.parse(lp.iter_text_lines(text[:cut] + "\n" + text[cut:]), ctx)
         assert split.status == Status.OK and "garbled_lines" not in split.extra
         assert (split.throughput, split.throughput_speed) == (whole.throughput, whole.throughput_speed)
 
@@ -132,9 +139,12 @@ def test_json_stream_of_the_same_records_reads_the_same():
         return "\n".join(out) + "\n"
     rn = (FIX / "convnets_training_benchmark_gpu8_amp_bs256.log").read_text()
     bert = (FIX / "bert_lamb_fp16_bs96_gpu1.log").read_text()
-    for suite, text, ctx, conv in ((RN50, rn, (1, 8, 256, 200, 300), True), (BERT, bert, (1, 1, 96, 10, 41), False)):
-        a = suite.parse(lp.iter_text_lines(text), ParseContext(*ctx))
-        b = suite.parse(lp.iter_text_lines(jsonl(text, conv)), ParseContext(*ctx))
+    for suite, text, ctx, conv in ((RN50, rn, ParseContext(nodes=1, gpus_per_node=8, batch_size=256, warmup_steps=200,
+                                                           measure_steps=300), True),
+                                   (BERT, bert, ParseContext(nodes=1, gpus_per_node=1, batch_size=96, warmup_steps=10,
+                                                             measure_steps=41), False)):
+        a = suite.parse(lp.iter_text_lines(text), ctx)
+        b = suite.parse(lp.iter_text_lines(jsonl(text, conv)), ctx)
         assert b.status == Status.OK and b.extra["formats"] == ["dllogger-json"]
         assert b.throughput == pytest.approx(a.throughput, rel=1e-9) and b.throughput_speed == a.throughput_speed
 

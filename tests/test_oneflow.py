@@ -20,7 +20,8 @@ _STAMPED = re.compile(r"(?:iter|step:) (\d+), .*(?:samples/s|throughput): (\S+) 
 
 
 def _parse(suite, text: str, nodes=1, gpus=1, bs=128, warmup=20, measure=100):
-    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                              warmup_steps=warmup, measure_steps=measure))
 
 
 def _fixture(name: str) -> str:

@@ -237,7 +237,9 @@ def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():
     steps, tests/fixtures/real/MindSpore-models/8ab20db7/) read with a window of 312 + 2000."""
     path = Path(__file__).parent / "fixtures" / "real" / "MindSpore-models" / "8ab20db7" / \
         "resnet50_imagenet_8p_zoo.excerpt.log"
-    log = suites.get("mindspore/resnet50").parse(lp.read_lines(path), ParseContext(1, 8, 256, 312, 2000))
+    log = suites.get("mindspore/resnet50").parse(lp.read_lines(path), ParseContext(nodes=1, gpus_per_node=8,
+                                                                                   batch_size=256, warmup_steps=312,
+                                                                                   measure_steps=2000))
     assert log.status == Status.INCOMPLETE and log.steps_seen == 1560
     o = outcome.decide(outcome.Evidence(job=None, asked=True, marker=MARKERS["rc0"], log=log, has_log=True))
     assert o.status == Status.INCOMPLETE

@@ -17,7 +17,8 @@ RN50, BERT = suites.get("paddle/resnet50"), suites.get("paddle/bert-base")
 
 
 def _parse(suite, text: str, nodes=1, gpus=1, bs=128, warmup=20, measure=100):
-    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+    return suite.parse(lp.iter_text_lines(text), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                              warmup_steps=warmup, measure_steps=measure))
 
 
 # ------------------------------------------------------------------------------------------ real lines

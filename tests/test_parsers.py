@@ -35,7 +35,8 @@ def parse(suite: str, text: str, ctx: ParseContext) -> RunResult:
 
 
 def ctx_of(spec: ls.Spec, **kw) -> ParseContext:
-    return ParseContext(spec.nodes, spec.gpus, spec.batch, spec.warmup, spec.measure,
+    return ParseContext(nodes=spec.nodes, gpus_per_node=spec.gpus, batch_size=spec.batch, warmup_steps=spec.warmup,
+                        measure_steps=spec.measure,
                         options={"batches_per_iter": spec.bpi}, **kw)
 
 
@@ -49,7 +50,8 @@ def close(a: float | None, b: float | None, rel: float = 1e-9) -> bool:
 def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
     """DLPerf README log (2n8g, bs128, world_size 16): window = end of iteration 2 -> end of iteration 12."""
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128, 2, 10))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(nodes=2, gpus_per_node=8, batch_size=128, warmup_steps=2,
+                                                   measure_steps=10))
     seconds = (18.553769 - 14.427490)  # 14:29:18.553769 - 14:29:14.427490
     assert res.status == Status.OK, res.reason
     assert res.throughput == pytest.approx(2048 * 10 / seconds, rel=1e-9)
@@ -64,7 +66,7 @@ def test_real_ngc_pytorch_rn50_excerpt_hand_computed():
 
 def test_real_ngc_excerpt_against_the_default_window_is_incomplete():
     res = suites.get("ngc-pytorch/resnet50").parse(
-        lp.read_lines(NGC_RN50_2N8G), ParseContext(2, 8, 128))
+        lp.read_lines(NGC_RN50_2N8G), ParseContext(nodes=2, gpus_per_node=8, batch_size=128))
     assert res.status == Status.INCOMPLETE and res.throughput is None
     assert "step 12 of 120" in res.reason
 
@@ -72,7 +74,8 @@ def test_real_ngc_excerpt_against_the_default_window_is_incomplete():
 def test_real_dllogger_json_stream():
     """NVIDIA/dllogger's example: print_freq 5 (a coarse log), two epochs, validation lines in between."""
     res = suites.get("ngc-pytorch/resnet50").parse(lp.read_lines(DLLOGGER_EXAMPLE),
-                                                   ParseContext(1, 1, 128, 5, 15))
+                                                   ParseContext(nodes=1, gpus_per_node=1, batch_size=128,
+                                                                warmup_steps=5, measure_steps=15))
     assert res.status == Status.OK, res.reason
     seconds = 924.688333 - 921.842053  # step [0, 20] - step [0, 5] (1570716924.688333 - 1570716921.842053)
     assert res.throughput == pytest.approx(128 * 15 / seconds, rel=1e-9)
@@ -85,7 +88,9 @@ def test_real_dllogger_json_stream():
 def test_real_workload_log_agrees_with_the_workloads_own_summary():
     """A log written by our pytorch-ddp workload (tiny ResNet-50, 2 CPU processes under torchrun)."""
     res = suites.get("pytorch-ddp/resnet50").parse(
-        lp.read_lines(REAL / "dlperf_slurm-workload" / "37a2126" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"), ParseContext(1, 2, 4, 2, 5))
+        lp.read_lines(REAL / "dlperf_slurm-workload" / "37a2126" / "pytorch_ddp_tiny_1n2g_b4_fp32_0.log"),
+                                                   ParseContext(nodes=1, gpus_per_node=2, batch_size=4,
+                                                                warmup_steps=2, measure_steps=5))
     assert res.status == Status.OK and res.tiny is True
     seconds = 519.0784872 - 518.170091  # end of step 7 - end of step 2 (1795301519.0784872 - 1795301518.170091)
     assert res.throughput == pytest.approx(8 * 5 / seconds, rel=1e-6)
@@ -107,7 +112,7 @@ def test_pytorch_ddp_summary_disagreeing_with_steps_is_noted():
                                   "pytorch_examples_rn50_4n8g_interleaved_ranks.excerpt.log"])
 @pytest.mark.parametrize("suite", sorted(ls.WRITERS))
 def test_a_foreign_log_is_launch_failed_never_a_number(suite, name):
-    res = suites.get(suite).parse(lp.read_lines(REAL / name), ParseContext(1, 8, 32))
+    res = suites.get(suite).parse(lp.read_lines(REAL / name), ParseContext(nodes=1, gpus_per_node=8, batch_size=32))
     assert res.status == Status.LAUNCH_FAILED, (res.status, res.reason)
     assert res.throughput is None
     # "memory.used [MiB]" (OneFlow-GPT's nvidia-smi samples) is no out-of-memory message
@@ -212,7 +217,8 @@ def test_a_step_line_out_of_place_is_no_restart():
 def test_pytorch_ddp_header_window_wins_over_the_context():
     spec = ls.Spec(warmup=5, measure=30)
     text, exp = ls.dlperf(spec)
-    res = parse("pytorch-ddp/resnet50", text, ParseContext(1, 1, 32, 20, 100))  # e.g. an import with defaults
+    res = parse("pytorch-ddp/resnet50", text, ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=20,
+                                                           measure_steps=100))  # e.g. an import with defaults
     assert res.status == Status.OK and close(res.throughput, exp["throughput"])
     assert "window_from_log" in res.extra
 
@@ -331,14 +337,14 @@ def test_slurm_time_limit_banner_in_the_log():
 
 def test_launch_failure_quotes_the_exception():
     text = "Traceback (most recent call last):\n  File \"train.py\", line 3\nModuleNotFoundError: No module named 'horovod'\n"
-    res = parse("horovod-synthetic/resnet50", text, ParseContext(1, 1, 32))
+    res = parse("horovod-synthetic/resnet50", text, ParseContext(nodes=1, gpus_per_node=1, batch_size=32))
     assert res.status == Status.LAUNCH_FAILED
     assert "ModuleNotFoundError: No module named 'horovod'" in res.reason
 
 
 def test_pytorch_ddp_error_event_reason():
     text = ':::DLPERF {"event":"error","kind":"launch","step":0,"message":"RuntimeError: NCCL error in init"}\n'
-    res = parse("pytorch-ddp/bert-base", text, ParseContext(1, 2, 8))
+    res = parse("pytorch-ddp/bert-base", text, ParseContext(nodes=1, gpus_per_node=2, batch_size=8))
     assert res.status == Status.LAUNCH_FAILED and "NCCL error in init" in res.reason
 
 
@@ -353,7 +359,8 @@ def _write(tmp_path: Path, data: bytes) -> Path:
 
 @pytest.mark.parametrize("suite,which", CASES, ids=IDS)
 def test_empty_file(tmp_path, suite, which):
-    res = suites.get(suite).parse(lp.read_lines(_write(tmp_path, b"")), ParseContext(1, 1, 32))
+    res = suites.get(suite).parse(lp.read_lines(_write(tmp_path, b"")), ParseContext(nodes=1, gpus_per_node=1,
+                                                                                     batch_size=32))
     assert res.status == Status.LAUNCH_FAILED and res.reason == "empty log: no training step"
 
 
@@ -425,7 +432,8 @@ def lines():
         if k % 3 == 0:
             yield f"node1:1234:1250 [3] NCCL INFO comm 0x55d5c8 rank 3 nranks 8 cudaDev 3 busId 1a000 line {k}"
 
-res = suites.get("ngc-pytorch/resnet50").parse(lines(), ParseContext(1, 1, 128, 20, 100))
+ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=128, warmup_steps=20, measure_steps=100)
+res = suites.get("ngc-pytorch/resnet50").parse(lines(), ctx)
 assert res.status == "OK" and res.steps_seen == n, res
 print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")))  # KiB
 """
@@ -456,7 +464,8 @@ _ALPHABET = st.sampled_from(["DLL ", "DLLL {", ":::DLPERF ", "{", "}", '"step":'
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_ALPHABET, max_size=120), st.sampled_from(sorted(ls.WRITERS)))
 def test_fuzz_random_token_soup_never_crashes(tokens, suite):
-    res = parse(suite, "".join(tokens), ParseContext(1, 2, 4, 2, 5, options={"batches_per_iter": 1}))
+    res = parse(suite, "".join(tokens), ParseContext(nodes=1, gpus_per_node=2, batch_size=4, warmup_steps=2,
+                                                     measure_steps=5, options={"batches_per_iter": 1}))
     _check_result(res)
 
 
@@ -465,7 +474,7 @@ def test_fuzz_random_token_soup_never_crashes(tokens, suite):
 def test_fuzz_random_bytes_never_crash(tmp_path_factory, data, suite):
     p = tmp_path_factory.mktemp("fuzz") / "x.log"
     p.write_bytes(data)
-    _check_result(suites.get(suite).parse(lp.read_lines(p), ParseContext(2, 2, 8)))
+    _check_result(suites.get(suite).parse(lp.read_lines(p), ParseContext(nodes=2, gpus_per_node=2, batch_size=8)))
 
 
 _MUTATIONS = ("drop", "dup", "swap", "cut", "garbage", "split", "nan", "digits")
@@ -534,14 +543,16 @@ def test_horovodrun_gloo_label_is_a_rank_label():
     path = REAL / "horovod-examples" / "0.28.1" / "pytorch_synthetic_benchmark_gloo_2cpu_b2.log"
     assert lp.split_rank("[0]<stdout>:Iter #0: 0.2 img/sec per CPU") == (0, "Iter #0: 0.2 img/sec per CPU")
     suite = suites.get("horovod-synthetic/resnet50")
-    ctx = ParseContext(1, 2, 2, 2, 6, options={"batches_per_iter": 2})
+    ctx = ParseContext(nodes=1, gpus_per_node=2, batch_size=2, warmup_steps=2, measure_steps=6,
+                       options={"batches_per_iter": 2})
     for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
         res = suite.parse(lines, ctx)
         assert res.status == Status.OK and res.extra["ranks_seen"] == 2, res.reason
         assert "batch_mismatch" not in res.extra and "world_size_mismatch" not in res.extra
         assert res.throughput_speed == pytest.approx(2 * 0.2) and res.extra["reported_throughput"] == 0.4
     # the label is taken off before "Batch size: 2" is read: a context of batch 4 is told apart
-    other = suite.parse(lp.read_lines(path), ParseContext(1, 2, 4, 2, 6, options={"batches_per_iter": 2}))
+    other = suite.parse(lp.read_lines(path), ParseContext(nodes=1, gpus_per_node=2, batch_size=4, warmup_steps=2,
+                                                          measure_steps=6, options={"batches_per_iter": 2}))
     assert "batch_mismatch" in other.extra
 
 
@@ -551,6 +562,7 @@ def test_dle_bert_summary_without_a_unit_is_the_reported_figure():
     path = REAL / "DeepLearningExamples" / "pytorch-20.06" / "bert_run_pretraining_8gpu_fp16_bs64_acc132.dll_lines.log"
     stated = float(re.search(r"training_sequences_per_second : (\S+)", path.read_text()).group(1))
     for lines in (lp.iter_text_lines(path.read_text()), lp.read_lines(path)):
-        res = suites.get("ngc-pytorch/bert-base").parse(lines, ParseContext(1, 8, 8448, 1, 49))
+        res = suites.get("ngc-pytorch/bert-base").parse(lines, ParseContext(nodes=1, gpus_per_node=8, batch_size=8448,
+                                                                            warmup_steps=1, measure_steps=49))
         assert res.status == Status.OK and res.extra["reported_throughput"] == stated, res.reason
         assert abs(res.throughput - stated) < 0.005 * stated  # the window 1..50 against the program's own figure

@@ -32,7 +32,8 @@ Test: [ 1/25]   Time  7.230 ( 7.230)    Loss 4.3132e+00 (4.3132e+00)    Acc@1  1
 
 
 def _parse(text: str, nodes=1, gpus=1, bs=128, warmup=26, measure=100):
-    return RN50.parse(lp.iter_text_lines(text), ParseContext(nodes, gpus, bs, warmup, measure))
+    return RN50.parse(lp.iter_text_lines(text), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                             warmup_steps=warmup, measure_steps=measure))
 
 
 def _times(text: str) -> dict[int, list[float]]:

@@ -22,9 +22,15 @@ project's test cluster), each described by one ``[[log]]`` entry::
     stated_flavour = "speed"          # optional: which of our figures it must match within 0.5 %:
                                       # "published" (default), "time" or "speed"
     note = "..."                      # optional: what is special about this log
+    evaluated = { top1 = 0.76046, top5 = 0.92876, evaluations = 1 }   # optional: the evaluations the log prints
+                                      # (how many, the last one's top-1 and top-5 as fractions, or auc, lfw;
+                                      # best_<metric> where the best is not the last; time_to_target_s to the
+                                      # first that reaches the best, where the log stamps both): its accuracy
 
 The corpus test reads each log through the same path as ``collect --from`` (a one-log DLPerf tree), checks its
-status, and the stated figure within 0.5 %. The coverage test asks of every registered suite at least three real logs
+status, and the stated figure within 0.5 %; a log with ``evaluated`` is read as an accuracy run too (``collect --from
+--target``): its evaluations as it states them, a target at its best reached (OK), one above it NOT_CONVERGED when
+its log is OK. The coverage test asks of every registered suite at least three real logs
 from at least two versions of its program.
 """
 
@@ -38,13 +44,14 @@ from typing import Any
 
 import pytest
 
-from dlperf_slurm import collect, suites
+from dlperf_slurm import accuracy, collect, suites
+from dlperf_slurm.model import METRICS, Target
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 TOLERANCE = 0.005
 FLAVOURS = {"published": "throughput", "time": "throughput_time", "speed": "throughput_speed"}
 KEYS = {"file", "source", "suites", "shape", "batch", "precision", "window", "options", "status", "stated",
-        "stated_flavour", "note"}
+        "stated_flavour", "note", "evaluated"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class RealLog:
     status: str = "OK"
     stated: float | None = None
     stated_flavour: str = "published"
+    evaluated: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -81,7 +89,8 @@ def corpus() -> list[RealLog]:
                 batch=int(entry["batch"]), precision=entry.get("precision", "fp32"),
                 window=tuple(entry["window"]) if "window" in entry else None,
                 options=dict(entry.get("options", {})), status=entry.get("status", "OK"),
-                stated=entry.get("stated"), stated_flavour=entry.get("stated_flavour", "published")))
+                stated=entry.get("stated"), stated_flavour=entry.get("stated_flavour", "published"),
+                evaluated=entry.get("evaluated")))
     return logs
 
 
@@ -100,12 +109,12 @@ def test_the_corpus_entries_are_well_formed():
         assert log.path.parent.parent.parent == REAL, f"{log.id}: not under <program>/<version>/"
 
 
-def read(log: RealLog, suite: str, tmp_path: Path):
+def read(log: RealLog, suite: str, tmp_path: Path, target: Target | None = None):
     shape_dir = tmp_path / "tree" / log.shape
     shape_dir.mkdir(parents=True)
     shutil.copyfile(log.path, shape_dir / f"model_b{log.batch}_{log.precision}_0.log")
     warmup, measure = log.window if log.window else (None, None)
-    col = collect.runs_from_tree(tmp_path / "tree", suite, warmup, measure, log.options or None)
+    col = collect.runs_from_tree(tmp_path / "tree", suite, warmup, measure, log.options or None, target=target)
     res = collect.collect([col], jobs=1)
     assert len(res.runs) == 1
     return res.runs[0]
@@ -120,6 +129,32 @@ def test_a_real_log_reads_as_its_program_ran(log, suite, tmp_path):
         assert ours is not None, f"{log.id} as {suite}: no {log.stated_flavour} figure ({row.reason})"
         assert abs(ours - log.stated) <= TOLERANCE * abs(log.stated), \
             f"{log.id} as {suite}: {ours:.6g} against the log's own {log.stated:.6g}"
+
+
+EVALUATED = [(log, suite) for log, suite in CASES if log.evaluated]
+
+
+@pytest.mark.parametrize(("log", "suite"), EVALUATED, ids=[f"{suite}:{log.id}" for log, suite in EVALUATED])
+def test_a_real_log_s_evaluations_are_its_run_s_accuracy(log, suite, tmp_path):
+    """The evaluations the program printed are the run's accuracy (the fields the accuracy table and the target check
+    read), and a target decides as the program's own figures say: reached at its best, NOT_CONVERGED above it."""
+    stated = log.evaluated
+    row = read(log, suite, tmp_path / "plain")
+    assert len(row.extra.get("evals") or []) == stated["evaluations"], f"{log.id}: {row.extra.get('evals')}"
+    for key in METRICS:
+        assert row.extra.get(key) == pytest.approx(stated.get(key), abs=1e-6), f"{log.id} as {suite}: final {key}"
+    metric = next((m for m in METRICS if stated.get(f"best_{m}", stated.get(m))), "top1")
+    best = stated.get(f"best_{metric}", stated.get(metric)) or 0.0
+    if best > 0:  # a log whose every evaluation is 0 reaches no target
+        hit = read(log, suite, tmp_path / "reached", Target(metric, best))
+        assert hit.extra["reached"] is True and str(hit.status) == log.status, f"{log.id}: {hit.status} ({hit.reason})"
+        if "time_to_target_s" in stated:  # from the log's first stamped training line to the evaluation
+            assert hit.extra["time_to_target_s"] == pytest.approx(stated["time_to_target_s"]), log.id
+    missed = read(log, suite, tmp_path / "missed", Target(metric, min(1.0, best + 0.01)))
+    assert missed.extra["reached"] is False
+    assert str(missed.status) == ("NOT_CONVERGED" if log.status == "OK" else log.status), missed.reason
+    if log.status == "OK":
+        assert f"short of the target {accuracy.fmt(metric, min(1.0, best + 0.01))}" in missed.reason
 
 
 #: Suites still short of the corpus goal, with what was searched: each an xfail that must fail (strict), so the entry

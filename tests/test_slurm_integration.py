@@ -176,7 +176,7 @@ def test_lifecycle_cancelled_failed_timeout_and_resubmission(site, variant, monk
     # once the scheduler has forgotten the job, the decision reads the kill from there (with the exit marker)
     m = manifest.Manifest(cdir)
     try:
-        ctx, rows = tracking._Context(m), {r["key"].split("MODE-")[1]: r for r in m.runs()}
+        ctx, rows = tracking._Context(m), {r.key.split("MODE-")[1]: r for r in m.runs()}
         for key, status, words in (("sleep.r1", Status.TIMEOUT, "DUE TO TIME LIMIT"),
                                    ("sleep.r0", Status.CANCELLED, "CANCELLED AT")):
             assert by[key].slurm_out.parent == cdir / ".slurm" and words in by[key].slurm_out.read_text()

@@ -26,7 +26,8 @@ _TPUT = re.compile(r"Throughput \(samples/sec\): ([\d.]+)")
 
 
 def _parse(text: str, bs: int, warmup: int, measure: int, gpus: int = 1):
-    return TP.parse(lp.iter_text_lines(text), ParseContext(1, gpus, bs, warmup, measure))
+    return TP.parse(lp.iter_text_lines(text), ParseContext(nodes=1, gpus_per_node=gpus, batch_size=bs,
+                                                           warmup_steps=warmup, measure_steps=measure))
 
 
 def _epochs(text: str) -> list[tuple[int, float]]:
@@ -99,7 +100,8 @@ def test_cut_lines_are_glued_and_a_truncated_log_is_incomplete():
 
 @pytest.mark.parametrize("path", sorted(REAL.rglob("*.log")), ids=lambda p: p.name)
 def test_block_path_reads_like_the_line_loop(path):
-    for ctx in (ParseContext(1, 1, 4, 10, 20), ParseContext(1, 1, 4, 20, 60)):
+    for ctx in (ParseContext(nodes=1, gpus_per_node=1, batch_size=4, warmup_steps=10, measure_steps=20),
+                ParseContext(nodes=1, gpus_per_node=1, batch_size=4, warmup_steps=20, measure_steps=60)):
         assert repr(TP.parse(lp.read_lines(path), ctx)) == repr(TP.parse((x for x in lp.read_lines(path)), ctx))
 
 

@@ -36,7 +36,8 @@ OF, HC = suites.get("oneflow/wdl"), suites.get("hugectr/wdl")
 
 
 def _parse(suite, path: Path, bs: int, warmup: int, measure: int, nodes=1, gpus=1):
-    return suite.parse(lp.read_lines(path), ParseContext(nodes, gpus, bs, warmup, measure))
+    return suite.parse(lp.read_lines(path), ParseContext(nodes=nodes, gpus_per_node=gpus, batch_size=bs,
+                                                         warmup_steps=warmup, measure_steps=measure))
 
 
 def _iters(path: Path) -> list[tuple[int, float]]:
@@ -142,7 +143,8 @@ def test_oneflow_benchmark_2020_unix_stamps_dlperfs_rule():
 def test_oneflow_2020_interval_with_an_evaluation_is_left_out():
     text = ("100 time 1000.0 loss 0.5\n200 time 1002.0 loss 0.5\n200 eval_loss 0.49 eval_auc 0.74\n"
             "300 time 1010.0 loss 0.5\n400 time 1012.0 loss 0.5\n500 time 1014.0 loss 0.5\n")
-    res = OF.parse(lp.iter_text_lines(text), ParseContext(1, 1, 16384, 100, 300))
+    res = OF.parse(lp.iter_text_lines(text), ParseContext(nodes=1, gpus_per_node=1, batch_size=16384,
+                                                          warmup_steps=100, measure_steps=300))
     assert res.status == Status.OK, res.reason
     assert res.extra["dropped_steps"] == 100 and res.extra["dropped_seconds"] == pytest.approx(8.0)
     assert res.latency_ms == pytest.approx(6000 / 300)  # 2 s per 100 iterations once the 8 s interval is out
@@ -153,7 +155,8 @@ def test_hugectr_nan_stop_reads_nonfinite():
             "[HCTR][10:00:00.300][INFO][RK0][main]: Iter: 200 Time(100 iters): 0.3s Loss: 0.1 lr:0.001\n"
             "terminate called after throwing an instance of 'std::runtime_error'\n"
             "  what():  Train Runtime error: Loss cannot converge /hugectr/src/pybind/model.cpp:790 \n")
-    res = HC.parse(lp.iter_text_lines(text), ParseContext(1, 1, 16384, 0, 200))
+    res = HC.parse(lp.iter_text_lines(text), ParseContext(nodes=1, gpus_per_node=1, batch_size=16384, warmup_steps=0,
+                                                          measure_steps=200))
     assert res.status == Status.NONFINITE and res.loss_finite is False
 
 
@@ -161,12 +164,14 @@ def test_memory_from_the_sampler_event_and_from_dlperfs_mem_line():
     base = (_real("hugectr_v3_dlperf_docstring.log")).read_text()
     line = memwatch.ev.format_line(memwatch.ev.EV_MEMORY, **{memwatch.ev.NVML_PEAK_USED_MIB: {"n1:0": 4427.0,
                                    "n1:1": 4100.5}, memwatch.ev.NVML_GPU0_MIB: 4427.0})
-    res = HC.parse(lp.iter_text_lines(base + line + "\n"), ParseContext(1, 2, 16384, 100, 1000))
+    res = HC.parse(lp.iter_text_lines(base + line + "\n"), ParseContext(nodes=1, gpus_per_node=2, batch_size=16384,
+                                                                        warmup_steps=100, measure_steps=1000))
     assert res.mem_gpu0_mib == 4427.0 and res.mem_peak_mib == 4427.0
     res = HC.parse(lp.iter_text_lines(base + "max device0 memory usage is: 4642045952\n"),
-                   ParseContext(1, 1, 16384, 100, 1000))
+                   ParseContext(nodes=1, gpus_per_node=1, batch_size=16384, warmup_steps=100, measure_steps=1000))
     assert res.mem_gpu0_mib == pytest.approx(4642045952 / 2 ** 20) and "gpu_memory_usage" in res.mem_reason
-    res = HC.parse(lp.iter_text_lines(base), ParseContext(1, 1, 16384, 100, 1000))
+    res = HC.parse(lp.iter_text_lines(base), ParseContext(nodes=1, gpus_per_node=1, batch_size=16384,
+                                                          warmup_steps=100, measure_steps=1000))
     assert res.mem_gpu0_mib is None and "memwatch" in res.mem_reason
 
 
@@ -181,7 +186,9 @@ def test_memory_events_of_every_node_are_merged(order):
     nodes = [{e.NVML_PEAK_USED_MIB: {"n1:0": 4427.0, "n1:1": 4500.0}, e.NVML_GPU0_MIB: 4427.0, e.GPU_UTIL_MEAN: 90.0},
              {e.NVML_PEAK_USED_MIB: {"n2:0": 3900.0, "n2:1": 6100.0}, e.NVML_GPU0_MIB: 3900.0, e.GPU_UTIL_MEAN: 70.0}]
     mem = "".join(e.format_line(e.EV_MEMORY, **nodes[i]) + "\n" for i in order)
-    res = HC.parse(lp.iter_text_lines(job + "\n" + base + mem), ParseContext(2, 2, 16384, 100, 1000))
+    res = HC.parse(lp.iter_text_lines(job + "\n" + base + mem), ParseContext(nodes=2, gpus_per_node=2,
+                                                                             batch_size=16384, warmup_steps=100,
+                                                                             measure_steps=1000))
     assert res.mem_peak_mib == 6100.0 and res.mem_gpu0_mib == 4427.0 and res.gpu_util == 80.0
 
 
@@ -340,7 +347,8 @@ def test_summary_markdown_has_the_wdl_section_only_with_wdl_cells():
 @pytest.mark.parametrize("suite", [OF, HC], ids=["oneflow", "hugectr"])
 def test_block_path_reads_like_the_line_loop(suite, path):
     """The Scanner's block path (needles) keeps every line the parsers read (tests/test_fastpath.py's rule)."""
-    for ctx in (ParseContext(1, 1, 2720, 1000, 19000), ParseContext(1, 8, 2048, 100, 1000)):
+    for ctx in (ParseContext(nodes=1, gpus_per_node=1, batch_size=2720, warmup_steps=1000, measure_steps=19000),
+                ParseContext(nodes=1, gpus_per_node=8, batch_size=2048, warmup_steps=100, measure_steps=1000)):
         fast = suite.parse(lp.read_lines(path), ctx)
         ref = suite.parse((line for line in lp.read_lines(path)), ctx)
         assert repr(fast) == repr(ref)

@@ -56,7 +56,8 @@ def test_distenv_torchrun():
     env = distenv.detect({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
                           "MASTER_ADDR": "n01", "MASTER_PORT": "1234",
                           "SLURM_PROCID": "0", "OMPI_COMM_WORLD_RANK": "0"})  # torchrun wins
-    assert env == distenv.DistEnv(5, 8, 1, 4, 2, "n01", 1234, "torchrun")
+    assert env == distenv.DistEnv(rank=5, world_size=8, local_rank=1, local_world_size=4, nodes=2, master_addr="n01",
+                                  master_port=1234, launcher="torchrun")
 
 
 def test_distenv_slurm_uses_scontrol_first_host_and_job_port():
@@ -71,7 +72,8 @@ def test_distenv_slurm_uses_scontrol_first_host_and_job_port():
             "SLURM_JOB_ID": "4242"}
     env = distenv.detect(fake, first_host=first_host)
     assert asked == ["gpu[07-08]"]
-    assert env == distenv.DistEnv(5, 8, 1, 4, 2, "gpu07", distenv.slurm_port("4242"), "slurm")
+    assert env == distenv.DistEnv(rank=5, world_size=8, local_rank=1, local_world_size=4, nodes=2,
+                                  master_addr="gpu07", master_port=distenv.slurm_port("4242"), launcher="slurm")
     assert 10000 <= env.master_port < 60000
     # step variables win over job ones; explicit MASTER_ADDR/PORT win and scontrol is not asked
     fake.update(SLURM_STEP_NUM_TASKS="3", SLURM_STEP_NUM_NODES="2", SLURM_STEP_TASKS_PER_NODE="2,1",
@@ -85,7 +87,8 @@ def test_distenv_mpirun_wins_over_inherited_slurm_vars_and_uses_mpi4py_rendezvou
     fake = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
             "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}
     env = distenv.detect(fake, mpi_rendezvous=lambda: ("node0", 40001))
-    assert env == distenv.DistEnv(3, 4, 1, 2, 2, "node0", 40001, "mpi")
+    assert env == distenv.DistEnv(rank=3, world_size=4, local_rank=1, local_world_size=2, nodes=2,
+                                  master_addr="node0", master_port=40001, launcher="mpi")
     env = distenv.detect({**fake, "MASTER_ADDR": "h", "MASTER_PORT": "7"}, mpi_rendezvous=lambda: pytest.fail())
     assert (env.master_addr, env.master_port) == ("h", 7)
     with pytest.raises(RuntimeError, match="MASTER_ADDR"):
@@ -109,7 +112,8 @@ def test_scontrol_first_host_falls_back_without_scontrol(monkeypatch):
 def test_tasks_on_node_and_export():
     assert [distenv.tasks_on_node("2(x3),1", i) for i in range(4)] == [2, 2, 2, 1]
     target: dict[str, str] = {}
-    distenv.DistEnv(1, 2, 1, 2, 1, "h", 5, "slurm").export(target)
+    distenv.DistEnv(rank=1, world_size=2, local_rank=1, local_world_size=2, nodes=1, master_addr="h", master_port=5,
+                    launcher="slurm").export(target)
     assert target == {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "5"}
 
 
@@ -548,7 +552,9 @@ def test_nan_at_step_run_exits_0_and_parses_nonfinite_at_that_step():
     assert math.isfinite(losses[0]) and all(math.isnan(x) for x in losses[1:])
     assert events[3]["kind"] == "nonfinite_loss" and events[3]["step"] == 2
     assert summary["nonfinite_loss"] is True and summary["nonfinite_steps"] == 4
-    res = suites.get("pytorch-ddp/resnet50").parse(lp.iter_text_lines(out), ParseContext(1, 1, 4, 2, 3))
+    res = suites.get("pytorch-ddp/resnet50").parse(lp.iter_text_lines(out), ParseContext(nodes=1, gpus_per_node=1,
+                                                                                         batch_size=4, warmup_steps=2,
+                                                                                         measure_steps=3))
     assert res.status == Status.NONFINITE and res.loss_finite is False
     assert "at step 2" in res.reason and "--nan-at-step" in res.reason, res.reason
     assert res.extra["nan_at_step"] == 2

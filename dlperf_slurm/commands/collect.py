@@ -16,7 +16,7 @@ from dlperf_slurm import manifest, parsecache, tracking
 from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, runs_from_campaign,
                                   runs_from_matrix, runs_from_tree, tree_suite)
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import ACTIVE
+from dlperf_slurm.model import ACTIVE, METRICS, Target
 
 WATCH_SECONDS = 30.0  # --watch without a value
 
@@ -65,6 +65,21 @@ def tree_options(suite_name: str, items: list[str] | None) -> dict:
     return options
 
 
+def tree_target(text: str | None) -> Target | None:
+    """``--target METRIC:VALUE`` (``top1:0.75``) for a ``--from`` tree, checked as a matrix's target is."""
+    if text is None:
+        return None
+    metric, _, value = text.partition(":")
+    try:
+        v = float(value)
+    except ValueError:
+        v = -1.0
+    if metric not in METRICS or not 0 < v <= 1:
+        raise UserError(f"--target {text}: expected METRIC:VALUE with METRIC one of {', '.join(METRICS)} and VALUE a "
+                        "fraction in (0, 1], e.g. top1:0.75")
+    return Target(metric, v)
+
+
 def gather(args) -> list[Collection]:
     """The runs the command line names: ``--from DIR``, ``--matrix``, campaigns (default: the latest)."""
     collections: list[Collection] = []
@@ -73,13 +88,15 @@ def gather(args) -> list[Collection]:
         suite, notes = tree_suite(args.from_dir, args.suite)  # --suite auto (the default): the logs say
         collections.append(runs_from_tree(args.from_dir, suite, args.warmup_steps, args.measure_steps,
                                           tree_options(suite, args.option),
-                                          name=args.name if not names and not args.matrix else None))
+                                          name=args.name if not names and not args.matrix else None,
+                                          target=tree_target(args.target)))
         collections[-1].notes[:0] = notes
         for note in notes if args.watch is None else ():
             print(f"dlperf-slurm: {note}", file=sys.stderr)
     else:  # they only say how to read a --from tree; a campaign or matrix has its own window and options
         for flag, value in (("--suite", args.suite), ("--warmup-steps", args.warmup_steps),
-                            ("--measure-steps", args.measure_steps), ("--option", args.option)):
+                            ("--measure-steps", args.measure_steps), ("--option", args.option),
+                            ("--target", args.target)):
             if value is not None:
                 raise UserError(f"{flag} goes with --from DIR")
     if args.matrix:

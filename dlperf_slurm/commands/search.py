@@ -49,7 +49,7 @@ def cmd_search(args) -> int:
         try:
             monitor.wait(man, schedulers.for_campaign(pdir, monitor.used_schedulers(man), default=backend),
                          out=lambda s: None)
-            st = {r["key"]: r["status"] for r in man.runs()}
+            st = {r.key: r.status for r in man.runs()}
         finally:
             man.close()
         return {c.id: Status(st.get(f"{c.id}.r0", Status.UNSUBMITTED)) for c in cells}

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from dlperf_slurm import events as ev
 from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
@@ -86,7 +86,8 @@ def to_float(value: Any) -> float | None:
     return None
 
 
-def finite(x: Any) -> bool:
+def finite(x: Any) -> TypeGuard[float]:
+    """Whether ``x`` is a finite number (an int or a float, never a bool); a checked ``x`` is typed as a float."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

@@ -18,7 +18,7 @@ from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 # ------------------------------------------------------------------------------------------------ window
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WindowFigures:
     start: int  # the window's first boundary: end of this step (or start of training when 0)
     end: int
@@ -121,8 +121,9 @@ class Window:
         if steps < self.COVERAGE * self.measure or not (seconds > 0) or not math.isfinite(seconds):
             return None
         speeds = [v for s, (f, v) in self._speeds.items() if f >= start[0] and s <= last[0] and finite(v)]
-        return WindowFigures(start[0], last[0], seconds, global_batch * steps / seconds, 1000.0 * seconds / steps,
-                             sum(speeds) / len(speeds) if speeds else None, len(speeds))
+        return WindowFigures(start=start[0], end=last[0], seconds=seconds, throughput=global_batch * steps / seconds,
+                             latency_ms=1000.0 * seconds / steps,
+                             speed=sum(speeds) / len(speeds) if speeds else None, speed_points=len(speeds))
 
     def describe(self) -> str:
         """What the log covers, for a reason text."""

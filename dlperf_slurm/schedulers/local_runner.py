@@ -160,8 +160,8 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
             if slot is None:
                 break
             env = dict(os.environ, DLPERF_LOCAL_JOB=local_job_id(token, i))
-            proc = subprocess.Popen(["bash", t["script"]], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env=env)
+            proc = subprocess.Popen(["bash", t["script"]], stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
             t.update(state="RUNNING", pid=proc.pid, start=time.time())
             running[i] = {"proc": proc, "slot": slot, "deadline": time.time() + float(t["time_limit_s"]),
                           "killed_at": None, "why": None}

@@ -1,4 +1,5 @@
-"""The Slurm client (used by the Slurm backend, :mod:`dlperf_slurm.schedulers.slurm`): squeue / sacct / scontrol / scancel, batched, parsed, mapped to run statuses.
+"""The Slurm client (used by the Slurm backend, :mod:`dlperf_slurm.schedulers.slurm`): squeue / sacct / scontrol /
+scancel, batched, parsed, mapped to run statuses.
 
 Every query is one command for all the jobs asked about (never one per job). ``sacct`` is optional: many
 clusters lack slurmdbd or restrict it, so :meth:`Slurm.query` asks ``squeue -t all`` first (which keeps

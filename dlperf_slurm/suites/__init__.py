@@ -53,6 +53,9 @@ class Suite:
     # whether its program can train to an accuracy ([measure] mode = "accuracy": epochs of a real dataset, evaluated
     # after each, stopping at the target) and its parser reads the evaluations into RunResult.extra["evals"]
     accuracy: ClassVar[bool] = False
+    # the evaluation lines of its program its parser reads (keys of dlperf_slurm.parsing.evals.FORMATS): into the
+    # same RunResult.extra fields, read against a campaign's target (collect --from DIR --target top1:0.75)
+    evaluations: ClassVar[tuple[str, ...]] = ()
 
     @property
     def name(self) -> str:

@@ -111,7 +111,8 @@ _FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)"
           "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
           "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
           "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
-          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)|train\.dist\.tensor_parallel_size=(\d+)"}
+          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)"
+                                        r"|train\.dist\.tensor_parallel_size=(\d+)"}
 _FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
                              r"|train\.activation_checkpoint\.enabled=True\b")
 GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
@@ -119,8 +120,8 @@ KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
 def _wanted(text: str) -> bool:
-    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|" or text[:5] == "step=" or " .." in text
-            or " MiB" in text)
+    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|"
+            or text[:5] == "step=" or " .." in text or " MiB" in text)
 
 
 class _Kind:
@@ -163,8 +164,9 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
         k, step = kinds["megatron"], int(m.group(1))
         span = step - k.prev if step > k.prev else 1
         sec = (lp.to_float(ms.group(2)) or 0.0) / (1000.0 if ms.group(1) == "ms" else 1.0)
-        gbm, sps, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
-        gb = float(gbm.group(1)) if gbm else (lp.to_float(sps.group(1)) * sec if sps and sec > 0 else None)
+        gbm, spm, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
+        sps = float(spm.group(1)) if spm else None  # the program's samples/s (a matched number always parses)
+        gb = float(gbm.group(1)) if gbm else (sps * sec if sps is not None and sec > 0 else None)
         loss_m, nan_m, skip_m = _MEG_LOSS.search(text), _MEG_NAN.search(text), _MEG_SKIP.search(text)
         loss = lp.to_float(loss_m.group(1)) if loss_m else None
         if nan_m and int(nan_m.group(1)) > 0:
@@ -172,35 +174,35 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
         k.skipped += int(skip_m.group(1)) if skip_m else 0
         speed = gb / sec if gb and sec > 0 else None
         if k.in_window(step):
-            if sps:
-                k.reported.append(lp.to_float(sps.group(1)))
+            if sps is not None:
+                k.reported.append(sps)
             if tfl and speed:
-                k.tflops.append((lp.to_float(tfl.group(1)), lp.to_float(sps.group(1)) if sps else speed))
+                k.tflops.append((float(tfl.group(1)), sps if sps is not None else speed))
         k.clock += span * sec
         add(k, step, k.clock if sec > 0 else None, speed=speed, loss=loss, seconds=span * sec if sec > 0 else None,
             gb=gb)
         return lp.CONSUMED
 
     def deepspeed(text: str, final: bool) -> int:
-        m, old = _DS_NEW.search(text), None
+        # DeepSpeed ~0.7 prints epoch/step, then the running mean and the step's own figure; older ones the mean
+        m = _DS_NEW.search(text) or _DS_OLD.search(text) or _DS_07.search(text)
         if m is None:
-            old = _DS_OLD.search(text)
-            mid = _DS_07.search(text) if old is None else None
-            if mid is not None:  # DeepSpeed ~0.7: epoch/step, then the running mean and the step's own figure
-                m = mid
-            elif old is None:
-                return lp.NOT_MINE
+            return lp.NOT_MINE
         if not final and not re.search(r"MaxMemAllocated=" + _NUM + r"GB\s*$", text):
             return lp.FRAGMENT
         k = kinds["deepspeed"]
-        step = int(m.group(2)) if m is not None and m.re is _DS_07 else int(m.group(1)) if m else int(old.group(2))
+        if m.re is _DS_NEW:  # step, the running mean, the step's own samples/s
+            step, mean, speed = int(m.group(1)), float(m.group(2)), float(m.group(3))
+        elif m.re is _DS_07:  # epoch/step, the running mean, the step's own samples/s
+            step, mean, speed = int(m.group(2)), float(m.group(3)), float(m.group(4))
+        else:  # epoch/step, the running mean only
+            step, mean, speed = int(m.group(2)), float(m.group(3)), None
         if step <= k.prev:  # every rank's engine may print it: the first one read counts
             return lp.CONSUMED
         stamp = _DS_STAMP.search(text)
         t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
-        speed = lp.to_float(m.group(4 if m.re is _DS_07 else 3)) if m else None
         if k.in_window(step):
-            k.reported.append(lp.to_float(m.group(3 if m.re is _DS_07 else 2) if m else old.group(3)))
+            k.reported.append(mean)
         mm = _DS_MEM.search(text)
         if mm:
             mem["ds_max_allocated_gib"] = max(mem.get("ds_max_allocated_gib", 0.0), lp.to_float(mm.group(1)) or 0.0)
@@ -372,7 +374,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
             x["flops_per_sample"] = sum(per) / len(per)
             x["flops_basis"] = "the program's own TFLOP/s per GPU x GPUs / its samples/s"
             x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in k.tflops) / len(k.tflops)
-    if "flops_per_sample" not in x and all(size.get(n) for n in ("seq_length", "num_layers", "hidden_size")):
+    if "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
         tp = size.get("tensor_model_parallel_size") or 1
         vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
         x["flops_per_sample"] = flops_per_sample(seq, size["num_layers"], size["hidden_size"], vocab,

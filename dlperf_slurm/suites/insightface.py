@@ -43,6 +43,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 from dlperf_slurm.suites.wdl import Gaps
@@ -83,7 +84,7 @@ class _Face(Suite):
         return argv + list(args) + ["--"]
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-        return _parse(lines, ctx)
+        return _parse(lines, ctx, self.evaluations)
 
 
 @register
@@ -122,6 +123,7 @@ class OneFlowFace(_Face):
 
 @register
 class MXNetFace(_Face):
+    evaluations = ("insightface_lfw",)  # "[lfw][32500]Accuracy-Flip: 0.50750+-0.00704" (its verification)
     framework = "mxnet"
     description = ("deepinsight/insightface MXNet: ArcFace train.py (data parallel) / train_parall.py (model "
                    "parallel), Partial FC train_memory.py (horovodrun); train.py across nodes under dmlc")
@@ -189,7 +191,7 @@ class MXNetFace(_Face):
 # ----------------------------------------------------------------------------------------------- parsing
 # Speed records (each the end of an interval of logged steps), as the programs print them:
 #   oneflow_face insightface_train.py  train: iter 19, loss 16.53, throughput: 1935.417   (step index from 0; global)
-#   oneflow_face train.py / arcface_torch   Training: 2021-05-12 00:00:42,110-Speed 884.42 samples/sec   Loss 47.2532 ...
+#   oneflow_face train.py / arcface_torch   Training: 2021-05-12 00:00:42,110-Speed 884.42 samples/sec   Loss 47.2532 ...  # noqa: E501
 #                                          Epoch: 0   Global Step: 100   (global samples/s)
 #   ArcFace MXNet (Speedometer)        INFO:root:Epoch[0] Batch [32400-32420]\tSpeed: 224.07 samples/sec\tacc=...
 #                                      (or Batch [4900]; samples/s of this process, i.e. of its node: x nodes)
@@ -214,8 +216,9 @@ def _wanted(text: str) -> bool:
             or any(v in text for v in _VALIDATION))
 
 
-def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(evaluations)
     gaps = Gaps()
     gb = float(ctx.global_batch)
     st: dict[str, Any] = {"prev": 0, "clock": 0.0, "forms": set(), "validations": 0, "tainted": False,
@@ -236,6 +239,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if any(v in text for v in _VALIDATION):
+            evals.read(text)  # LFW's accuracy: the run's (the other sets' and the interval's time are not)
             if not st["tainted"]:
                 st["validations"] += 1
             st["tainted"] = True
@@ -266,7 +270,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
         "throughput", "samples/sec", "it/sec", *_VALIDATION)).run(lines)
-    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"]),
                              "clock": "each interval's samples / its printed global samples/s, summed"}
     if st["validations"]:
         extra["validations"] = st["validations"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -106,10 +107,10 @@ class BertBase(_MindSpore):
 # names, else right after the worker's previous record. LossMonitor's step counts within an epoch: a log of its lines
 # alone (no TimeMonitor) counts its steps across epochs (each epoch adds the last step the one before it printed), so
 # a finished run is never short of the window for that; it has no clock, so its window is never timed. The zoo's
-# per-epoch record states no step count: its epochs are as long as its first (epoch time / per step time there). Rank labels (msrun launch: "[rankN]: ",
-# srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log (DLPerf's mpirun
-# --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not yet seen its
-# epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
+# per-epoch record states no step count: its epochs are as long as its first (epoch time / per step time there).
+# Rank labels (msrun launch: "[rankN]: ", srun -l, mpirun --tag-output) select rank 0. An unlabelled multi-rank log
+# (DLPerf's mpirun --merge-stderr-to-stdout) is split into workers: a record goes to the first worker that has not
+# yet seen its epoch (data parallel ranks move in lockstep); each worker is measured and the median taken.
 
 _NUM = lp.NUM
 _TIME = re.compile(r"epoch time: (" + _NUM + r") (ms|s), per step time: (" + _NUM + r") ms")
@@ -167,8 +168,23 @@ def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigur
     if steps < lp.Window.COVERAGE * measure or not (seconds > 0) or not math.isfinite(seconds):
         return None
     speeds = [gb * 1000.0 / r[3] for r in inside if r[3] > 0 and math.isfinite(r[3])]
-    return lp.WindowFigures(inside[0][0], inside[-1][1], seconds, gb * steps / seconds, 1000.0 * seconds / steps,
-                            sum(speeds) / len(speeds) if speeds else None, len(speeds))
+    return lp.WindowFigures(start=inside[0][0], end=inside[-1][1], seconds=seconds, throughput=gb * steps / seconds,
+                            latency_ms=1000.0 * seconds / steps,
+                            speed=sum(speeds) / len(speeds) if speeds else None, speed_points=len(speeds))
+
+
+
+@dataclass
+class _State:
+    """What a parse learns beside its window and workers."""
+
+    hint: tuple[Any, ...] | None = None  # ("epoch", E, S) | ("step", N) of the last loss line
+    losses: int = 0  # loss lines read
+    # LossMonitor's epochs counted on: the current one, the steps before it, the last step it printed
+    epoch: int | None = None
+    offset: int = 0
+    last: int = 0
+    zoo_n: int | None = None  # the zoo record's epoch length
 
 
 def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
@@ -176,13 +192,11 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     workers: list[_Worker] = [_Worker()]
     fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
     gb = float(ctx.global_batch)
-    # hint: ("epoch", E, S) | ("step", N) of the last loss line; epoch/offset/last: LossMonitor's epochs counted on
-    # (the steps before the current epoch, the last step it printed); zoo_n: the zoo record's epoch length
-    st: dict[str, Any] = {"hint": None, "losses": 0, "epoch": None, "offset": 0, "last": 0, "zoo_n": None}
+    st = _State()
 
     def loss(value: str, step_guess: int) -> None:
         x = lp.to_float(value)
-        st["losses"] += 1
+        st.losses += 1
         if x is not None:
             if step_guess >= window.max_step:
                 window.add(step_guess, loss=x)
@@ -197,25 +211,26 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return
         if unit == "s":
             epoch_ms *= 1000.0
-        hint = st["hint"]
+        hint = st.hint
         if hint and hint[0] == "epoch" and hint[2]:
             n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
         elif hint and hint[0] == "epoch":  # the zoo's record: every epoch is as long as the first
-            if st["zoo_n"] is None:
-                st["zoo_n"] = _steps(epoch_ms, step_ms, fallback)
-            n = st["zoo_n"]
+            if st.zoo_n is None:
+                st.zoo_n = _steps(epoch_ms, step_ms, fallback)
+            n = st.zoo_n
         else:
             n = _steps(epoch_ms, step_ms, fallback)
         key = hint[:2] if hint else None
         w = workers[0]
         if key is not None:
-            w = next((x for x in workers if key not in x.seen), None)
-            if w is None:
+            free = next((x for x in workers if key not in x.seen), None)
+            if free is None:
                 if len(workers) >= _MAX_STREAMS:
                     return
-                w = _Worker()
-                workers.append(w)
-            w.seen.add(key)
+                free = _Worker()
+                workers.append(free)
+            free.seen.add(key)
+            w = free
         end = w.end + n
         if hint and hint[0] == "step" and hint[1] > w.end:
             end = hint[1]  # a global step (BERT): trust it
@@ -229,7 +244,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     def thor(step: int, loss_v: str, total: str, per_step: str) -> None:
         """BERT-THOR's line: its own record of the steps since the previous print (total / per step of them)."""
         seconds, each = lp.to_float(total), lp.to_float(per_step)
-        st["hint"] = ("step", step)
+        st.hint = ("step", step)
         loss(loss_v, step)
         if seconds is None or each is None or not (seconds >= 0 and each > 0):
             return
@@ -253,7 +268,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.FRAGMENT  # cut by buffering: read it with what follows
         z = _ZOO.search(text)
         if z is not None:
-            st["hint"] = ("epoch", int(z.group(1)), None)
+            st.hint = ("epoch", int(z.group(1)), None)
             loss(z.group(2), workers[0].end)
         elif "outputs are" in text or "outpus are" in text:
             b = _LOSSCB.search(text)
@@ -262,7 +277,7 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                 return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
             if not final and b.end() == len(text.rstrip()):
                 return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
-            st["hint"] = ("step", int(b.group(2)))
+            st.hint = ("step", int(b.group(2)))
             loss(b.group(3), int(b.group(2)))
             return lp.CONSUMED
         elif "loss is" in text:
@@ -276,13 +291,13 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if not final and lm.end() == len(text):
                 return lp.FRAGMENT  # the loss ends the line: it may be cut short
             e, s = int(lm.group(1)), int(lm.group(2))
-            st["hint"] = ("epoch", e, s)
-            if st["epoch"] is None:
-                st["epoch"] = e
-            elif e > st["epoch"]:  # a new epoch: its steps follow the last one the previous epoch printed
-                st["epoch"], st["offset"], st["last"] = e, st["offset"] + st["last"], 0
-            st["last"] = max(st["last"], s)
-            loss(lm.group(3), max(workers[0].end, st["offset"]) + s)
+            st.hint = ("epoch", e, s)
+            if st.epoch is None:
+                st.epoch = e
+            elif e > st.epoch:  # a new epoch: its steps follow the last one the previous epoch printed
+                st.epoch, st.offset, st.last = e, st.offset + st.last, 0
+            st.last = max(st.last, s)
+            loss(lm.group(3), max(workers[0].end, st.offset) + s)
             return lp.CONSUMED
         if m is None:
             return lp.NOT_MINE
@@ -293,16 +308,17 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     measured = [w for w in workers if w.records]
     figs = [f for f in (_figures(w, ctx.warmup_steps, ctx.measure_steps, gb) for w in measured) if f is not None]
     extra: dict[str, Any] = {"workers_seen": len(measured), "sinks": len(workers[0].records),
-                             "loss_lines": st["losses"]}
+                             "loss_lines": st.losses}
     fig = figs[0] if figs else None
     if len(figs) > 1:
         speeds = [f.speed for f in figs if f.speed is not None]
         extra["workers_measured"] = len(figs)
         extra["per_worker_throughput"] = [f.throughput for f in figs]
-        fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
-                               statistics.median(f.throughput for f in figs),
-                               statistics.median(f.latency_ms for f in figs),
-                               statistics.median(speeds) if speeds else None, fig.speed_points)
+        first = figs[0]
+        fig = lp.WindowFigures(start=first.start, end=first.end, seconds=statistics.median(f.seconds for f in figs),
+                               throughput=statistics.median(f.throughput for f in figs),
+                               latency_ms=statistics.median(f.latency_ms for f in figs),
+                               speed=statistics.median(speeds) if speeds else None, speed_points=first.speed_points)
     reached = max([window.max_step] + [w.end for w in measured]) >= ctx.warmup_steps + ctx.measure_steps
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig if reached else None, complete=reached,
                     extra=extra, no_memory_reason="MindSpore model_zoo logs report no GPU memory")

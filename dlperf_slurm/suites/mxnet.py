@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 
@@ -48,7 +49,7 @@ class _MXNet(Suite):
     dlperf_window = (20, 100)
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-        return _parse(lines, ctx)
+        return _parse(lines, ctx, self.evaluations)
 
 
 @register
@@ -58,6 +59,7 @@ class NgcResNet50(_MXNet):
     description = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 train.py (NGC MXNet 20.03, DLE "
                    "e470c215) with DLPerf's flags: --batch-size is the global batch, --benchmark-iters = the window")
     sample_unit = "img/s"
+    evaluations = ("mxnet",)  # train.py's fit.py before e470c215 (NGC 19.x) ran Module.fit with eval_data
     launcher = "horovodrun"
     launchers = ("horovodrun", "mpirun", "srun")
     # DLPerf published AMP with and without train.py's --amp (its dynamic loss scaling)
@@ -107,6 +109,7 @@ class GluonResNet50(_Gluon):
     description = ("gluon-cv scripts/classification/imagenet train_horovod.py --model=resnet50_v1b (f9a8a28, as "
                    "DLPerf modified it: --mode, a per-batch Speed line, a stop after 120 batches) with DLPerf's flags")
     sample_unit = "img/s"
+    evaluations = ("gluoncv", "mxnet")  # "[Epoch 0] validation: err-top1=...", "Epoch[0] Validation-accuracy=..."
     # steps_flag: the flag (``--max-batches``, say) of a script that stops after N batches; gluon-cv's own has none
     # (DLPerf's copy stopped at 120), so by default the run trains a whole epoch and the window is read from it.
     options = {"workdir": "/workspace/gluon-cv/scripts/classification/imagenet", "script": "train_horovod.py",
@@ -202,8 +205,8 @@ def _starts(text: str) -> bool:
     return "Speed:" in text or "Iteration: " in text or "[step " in text or "Loss[" in text
 
 
-def _wanted(text: str) -> bool:
-    return "Batch" in text or "Iteration: " in text or "[step " in text or "Speed:" in text
+def _wanted(text: str) -> bool:  # "alidation": the evaluation lines (parsing.evals' gluoncv and mxnet)
+    return "Batch" in text or "Iteration: " in text or "[step " in text or "Speed:" in text or "alidation" in text
 
 
 def _cut(text: str) -> bool:
@@ -242,8 +245,9 @@ class _Seen:
     unstamped: int = 0
 
 
-def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
     gb = float(ctx.global_batch)
+    evals = lp_evals.Reader(evaluations)
     steps: dict[tuple[int, int], _Step] = {}
     seen: set = set()
     iso = lp.IsoClock()
@@ -294,6 +298,8 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if (lm := _BERT_LOSS.search(text)) is not None:
                 loss = lp.to_float(lm.group(1))
         else:
+            if rank in (None, 0) and evals.read(text):  # rank 0's evaluation (every rank may print it)
+                return lp.CONSUMED
             return lp.FRAGMENT if not final and _cut(text) else lp.NOT_MINE
         if not final and form == "dllogger" and not _UNIT.match(text, m.end()):
             return lp.FRAGMENT  # dllogger's figure may be cut short: its unit (images/s) follows it
@@ -327,7 +333,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return lp.CONSUMED
 
     facts = lp.Scanner(handler, ranks="all", starts=_starts, wanted=_wanted,
-                       block_needles=("Batch", "Iteration: ", "[step ", "Speed:")).run(lines)
+                       block_needles=("Batch", "Iteration: ", "[step ", "Speed:", "alidation")).run(lines)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     offsets: dict[int, int] = {}
     total = 0
@@ -359,7 +365,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                    span_seconds=None if use_stamps else seconds)
         if seconds is not None or (use_stamps and stamp is not None):
             prev = max(prev, step)
-    extra: dict[str, Any] = {"formats": sorted(st.forms),
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms),
                              "clock": "log stamps (a step ends at its last rank's line)" if use_stamps
                              else "sum of global batch / the step's median speed",
                              "speed": "per step, the median over the ranks' lines; mean over the window's steps"}

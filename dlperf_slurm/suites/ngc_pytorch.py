@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -61,8 +62,8 @@ class BertBase(_NGCPyTorch):
     sample_unit = "seq/s"
     loss_metrics = ("step_loss", "average_loss")
     final_metric = "training_sequences_per_second"
-    options = {"workdir": "/workspace/bert", "data_dir": "/data/bert/phase1", "config_file": "/workspace/bert/bert_config.json",
-               "python": "python"}
+    options = {"workdir": "/workspace/bert", "data_dir": "/data/bert/phase1",
+               "config_file": "/workspace/bert/bert_config.json", "python": "python"}
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         argv = [
@@ -81,9 +82,9 @@ class BertBase(_NGCPyTorch):
 
 # ----------------------------------------------------------------------------------------------- parsing
 # dllogger, rank 0 only (suites-reference.md §3.1, §3.2, §7). Two forms, possibly both in one log:
-#   StdOutBackend  DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s
-#                  DLL 2020-09-24 02:10:30.123456 - Training Epoch: 0 Training Iteration: 25  average_loss : 10.48  step_loss : 10.43 ...
-#   JSON stream    DLLL {"timestamp": "1570716921.842053", ..., "type": "LOG", "step": [0, 5], "data": {"train.loss": ...}}
+#   StdOutBackend  DLL 2020-09-15 14:29:13.473765 - Epoch: 0 Iteration: 1  train.loss : 7.09304  train.total_ips : 267.44 img/s  # noqa: E501
+#                  DLL 2020-09-24 02:10:30.123456 - Training Epoch: 0 Training Iteration: 25  average_loss : 10.48  step_loss : 10.43 ...  # noqa: E501
+#   JSON stream    DLLL {"timestamp": "1570716921.842053", ..., "type": "LOG", "step": [0, 5], "data": {"train.loss": ...}}  # noqa: E501
 # A step is (epoch, iteration); iterations restart each epoch, so steps are counted across epochs. Validation
 # lines (a third step element) and the run summary (no step) are not training steps. The window is method.md's:
 # the DLL timestamps at the ends of steps ``warmup`` and ``warmup + measure`` (DLPerf's own extractor skipped
@@ -126,26 +127,40 @@ def _metric(body: str, key: str, start: int = 0) -> tuple[str, str, bool] | None
     return body[j:k], "", False
 
 
+
+@dataclass
+class _State:
+    """What a parse learns beside its window."""
+
+    epoch: int | None = None  # the epoch of the last step record
+    offset: int = 0  # the steps of the epochs before it (a step's number counts across epochs)
+    last_iter: int = 0  # the highest iteration read in this epoch
+    params: dict[str, Any] = field(default_factory=dict)  # the PARAMETER records
+    final: float | None = None  # the run summary's own throughput
+    json_steps: int = 0  # step records read in dllogger's JSON stream form
+    text_steps: int = 0  # ... and in its text form
+
+
 def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     iso, epoch = lp.IsoClock(), lp.EpochClock()
     gb = float(ctx.global_batch)
     speed_key, loss_keys, final_key = suite.speed_metric, suite.loss_metrics, suite.final_metric
-    st: dict[str, Any] = {"epoch": None, "offset": 0, "last_iter": 0, "params": {}, "final": None, "json": 0, "text": 0}
+    st = _State()
 
     def add(epoch: int, it: int, t: float | None, speed: float | None, loss: float | None) -> None:
-        if epoch != st["epoch"]:
-            if st["epoch"] is None:
-                st["epoch"] = epoch
-            elif epoch > st["epoch"]:
-                st["offset"] += st["last_iter"]
-                st["epoch"], st["last_iter"] = epoch, 0
-        if it > st["last_iter"]:
-            st["last_iter"] = it
+        if epoch != st.epoch:
+            if st.epoch is None:
+                st.epoch = epoch
+            elif epoch > st.epoch:
+                st.offset += st.last_iter
+                st.epoch, st.last_iter = epoch, 0
+        if it > st.last_iter:
+            st.last_iter = it
         # No span from the printed ips: in real logs train.total_ips is ~2x what the timestamps give (it leaves
         # out part of the iteration), so it cannot stand in for a missing boundary time.
-        window.add(st["offset"] + it, t, speed=speed if speed is not None and math.isfinite(speed) else None,
+        window.add(st.offset + it, t, speed=speed if speed is not None and math.isfinite(speed) else None,
                    loss=loss)
 
     def text_line(text: str, at: int, final: bool) -> int:
@@ -169,7 +184,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
             if got is not None and not got[2]:  # the last value on a cut line may be cut too
                 loss = _float(got[0])
                 break
-        st["text"] += 1
+        st.text_steps += 1
         add(int(m.group(2)), int(m.group(3)), iso.seconds(m.group(1)), speed, loss)
         return lp.CONSUMED
 
@@ -180,14 +195,14 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
         body = text[m.end():]
         sm = _STEP.match(body)
         if sm:  # a step line in a shape the fast regex does not take (e.g. "T" between date and time)
-            st["text"] += 1
+            st.text_steps += 1
             got = _metric(body, speed_key, sm.end()) if speed_key else None
             add(int(sm.group(1)), int(sm.group(2)), iso.seconds(m.group(1).replace("T", " ")),
                 _float(got[0]) if got and got[1] else None, None)
             return lp.CONSUMED
         if body.startswith("PARAMETER"):
             for k, v in _PARAM.findall(body):
-                st["params"][k] = v
+                st.params[k] = v
             return lp.CONSUMED
         if not final and len(body) < 60 and not body.startswith("Summary"):
             return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
@@ -196,7 +211,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
             # a unit, or another metric after it, says the number ended (BERT's training_sequences_per_second has
             # no unit: '-  e2e_train_time : 931.02  training_sequences_per_second : 4058.34  final_loss : ...')
             if got is not None and (got[1] or not got[2] or final):
-                st["final"] = _float(got[0])
+                st.final = _float(got[0])
         return lp.CONSUMED
 
     def json_line(text: str, at: int, final: bool) -> int:
@@ -212,12 +227,12 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
         if step == "PARAMETER":
             for k in ("batch_size", "world_size", "amp", "fp16", "prof", "print_freq", "train_batch_size", "max_steps"):
                 if k in data:
-                    st["params"][k] = data[k]
+                    st.params[k] = data[k]
             return lp.CONSUMED
         if isinstance(step, list) and len(step) == 0:
             v = lp.to_float(data.get(final_key))
             if v is not None:
-                st["final"] = v
+                st.final = v
             return lp.CONSUMED
         if (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                               for x in step) and obj.get("type", "LOG") == "LOG"):
@@ -227,7 +242,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
                 if key in data:
                     loss = lp.to_float(data[key])
                     break
-            st["json"] += 1
+            st.json_steps += 1
             add(step[0], step[1], epoch.seconds(obj.get("timestamp")), speed, loss)
         return lp.CONSUMED
 
@@ -247,7 +262,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
 
     facts = lp.Scanner(handler, starts=_starts, needles=("DLL",)).run(lines)
     extra: dict[str, Any] = {}
-    params = st["params"]
+    params = st.params
     if params:
         extra["parameters"] = dict(params)
         try:
@@ -256,8 +271,8 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
                 extra["global_batch_mismatch"] = f"log world_size {ws} x batch_size {bs}, expected {ctx.global_batch}"
         except (TypeError, ValueError):
             pass
-    if st["final"] is not None:
-        extra["reported_throughput"] = st["final"]
-    extra["formats"] = [f for f, n in (("dllogger-json", st["json"]), ("dllogger-text", st["text"])) if n]
+    if st.final is not None:
+        extra["reported_throughput"] = st.final
+    extra["formats"] = [f for f, n in (("dllogger-json", st.json_steps), ("dllogger-text", st.text_steps)) if n]
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="DeepLearningExamples logs report no GPU memory")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -115,8 +116,8 @@ class BertBase(_NGCTF1):
     published = "time"  # DLPerf's README table is extract_tensorflow_logs_time.py's: stamps of Iteration 20 and 120
     dlperf_window = (20, 100)
     options = {"python": "python3", "workdir": "/workspace/bert", "script": "run_pretraining.py",
-               "input_files_dir": "/workspace/bert/data/tfrecord", "bert_config_file": "/workspace/bert/data/bert_config.json",
-               "dle": "fed7ba99"}
+               "input_files_dir": "/workspace/bert/data/tfrecord",
+               "bert_config_file": "/workspace/bert/data/bert_config.json", "dle": "fed7ba99"}
     speed_keys = ("throughput_train",)
     summary_key = "throughput_train"
 
@@ -146,11 +147,11 @@ class BertBase(_NGCTF1):
 #   ConvNets, training_benchmark   DLL 2020-12-16 07:39:49.397291 - (0, 200) total_ips : 8248.821093327622
 #   ConvNets, train (DLPerf's)     DLL <stamp> - (0, 20) imgs_per_sec : 361.52  cross_entropy : ...  total_loss : ...
 #   ConvNets, summary              DLL 2020-12-16 07:41:10.180123 - () train_throughput : 7810.758929502331
-#   ConvNets, parameters           DLL <stamp> - PARAMETER arch : resnet50  mode : training_benchmark  ... batch_size : 256 ...
-#   BERT                           DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : ...
+#   ConvNets, parameters           DLL <stamp> - PARAMETER arch : resnet50  mode : training_benchmark  ... batch_size : 256 ...  # noqa: E501
+#   BERT                           DLL 2020-12-07 20:04:34.092791 - Iteration: 16  throughput_train : 145.221 seq/s mlm_loss : ...  # noqa: E501
 #   BERT, summary                  DLL 2020-12-07 17:14:10.530985 -  throughput_train : 153.458 seq/s
 #   JSON stream (the programs write it to a file: log.json / --dllog_path; read when a log holds it)
-#                                  DLLL {"timestamp": "1608104389.397291", ..., "type": "LOG", "step": [0, 200], "data": {"total_ips": ...}}
+#                                  DLLL {"timestamp": "1608104389.397291", ..., "type": "LOG", "step": [0, 200], "data": {"total_ips": ...}}  # noqa: E501
 # possibly behind Horovod/mpirun's ``[1,0]<stdout>:`` (``--tag-output``; with ``--timestamp-output`` after a date).
 # Steps: ConvNets' (epoch, i) is a 0-based step index (the hook's own counter, or global_step), step = i + 1;
 # BERT's Iteration is 1-based. ConvNets' speed is one step's (global batch / its session-run time); BERT's
@@ -171,13 +172,26 @@ def _metrics(body: str) -> dict[str, str]:
     return {k: v for k, v in _METRIC.findall(body)}
 
 
+@dataclass
+class _State:
+    """What a parse learns beside its window."""
+
+    prev: int = 0  # the highest step read
+    seen: set[int] = field(default_factory=set)  # the steps read (a step's first line counts)
+    params: dict[str, str] = field(default_factory=dict)  # the PARAMETER records
+    final: float | None = None  # the run summary's own throughput
+    json_steps: int = 0  # step records read in dllogger's JSON stream form
+    text_steps: int = 0  # ... and in its text form
+    keys: set[str] = field(default_factory=set)  # the speed metrics the step records carry
+
+
 def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     iso, epoch_clock = lp.IsoClock(), lp.EpochClock()
     gb = float(ctx.global_batch)
     speed_keys, summary_key = suite.speed_keys, suite.summary_key
     per_step = suite.model == "resnet50"  # a line's speed is its own step's (else: since the previous line)
-    st: dict[str, Any] = {"prev": 0, "seen": set(), "params": {}, "final": None, "json": 0, "text": 0, "keys": set()}
+    st = _State()
 
     def add(step: int, t: float | None, data: Mapping[str, Any]) -> None:
         speed = key = None
@@ -188,16 +202,16 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if key is None:
             return  # an epoch summary, an eval line: no training step
         loss = next((lp.to_float(data[k]) for k in _LOSS_KEYS if k in data), None)
-        st["keys"].add(key)
-        if step in st["seen"]:
+        st.keys.add(key)
+        if step in st.seen:
             return
-        st["seen"].add(step)
-        span = step - 1 if per_step else min(st["prev"], step - 1)
-        st["prev"] = max(st["prev"], step)
-        ok = lp.finite(speed) and speed > 0
+        st.seen.add(step)
+        span = step - 1 if per_step else min(st.prev, step - 1)
+        st.prev = max(st.prev, step)
+        good = speed if lp.finite(speed) and speed > 0 else None
         # the program's own time of the steps the speed covers: lets the window start where no line was logged
-        window.add(step, t, speed=speed if ok else None, loss=loss, span_from=span,
-                   span_seconds=(step - span) * gb / speed if ok else None)
+        window.add(step, t, speed=good, loss=loss, span_from=span,
+                   span_seconds=(step - span) * gb / good if good is not None else None)
 
     def text_line(text: str, at: int, final: bool) -> int:
         m = _DLL.match(text, at)
@@ -207,17 +221,17 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if not final and not body.endswith(" "):  # dllogger ends every record with a space (value, or unit)
             return lp.FRAGMENT
         if body.startswith("PARAMETER "):
-            st["params"].update(_PARAM.findall(body[10:]))
+            st.params.update(_PARAM.findall(body[10:]))
             return lp.CONSUMED
         sm = _TUPLE.match(body) or _ITER.match(body)
         if sm is None:
             if body.startswith(("() ", " ")):  # the run summary: step () (ConvNets) or "" (BERT's format_step)
                 v = _metrics(body).get(summary_key)
                 if v is not None:
-                    st["final"] = lp.to_float(v)
+                    st.final = lp.to_float(v)
             return lp.CONSUMED
         step = int(sm.group(2)) + 1 if sm.re is _TUPLE else int(sm.group(1))
-        st["text"] += 1
+        st.text_steps += 1
         add(step, iso.seconds(m.group(1)), _metrics(body[sm.end():]))
         return lp.CONSUMED
 
@@ -230,15 +244,15 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
             return lp.CONSUMED if isinstance(obj, dict) else lp.NOT_MINE
         step, data = obj.get("step"), obj["data"]
         if step == "PARAMETER":
-            st["params"].update({k: str(v) for k, v in data.items()})
+            st.params.update({k: str(v) for k, v in data.items()})
         elif step == [] or step == ():
             if summary_key in data:
-                st["final"] = lp.to_float(data[summary_key])
+                st.final = lp.to_float(data[summary_key])
         elif isinstance(step, int) and not isinstance(step, bool):  # BERT: Iteration N
-            st["json"] += 1
+            st.json_steps += 1
             add(step, epoch_clock.seconds(obj.get("timestamp")), data)
         elif (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) for x in step)):  # ConvNets
-            st["json"] += 1
+            st.json_steps += 1
             add(step[1] + 1, epoch_clock.seconds(obj.get("timestamp")), data)
         return lp.CONSUMED
 
@@ -255,10 +269,10 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         return text_line(text, at, final)
 
     facts = lp.Scanner(handler, starts=lambda t: "DLL" in t, needles=("DLL",)).run(lines)
-    extra: dict[str, Any] = {"formats": [f for f, n in (("dllogger-json", st["json"]),
-                                                          ("dllogger-text", st["text"])) if n],
-                             "metrics": sorted(st["keys"])}
-    params = st["params"]
+    extra: dict[str, Any] = {"formats": [f for f, n in (("dllogger-json", st.json_steps),
+                                                          ("dllogger-text", st.text_steps)) if n],
+                             "metrics": sorted(st.keys)}
+    params = st.params
     if params:
         extra["parameters"] = {k: params[k] for k in ("mode", "batch_size", "num_iter", "warmup_steps",
                                                       "display_every", "use_xla", "use_tf_amp", "amp", "xla")
@@ -266,7 +280,7 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         bs = params.get("batch_size")
         if bs is not None and bs.isdigit() and int(bs) != ctx.batch_size:
             extra["batch_mismatch"] = f"log batch_size {bs} per GPU, expected {ctx.batch_size}"
-    if st["final"] is not None:
-        extra["reported_throughput"] = st["final"]
+    if st.final is not None:
+        extra["reported_throughput"] = st.final
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="DeepLearningExamples TF1 logs report no GPU memory")

@@ -40,6 +40,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 
@@ -72,7 +73,7 @@ class _OneFlow(Suite):
         return [f"--num_nodes={cell.nodes}", f"--gpu_num_per_node={cell.gpus_per_node}"]
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-        return _parse(lines, ctx)
+        return _parse(lines, ctx, self.evaluations)
 
 
 @register
@@ -80,6 +81,7 @@ class ResNet50(_OneFlow):
     model = "resnet50"
     description = "OneFlow-Benchmark Classification/cnns/of_cnn_train_val.py --model=resnet50 (DLPerf's flags)"
     sample_unit = "img/s"
+    evaluations = ("oneflow", "oneflow_models")  # "validation: epoch 47, ..., top_1: 0.76, top_k: 0.93", "[eval]"
     options = {"workdir": "/workspace/OneFlow-Benchmark/Classification/cnns", "script": "of_cnn_train_val.py",
                "python": "python3", "data_dir": "/datasets/ImageNet/ofrecord", "data_part_num": 256, "print_every": 0}
 
@@ -177,8 +179,9 @@ _BERT2020_FIG = re.compile(r"\bspeed: (" + _NUM + r")\(sec/batch\), (" + _NUM + 
 _NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 
-def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(evaluations)
     stamps, iso = lp.EpochClock(), lp.IsoClock()
     gb = float(ctx.global_batch)
     st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0, "timed": 0,
@@ -230,6 +233,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
         stamp = _MODELS_STAMP.search(text)
         t = iso.seconds(stamp.group(1)) if stamp else None
+        evals.trained(text)
         return add("oneflow-models", step, t, seconds, speed, _LOSS.search(text, m.end()))
 
     def bert2020(m: re.Match, text: str) -> int:
@@ -261,7 +265,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         elif not final and _CUT_HEAD.search(text):
             return lp.FRAGMENT  # a record cut in its head: its tail follows
         else:
-            return lp.NOT_MINE
+            return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
         body = text[m.end():]
         fig = _FIGURE.search(body)
         if not final and (fig is None or text.rstrip().endswith(tuple("0123456789."))):
@@ -274,11 +278,12 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         speed = lp.to_float(fig.group(1))
         seconds = span * gb / speed if speed is not None and speed > 0 else None
         t = stamps.seconds(fig.group(2)) if fig.group(2) else None
+        evals.trained(text)  # the first stamped one starts a time to target
         return add(form, step, t, seconds, speed, _LOSS.search(body))
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),
-                       needles=_NEEDLES).run(lines)
-    extra: dict[str, Any] = {"formats": sorted(st["forms"])}
+                       needles=_NEEDLES + evals.needles).run(lines)
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"])}
     extra["clock"] = "print stamps" if st["stamps"] else "sum of the printed intervals (batch x steps / samples/s)"
     if st["stamps"] and st["timed"]:
         extra["clock_mixed"] = f"{st['stamps']} lines with stamps, {st['timed']} timed by their figure"

@@ -14,6 +14,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import Suite, register
 
@@ -35,6 +36,7 @@ class ResNet50(_Paddle):
     model = "resnet50"
     description = "PaddlePaddle/models PaddleCV/image_classification train.py --model=ResNet50 (DLPerf's flags)"
     sample_unit = "img/s"
+    evaluations = ("paddleclas",)  # "[Eval][Epoch 2][Avg]... top1: 0.23302, top5: 0.47420"
     # dynamic_loss_scaling: DLPerf published AMP with and without it; dali: its third AMP table (DALI reader)
     axes = {"dynamic_loss_scaling": (True, False), "dali": (False, True)}
     axis_defaults = {"dynamic_loss_scaling": True, "dali": False}
@@ -144,11 +146,12 @@ _CLAS_RESET = 5  # PaddleClas's static program resets its batch-time meter at th
 def _wanted(text: str) -> bool:
     """A step record is on the line (a line that holds one also starts one: it is never the tail of another)."""
     return ("train batch" in text or "train step" in text or "progress:" in text or "global step" in text
-            or "[Iter: " in text or "global_step: " in text)
+            or "[Iter: " in text or "global_step: " in text or "[Eval][Epoch " in text)  # and an evaluation
 
 
 def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(suite.evaluations)
     iso = lp.IsoClock()
     gb = float(ctx.global_batch)
     per_node = float(ctx.gpus_per_node * ctx.batch_size)
@@ -188,7 +191,7 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             form, step = "paddleclas", step_of(int(m.group(1)), int(m.group(2))) - 1
             per_epoch = (int(m.group(1)), int(m.group(2)))
         else:
-            return lp.NOT_MINE
+            return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
         body = text[m.end():] if form != "paddlenlp-trainer" else text
         bt, ips, sps = _BATCH_TIME.search(body), _IPS.search(body), _STEPS_PER_S.search(body)
         run = _RUNTIME.search(body) if form == "paddlenlp-trainer" else None
@@ -250,12 +253,13 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             t = st["clock"]
         st["prev"] = max(st["prev"], step)
         st["forms"].add(form)
+        evals.trained(text)  # the first stamped one starts a time to target
         window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
                    span_from=step - span if seconds is not None else None, span_seconds=seconds)
         return lp.CONSUMED
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted).run(lines)
-    extra: dict[str, Any] = {"formats": sorted(st["forms"])}
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"])}
     if st["stamps"] and st["timed"]:
         extra["clock_mixed"] = f"{st['stamps']} lines with stamps, {st['timed']} timed by their batch time"
     extra["clock"] = "log stamps" if st["stamps"] else "sum of the printed batch times"

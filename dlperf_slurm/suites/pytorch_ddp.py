@@ -87,9 +87,9 @@ class _PytorchDDP(Suite):
         def window() -> lp.Window:
             if seen.window is None:
                 h = seen.header or {}
-                warm = h.get(ev.WARMUP_STEPS) if isinstance(h.get(ev.WARMUP_STEPS), int) else ctx.warmup_steps
-                meas = h.get(ev.MEASURE_STEPS) if isinstance(h.get(ev.MEASURE_STEPS), int) else ctx.measure_steps
-                seen.window = lp.Window(warm, meas)
+                warm, meas = h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)
+                seen.window = lp.Window(warm if isinstance(warm, int) else ctx.warmup_steps,
+                                        meas if isinstance(meas, int) else ctx.measure_steps)
             return seen.window
 
         def on_event(event: dict, rank: int | None) -> None:
@@ -120,7 +120,8 @@ class _PytorchDDP(Suite):
         facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=on_event).run(lines)
         w = window()
         h = seen.header or {}
-        gb = h.get(ev.GLOBAL_BATCH) if lp.finite(h.get(ev.GLOBAL_BATCH)) and h.get(ev.GLOBAL_BATCH) > 0 else None
+        said = h.get(ev.GLOBAL_BATCH)
+        gb = said if lp.finite(said) and said > 0 else None
         extra: dict[str, Any] = {}
         if h:
             for key in _HEADER_EXTRA:

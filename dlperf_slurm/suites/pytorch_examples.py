@@ -30,6 +30,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.suites import Suite, register
 
@@ -44,6 +45,7 @@ class ResNet50(Suite):
     precisions = ("fp32",)
     published = "time"
     sample_unit = "img/s"
+    evaluations = ("torchvision",)  # main.py's validate(): " *   Acc@1 92.424 Acc@5 99.327" (percents)
     options = {"workdir": "/workspace/examples/imagenet", "script": "main.py", "python": "python3",
                "data_dir": "/data/imagenet", "dummy": False, "epochs": 1, "workers": 8, "dist_backend": "nccl"}
     option_minimum = {"epochs": (1, "main.py's --epochs"), "workers": (0, "its data loader processes")}
@@ -63,7 +65,7 @@ class ResNet50(Suite):
         return argv + (["--dummy"] if options["dummy"] else [options["data_dir"]])
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-        return _parse(lines, ctx)
+        return _parse(lines, ctx, self.evaluations)
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -128,7 +130,8 @@ def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: dict) -> int:
     return lp.CONSUMED
 
 
-def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
+    evals = lp_evals.Reader(evaluations)
     # (epoch, index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch, sum of img/s, img/s lines]
     steps: dict[tuple[int, int], list] = {}
     st: dict[str, Any] = {"zero": False, "tv": False}
@@ -145,7 +148,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                 return _torchvision(text, tv, steps, st)
             if not final and _starts(text) and ("eta: " in text or "Time" not in text[text.index("Epoch: [") + 8:]):
                 return lp.FRAGMENT  # cut before its time (Time) field
-            return lp.NOT_MINE
+            return lp.CONSUMED if rank in (None, 0) and evals.read(text) else lp.NOT_MINE  # every rank prints it
         if not final and not text.rstrip().endswith(")"):
             return lp.FRAGMENT  # a ProgressMeter line ends with ``( avg)``: the rest may follow
         epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -160,7 +163,8 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             rec[2] = lp.to_float(loss.group(1))
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, ranks="all", starts=_starts, needles=("Epoch: [", "Training time ")).run(lines)
+    facts = lp.Scanner(handler, ranks="all", starts=_starts, needles=("Epoch: [", "Training time ", *evals.needles)
+                       ).run(lines)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     gb = float(ctx.global_batch)
     # 0-based indices (display(i), torchvision's log_every): the line of index i ends step i + 1
@@ -191,13 +195,13 @@ def _parse(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                    span_seconds=seconds)
         prev = max(prev, step)
     if st["tv"]:
-        extra: dict[str, Any] = {
+        extra: dict[str, Any] = {**evals.extra(),
             "format": "torchvision references MetricLogger",
             "clock": "per printed step, its 'time' (the mean iteration time of the last 20) x the steps since the "
                      "previous printed one",
             "speed": "img/s (rank 0's batch over its step's compute) x the job's processes"}
     else:
-        extra = {"format": "pytorch/examples main.py ProgressMeter",
+        extra = {**evals.extra(), "format": "pytorch/examples main.py ProgressMeter",
                  "clock": "sum of the steps' Time (mean over the ranks that printed the step)",
                  "indices": "0-based (display(i))" if st["zero"] else "1-based (display(i + 1))"}
     if per_step:

@@ -28,6 +28,7 @@ an epoch moves to the epoch's end; a window that keeps fewer than 90% of its ste
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -127,17 +128,42 @@ def humanized_seconds(text: str) -> float | None:
     return total
 
 
+
+@dataclass(kw_only=True)
+class _Epoch:
+    """An epoch's end, held until the throughput line after it is read."""
+
+    step: int
+    t: float | None  # the summed epoch durations up to it
+    span: int  # its steps
+    seconds: float | None  # its duration
+    speed: float | None = None  # from the throughput line
+
+
+@dataclass
+class _State:
+    """What a parse learns beside its window."""
+
+    pending: _Epoch | None = None
+    prev: int = 0  # the highest step an epoch line ended at
+    clock: float = 0.0
+    epochs: int = 0  # epoch lines read
+    done: bool = False  # "Training has finished"
+    peak: dict[str, float] = field(default_factory=dict)  # device -> its PeakMemory(MB), the largest
+    steps_per_epoch: set[int] = field(default_factory=set)
+    unit: str | None = None  # the throughput line's unit: samples or steps (per second)
+
+
 def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     gb = float(ctx.global_batch)
-    st: dict[str, Any] = {"pending": None, "prev": 0, "clock": 0.0, "epochs": 0, "done": False, "peak": {},
-                          "steps_per_epoch": set(), "unit": None}
+    st = _State()
 
     def flush() -> None:
-        if st["pending"] is not None:
-            step, t, span, secs, speed = st["pending"]
-            window.add(step, t, speed=speed, span_from=step - span, span_seconds=secs)
-            st["pending"] = None
+        if st.pending is not None:
+            e = st.pending
+            window.add(e.step, e.t, speed=e.speed, span_from=e.step - e.span, span_seconds=e.seconds)
+            st.pending = None
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if "finished, time:" in text:
@@ -149,18 +175,18 @@ def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             flush()
             epoch, step = int(m.group(1)), int(m.group(2))
             secs = humanized_seconds(m.group(3))
-            if st["prev"]:
-                span = step - st["prev"] if step > st["prev"] else step
+            if st.prev:
+                span = step - st.prev if step > st.prev else step
             else:  # the first epoch line (of a log that may start later): epochs of equal steps from step 0
                 span = step // epoch if epoch > 0 and step % epoch == 0 else step
-            st["steps_per_epoch"].add(span)
-            st["prev"] = max(st["prev"], step)
-            st["epochs"] += 1
+            st.steps_per_epoch.add(span)
+            st.prev = max(st.prev, step)
+            st.epochs += 1
             t = None
             if secs is not None:
-                st["clock"] += secs
-                t = st["clock"]
-            st["pending"] = [step, t, span, secs, None]
+                st.clock += secs
+                t = st.clock
+            st.pending = _Epoch(step=step, t=t, span=span, seconds=secs)
             return lp.CONSUMED
         if "Throughput (" in text:
             if not final:
@@ -169,10 +195,10 @@ def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if m is None:
                 return lp.NOT_MINE
             v = lp.to_float(m.group(2))
-            st["unit"] = m.group(1)
-            if st["pending"] is not None and v is not None:
+            st.unit = m.group(1)
+            if st.pending is not None and v is not None:
                 # samples/sec when the script gave samples_per_step; steps/sec otherwise (x the global batch)
-                st["pending"][4] = v if m.group(1) == "samples" else v * gb
+                st.pending.speed = v if m.group(1) == "samples" else v * gb
             return lp.CONSUMED
         if "PeakMemory(MB)" in text:
             if not final:
@@ -183,28 +209,28 @@ def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             v = lp.to_float(m.group(2))
             if v is not None:
                 dev = m.group(1).lstrip("/") or "gpu"
-                st["peak"][dev] = max(v, st["peak"].get(dev, 0.0))
+                st.peak[dev] = max(v, st.peak.get(dev, 0.0))
             return lp.CONSUMED
         if "Training has finished" in text:
-            st["done"] = True
+            st.done = True
             return lp.CONSUMED
         return lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=lambda t: any(n in t for n in _NEEDLES), needles=_NEEDLES).run(lines)
     flush()
-    extra: dict[str, Any] = {"epochs_logged": st["epochs"],
-                             "steps_per_epoch": sorted(st["steps_per_epoch"]),
+    extra: dict[str, Any] = {"epochs_logged": st.epochs,
+                             "steps_per_epoch": sorted(st.steps_per_epoch),
                              "clock": "sum of the logged epoch durations (humanize_time_delta text)",
                              "window_rule": "whole epochs: each edge at the first epoch end at or after it"}
-    if st["unit"] == "steps":
+    if st.unit == "steps":
         extra["throughput_tracker"] = "steps/sec (no samples_per_step): multiplied by the global batch"
-    if st["done"]:
+    if st.done:
         extra["training_finished"] = True
     res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                     no_memory_reason="no GPUMemoryTracker line (PeakMemory(MB)) in the log")
-    if st["peak"] and res.mem_peak_mib is None:
+    if st.peak and res.mem_peak_mib is None:
         # GPUMemoryTracker: tf.contrib MaxBytesInUse per GPU, printed in MB (1e6 bytes)
-        peaks = {d: v * 1e6 / 2**20 for d, v in st["peak"].items()}
+        peaks = {d: v * 1e6 / 2**20 for d, v in st.peak.items()}
         res.mem_peak_mib = max(peaks.values())
         res.mem_gpu0_mib = peaks.get("gpu:0")
         res.mem_reason = "tensorpack GPUMemoryTracker (TF allocator's MaxBytesInUse, MB), the largest over its GPUs"

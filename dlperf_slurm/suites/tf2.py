@@ -147,7 +147,7 @@ class BertBase(_TF2):
 
 # ----------------------------------------------------------------------------------------------- parsing
 # absl/glog lines (suites-reference.md §3.8, §3.9):
-#   I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200
+#   I0826 15:13:29.256277 140405777909504 keras_utils.py:133] TimeHistory: 39.13 seconds, 327.08 examples/second between steps 100 and 200  # noqa: E501
 #   I0826 15:13:29.256277 140405777909504 model_training_utils.py:444] Train Step: 20/120  / loss = 8.02...
 #   600/600 - 239s - loss: 10.4633 - accuracy: 0.1303 - top_5_accuracy: 0.2842       (Keras progress)
 # TimeHistory logs every ``log_steps`` steps (coarse): the window is measured over the logged intervals that lie
@@ -291,10 +291,10 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             extra["workers_measured"] = len(figs)
             extra["per_worker_throughput"] = [f.throughput for f in figs]
             speeds = [f.speed for f in figs if f.speed is not None]
-            fig = lp.WindowFigures(fig.start, fig.end, statistics.median(f.seconds for f in figs),
-                                   statistics.median(f.throughput for f in figs),
-                                   statistics.median(f.latency_ms for f in figs),
-                                   statistics.median(speeds) if speeds else None, fig.speed_points)
+            fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
+                                   throughput=statistics.median(f.throughput for f in figs),
+                                   latency_ms=statistics.median(f.latency_ms for f in figs),
+                                   speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
     reached = any(w.reached for w in windows) if windows else False
     if not windows and keras.points:
         extra["progress_lines"] = "Keras progress only (no TimeHistory / Train Step lines)"

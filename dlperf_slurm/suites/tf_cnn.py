@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.suites import Suite, register
 
@@ -24,6 +25,7 @@ class TfCnnResNet50(Suite):
     launchers = ("mpirun", "horovodrun", "srun", "tf_config")
     precisions = ("fp32", "fp16", "amp")
     supports_xla = True
+    evaluations = ("tf_cnn",)  # "Accuracy @ 1 = ... [N examples]" (--eval, --eval_during_training_every_n_*)
     # local_parameter_device: where replicated / parameter_server keep the shared variables (tf_cnn_benchmarks'
     # default gpu; Tensorpack's benchmark compares against --local_parameter_device=cpu)
     axes = {"variable_update": ("horovod", "replicated", "parameter_server"), "data": ("synthetic", "real"),
@@ -120,6 +122,8 @@ _TFCNN_DEVICES = re.compile(r"Devices:\s+\[(.*)\]")
 _TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
 _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
 _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
+# lines that follow a step line (whose cut loss would be glued to them): the total, evaluations, the end of training
+_TFCNN_STARTS = ("total images/sec", "Running ", "Accuracy @ ", "Done with", "Resuming")
 
 
 @dataclass(slots=True)
@@ -132,12 +136,14 @@ class _TfCnnLog:
     global_batch: int | None = None  # "Batch size: N global"
     totals: list[float] = field(default_factory=list)  # "total images/sec: X"
     running: dict[int, list[float]] = field(default_factory=dict)  # the last step's images/sec, over the workers
+    trained: bool = False  # "Done with training": the end of a run that evaluated during training (no total)
 
 
 def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     st = _TfCnnLog(warmup=ctx.warmup_steps)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(TfCnnResNet50.evaluations)
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         c = text[:1]
@@ -187,12 +193,17 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if m:
                 st.global_batch = int(m.group(1))
             return lp.CONSUMED
-        return lp.NOT_MINE
+        if text.startswith("Done with training"):  # the end of a run that evaluates during training
+            st.trained = True
+            return lp.CONSUMED
+        return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith("total images/sec"),
-                       needles=("images/sec", "Devices:", "Round up", "Num batches:", "Batch size:")).run(lines)
+    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
+                       needles=("images/sec", "Devices:", "Round up", "Num batches:", "Batch size:", "Done with",
+                                *evals.needles)
+                       ).run(lines)
     gb = float(ctx.global_batch)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = evals.extra()
     if st.global_batch is not None and st.global_batch != ctx.global_batch:
         extra["global_batch_mismatch"] = f"log {st.global_batch} global, expected {ctx.global_batch}"
     measured = st.batches or ctx.measure_steps
@@ -200,19 +211,24 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         extra["measured_batches"] = st.batches
     totals = [t for t in st.totals if lp.finite(t) and t > 0]
     fig = None
-    complete = bool(st.totals)
+    complete = bool(st.totals) or st.trained
+    workers = ctx.world_size / (st.devices or 1)
+    speed = None
+    if st.running:
+        (k, vals), = st.running.items()
+        speed = statistics.median(vals) * workers
+    if not st.totals and st.trained and speed is not None and lp.finite(speed) and speed > 0:
+        # evaluating during training, tf_cnn_benchmarks prints no total ("both processing training and evaluation
+        # images, so a singular images/sec value is meaningless"): its step lines' running mean stands for it
+        totals = [speed]
+        extra["time_flavour"] = "tf_cnn running images/sec of the step lines (no total: it evaluated in training)"
     if totals:
         thr = statistics.median(totals)
-        workers = ctx.world_size / (st.devices or 1)
-        speed = None
-        if st.running:
-            (k, vals), = st.running.items()
-            speed = statistics.median(vals) * workers
-        fig = lp.WindowFigures(st.warmup, st.warmup + measured, measured * gb / thr, thr, 1000.0 * gb / thr,
-                               speed, 1 if speed is not None else 0)
+        fig = lp.WindowFigures(start=st.warmup, end=st.warmup + measured, seconds=measured * gb / thr, throughput=thr,
+                               latency_ms=1000.0 * gb / thr, speed=speed, speed_points=1 if speed is not None else 0)
         if len(totals) > 1:
             extra["ranks_reporting_total"] = len(totals)
-        extra["time_flavour"] = "tf_cnn total images/sec (its own wall clock over the measured batches)"
+        extra.setdefault("time_flavour", "tf_cnn total images/sec (its own wall clock over the measured batches)")
     if window.max_step < st.warmup + measured and complete:
         window.max_step = st.warmup + measured  # display_every may skip the last step's line
     res = lp.finish(window, facts, ctx, global_batch=gb, figures=fig, complete=complete, extra=extra,
@@ -291,8 +307,9 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     if complete and speeds and len(speeds) == len(st.speeds):
         n = len(speeds)
         thr = size * n / sum(1.0 / v for v in speeds)
-        fig = lp.WindowFigures(ctx.warmup_steps, ctx.warmup_steps + n * bpi, n * bpi * gb / thr, thr,
-                               1000.0 * gb / thr, size * sum(speeds) / n, n)
+        fig = lp.WindowFigures(start=ctx.warmup_steps, end=ctx.warmup_steps + n * bpi, seconds=n * bpi * gb / thr,
+                               throughput=thr, latency_ms=1000.0 * gb / thr, speed=size * sum(speeds) / n,
+                               speed_points=n)
     if st.total is not None:
         extra["reported_throughput"] = st.total
     if complete:

@@ -12,9 +12,10 @@ Programs, as DLPerf's 2021 rerun ran them:
 - ``hugectr/wdl``: DLPerf's ``HugeCTR/wdl/scripts/wdl.py`` (HugeCTR's Python API: one process drives every GPU of
   its node through ``vvgpu``; nodes are MPI ranks). No JSON is written: the values go in as wdl.py's flags; the
   embedding workspaces are ``floor(vocab x vec x 4 B / 1 MiB)`` per GPU (DLPerf's vocab_size_x2.sh: 12 and 195
-  MiB at 3.2M, vec 16, scaled by the vocab's multiple: the same rule, up to 2% smaller). One plain process per node: the ``tf_config`` launcher is the registry's launcher that
-  starts exactly that (the TF_CONFIG it also exports is ignored by HugeCTR); across nodes srun starts one task per
-  node and HugeCTR's MPI needs srun's PMI (``launcher_args = ["--mpi=pmix"]``).
+  MiB at 3.2M, vec 16, scaled by the vocab's multiple: the same rule, up to 2% smaller). One plain process per
+  node: the ``tf_config`` launcher is the registry's launcher that starts exactly that (the TF_CONFIG it also
+  exports is ignored by HugeCTR); across nodes srun starts one task per node and HugeCTR's MPI needs srun's PMI
+  (``launcher_args = ["--mpi=pmix"]``).
 
 GPU memory: neither program prints it; DLPerf ran ``gpu_memory_usage.py`` (NVML, device 0, every 1 s) beside
 them. With ``[options] memwatch = true`` (default) the program runs under ``python -m
@@ -31,6 +32,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import Suite, register
 
@@ -120,6 +122,7 @@ def workspace_mb(vocab: int, vec: int) -> int:
 
 @register
 class HugeCTRWDL(_WDL):
+    evaluations = ("hugectr_auc",)  # "Evaluation, AUC: 0.767348" (its eval_interval)
     framework = "hugectr"
     description = ("DLPerf's HugeCTR/wdl/scripts/wdl.py (HugeCTR Python API): latency per iteration and GPU "
                    "memory per deep_vocab_size")
@@ -149,10 +152,10 @@ class HugeCTRWDL(_WDL):
 # The records, each the end of an interval of ``print_every`` iterations:
 #   OneFlow-Benchmark wdl_train_eval.py (2020)  100 time 1602836839.6445205 loss 0.5471092355251312
 #                                               1000 eval_loss 0.49 eval_auc 0.74   (an evaluation)
-#   OneFlow models train.py (2021)   [rank:0] iter: 100/1200, loss: 0.0831..., latency(ms): 81.58... | 2021-12-01 13:19:02.625
-#   HugeCTR, old logger              [02d07h54m43s][HUGECTR][INFO]: Iter: 3000 Time(1000 iters): 5.381177s Loss: 0.133510 lr:9.003000
+#   OneFlow models train.py (2021)   [rank:0] iter: 100/1200, loss: 0.0831..., latency(ms): 81.58... | 2021-12-01 13:19:02.625  # noqa: E501
+#   HugeCTR, old logger              [02d07h54m43s][HUGECTR][INFO]: Iter: 3000 Time(1000 iters): 5.381177s Loss: 0.133510 lr:9.003000  # noqa: E501
 #                                    [HUGECTR][02:51:59][INFO][RANK0]: Iter: 100 Time(100 iters): 0.315066s Loss: ...
-#   HugeCTR, core23 logger           [HCTR][03:10:49.588][INFO][RK0][main]: Iter: 1000 Time(1000 iters): 8.70458s Loss: ...
+#   HugeCTR, core23 logger           [HCTR][03:10:49.588][INFO][RK0][main]: Iter: 1000 Time(1000 iters): 8.70458s Loss: ...  # noqa: E501
 #                                    [HCTR][...]: Eval Time for 4000 iters: 4.47924s    (after "Evaluation, AUC: ...")
 # Clocks: wdl_train_eval.py's unix stamps; train.py's millisecond stamps (its latency(ms) is the interval's mean);
 # HugeCTR's printed interval times, summed (the old logger's stamps have whole seconds only). HugeCTR's timer keeps
@@ -172,7 +175,7 @@ _NAN_STOP = "Loss cannot converge"
 
 def _wanted(text: str) -> bool:
     return ("iters)" in text or "Eval Time" in text or " time " in text or "iter: " in text or "eval_loss" in text
-            or "memory usage is" in text or _NAN_STOP in text)
+            or "memory usage is" in text or _NAN_STOP in text or "AUC: " in text)
 
 
 class Gaps:
@@ -199,6 +202,7 @@ class Gaps:
 
 def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    evals = lp_evals.Reader(suite.evaluations)
     iso = lp.IsoClock()
     gaps = Gaps()
     st: dict[str, Any] = {"clock": 0.0, "eval": 0.0, "evals": 0, "forms": set(), "mem": None, "prev": 0,
@@ -251,13 +255,13 @@ def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if _NAN_STOP in text:  # HugeCTR throws instead of printing a NaN loss
             st["nan"] = st["prev"] + 1
             return lp.NOT_MINE  # its error text is a fact too
-        return lp.NOT_MINE
+        return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
-        "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP)).run(lines)
+        "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP, "AUC: ")).run(lines)
     if st["nan"] is not None:
         window.add(max(st["nan"], window.max_step), None, loss=float("nan"))
-    extra: dict[str, Any] = {"formats": sorted(st["forms"]),
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"]),
                              "clock": ("the printed interval times, summed, each interval after an evaluation "
                                        "less the printed eval time" if "hugectr" in st["forms"]
                                        else "the log's time stamps")}

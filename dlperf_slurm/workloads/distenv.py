@@ -18,7 +18,7 @@ from typing import Callable, Mapping
 DEFAULT_PORT = 29500
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DistEnv:
     rank: int
     world_size: int
@@ -121,9 +121,10 @@ def detect(
     if "RANK" in env and "WORLD_SIZE" in env:
         world = _int(env, "WORLD_SIZE")
         local_world = _int(env, "LOCAL_WORLD_SIZE", default=world)
-        return DistEnv(_int(env, "RANK"), world, _int(env, "LOCAL_RANK", default=0), local_world,
-                       _int(env, "GROUP_WORLD_SIZE", default=_nodes(world, local_world)),
-                       addr or "127.0.0.1", port or DEFAULT_PORT, "torchrun")
+        return DistEnv(rank=_int(env, "RANK"), world_size=world, local_rank=_int(env, "LOCAL_RANK", default=0),
+                       local_world_size=local_world,
+                       nodes=_int(env, "GROUP_WORLD_SIZE", default=_nodes(world, local_world)),
+                       master_addr=addr or "127.0.0.1", master_port=port or DEFAULT_PORT, launcher="torchrun")
 
     if "OMPI_COMM_WORLD_RANK" in env:
         world = _int(env, "OMPI_COMM_WORLD_SIZE")
@@ -135,8 +136,10 @@ def detect(
             elif addr is None and local_world < world:
                 raise RuntimeError("multi-node mpirun: set MASTER_ADDR (e.g. mpirun -x MASTER_ADDR=<first host>) "
                                    "or install mpi4py so rank 0 can broadcast it")
-        return DistEnv(_int(env, "OMPI_COMM_WORLD_RANK"), world, _int(env, "OMPI_COMM_WORLD_LOCAL_RANK", default=0),
-                       local_world, _nodes(world, local_world), addr or "127.0.0.1", port or DEFAULT_PORT, "mpi")
+        return DistEnv(rank=_int(env, "OMPI_COMM_WORLD_RANK"), world_size=world,
+                       local_rank=_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", default=0),
+                       local_world_size=local_world, nodes=_nodes(world, local_world),
+                       master_addr=addr or "127.0.0.1", master_port=port or DEFAULT_PORT, launcher="mpi")
 
     if "SLURM_PROCID" in env:
         world = _int(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS", default=1)
@@ -149,7 +152,9 @@ def detect(
             addr = first_host(nodelist) if nodelist else "127.0.0.1"
         if port is None:
             port = slurm_port(env.get("SLURM_JOB_ID", ""), env.get("SLURM_STEP_ID", ""))
-        return DistEnv(_int(env, "SLURM_PROCID"), world, _int(env, "SLURM_LOCALID", default=0), local_world,
-                       nodes, addr, port, "slurm")
+        return DistEnv(rank=_int(env, "SLURM_PROCID"), world_size=world,
+                       local_rank=_int(env, "SLURM_LOCALID", default=0), local_world_size=local_world, nodes=nodes,
+                       master_addr=addr, master_port=port, launcher="slurm")
 
-    return DistEnv(0, 1, 0, 1, 1, addr or "127.0.0.1", port or DEFAULT_PORT, "single")
+    return DistEnv(rank=0, world_size=1, local_rank=0, local_world_size=1, nodes=1, master_addr=addr or "127.0.0.1",
+                   master_port=port or DEFAULT_PORT, launcher="single")

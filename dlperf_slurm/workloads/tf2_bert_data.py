@@ -51,7 +51,8 @@ def write(out: Path, shards: int = 2, examples: int = 64, layers: int = 2, hidde
                 feats = {
                     "input_ids": ints(ids),
                     "input_mask": ints([1] * length + [0] * (SEQ_LENGTH - length)),
-                    "segment_ids": ints([0] * (length // 2) + [1] * (length - length // 2) + [0] * (SEQ_LENGTH - length)),
+                    "segment_ids": ints([0] * (length // 2) + [1] * (length - length // 2)
+                                        + [0] * (SEQ_LENGTH - length)),
                     "masked_lm_positions": ints(positions),
                     "masked_lm_ids": ints([ids[p] for p in positions]),
                     "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * MAX_PREDICTIONS)),

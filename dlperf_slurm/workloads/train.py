@@ -243,7 +243,8 @@ def _notes(args: argparse.Namespace, cuda: bool) -> list[str]:
     if args.nan_at_step:
         notes.append(f"loss made NaN on purpose from step {args.nan_at_step} (--nan-at-step): NOT a benchmark result")
     if args.hang_at_step:
-        notes.append(f"every rank stops at step {args.hang_at_step} on purpose (--hang-at-step): NOT a benchmark result")
+        notes.append(f"every rank stops at step {args.hang_at_step} on purpose (--hang-at-step): "
+                     "NOT a benchmark result")
     return notes
 
 

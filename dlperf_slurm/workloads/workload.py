@@ -44,7 +44,7 @@ class WorkloadConfig:
     rank: int = 0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Workload:
     """A model ready to train (not yet DDP-wrapped), its optimizer and a way to get batches and compute the loss."""
 
@@ -195,8 +195,9 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
         x, y = batch
         return F.cross_entropy(m(x).float(), y, label_smoothing=0.1)
 
-    return Workload(model, optimizer, next_batch, loss_of, flops.TRAIN_FACTOR * fwd, params,
-                    {"image_size": size, "num_classes": classes, "base_width": width, "layers": [3, 4, 6, 3],
+    return Workload(model=model, optimizer=optimizer, next_batch=next_batch, loss_of=loss_of,
+                    flops_per_sample=flops.TRAIN_FACTOR * fwd, params=params,
+                    details={"image_size": size, "num_classes": classes, "base_width": width, "layers": [3, 4, 6, 3],
                      "optimizer": "SGD(momentum=0.875)", "label_smoothing": 0.1, "dataset": cfg.dataset},
                     dense_dtype=dtype, evaluate=evaluate, steps_per_epoch=per_epoch)
 
@@ -240,7 +241,8 @@ def build_bert_base(cfg: WorkloadConfig) -> Workload:
 
     details = {**bcfg.as_dict(), "seq_len": seq, "max_predictions_per_seq": preds,
                "optimizer": "AdamW(wd=0.01)", "grad_clip": 1.0}
-    return Workload(model, optimizer, next_batch, loss_of, flops.TRAIN_FACTOR * fwd, params, details,
+    return Workload(model=model, optimizer=optimizer, next_batch=next_batch, loss_of=loss_of,
+                    flops_per_sample=flops.TRAIN_FACTOR * fwd, params=params, details=details,
                     grad_clip=1.0, dense_dtype=dtype)
 
 
