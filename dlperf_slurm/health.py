@@ -25,6 +25,7 @@ gate stay fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -234,9 +235,15 @@ def run_judge(args: argparse.Namespace) -> int:
     ev.emit(ev.EV_HEALTH, **{**verdict, ev.TIME: time.time()})
     if args.marker:
         tmp = f"{args.marker}.tmp.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(marker_verdict(verdict), f, separators=(",", ":"))
-        os.replace(tmp, args.marker)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(marker_verdict(verdict), f, separators=(",", ":"))
+            os.replace(tmp, args.marker)
+        except OSError as err:  # a full disk: the verdict stays in the log line above; no temporary file is left
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            with contextlib.suppress(OSError):  # the log may be on that disk too
+                print(f"health judge: {args.marker} could not be written ({err.strerror or err})", file=sys.stderr)
     return 0 if verdict[ev.OK] else UNHEALTHY_EXIT
 
 

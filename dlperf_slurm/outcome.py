@@ -6,7 +6,7 @@ The evidence (:class:`Evidence`):
 
 - the scheduler's answer (:class:`~dlperf_slurm.model.JobInfo`, its state already mapped to a Status by the
   scheduler backend), or that it has no record, or that it could not be asked;
-- the job script's exit marker (``{"rc", "signal", "end"}``, written atomically by the script whatever ends it);
+- the job script's exit marker (``{"rc", "signal", "end", "disk_full", ...}``, written atomically whatever ends it);
 - the log's verdict: the suite parser's :class:`~dlperf_slurm.model.RunResult` (OOM text, NaN loss, steps against
   the window, a Slurm kill banner inside the log);
 - a kill banner or cgroup OOM line from the job's scheduler output file;
@@ -35,8 +35,8 @@ Precedence, first match wins:
                                                                           PREEMPTED (a signal with no record: by
                                                                           the time limit, else CANCELLED)
       but NODE_FAIL after the script ended with exit 0, window complete   OK: the figure stands (the reason says so)
-10    the disk holding its log was full while it ran (the local runner    LAUNCH_FAILED (no log, no marker) / FAILED,
-      saw it), unless it ended well (exit 0 and a complete window)        "no space left on device ..."
+10    the disk holding its log was full while it ran (the local runner    LAUNCH_FAILED (not started: no log) /
+      or the job script saw it), unless it ended well (exit 0, window)    FAILED, "no space left on device ..."
 11    no log                                                              LOG_MISSING when the exit marker shows
                                                                           the script ran (or the log is there but
                                                                           unreadable or not text), else
@@ -192,11 +192,11 @@ def decide(ev: Evidence) -> Outcome | None:
     kill = _killed(ev, sched, sig, where)
     if kill is not None:
         return out(*kill)
-    row = 10  # the disk holding its log was full while it ran (the local runner saw it): why, unless it ended well
-    full = job.disk_full if job is not None else ""
+    row = 10  # the disk holding its log was full while it ran (the local runner, or the job script: its marker)
+    full = (job.disk_full if job is not None else "") or str((marker or {}).get("disk_full") or "")
     ended_well = rc in (None, 0) and sched != Status.FAILED and log is not None and log.status == Status.OK
     if full and not ended_well and (log is not None or not ev.has_log):  # a log not read yet: decided with it
-        if not ev.has_log and marker is None:
+        if not ev.has_log and (marker is None or marker.get("started") is False):
             return out(Status.LAUNCH_FAILED, storage.full_reason(full, ""))
         return out(Status.FAILED, storage.full_reason(full, exit_note or "no exit marker", where))
     row = 11  # no log, or one that cannot be read: the script's own exit marker proves it started, so a log

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 
 import jinja2
 
-from dlperf_slurm import events, launchers
+from dlperf_slurm import events, launchers, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.model import Cell, Matrix, Run
@@ -91,6 +91,7 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     env.filters["pyexe"] = python_exe
     env.globals["events"] = events  # the :::DLPERF names, for the job event of provenance.sh.j2
     env.globals["provprobe"] = provprobe_source()  # the provenance probe the script carries (provenance.sh.j2)
+    env.globals["disk"] = {"full_below_kib": storage.FULL_BELOW // 1024, "spare_bytes": storage.SPARE_BYTES}
     return env
 
 

@@ -1,7 +1,7 @@
 """What the disk can do to a campaign, told in one line: a damaged manifest, a full disk, a read-only folder
 (:func:`storage_problem`); a log that is gone, unreadable or not text (:func:`unreadable`); a log's identity
-(:func:`log_identity`), which a verdict read from it is kept with, so a changed log is read again; and a disk too
-full for a run to write its log (:func:`disk_full`)."""
+(:func:`log_identity`), which a verdict read from it is kept with, so a changed log is read again; a disk too
+full for a run to write its log (:func:`disk_full`), and the room a job needs to say so (:func:`reserve_room`)."""
 
 from __future__ import annotations
 
@@ -151,6 +151,9 @@ def _not_text(head: bytes) -> str:
 #: a file system with less than this free to an ordinary user is full: a run can write neither its log nor its
 #: exit marker there (a log of a real program grows by KiBs; the marker and the runner's queue need a block each)
 FULL_BELOW = 64 * 1024
+#: what a job script reserves, before anything else, for its exit marker (``<run>.exit.spare``): on a disk that
+#: fills while it runs, the marker is written over these blocks in place and renamed (templates/sbatch.sh.j2)
+SPARE_BYTES = 16 * 1024
 
 
 def disk_full(folder: str | os.PathLike) -> str:
@@ -164,11 +167,41 @@ def disk_full(folder: str | os.PathLike) -> str:
     return "" if free >= FULL_BELOW else f"{folder}: {free // 1024} KiB free"
 
 
+def reserve_room(marker: str | os.PathLike, output: str = "") -> None:
+    """Made before a run is submitted, so that a job starting on a disk already full can still start and say so:
+    room in its scheduler output file (``output``, when it has one; see :func:`_preallocate`) and the room its
+    exit marker needs (``<marker>.spare``, :data:`SPARE_BYTES`), which the job script writes its marker over when
+    nothing else can be written (templates/sbatch.sh.j2)."""
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        _preallocate(output, SPARE_BYTES)
+    spare = Path(f"{os.fspath(marker)}.spare")
+    if not spare.exists():
+        spare.write_bytes(b" " * SPARE_BYTES)
+
+
+def _preallocate(path: str, size: int) -> None:
+    """Create ``path`` (empty) with ``size`` bytes of blocks reserved past its end (Linux ``fallocate`` with
+    FALLOC_FL_KEEP_SIZE): what is appended to it later needs no free space (submitit's wrapper, which prints to
+    it unbuffered before it runs the job script, dies on a full disk otherwise). Elsewhere: the empty file."""
+    import ctypes
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+        fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+        fallocate(fd, 1, 0, size)  # 1: FALLOC_FL_KEEP_SIZE; a file system without it: nothing reserved
+    except (AttributeError, OSError):  # no libc fallocate (not Linux)
+        pass
+    finally:
+        os.close(fd)
+
+
 def full_reason(full: str, ended: str, where: str = "") -> str:
     """A run's reason when the disk holding its log was full (``full``: :func:`disk_full`'s words): not started
     (``ended`` ''), else what it could not write, how it ended and where its log stops; then what to do."""
     again = f" ({full}); free space, then `dlperf-slurm submit --retry-failed` runs it again"
     if not ended:
-        return f"no space left on device: not started, no log and no exit marker{again}"
-    return (f"no space left on device while it ran: its log and exit marker could not be written; {ended}"
+        return f"no space left on device: not started, no room for its log{again}"
+    return (f"no space left on device while it ran: its log could not be written in full; {ended}"
             + (f"; the log stops {where}" if where else "") + again)

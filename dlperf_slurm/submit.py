@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
+from dlperf_slurm import storage
 from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
 from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
@@ -141,11 +142,12 @@ class Journal:
         # evidence first (moved aside, never deleted), then the scripts: only then may a job start
         for src, dst in moves:
             os.replace(src, dst)
-        for run in group.runs:
+        for run, out in zip(group.runs, group.outputs):
             text = self.renderer.render(run, self.backend.preamble(dataclasses.replace(group.resources, array="")))
             if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too
                 os.replace(run.script, aside(run.script, rows[run.key].attempt))
             atomic_write(run.script, text, executable=True)
+            storage.reserve_room(run.marker, out)  # should the disk be full when it starts, it can say so
 
     def after(self, group: Group, job_ids: list[str]) -> None:
         record_ids(self.m, self.backend, group.token, [r.key for r in group.runs], job_ids)

@@ -450,6 +450,22 @@ def test_a_fifo_named_like_a_log_is_unreadable_not_a_hang(tmp_path):
         assert "LOG_MISSING" in runs and "not a regular file" in runs, runs
 
 
+def test_the_health_judge_on_a_full_disk_leaves_no_temporary_file(small_fs, tmp_path):
+    """The gate's judge writes its verdict for the exit marker (temp + rename) into the run's folder; on a full disk
+    (the tmpfs filled to its last block) it ends with the verdict's exit code and one line, and leaves no
+    ``.exit.health.tmp.<pid>`` behind. (Before: an OSError traceback, exit 1, a 0-byte temporary file left for ever.)"""
+    probe = tmp_path / "probe.out"
+    probe.write_text("")  # no node reported: the gate fails (exit 3)
+    marker = small_fs / "r.exit.health"
+    filler = fill(small_fs)
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.health", "judge", "--probe-out", str(probe), "--hosts",
+                        "n1", "--ranks", "1", "--marker", str(marker)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    left = sorted(x.name for x in small_fs.iterdir() if x != filler)
+    assert p.returncode == 3 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    assert "could not be written" in p.stderr and left == [], (p.stderr, left)
+
+
 @pytest.mark.parametrize("hyperscan", [True, False])
 def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path, monkeypatch, hyperscan):
     """storage.unreadable counts binary bytes in C (translate; with Hyperscan, an ASCII head without one is passed

@@ -277,6 +277,29 @@ def test_a_disk_full_while_it_ran_explains_a_run_that_did_not_end_well(decided):
     assert (Status.OK, "rc0", Status.OK, "none", False) not in changed
 
 
+def test_the_job_scripts_word_on_the_disk_decides_as_the_runners_does(decided):
+    """Row 10 under Slurm: the job script's exit marker carries ``disk_full`` (templates/sbatch.sh.j2). For every
+    run with a marker, the same outcome as when the backend said it (the local runner's ``JobInfo.disk_full``); a
+    job that found the disk full as it started (``"started": false``, no log) reads LAUNCH_FAILED, not started."""
+    full = "/x/logs/c/1n1g: 0 KiB free"
+    seen = 0
+    for case in decided:
+        ev = _evidence(*case)
+        if ev.marker is None or ev.job is None or ev.job.status is None:
+            continue
+        by_job = outcome.decide(dataclasses.replace(ev, job=dataclasses.replace(ev.job, disk_full=full)))
+        by_marker = outcome.decide(dataclasses.replace(ev, marker={**ev.marker, "disk_full": full}))
+        assert by_marker == by_job, (case, by_job, by_marker)
+        seen += by_marker is not None and by_marker.rule == 10
+    assert seen > 100, seen
+    job = JobInfo(job_id="7", status=Status.FAILED, state="FAILED", reason="NonZeroExitCode")
+    for log, has_log, want in ((None, False, Status.LAUNCH_FAILED), (_log(Status.LAUNCH_FAILED), True, Status.FAILED)):
+        marker = {"rc": 1, "signal": "", "end": 100.0, "disk_full": full, "started": False}
+        o = outcome.decide(outcome.Evidence(job=job, asked=True, marker=marker, log=log, has_log=has_log))
+        assert o.status == want and o.rule == 10 and full in o.reason, o
+        assert ("not started" in o.reason) == (want == Status.LAUNCH_FAILED), o
+
+
 def test_a_failed_exit_is_never_ok(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if marker in ("rc3", "term", "kill", "hang", "unhealthy") or sched == Status.FAILED:
