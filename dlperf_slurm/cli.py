@@ -193,11 +193,15 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
                        "interval, noise-aware verdict); exits 1 when a cell regressed, NEW lacks a cell BASE had, "
                        "or they share no cell")
-    p.add_argument("base", help="the reference: a campaign name (under --logs) or folder, summaries/<name>.json, "
-                   "last-good (from the results store: the latest campaign of NEW's cells and system in which no "
-                   "cell regressed), or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, "
+    p.add_argument("base", metavar="BASE", help="the reference: a campaign name (under --logs) or folder, "
+                   "summaries/<name>.json, last-good (from the results store: the latest campaign of NEW's matrix "
+                   "on NEW's system and partition that ran before it, shares a cell with it and in which no cell "
+                   "regressed), or ref:SET, a published reference set shipped with the tool (ref:dlperf-v100, "
                    "ref:ngc-a100; see the references command)")
-    p.add_argument("new", help="the campaign to judge (a campaign or summaries/<name>.json)")
+    p.add_argument("new", metavar="NEW", nargs="?", help="the campaign to judge (a campaign or "
+                   "summaries/<name>.json)")
+    p.add_argument("--base", dest="base_option", metavar="BASE", help="BASE as an option, NEW the one positional: "
+                   "compare --base last-good NEW")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "

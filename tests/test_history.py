@@ -101,6 +101,20 @@ def test_compare_base_last_good(three, capsys):
         capsys.readouterr().err
 
 
+def test_compare_dash_dash_base_is_the_same_as_base_first(three, capsys):
+    """The issue's spelling, ``compare --base last-good NEW``, judges NEW against the same campaign as
+    ``compare last-good NEW``; both sides twice, or NEW missing, is one line and exit 2."""
+    summaries = three / "summaries"
+    wed = str(summaries / "wednesday.json")
+    assert main(["compare", "--base", "last-good", wed, "--out", str(three / "cmp2")]) == 1
+    assert "--base last-good: monday" in capsys.readouterr().out
+    assert (three / "cmp2" / "compare.monday.wednesday.json").is_file()
+    assert main(["compare", "--base", "last-good", wed, wed, "--out", str(three / "cmp2")]) == 2
+    assert "with --base give NEW alone" in capsys.readouterr().err
+    assert main(["compare", wed, "--out", str(three / "cmp2")]) == 2
+    assert "NEW is missing" in capsys.readouterr().err
+
+
 def test_campaigns_are_ordered_by_when_they_ran_not_when_first_collected(three, capsys):
     """monday's tree, collected again after wednesday (and a monday never collected before, first now): history
     still reads monday, tuesday, wednesday, each dated by its runs (its logs' time), not by its collect."""

@@ -19,6 +19,13 @@ from dlperf_slurm.files import atomic_write
 
 
 def cmd_compare(args) -> int:
+    if args.base_option is not None:  # compare --base BASE NEW: the one positional is NEW
+        if args.new is not None:
+            raise UserError(f"compare --base {args.base_option} {args.base} {args.new}: with --base give NEW alone "
+                            f"(compare --base {args.base_option} NEW)")
+        args.base, args.new = args.base_option, args.base
+    elif args.new is None:
+        raise UserError(f"compare {args.base}: NEW is missing (compare BASE NEW, or compare --base BASE NEW)")
     if args.threshold is not None and not 0 <= args.threshold < 1:
         raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
     from dlperf_slurm.references import PREFIX
