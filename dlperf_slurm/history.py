@@ -141,10 +141,15 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
 def labels(cells: Iterable[StoredCell]) -> dict[str, str]:
     """Each campaign's label by its identity: its name, and when another campaign of ``cells`` has that name too,
     ``#N``, its place among them by when they ran (1 the first)."""
+    return label_campaigns((c.campaign, c.key, c.when) for c in cells)
+
+
+def label_campaigns(campaigns: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """:func:`labels` of ``(name, identity key, when it ran)`` triples."""
     runs: dict[str, dict[str, str]] = {}
-    for c in cells:
-        when = runs.setdefault(c.campaign, {})
-        when[c.key] = min(when.get(c.key, c.when), c.when)
+    for name, key, ran in campaigns:
+        when = runs.setdefault(name, {})
+        when[key] = min(when.get(key, ran), ran)
     out = {}
     for name, when in runs.items():
         order = sorted(when, key=lambda k: (when[k], k))

@@ -38,17 +38,20 @@ class Point:
     current: bool = False
 
 
-def trend_of(stored: Sequence[Any], result: Any) -> dict[str, list[Point]]:
+def trend_of(stored: Sequence[Any], result: Any, labels: Mapping[str, str] | None = None) -> dict[str, list[Point]]:
     """Per cell of ``result``, its stored campaigns (``store.StoredCell``, oldest first; the caller leaves this
-    campaign's own rows out) and then this one; only the cells with an earlier campaign."""
+    campaign's own rows out) and then this one; only the cells with an earlier campaign. ``labels``: a campaign's
+    label by its store key, and this collect's by its name (``history.labels``: ``smoke#1``, ``smoke#2`` when two
+    campaigns share a name); a campaign without one is labelled by its name."""
+    names = labels or {}
     here = {c.cell_id: c for c in result.cells}
     out: dict[str, list[Point]] = {}
     for s in stored:
         if s.cell_id in here:
-            out.setdefault(s.cell_id, []).append(Point(s.campaign, s.median, s.ci_low, s.ci_high))
+            out.setdefault(s.cell_id, []).append(Point(names.get(s.key, s.campaign), s.median, s.ci_low, s.ci_high))
     for cid, points in out.items():
         c = here[cid]
-        points.append(Point(c.campaign, c.median, c.ci_low, c.ci_high, current=True))
+        points.append(Point(names.get(c.campaign, c.campaign), c.median, c.ci_low, c.ci_high, current=True))
     return out
 
 

@@ -54,6 +54,8 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     assert f"the store holds 1 other campaign named smoke: {a / 'smoke'}, ran " in said, said
     said = _collect(a, "smoke", url)
     assert "0 cells added, 1 updated" in said and f"named smoke: {b / 'smoke'}" in said
+    html = (a.parent / "summaries" / "smoke.html").read_text()  # the trend plot tells the two apart as history does
+    assert "smoke#1: " in html and "smoke#2: " in html, html[html.find("<svg"):][:3000]
     with store.Store(url) as st:
         cells = st.cells()
     assert len(cells) == 2 and len({c.key for c in cells}) == 2

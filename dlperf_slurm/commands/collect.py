@@ -186,7 +186,7 @@ def stored_trend(args, result: Result) -> dict:
     when it cannot be read: :func:`store_result` says why)."""
     if getattr(args, "no_store", False):
         return {}
-    from dlperf_slurm import collectstore, htmlreport, store
+    from dlperf_slurm import collectstore, history, htmlreport, store
 
     name, partition, _ = collectstore.placement(result, system_of(args, result))
     try:
@@ -194,8 +194,12 @@ def stored_trend(args, result: Result) -> dict:
             stored = st.cells(system=name, partition=partition, cell_ids={c.cell_id for c in result.cells})
     except UserError:
         return {}
-    here = {cid.key for cid in collectstore.identities(result).values()}
-    return htmlreport.trend_of([s for s in stored if s.key not in here], result)
+    mine = collectstore.identities(result)  # this collect's campaigns: name -> identity
+    here = {cid.key for cid in mine.values()}
+    labels = history.label_campaigns([*((s.campaign, s.key, s.when) for s in stored),  # one name twice: NAME#1..
+                                      *((name, cid.key, cid.ran_at or "~") for name, cid in mine.items())])
+    labels.update({name: labels.get(cid.key, name) for name, cid in mine.items()})
+    return htmlreport.trend_of([s for s in stored if s.key not in here], result, labels)
 
 
 def store_result(args, result: Result, say: bool = True) -> int:
