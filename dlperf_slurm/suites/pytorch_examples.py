@@ -27,6 +27,7 @@ batch / step time over the window's steps.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -109,16 +110,26 @@ def _record(steps: dict, epoch: int, index: int, batches: int, t: float | None) 
     return rec
 
 
-def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: dict) -> int:
+@dataclass(slots=True)
+class _State:
+    """What a parse learns beside its steps."""
+
+    zero: bool = False  # a ProgressMeter line of index 0: its indices are 0-based
+    tv: bool = False  # torchvision references MetricLogger lines
+    mem: float = 0.0  # torchvision's largest "max mem" (MiB); 0: none printed
+    done: str = ""  # torchvision's last line ("Training time ..."), once printed
+
+
+def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: _State) -> int:
     """A torchvision MetricLogger line (``m`` its match): one step of rank 0."""
     epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    st["tv"] = True
+    st.tv = True
     t = lp.to_float(m.group(5))
     ips = _TV_IPS.search(m.group(4))
     loss = _TV_LOSS.search(m.group(4))
     mem = lp.to_float(m.group(6)) if m.group(6) else None
     if mem is not None and lp.finite(mem) and mem > 0:
-        st["mem"] = max(st.get("mem", 0.0), mem)
+        st.mem = max(st.mem, mem)
     rec = _record(steps, epoch, index, batches, t)
     if rec is None:
         return lp.CONSUMED
@@ -134,11 +145,11 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
     evals = lp_evals.Reader(evaluations)
     # (epoch, index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch, sum of img/s, img/s lines]
     steps: dict[tuple[int, int], list] = {}
-    st: dict[str, Any] = {"zero": False, "tv": False}
+    st = _State()
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if _END.match(text):  # torchvision's train.py printed its last line: the run finished
-            st["done"] = text.strip()
+            st.done = text.strip()
             return lp.CONSUMED
         m = _LINE.search(text)
         if m is None:
@@ -154,7 +165,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
         t = lp.to_float(m.group(4))
         if index == 0:
-            st["zero"] = True
+            st.zero = True
         loss = _LOSS.search(text, m.end())
         rec = _record(steps, epoch, index, batches, t)
         if rec is None:
@@ -168,7 +179,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     gb = float(ctx.global_batch)
     # 0-based indices (display(i), torchvision's log_every): the line of index i ends step i + 1
-    base = 1 if st["zero"] or st["tv"] else 0
+    base = 1 if st.zero or st.tv else 0
     offsets: dict[int, int] = {}
     total = 0
     for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
@@ -194,7 +205,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         window.add(step, t, speed=speed, loss=loss, span_from=step - span if seconds is not None else None,
                    span_seconds=seconds)
         prev = max(prev, step)
-    if st["tv"]:
+    if st.tv:
         extra: dict[str, Any] = {**evals.extra(),
             "format": "torchvision references MetricLogger",
             "clock": "per printed step, its 'time' (the mean iteration time of the last 20) x the steps since the "
@@ -203,20 +214,20 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
     else:
         extra = {**evals.extra(), "format": "pytorch/examples main.py ProgressMeter",
                  "clock": "sum of the steps' Time (mean over the ranks that printed the step)",
-                 "indices": "0-based (display(i))" if st["zero"] else "1-based (display(i + 1))"}
+                 "indices": "0-based (display(i))" if st.zero else "1-based (display(i + 1))"}
     if per_step:
         extra["ranks_per_step_max"] = max(per_step)
         extra["ranks_per_step_min"] = min(per_step)
     res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
-                    no_memory_reason="pytorch/examples main.py reports no GPU memory" if not st["tv"] else
+                    no_memory_reason="pytorch/examples main.py reports no GPU memory" if not st.tv else
                     "torchvision's log prints no 'max mem' (a CPU run, or its memory was 0)")
-    if res.status == Status.INCOMPLETE and st.get("done") and total < window.end_step:
+    if res.status == Status.INCOMPLETE and st.done and total < window.end_step:
         epochs = len(offsets)
         res.reason = (f"the run had {total} steps ({epochs} epoch{'s' if epochs != 1 else ''} of its [i/N] counter), "
                       f"the window needs {window.end_step}; use --warmup-steps/--measure-steps (the program finished: "
-                      f"{st['done']!r})")
-    if st.get("mem") and res.mem_allocator_mib is None:
-        res.mem_allocator_mib = st["mem"]  # torchvision's "max mem": rank 0's torch.cuda.max_memory_allocated
+                      f"{st.done!r})")
+    if st.mem and res.mem_allocator_mib is None:
+        res.mem_allocator_mib = st.mem  # torchvision's "max mem": rank 0's torch.cuda.max_memory_allocated
         if res.mem_reason.startswith("torchvision's log prints no"):
             res.mem_reason = "torchvision's 'max mem' (rank 0's max_memory_allocated, MiB): allocator only"
     return res
