@@ -40,6 +40,7 @@ later steps are renumbered (``extra.dropped_steps``); its printed speed is not a
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -216,33 +217,45 @@ def _wanted(text: str) -> bool:
             or any(v in text for v in _VALIDATION))
 
 
+@dataclass(slots=True)
+class _State:
+    """What a parse learns beside its window."""
+
+    prev: int = 0  # the highest step recorded
+    clock: float = 0.0  # seconds of the recorded intervals, summed
+    forms: set[str] = field(default_factory=set)  # the line formats read
+    validations: int = 0  # validation blocks read between two records
+    tainted: bool = False  # a validation since the last record: the next interval's speed is not the training's
+    epoch: int | None = None  # ArcFace MXNet's last Epoch[n]
+    offset: int = 0  # ... and the steps of its epochs before it (its Batch counter restarts each epoch)
+
+
 def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     evals = lp_evals.Reader(evaluations)
     gaps = Gaps()
     gb = float(ctx.global_batch)
-    st: dict[str, Any] = {"prev": 0, "clock": 0.0, "forms": set(), "validations": 0, "tainted": False,
-                          "epoch": None, "offset": 0}
+    st = _State()
 
     def record(step: int, speed: float | None, loss: float | None, form: str, span: int | None = None) -> None:
-        st["forms"].add(form)
-        width = span if span is not None else step - st["prev"]
-        st["prev"] = max(st["prev"], step)
+        st.forms.add(form)
+        width = span if span is not None else step - st.prev
+        st.prev = max(st.prev, step)
         if speed is None or not speed > 0 or width <= 0:
             window.add(step, None, loss=loss)
             return
-        st["clock"] += width * gb / speed
-        tainted = st["tainted"]
-        st["tainted"] = False
-        s, t = gaps.point(step, st["clock"])
+        st.clock += width * gb / speed
+        tainted = st.tainted
+        st.tainted = False
+        s, t = gaps.point(step, st.clock)
         window.add(s, t, loss=loss, speed=None if tainted else speed, span_from=s - width, span_seconds=None)
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if any(v in text for v in _VALIDATION):
             evals.read(text)  # LFW's accuracy: the run's (the other sets' and the interval's time are not)
-            if not st["tainted"]:
-                st["validations"] += 1
-            st["tainted"] = True
+            if not st.tainted:
+                st.validations += 1
+            st.tainted = True
             gaps.drop()
             return lp.CONSUMED
         if not final and text.endswith(tuple("0123456789")) and "Global Step" not in text:
@@ -257,12 +270,12 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
                    "partial_fc")
         elif (m := _MX.search(text)) is not None:
             epoch, end = int(m.group(1)), int(m.group(3))
-            if st["epoch"] is not None and epoch > st["epoch"]:
-                st["offset"] = st["prev"]
-            st["epoch"] = epoch
+            if st.epoch is not None and epoch > st.epoch:
+                st.offset = st.prev
+            st.epoch = epoch
             v = lp.to_float(m.group(4))
             span = end - int(m.group(2)) if m.group(2) is not None else None
-            record(st["offset"] + end, v * ctx.nodes if v is not None else None,
+            record(st.offset + end, v * ctx.nodes if v is not None else None,
                    lp.to_float(m.group(5)) if m.group(5) else None, "arcface-mxnet", span)
         else:
             return lp.NOT_MINE
@@ -270,10 +283,10 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
         "throughput", "samples/sec", "it/sec", *_VALIDATION)).run(lines)
-    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"]),
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms),
                              "clock": "each interval's samples / its printed global samples/s, summed"}
-    if st["validations"]:
-        extra["validations"] = st["validations"]
+    if st.validations:
+        extra["validations"] = st.validations
     if gaps.steps:
         extra["dropped_steps"], extra["dropped_seconds"] = gaps.steps, gaps.seconds
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
