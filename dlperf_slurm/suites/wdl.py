@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -200,22 +201,35 @@ class Gaps:
         return step - self.steps, t - self.seconds
 
 
+@dataclass(slots=True)
+class _State:
+    """What a parse learns beside its window."""
+
+    clock: float = 0.0  # HugeCTR: its printed interval times, summed
+    eval_s: float = 0.0  # HugeCTR: the eval time printed since the last interval
+    evals: int = 0  # evaluations read
+    forms: set[str] = field(default_factory=set)  # the line formats read
+    mem: float | None = None  # the memory sampler's device 0 (MiB)
+    prev: int = 0  # the last step with a time
+    nan: int | None = None  # HugeCTR stopped on a loss that cannot converge: the step after the last timed one
+    printed_ms: list[tuple[int, float | None]] = field(default_factory=list)  # OneFlow-models' (iter, latency(ms))
+
+
 def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     evals = lp_evals.Reader(suite.evaluations)
     iso = lp.IsoClock()
     gaps = Gaps()
-    st: dict[str, Any] = {"clock": 0.0, "eval": 0.0, "evals": 0, "forms": set(), "mem": None, "prev": 0,
-                          "nan": None, "printed_ms": []}
+    st = _State()
 
     def add(step: int, t: float | None, loss: float | None, form: str) -> None:
-        st["forms"].add(form)
+        st.forms.add(form)
         if t is None:
             window.add(step, None, loss=loss)
             return
         s, tt = gaps.point(step, t)
         window.add(s, tt, loss=loss)
-        st["prev"] = step
+        st.prev = step
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         if (m := _HCTR.search(text)) is not None:
@@ -224,20 +238,20 @@ def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
             step, seconds = int(m.group(1)), lp.to_float(m.group(3))
             if seconds is None or not math.isfinite(seconds):
                 return lp.CONSUMED
-            st["clock"] += max(0.0, seconds - st["eval"])  # the eval time printed since the last interval
-            st["eval"] = 0.0
-            add(step, st["clock"], lp.to_float(m.group(4)) if m.group(4) else None, "hugectr")
+            st.clock += max(0.0, seconds - st.eval_s)  # the eval time printed since the last interval
+            st.eval_s = 0.0
+            add(step, st.clock, lp.to_float(m.group(4)) if m.group(4) else None, "hugectr")
             return lp.CONSUMED
         if (m := _HCTR_EVAL.search(text)) is not None:
-            st["eval"] += lp.to_float(m.group(1)) or 0.0
-            st["evals"] += 1
+            st.eval_s += lp.to_float(m.group(1)) or 0.0
+            st.evals += 1
             return lp.CONSUMED
         if (m := _OF21.search(text)) is not None:
             if not final and text.endswith(tuple("0123456789")):
                 return lp.FRAGMENT
             t = iso.seconds(m.group(4)) if m.group(4) else None
             if m.group(3):
-                st["printed_ms"].append((int(m.group(1)), lp.to_float(m.group(3))))
+                st.printed_ms.append((int(m.group(1)), lp.to_float(m.group(3))))
             add(int(m.group(1)), t, lp.to_float(m.group(2)), "oneflow-models")
             return lp.CONSUMED
         if (m := _OF20.search(text)) is not None:
@@ -247,37 +261,37 @@ def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
             return lp.CONSUMED
         if _OF20_EVAL.search(text):
             gaps.drop()
-            st["evals"] += 1
+            st.evals += 1
             return lp.CONSUMED
         if (m := _MEM.search(text)) is not None:
-            st["mem"] = float(m.group(1)) / (1024 * 1024)
+            st.mem = float(m.group(1)) / (1024 * 1024)
             return lp.CONSUMED
         if _NAN_STOP in text:  # HugeCTR throws instead of printing a NaN loss
-            st["nan"] = st["prev"] + 1
+            st.nan = st.prev + 1
             return lp.NOT_MINE  # its error text is a fact too
         return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
         "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP, "AUC: ")).run(lines)
-    if st["nan"] is not None:
-        window.add(max(st["nan"], window.max_step), None, loss=float("nan"))
-    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"]),
+    if st.nan is not None:
+        window.add(max(st.nan, window.max_step), None, loss=float("nan"))
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms),
                              "clock": ("the printed interval times, summed, each interval after an evaluation "
-                                       "less the printed eval time" if "hugectr" in st["forms"]
+                                       "less the printed eval time" if "hugectr" in st.forms
                                        else "the log's time stamps")}
-    if st["evals"]:
-        extra["evaluations"] = st["evals"]
+    if st.evals:
+        extra["evaluations"] = st.evals
     if gaps.steps:
         extra["dropped_steps"] = gaps.steps
         extra["dropped_seconds"] = gaps.seconds
-    if st["printed_ms"]:
+    if st.printed_ms:
         # DLPerf's 2021 extractor: the mean of the printed latency(ms), first and last left out
-        pts = [v for _, v in st["printed_ms"][1:-1] if v is not None]
+        pts = [v for _, v in st.printed_ms[1:-1] if v is not None]
         if pts:
             extra["printed_latency_ms_mean"] = sum(pts) / len(pts)
     res = lp.finish(window, facts, ctx, extra=extra,
                     no_memory_reason="no memory sampler output in the log (options.memwatch)")
-    if st["mem"] is not None and res.mem_gpu0_mib is None:
-        res.mem_gpu0_mib = res.mem_peak_mib = st["mem"]
+    if st.mem is not None and res.mem_gpu0_mib is None:
+        res.mem_gpu0_mib = res.mem_peak_mib = st.mem
         res.mem_reason = "DLPerf's gpu_memory_usage.py: NVML device 0, every 1 s"
     return res
