@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -157,7 +158,7 @@ class BertBase(_OneFlow):
 # OneFlow-Inc/models' Vision/classification/image/resnet50 train.py (2021-09 on, which replaced OneFlow-Benchmark),
 # every rank printing its own line (metric_local, the default), interleaved:
 #   [1] [train], epoch: 0/50, iter: 100/3336, loss: 1.73143, lr: 0.004604, top1: 0.00167, throughput: 161.66
-#   [rank:0] [train], epoch: 0/2, iter: 2/12, loss: 1.72641, lr: 0.000000, top1: 0.00000, throughput: 0.58 | 2026-11-27 06:43:13.575
+#   [rank:0] [train], epoch: 0/2, iter: 2/12, loss: 1.72641, lr: 0.000000, top1: 0.00000, throughput: 0.58 | 2026-11-27 06:43:13.575  # noqa: E501
 # (utils/logger.py: "[{rank}] " until 2021-09-10, then "[rank:{rank}] " and a UTC stamp to the millisecond). Its iter
 # counts from 1 within each epoch of N (the line states N); its throughput is the rank's own samples/s over the
 # interval (per-device batch x iterations / time): rank 0's lines are read, the figure x GPUs; clock: the stamps,
@@ -179,38 +180,51 @@ _BERT2020_FIG = re.compile(r"\bspeed: (" + _NUM + r")\(sec/batch\), (" + _NUM + 
 _NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 
+@dataclass(slots=True)
+class _State:
+    """What a parse learns beside its window."""
+
+    epoch: int | None = None  # the epoch of the last CNN line (OneFlow-Inc/models': of its first line)
+    offset: int = 0  # the CNN steps of the epochs before it (its iter counts from 1 in each epoch)
+    last: int = 0  # the highest CNN iter read in that epoch
+    prev: int = 0  # the last step read
+    clock: float = 0.0  # the printed intervals' seconds, summed (the lines without a stamp)
+    stamps: int = 0  # steps timed at their stamp
+    timed: int = 0  # ... and by their figure
+    forms: set[str] = field(default_factory=set)  # the line formats read
+
+
 def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     evals = lp_evals.Reader(evaluations)
     stamps, iso = lp.EpochClock(), lp.IsoClock()
     gb = float(ctx.global_batch)
-    st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0, "timed": 0,
-                          "forms": set()}
+    st = _State()
 
     def step_of(epoch: int, it: int) -> int:
         """of_cnn_train_val.py counts iterations from 1 in each epoch: steps are counted across epochs."""
-        if st["epoch"] is None:
-            st["epoch"] = epoch
-        elif epoch != st["epoch"]:
-            st["offset"] += st["last"]
-            st["epoch"], st["last"] = epoch, 0
-        st["last"] = max(st["last"], it)
-        return st["offset"] + it
+        if st.epoch is None:
+            st.epoch = epoch
+        elif epoch != st.epoch:
+            st.offset += st.last
+            st.epoch, st.last = epoch, 0
+        st.last = max(st.last, it)
+        return st.offset + it
 
     def add(form: str, step: int, t: float | None, seconds: float | None, speed: float | None,
             loss: re.Match | None) -> int:
         """One step read in format ``form``: timed at its stamp ``t``, else on the clock of the printed intervals
         (``seconds`` since the previous step read)."""
         if t is not None:
-            st["stamps"] += 1
+            st.stamps += 1
         elif seconds is not None:
-            st["clock"] += seconds
-            st["timed"] += 1
-            t = st["clock"]
-        st["forms"].add(form)
+            st.clock += seconds
+            st.timed += 1
+            t = st.clock
+        st.forms.add(form)
         window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=st["prev"] if seconds is not None else None, span_seconds=seconds)
-        st["prev"] = step
+                   span_from=st.prev if seconds is not None else None, span_seconds=seconds)
+        st.prev = step
         return lp.CONSUMED
 
     def models(m: re.Match, text: str, final: bool) -> int:
@@ -222,12 +236,12 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         if fig is None:
             return lp.NOT_MINE
         epoch, it, length = int(m.group(2)), int(m.group(3)), int(m.group(4))
-        if st["epoch"] is None:
-            st["epoch"] = epoch
-        step = (epoch - st["epoch"]) * length + it
-        if step <= st["prev"]:
+        if st.epoch is None:
+            st.epoch = epoch
+        step = (epoch - st.epoch) * length + it
+        if step <= st.prev:
             return lp.CONSUMED
-        span = step - st["prev"]
+        span = step - st.prev
         tput = lp.to_float(fig.group(1))
         speed = tput * ctx.world_size if tput is not None else None
         seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
@@ -241,7 +255,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         if fig is None:
             return lp.NOT_MINE
         step = int(m.group(1)) + 1  # the 0-based iteration index
-        if step <= st["prev"]:
+        if step <= st.prev:
             return lp.CONSUMED
         seconds, speed = lp.to_float(fig.group(1)), lp.to_float(fig.group(2))
         if seconds is not None and not seconds > 0:
@@ -272,9 +286,9 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
             return lp.FRAGMENT  # the figure (or the stamp) that ends the line may be cut: read it with what follows
         if fig is None:  # a foreign "step: N, " line, or a record glued to a line that is not its tail: the Scanner
             return lp.NOT_MINE  # then reads the record alone
-        if step <= st["prev"]:  # a print already read (the same record twice: a log and its echo) adds nothing
+        if step <= st.prev:  # a print already read (the same record twice: a log and its echo) adds nothing
             return lp.CONSUMED
-        span = step - st["prev"]  # the printed figure is the global samples/s over these steps
+        span = step - st.prev  # the printed figure is the global samples/s over these steps
         speed = lp.to_float(fig.group(1))
         seconds = span * gb / speed if speed is not None and speed > 0 else None
         t = stamps.seconds(fig.group(2)) if fig.group(2) else None
@@ -283,9 +297,9 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),
                        needles=_NEEDLES + evals.needles).run(lines)
-    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"])}
-    extra["clock"] = "print stamps" if st["stamps"] else "sum of the printed intervals (batch x steps / samples/s)"
-    if st["stamps"] and st["timed"]:
-        extra["clock_mixed"] = f"{st['stamps']} lines with stamps, {st['timed']} timed by their figure"
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
+    extra["clock"] = "print stamps" if st.stamps else "sum of the printed intervals (batch x steps / samples/s)"
+    if st.stamps and st.timed:
+        extra["clock_mixed"] = f"{st.stamps} lines with stamps, {st.timed} timed by their figure"
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="OneFlow-Benchmark's programs print GPU memory only through nvidia-smi")
