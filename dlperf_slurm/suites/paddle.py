@@ -11,6 +11,7 @@ programs print their step lines on rank 0 only anyway). The other ranks' files s
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -103,15 +104,16 @@ class BertBase(_Paddle):
 
 # ----------------------------------------------------------------------------------------------- parsing
 # Rank 0's step lines: a small table of line formats, one per program generation, tried in order (``_FORMATS``):
-#   PaddleCV train.py (models release/1.8, DLPerf's)  [Pass 0, train batch 19] \tloss 6.91, acc1 0.0, acc5 0.0, lr 0.00100, elapse 0.3626 sec
-#   PaddleCV train.py (release/2.0-beta on)           [Pass 0, train batch 20]   loss ..., batch_cost 0.12865 sec, reader_cost 0.00103 sec, ips 994.94165 images/sec
-#   PaddleClas tools/static (2020-11/12, before #525) epoch:0   train step:6    loss: ... lr: 0.100000 elapse: 0.183s ips: 1137.76163 images/sec.
-#   PaddleClas 2.0 (static after #525, dygraph)       epoch:0   train step:10   ... loss: 11.5920 lr: 0.100000, batch_cost: 0.08779 s, reader_cost: 0.00010 s, ips: 121.41242 images/sec.
-#   PaddleClas 2.1+ (ppcls engine)                    ppcls INFO: [Train][Epoch 3/360][Iter: 0/2503]lr(LinearWarmup): ..., batch_cost: 1.15203s, reader_cost: 0.85557, ips: 444.43222 samples/s, eta: ...
-#   PaddleNLP BERT train.py (1.8, DLPerf's)           epoch: 4, progress: 1/1, step: 8720, loss: 8.089045, ppl: ..., speed: 5.793753 steps/s, file: ...
-#   PaddleNLP run_pretrain.py (2.0)                   global step 20, epoch: 0, batch: 19, loss: ..., speed: 4.61 step/s, ips: 147.52 sequences/s   (also ``ips :218.08``)
-#   PaddleNLP run_pretrain.py (2.x)                   global step: 20, epoch: 0, batch: 19, loss: ..., avg_batch_cost: 0.27 sec, ..., ips: 118.5 sequences/sec
-#   PaddleNLP Trainer (2.4+)                          [    INFO] - loss: 10.70859375, learning_rate: 2e-07, global_step: 20, interval_runtime: 2.5065, interval_samples_per_second: 7.979, ...
+#   PaddleCV train.py (models release/1.8, DLPerf's)  [Pass 0, train batch 19] \tloss 6.91, acc1 0.0, acc5 0.0, lr 0.00100, elapse 0.3626 sec  # noqa: E501
+#   PaddleCV train.py (release/2.0-beta on)           [Pass 0, train batch 20]   loss ..., batch_cost 0.12865 sec, reader_cost 0.00103 sec, ips 994.94165 images/sec  # noqa: E501
+#   PaddleClas tools/static (2020-11/12, before #525) epoch:0   train step:6    loss: ... lr: 0.100000 elapse: 0.183s ips: 1137.76163 images/sec.  # noqa: E501
+#   PaddleClas 2.0 (static after #525, dygraph)       epoch:0   train step:10   ... loss: 11.5920 lr: 0.100000, batch_cost: 0.08779 s, reader_cost: 0.00010 s, ips: 121.41242 images/sec.  # noqa: E501
+#   PaddleClas 2.1+ (ppcls engine)                    ppcls INFO: [Train][Epoch 3/360][Iter: 0/2503]lr(LinearWarmup): ..., batch_cost: 1.15203s, reader_cost: 0.85557, ips: 444.43222 samples/s, eta: ...  # noqa: E501
+#   PaddleNLP BERT train.py (1.8, DLPerf's)           epoch: 4, progress: 1/1, step: 8720, loss: 8.089045, ppl: ..., speed: 5.793753 steps/s, file: ...  # noqa: E501
+#   PaddleNLP run_pretrain.py (2.0)                   global step 20, epoch: 0, batch: 19, loss: ..., speed: 4.61 step/s, ips: 147.52 sequences/s  # noqa: E501
+#                                                     (also ``ips :218.08``)
+#   PaddleNLP run_pretrain.py (2.x)                   global step: 20, epoch: 0, batch: 19, loss: ..., avg_batch_cost: 0.27 sec, ..., ips: 118.5 sequences/sec  # noqa: E501
+#   PaddleNLP Trainer (2.4+)                          [    INFO] - loss: 10.70859375, learning_rate: 2e-07, global_step: 20, interval_runtime: 2.5065, interval_samples_per_second: 7.979, ...  # noqa: E501
 # each maybe after a logging prefix: ``2020-09-25 10:47:02,989-INFO: `` (millisecond stamps), ``INFO:utils.utility:``.
 # Step counters: PaddleCV's batch and PaddleClas's step/iter count within an epoch (from 0), so steps are counted
 # across epochs (with ``[Iter: i/N]`` from N, the epoch's length the line states); PaddleNLP's step is global.
@@ -149,6 +151,27 @@ def _wanted(text: str) -> bool:
             or "[Iter: " in text or "global_step: " in text or "[Eval][Epoch " in text)  # and an evaluation
 
 
+@dataclass(slots=True)
+class _State:
+    """What a parse learns beside its window."""
+
+    epoch: int | None = None  # the last pass/epoch of a per-epoch counter (ppcls': its first line's epoch)
+    offset: int = 0  # the steps of the passes before it
+    last: int = 0  # the highest step read in that pass (its batches counted from 1)
+    prev: int = 0  # the highest step read
+    clock: float = 0.0  # the lines' batch times, summed (the lines without a stamp)
+    stamps: int = 0  # steps timed at their stamp
+    timed: int = 0  # ... and by their batch time
+    forms: set[str] = field(default_factory=set)  # the line formats read
+    ips: list[float] = field(default_factory=list)  # the printed ips figures
+    # PaddleClas static before #525 (running-mean lines): the epoch of the last, the clock at that epoch's start,
+    # the clock of the last line, and (step, clock) of the last line of this epoch after the meter's reset
+    cum_epoch: int | None = None
+    cum_base: float = 0.0
+    cum_last: float = 0.0
+    cum_prev: tuple[int, float] | None = None
+
+
 def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     evals = lp_evals.Reader(suite.evaluations)
@@ -156,20 +179,18 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
     gb = float(ctx.global_batch)
     per_node = float(ctx.gpus_per_node * ctx.batch_size)
     ips_scale = ctx.nodes if suite.ips_scale == "nodes" else ctx.world_size
-    st: dict[str, Any] = {"epoch": None, "offset": 0, "last": 0, "prev": 0, "clock": 0.0, "stamps": 0,
-                          "timed": 0, "forms": set(), "ips": [],
-                          "cum_epoch": None, "cum_base": 0.0, "cum_last": 0.0, "cum_prev": None}
+    st = _State()
 
     def step_of(epoch: int, index: int) -> int:
         """PaddleCV counts batches from 0 in each pass (PaddleClas its steps in each epoch): steps are counted
         across passes, from 1."""
-        if st["epoch"] is None:
-            st["epoch"] = epoch
-        elif epoch > st["epoch"]:
-            st["offset"] += st["last"]
-            st["epoch"], st["last"] = epoch, 0
-        st["last"] = max(st["last"], index + 1)
-        return st["offset"] + index + 1
+        if st.epoch is None:
+            st.epoch = epoch
+        elif epoch > st.epoch:
+            st.offset += st.last
+            st.epoch, st.last = epoch, 0
+        st.last = max(st.last, index + 1)
+        return st.offset + index + 1
 
     def handler(text: str, rank: int | None, final: bool) -> int:
         m = _CV.search(text)
@@ -178,9 +199,9 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
             form, step = "paddlecv", step_of(int(m.group(1)), int(m.group(2)))
         elif (m := _PPCLS.search(text)) is not None:  # its iter counts from 0 in each epoch of N iters
             epoch, index, length = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            if st["epoch"] is None:
-                st["epoch"] = epoch
-            form, step = "ppcls", (epoch - st["epoch"]) * length + index + 1
+            if st.epoch is None:
+                st.epoch = epoch
+            form, step = "ppcls", (epoch - st.epoch) * length + index + 1
         elif (m := _TRAINER.search(text)) is not None:
             form, step = "paddlenlp-trainer", int(m.group(1))
         elif (m := _NLP.search(text)) is not None:
@@ -198,7 +219,7 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if not final and (not (bt or ips or sps or run) or text.endswith(tuple("0123456789"))):
             return lp.FRAGMENT  # the figure that ends the line may be cut short: read it with what follows
         loss = _LOSS.search(body)
-        span = step - st["prev"] if step > st["prev"] else 1
+        span = step - st.prev if step > st.prev else 1
         seconds = speed = None
         cumulative = None  # the clock of a running-mean line (PaddleClas static before #525)
         elapse = _ELAPSE.search(body) if per_epoch is not None else None
@@ -206,22 +227,22 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if per_epoch is not None and elapse is not None:  # its lines before the reset time the epoch's first
             form = "paddleclas-static"                    # steps: no clock of the window's
             epoch, index = per_epoch
-            if st["cum_epoch"] != epoch:
-                st["cum_epoch"], st["cum_base"], st["cum_prev"] = epoch, st["cum_last"], None
+            if st.cum_epoch != epoch:
+                st.cum_epoch, st.cum_base, st.cum_prev = epoch, st.cum_last, None
             mean = lp.to_float(elapse.group(1))
             v = lp.to_float(ips.group(1)) if ips else None
             if v and v > 0:
                 mean = ctx.batch_size / v  # the same running mean, to ips's five decimals
             if index >= _CLAS_RESET and mean is not None and mean > 0:
-                cumulative = st["cum_base"] + (index - _CLAS_RESET + 1) * mean
+                cumulative = st.cum_base + (index - _CLAS_RESET + 1) * mean
                 # before the epoch's first line after the reset: the reset itself, the end of step index 4
-                prev = st["cum_prev"] or (step - (index - _CLAS_RESET + 1), st["cum_base"])
+                prev = st.cum_prev or (step - (index - _CLAS_RESET + 1), st.cum_base)
                 if step > prev[0] and cumulative > prev[1]:
                     seconds = cumulative - prev[1]
                     speed = gb * (step - prev[0]) / seconds
                     span = step - prev[0]
-                st["cum_prev"] = (step, cumulative)
-                st["cum_last"] = cumulative
+                st.cum_prev = (step, cumulative)
+                st.cum_last = cumulative
         elif run:
             v = lp.to_float(run.group(1))
             if v and v > 0:
@@ -237,33 +258,33 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if ips:
             v = lp.to_float(ips.group(1))
             if v is not None:
-                st["ips"].append(v)
+                st.ips.append(v)
                 if speed is None and not static and v > 0:
                     speed, seconds = v * ips_scale, span * gb / (v * ips_scale)
         stamp = _STAMP.search(text, 0, m.start() + 1)
         t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if t is not None:
-            st["stamps"] += 1
+            st.stamps += 1
         elif cumulative is not None:
-            st["timed"] += 1
+            st.timed += 1
             t = cumulative
         elif seconds is not None:
-            st["clock"] += seconds
-            st["timed"] += 1
-            t = st["clock"]
-        st["prev"] = max(st["prev"], step)
-        st["forms"].add(form)
+            st.clock += seconds
+            st.timed += 1
+            t = st.clock
+        st.prev = max(st.prev, step)
+        st.forms.add(form)
         evals.trained(text)  # the first stamped one starts a time to target
         window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
                    span_from=step - span if seconds is not None else None, span_seconds=seconds)
         return lp.CONSUMED
 
     facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted).run(lines)
-    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st["forms"])}
-    if st["stamps"] and st["timed"]:
-        extra["clock_mixed"] = f"{st['stamps']} lines with stamps, {st['timed']} timed by their batch time"
-    extra["clock"] = "log stamps" if st["stamps"] else "sum of the printed batch times"
-    if st["ips"]:
-        extra["reported_ips_mean"] = sum(st["ips"]) / len(st["ips"])
+    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
+    if st.stamps and st.timed:
+        extra["clock_mixed"] = f"{st.stamps} lines with stamps, {st.timed} timed by their batch time"
+    extra["clock"] = "log stamps" if st.stamps else "sum of the printed batch times"
+    if st.ips:
+        extra["reported_ips_mean"] = sum(st.ips) / len(st.ips)
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="the Paddle programs' logs report no GPU memory")
