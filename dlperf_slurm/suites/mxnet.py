@@ -167,19 +167,22 @@ class GluonBert(_Gluon):
 # Step counters: ``Epoch[e] Batch[b]`` counts batches within epoch e (from 1 again every epoch): steps are counted
 # across epochs, each epoch as long as its largest batch number (or the length its summary line states).
 #   NGC train.py (e470c215)        Epoch[0] Batch [19-19]\tSpeed: 392.2371 samples/sec\tLR: 0.256\t...      every rank
-#   NGC train.py (DLE 2021+)       DLL 2021-01-01 10:00:00.123456 - Epoch: 0 Iteration: 19  train.loss : 6.9  train.ips : 392.2 images/s   rank 0
-#   gluon-cv train_imagenet.py     Epoch[0] Batch [49]\tSpeed: 1514.069463 samples/sec\ttop1-err=0.99\tlr=0.003   (2018-2021: the
-#                                  batch index, 0-based; ab03ca04 2021-04+: index + 1) -- the Speed of the last log interval
-#   gluon-cv train_horovod.py      Epoch[0] Batch[20]\tSpeed: 392.24 samples/sec                  (DLPerf's copy, rank 0)
-#   gluon-cv train_horovod.py      Epoch[0] Batch[100] Loss[6.968]                                 (f40e731c 2020-04+, rank 0:
-#     unmodified                   Epoch[0] Rank[0] Batch[1251]\tTime cost=411.25\tTrain-metric=...   a loss every log interval,
-#                                  Epoch[0]\tSpeed: 3114.92 samples/sec                            the Speed once per epoch)
-#   gluon-nlp run_pretraining      [step 249]\tmlm_loss=9.24962\tmlm_acc=5.01887\t...\tthroughput=122.0K tks/s\tlr=0.0000025 time=163.24
+#   NGC train.py (DLE 2021+)       DLL 2021-01-01 10:00:00.123456 - Epoch: 0 Iteration: 19  train.loss : 6.9  train.ips : 392.2 images/s   rank 0  # noqa: E501
+#   gluon-cv train_imagenet.py     Epoch[0] Batch [49]\tSpeed: 1514.069463 samples/sec\ttop1-err=0.99\tlr=0.003
+#                                  (2018-2021: the batch index, 0-based; ab03ca04 2021-04+: index + 1) -- the Speed of
+#                                  the last log interval
+#   gluon-cv train_horovod.py      Epoch[0] Batch[20]\tSpeed: 392.24 samples/sec   (DLPerf's copy, rank 0)
+#   gluon-cv train_horovod.py      Epoch[0] Batch[100] Loss[6.968]
+#     unmodified (f40e731c         Epoch[0] Rank[0] Batch[1251]\tTime cost=411.25\tTrain-metric=...
+#     2020-04+, rank 0)            Epoch[0]\tSpeed: 3114.92 samples/sec
+#                                  (a loss every log interval, the Speed once per epoch)
+#   gluon-nlp run_pretraining      [step 249]\tmlm_loss=9.24962\tmlm_acc=5.01887\t...\tthroughput=122.0K tks/s\tlr=0.0000025 time=163.24  # noqa: E501
 #     (def34313 2019-03)           (time: the seconds of the log interval, its steps since the previous line)
-#   gluon-nlp run_pretraining      [step 20]\tmlm_loss=7.93   nsp_loss= 0.69\tthroughput=122.0K tks/s\tlr=0.0000100 time=0.26, latency=262.0 ms/batch
+#   gluon-nlp run_pretraining      [step 20]\tmlm_loss=7.93   nsp_loss= 0.69\tthroughput=122.0K tks/s\tlr=0.0000100 time=0.26, latency=262.0 ms/batch  # noqa: E501
 #     (4b83eb6b 2019-04+, 7b7bf60)
-#   gluon-nlp run_pretraining      [step 1]\tmlm_loss=0.00000\tnsp_loss= 0.57\tthroughput=0.0K tks/s\tlr=0.0000083 time=20.77, latency=20768.7 ms/step
-#     (8d43da9a 2020-02+, v0.9-v0.10)  the same record, its latency now "ms/step"; written to <ckpt_dir>/phase1_log.<rank>
+#   gluon-nlp run_pretraining      [step 1]\tmlm_loss=0.00000\tnsp_loss= 0.57\tthroughput=0.0K tks/s\tlr=0.0000083 time=20.77, latency=20768.7 ms/step  # noqa: E501
+#     (8d43da9a 2020-02+, v0.9-v0.10)  the same record, its latency now "ms/step"; written to
+#                                      <ckpt_dir>/phase1_log.<rank>
 
 _NUM = lp.NUM
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,6})?)")
@@ -188,7 +191,8 @@ _EPOCH_HEAD = re.compile(r"Epoch\[\d+\]\t")
 _HEAD = re.compile(r"Epoch\[(\d+)\] ?Batch ?\[\d+(?:-\d+)?\]")
 _DLL = re.compile(r"Epoch: (\d+) Iteration: (\d+) .*?train\.(?:total_)?ips : (" + _NUM + r")")
 _DLL_LOSS = re.compile(r"train\.loss : (" + _NUM + r")")
-_BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM + r") ms/(?:batch|step)")
+_BERT = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?latency=(" + _NUM
+                   + r") ms/(?:batch|step)")
 _BERT_HEAD = re.compile(r"\[step \d+\]\t")  # a record; "[step 12] Saving model params to ..." is none
 _BERT_2019 = re.compile(r"\[step (\d+)\]\s.*?throughput=(" + _NUM + r")([KMG]?) tks/s.*?\btime=(" + _NUM + r")\s*$")
 _EPOCH_SPEED = re.compile(r"Epoch\[(\d+)\]\tSpeed: (" + _NUM + r") samples/sec")
