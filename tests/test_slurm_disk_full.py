@@ -116,6 +116,10 @@ def test_the_disk_filling_while_slurm_runs_run_is_said_and_retried(tmp_path, sma
         cdir = logs / name
         faults.wait_for(lambda: {"wait.r0", "wait.r1"} <= set(started(starts)), 90, "both wait runs running")
         faults.wait_for(lambda: len(list(cdir.glob("*/*DLPERF-TEST-MODE-ok_*.exit"))) == 2, 60, "the ok runs' end")
+        # and their jobs' end: submitit writes its result after our script's exit marker; a disk filled before that
+        # fails the job (Slurm FAILED, NonZeroExitCode), a case of its own, not this test's (CI met it once)
+        faults.wait_for(lambda: sum(r["state"] not in ENDED for r in jobs(name)) == 2, 60,
+                        "only the two wait runs' jobs left in the queue")
         filler = fill(small_fs)
         go.touch()  # the wait runs go on: 16 KiB of progress lines the full disk cannot take
         faults.wait_for(lambda: gone(name), 90, "the wait runs to end")
