@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import TEMPLATES, cli, wait_until, write_matrix
+from testlib import TEMPLATES, cli, fill, small_tmpfs, wait_until, write_matrix
 
 COMMANDS = (("status",), ("collect", "--no-plots"), ("cancel",))
 
@@ -110,26 +110,8 @@ def test_a_log_made_unreadable_then_readable_again_is_read_again(tmp_path):
 @pytest.fixture
 def small_fs(tmp_path):
     """A 1 MiB tmpfs at tmp_path/fs (root and mount needed)."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("needs root and mount (a small tmpfs for the disk-full and read-only cases)")
-    fs = tmp_path / "fs"
-    fs.mkdir()
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(fs)], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path, "1m") as fs:
         yield fs
-    finally:
-        subprocess.run(["umount", "-l", str(fs)], capture_output=True)
-
-
-def fill(fs: Path) -> Path:
-    filler = fs / "filler"
-    with contextlib.suppress(OSError), open(filler, "wb", buffering=0) as f:
-        while True:
-            f.write(b"\0" * 4096)
-    assert shutil.disk_usage(fs).free < 4096 * 2
-    return filler
 
 
 def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):

@@ -12,9 +12,6 @@ Needs root and ``mount`` (skips, saying so, where either is missing)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -24,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import faults  # noqa: E402
-from testlib import TEMPLATES, cli, cluster_up, write_matrix  # noqa: E402
+from testlib import TEMPLATES, cli, cluster_up, fill, small_tmpfs, write_matrix  # noqa: E402
 
 _why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
@@ -37,27 +34,8 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEM
 @pytest.fixture
 def small_fs(tmp_path):
     """A 4 MiB tmpfs at tmp_path/fs, for the campaign's logs folder."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("needs root and mount (a small tmpfs that fills)")
-    fs = tmp_path / "fs"
-    fs.mkdir()
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fs)], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path, "4m") as fs:
         yield fs
-    finally:
-        subprocess.run(["umount", "-l", str(fs)], capture_output=True)
-
-
-def fill(fs: Path) -> Path:
-    """Write zeros until the file system is full (the last 4 KiB block); the filler, to remove later."""
-    filler = fs / "filler"
-    with contextlib.suppress(OSError), open(filler, "wb", buffering=0) as f:
-        while True:
-            f.write(b"\0" * 4096)
-    assert shutil.disk_usage(fs).free < 4096 * 2
-    return filler
 
 
 def statuses(logs: Path, root: Path, name: str) -> dict[str, tuple[str, str]]:

@@ -3,10 +3,13 @@ health and provenance tests' tiny matrices)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -167,3 +170,33 @@ def framework_on_cluster(name: str) -> tuple[Path | None, list]:
     python, no_venv = venvs.python_for(name)
     return python, [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(why is not None, reason=why or ""),
                     pytest.mark.skipif(python is None, reason=no_venv)]
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (e.g. "1m") mounted at ``where/fs`` for a disk-full or read-only fault, unmounted after;
+    the test skips, saying why, without root or ``mount``."""
+    import pytest
+
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root and mount (a small tmpfs that fills)")
+    fs = where / "fs"
+    fs.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(fs)], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {p.stderr.strip()}")
+    try:
+        yield fs
+    finally:
+        subprocess.run(["umount", "-l", str(fs)], capture_output=True)
+
+
+def fill(fs: Path) -> Path:
+    """Write zeros until the file system is full (to its last 4 KiB block); the filler, to remove later."""
+    filler = fs / "filler"
+    with contextlib.suppress(OSError), open(filler, "wb", buffering=0) as f:
+        while True:
+            f.write(b"\0" * 4096)
+    assert shutil.disk_usage(fs).free < 4096 * 2
+    return filler
