@@ -80,6 +80,12 @@ class Suite:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError
 
+    def accuracy_problem(self, options: Mapping[str, Any], cells: Iterable[Cell] = ()) -> tuple[str, str] | None:
+        """Why an accuracy run of this suite cannot run with these options (its program would read synthetic data,
+        which has nothing to evaluate) or on these cells: (the matrix key, relative to ``options`` unless it starts
+        with ``axes.``, and what to set it to); None if it can."""
+        return None
+
     def option_error(self, name: str, value: Any) -> str | None:
         """Why ``value`` (already of the default's type, at least its :attr:`option_minimum`) is no valid value of
         option ``name``; None if it is."""
