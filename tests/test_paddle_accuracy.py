@@ -20,7 +20,7 @@ import pytest
 
 from dlperf_slurm import matrix, suites
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.suites import RUN_DIR
+from dlperf_slurm.suites import REPEAT, RUN_DIR
 
 HERE = Path(__file__).resolve().parent
 SUITE = "paddle/resnet50"
@@ -73,6 +73,7 @@ def test_accuracy_argv_is_paddleclas_train_py_with_its_epochs_and_evaluation(tmp
     assert o["DataLoader.Train.sampler.batch_size"] == "16"  # per card (DistributedBatchSampler)
     assert o["Arch.pretrained"] == "False" and o["Arch.class_num"] == "1000" and o["Global.device"] == "gpu"
     assert o["Global.output_dir"] == f"{RUN_DIR}/output" and "AMP.use_amp" not in o
+    assert o["Global.seed"] == REPEAT  # each repeat trains from its own seed (the renderer puts the repeat there)
     assert not any("target" in a.lower() for a in argv)  # PaddleClas has no stop at a target: every epoch runs
     # each -o value has one "=" (ppcls/utils/config.py asserts it)
     assert all(argv[i + 1].count("=") == 1 for i, a in enumerate(argv) if a == "-o")

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import RUN_DIR, Suite, register
+from dlperf_slurm.suites import REPEAT, RUN_DIR, Suite, register
 
 
 class _Paddle(Suite):
@@ -76,7 +76,7 @@ class ResNet50(_Paddle):
         o = [f"Global.epochs={n}", "Global.eval_during_train=True", "Global.eval_interval=1",
              "Global.print_batch_step=1", f"Global.save_interval={n}", f"Global.device={options['clas_device']}",
              f"Global.output_dir={RUN_DIR}/output", "Arch.pretrained=False", f"Arch.class_num={options['class_num']}",
-             f"Global.use_dali={bool(cell.param('dali', False))}"]
+             f"Global.use_dali={bool(cell.param('dali', False))}", f"Global.seed={REPEAT}"]  # each repeat its seed
         for part, lst in (("Train", "train_list.txt"), ("Eval", "val_list.txt")):
             o += [f"DataLoader.{part}.dataset.image_root={d}/", f"DataLoader.{part}.dataset.cls_label_path={d}/{lst}",
                   f"DataLoader.{part}.sampler.batch_size={cell.batch_size}"]
