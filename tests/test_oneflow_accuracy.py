@@ -164,3 +164,4 @@ def test_models_train_py_accuracy_run_under_the_local_executor(tmp_path):
     assert [(e["epoch"], e["top1"]) for e in run["extra"]["evals"]] == printed
     # the window, steps 2 -> 4, inside the first 6-step epoch; the steps counted across both epochs
     assert (run["window_start"], run["window_end"], run["steps_seen"]) == (2, 4, 12), run
+
