@@ -167,3 +167,31 @@ def test_paddleclas_accuracy_run_under_the_local_executor(tmp_path):
     assert [(e["epoch"], e["top1"], e["top5"]) for e in run["extra"]["evals"]] == printed
     # the window, steps 3 -> 9, inside the first 12-step epoch; the steps counted across both epochs
     assert (run["window_start"], run["window_end"], run["steps_seen"]) == (3, 9, 24), run
+
+
+REAL_LOG = HERE / "fixtures" / "real" / "PaddleClas" / "d178931f" / "ppcls_resnet50_digits_accuracy_run.log"
+
+
+@pytest.mark.parametrize("target,status", [(0.17, "OK"), (0.5, "NOT_CONVERGED")])
+def test_submit_decides_a_run_against_the_campaigns_target(tmp_path, target, status):
+    """The local executor decides a run as collect does: the campaign's target read against the evaluations the
+    program printed (here a stand-in tools/train.py that prints the committed real log of the suite's accuracy run:
+    its best top-1 is 17.5 % at epoch 2)."""
+    sys.path.insert(0, str(HERE / "frameworks"))
+    import venvs
+
+    py, why = venvs.python_for("paddle")  # the suite's launcher: python -m paddle.distributed.launch
+    if py is None:
+        pytest.skip(why)
+    tools = tmp_path / "clas" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "train.py").write_text(  # the program's own lines (the job's :::DLPERF events are this run's)
+        f"import sys\nsys.stdout.writelines(l for l in open({str(REAL_LOG)!r}) if not l.startswith(':::'))\n")
+    options = f'python = "{py}"\nclas_workdir = "{tmp_path / "clas"}"\ndata_dir = "{tmp_path}"'
+    (tmp_path / "m.toml").write_text(ACCURACY.format(devices="1x1", precision="fp32", options=options, epochs=3,
+                                                     target=target, measure=15))
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm", "--logs", str(tmp_path / "logs"), "submit",
+                        str(tmp_path / "m.toml"), "--executor", "local", "--no-site", "--wait"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert f"{status} 1" in p.stdout, p.stdout + p.stderr
