@@ -80,6 +80,48 @@ pprint.PrettyPrinter(indent=1).pprint(result)
 print("JSON " + __import__("json").dumps(result))
 '''
 
+# Not a peer: the least a Python process can do on this tree (the floor of any collect written in Python, measured
+# beside it): list the shape folders, read each log whole, find its TimeHistory lines with one Hyperscan pass (the
+# scanner collect uses; bytes.find without the package), read the 1st and 6th line's stamp with one regex, the
+# window's speed. No status, no error or OOM facts, no rows, no cache, nothing written: collect must do all of them.
+FLOOR = r"""
+import os, re, sys
+root = sys.argv[1]
+stamp = re.compile(rb"(\d\d):(\d\d):(\d\d\.\d+) ")
+try:
+    import hyperscan
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[b"TimeHistory"], ids=[0], elements=1, flags=[0])
+except ImportError:
+    db = None
+def ends(data):
+    if db is None:
+        at, out = data.find(b"TimeHistory"), []
+        while at >= 0:
+            out.append(at)
+            at = data.find(b"TimeHistory", at + 1)
+        return out
+    out = []
+    db.scan(data, match_event_handler=lambda _i, _f, to, _fl, _c: out.append(to))
+    return out
+speeds = {}
+for shape in sorted(os.listdir(root)):
+    gpus = int(shape.split("n")[0]) * int(shape.split("n")[1].rstrip("g"))
+    folder = os.path.join(root, shape)
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as f:
+            data = f.read()
+        hits = ends(data)
+        if len(hits) < 6:
+            continue
+        t = []
+        for to in (hits[0], hits[5]):
+            m = stamp.search(data, data.rfind(b"\n", 0, to) + 1, to)
+            t.append(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)))
+        speeds.setdefault(shape, []).append(gpus * int(name.split("_")[1][1:]) * 500 / (t[1] - t[0]))
+print("JSON " + __import__("json").dumps({k: sorted(v)[len(v) // 2] for k, v in speeds.items()}))
+"""
+
 # what a TF 2.x job prints around its TimeHistory lines, glog style: a start-up once per run (libraries, one
 # "Found device" and "Created TensorFlow device" per GPU, the strategy), then filler of the kinds TF repeats (XLA,
 # grappler, AutoGraph, allocator lines); none of it is a record
@@ -177,6 +219,8 @@ def run(tmp: Path, runs_per_shape: int, kb_per_run: int, repeat: int, codes: lis
     # (label, command, environment, summaries folder or None)
     cmds: list[tuple[str, list[str], dict[str, str], Path | None]] = [
         ("DLPerf's extract_tensorflow_logs_time.py loop (re-implemented)", [py, "-c", PEER, str(tree)],
+         {**os.environ, "PYTHONPATH": str(ROOT)}, None),
+        ("floor, not a peer: the least a Python process does (read, scan, 2 stamps)", [py, "-c", FLOOR, str(tree)],
          {**os.environ, "PYTHONPATH": str(ROOT)}, None)]
     for code in codes:
         env = {**os.environ, "PYTHONPATH": str(code)}

@@ -188,7 +188,7 @@ _TOKENS = st.sampled_from(["DLL ", "DLLL {", ":::DLPERF ", ":::", "{", "}", '"st
                            "0: ", " 3: ", "[rank1]:", "[1,2]<stdout>:", "[default0]: ", "\n", "\r", "\r\n", "\t",
                            "nan", "inf", "-", ".", ":", "1", "7", "99", "1e308", "2020-09-15 14:29:13.473765",
                            "I0826 15:12:50.113950 1 x.py:1] ", "W", "E1", "out of memory", "OOM", "Error", "rror",
-                           "Exception", "Killed", "*** STEP 1 ON n CANCELLED AT x ***", "\x00", "\x1c", "\ufffd",
+                           "mirrored", "Exception", "Killed", "*** STEP 1 ON n CANCELLED AT x ***", "\x00", "\x1c", "\ufffd",
                            "é", "٣", "\u00a0", "\u212a", "loss: ", "Devices: [a, b]", "Batch size: 8 global"])
 
 

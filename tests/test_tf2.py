@@ -200,3 +200,35 @@ def test_a_suite_without_a_dlperf_window_keeps_the_default(tmp_path):
     col = collect.runs_from_tree(tmp_path / "t", "pytorch-ddp/resnet50")
     assert {(s.warmup_steps, s.measure_steps) for s in col.runs} == {(20, 100)}
     assert not any("DLPerf" in n for n in col.notes)
+
+
+# ------------------------------------------------------------------------------- a run that died before training
+
+REAL_TF2 = (Path(__file__).parent / "fixtures" / "real" / "tensorflow-models" / "2.20.0"
+            / "classifier_trainer_resnet50_synthetic_1x1_b2.log")
+
+
+@pytest.mark.parametrize("parser", ["blocks", "lines"])
+def test_a_mirrored_strategy_line_is_no_error(tmp_path, monkeypatch, parser):
+    """A TF2 job that ends before its first step: its reason quotes no "error" from MirroredStrategy's lines
+    ("mirrored" holds "rror": the error words were "rror" and took them). The real start-up of a classifier_trainer
+    run (tf-models-official 2.20.0, this project's test machine), whole lines up to its first record, its lines
+    that say error themselves (oneDNN's round-off note) left out."""
+    from dlperf_slurm.parsing import lines as lp
+
+    monkeypatch.setattr(lp, "BLOCKS", parser == "blocks")
+    head = []
+    for line in REAL_TF2.read_text().splitlines(keepends=True):
+        if "TimeHistory" in line or " - loss: " in line:
+            break
+        if "error" not in line.lower() and ":::DLPERF" not in line:  # our harness's health line left out too
+            head.append(line)
+    assert any("MirroredStrategy" in line for line in head)
+    log = tmp_path / "1n1g" / "rn50_b2_fp32_1.log"
+    log.parent.mkdir()
+    log.write_text("".join(head))
+    [run] = collect.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2).runs
+    res = collect.collect([collect.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2)], jobs=1).runs[0]
+    assert run.key == res.run
+    assert res.status == Status.LAUNCH_FAILED.value
+    assert "no training step" in res.reason and "last error" not in res.reason, res.reason

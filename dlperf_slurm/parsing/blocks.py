@@ -7,8 +7,8 @@ have in a pass over every line.
 Which lines can matter (a superset: a line taken needlessly costs time, never a figure):
 
 - a line holding one of the *needles*: the suite's (every line its handler does anything with contains one), the
-  Scanner's own (``:::`` for the ``:::DLPERF`` events and their cut prefixes; ``rror``, ``xception``, ``Killed``,
-  ``CANCELLED AT`` for the error and Slurm-kill facts; the out-of-memory words, in any ASCII case);
+  Scanner's own (``:::`` for the ``:::DLPERF`` events and their cut prefixes; ``Error``, ``error``, ``xception``,
+  ``Killed``, ``CANCELLED AT`` for the error and Slurm-kill facts; the out-of-memory words, in any ASCII case);
 - a line holding a byte that is not ASCII (its decoded text may hold anything: such lines are always read whole,
   so Unicode digits, spaces and case never need a byte-level rule);
 - while a record cut by buffering is held (a FRAGMENT), every line, until the Scanner has put it back together.

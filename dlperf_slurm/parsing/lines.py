@@ -104,7 +104,7 @@ NOT_MINE, CONSUMED, FRAGMENT = 0, 1, 2
 
 #: What the loop looks for in any line besides the handler's needles (events and their cut prefixes, the error and
 #: Slurm-kill facts); with the out-of-memory words (any case), every line without one of these is noise to it.
-SCANNER_NEEDLES = (":::", "rror", "xception", "Killed", "CANCELLED AT")
+SCANNER_NEEDLES = (":::", "Error", "error", "xception", "Killed", "CANCELLED AT")
 #: False (``DLPERF_SLURM_PARSER=lines``): every file is read line by line (the block path is off)
 BLOCKS = os.environ.get("DLPERF_SLURM_PARSER", "") != "lines"
 
@@ -243,8 +243,9 @@ class Scanner:
             else:
                 event = False
                 if not all_ranks and rank is not None and rank != 0:
-                    if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
-                            or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                    if ("Error" in text or "error" in text or "emory" in text or "EMORY" in text or "OOM" in text
+                            or "oom" in text or "***" in text or "xception" in text or "Killed" in text
+                            or "EXHAUSTED" in text):
                         text_facts(text, rank)
                     continue
             if pending:
@@ -252,8 +253,8 @@ class Scanner:
                 if head is not None:
                     if not event and not starts(text) and len(head) + len(text) < MAX_FRAGMENT:
                         if handle(head + text, rank, True) == CONSUMED:  # the record's tail: glue it back
-                            if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text
-                                    or "oom" in text or "***" in text or "EXHAUSTED" in text):
+                            if ("Error" in text or "error" in text or "emory" in text or "EMORY" in text
+                                    or "OOM" in text or "oom" in text or "***" in text or "EXHAUSTED" in text):
                                 text_facts(text, rank)
                             continue
                     if handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
@@ -269,8 +270,9 @@ class Scanner:
             else:
                 r = NOT_MINE
             if r == NOT_MINE:
-                if ("rror" in text or "emory" in text or "EMORY" in text or "OOM" in text or "oom" in text
-                        or "***" in text or "xception" in text or "Killed" in text or "EXHAUSTED" in text):
+                if ("Error" in text or "error" in text or "emory" in text or "EMORY" in text or "OOM" in text
+                        or "oom" in text or "***" in text or "xception" in text or "Killed" in text
+                        or "EXHAUSTED" in text):
                     text_facts(text, rank)
             elif r == FRAGMENT:
                 pending[rank] = text
@@ -337,7 +339,7 @@ class Scanner:
         if facts.oom is None and oom_text(text):
             facts.oom = _clip(text)
             facts.oom_rank = rank
-        if "rror" in text or "xception" in text or "Killed" in text:
+        if "Error" in text or "error" in text or "xception" in text or "Killed" in text:
             if _EXCEPTION.match(text):
                 facts.last_exception = _clip(text)
             else:

@@ -22,6 +22,10 @@ _loaded = False
 #: each run's path in its place, and the job script empties that folder at every start. A program's model,
 #: checkpoint and output directories go there, so no repeat (nor a retry) reads what another one left.
 RUN_DIR = "{run_dir}"
+#: In a program's argv, stands for the run's repeat number (0, 1, ...): the renderer puts it in its place, as it
+#: does RUN_DIR. An accuracy run gives each repeat its own seed with it, so the spread over the repeats of a cell is
+#: the spread over seeds (as MLPerf's repeated runs), not the same training seven times.
+REPEAT = "{repeat}"
 
 
 class Suite:
