@@ -69,9 +69,11 @@ def load(tmp_path: Path, suite: str, measure: str, *, data: str = "real", dummy:
     return matrix.load(p, site=False)
 
 
-def argv(m: matrix.Matrix) -> list[str]:
+def argv(m: matrix.Matrix, repeat: int = 0) -> list[str]:
+    """The cell's program as the renderer gives one run of it: its repeat number in place of suites.REPEAT."""
     (cell,) = m.cells
-    return m.suite_of(cell).program(cell, m.measure, m.options_for(cell))
+    return [a.replace(suites.REPEAT, str(repeat)) for a in m.suite_of(cell).program(cell, m.measure,
+                                                                                      m.options_for(cell))]
 
 
 ACC = 'mode = "accuracy"\nepochs = 3\nwarmup_steps = 5\nmeasure_steps = 40\n'
@@ -87,6 +89,8 @@ def test_tf_cnn_trains_epochs_evaluates_each_and_stops_at_a_top1_target(tmp_path
     assert "--num_epochs=3" in a and not any(x.startswith("--num_batches") for x in a)  # at most one of them
     assert {"--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1", "--stop_at_top_1_accuracy=0.75",
             "--data_dir=/data/imagenet-tfrecords", "--data_name=imagenet", "--num_warmup_batches=5"} <= set(a)
+    # each repeat its own seed (tf_cnn's own default: 1234 for every run)
+    assert "--tf_random_seed=0" in a and "--tf_random_seed=2" in argv(load(tmp_path, "tf-cnn/resnet50", TOP1), 2)
 
 
 def test_tf_cnn_without_a_top1_target_has_no_stop_flag(tmp_path):
@@ -105,12 +109,15 @@ def test_main_py_trains_the_campaign_s_epochs_of_its_data_dir(tmp_path):
     a = argv(load(tmp_path, "pytorch-examples/resnet50", TOP1))
     assert a[a.index("--epochs") + 1] == "3" and a[-1] == "/data/imagenet" and "--dummy" not in a
     assert not any("top" in x or "target" in x for x in a)  # main.py has no flag to stop at a target
+    assert "--seed" not in a  # it would turn on cuDNN's deterministic mode; unseeded, each run starts afresh
 
 
 def test_dle_main_py_trains_the_epochs_and_evaluates_them(tmp_path):
     a = argv(load(tmp_path, "ngc-pytorch/resnet50", TOP1))
     assert a[a.index("--epochs") + 1] == "3" and a[a.index("--data-backend") + 1] == "dali-cpu"
     assert "--training-only" not in a and "--prof" not in a  # it validates after every epoch, every batch of them
+    assert a[a.index("--seed") + 1] == "0" and "3" == argv(load(tmp_path, "ngc-pytorch/resnet50", TOP1), 3)[
+        a.index("--seed") + 1]  # each repeat its own seed
     t = argv(load(tmp_path, "ngc-pytorch/resnet50", "warmup_steps = 5\nmeasure_steps = 40\n"))
     assert "--training-only" in t and t[t.index("--prof") + 1] == "46"
 

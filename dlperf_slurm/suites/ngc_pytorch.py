@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import accuracy
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 
 class _NGCPyTorch(Suite):
@@ -47,7 +47,7 @@ class ResNet50(_NGCPyTorch):
     accuracy = True
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
-        length = (["--epochs", str(measure.epochs)] if measure.accuracy else
+        length = (["--epochs", str(measure.epochs), "--seed", REPEAT] if measure.accuracy else  # a seed a repeat
                   ["--epochs", "1", "--prof", str(measure.warmup_steps + measure.measure_steps + 1)])
         argv = [
             options["python"], f"{options['workdir']}/main.py",

@@ -49,7 +49,9 @@ class ResNet50(Suite):
     evaluations = ("torchvision",)  # main.py's validate(): " *   Acc@1 92.424 Acc@5 99.327" (percents)
     # accuracy runs: --epochs of the ImageFolder data_dir, main.py's validate() after every epoch (its own loop);
     # main.py has no flag to stop at a target: it trains every epoch, and collect reads from its evaluations whether
-    # and at which epoch the target was reached (NOT_CONVERGED if never; its lines carry no time: no time to target)
+    # and at which epoch the target was reached (NOT_CONVERGED if never; its lines carry no time: no time to target).
+    # No --seed: main.py seeds nothing without it (each repeat starts from its own random state), and with it turns
+    # on cuDNN's deterministic mode, which would slow the processing rate the run also measures
     accuracy = True
     options = {"workdir": "/workspace/examples/imagenet", "script": "main.py", "python": "python3",
                "data_dir": "/data/imagenet", "dummy": False, "epochs": 1, "workers": 8, "dist_backend": "nccl"}

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 
 @register
@@ -73,7 +73,8 @@ class TfCnnResNet50(Suite):
             argv += [f"--data_dir={options['data_dir']}", "--data_name=imagenet"]
         if measure.accuracy:
             # --num_eval_epochs: one pass of the validation set (it defaults to --num_epochs passes)
-            argv += ["--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1"]
+            # each repeat its own seed (tf_cnn's default is the same 1234 for every run)
+            argv += ["--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1", f"--tf_random_seed={REPEAT}"]
             if measure.target is not None and measure.target.metric == "top1":
                 argv.append(f"--stop_at_top_1_accuracy={measure.target.value:g}")
         return argv
