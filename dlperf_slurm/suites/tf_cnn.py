@@ -1,5 +1,7 @@
 """Synthetic-data baselines: ``tf-cnn`` (tensorflow/benchmarks tf_cnn_benchmarks.py) and ``horovod-synthetic``
-(Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling study.
+(Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling study. With ``data =
+"real"`` tf_cnn_benchmarks also trains on ImageNet TFRecords, and runs the DDL study's accuracy runs (``[measure]
+mode = "accuracy"``: its own --num_epochs, evaluation after each epoch and --stop_at_top_1_accuracy).
 """
 
 from __future__ import annotations
