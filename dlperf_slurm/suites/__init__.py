@@ -84,6 +84,11 @@ class Suite:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError
 
+    def accuracy_error(self, cell: Cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why ``cell`` cannot be an accuracy run (``[measure] mode = "accuracy"``) with these options, as (the
+        matrix key to name, what to set): e.g. synthetic data, which cannot be evaluated; None if it can."""
+        return None
+
     def option_error(self, name: str, value: Any) -> str | None:
         """Why ``value`` (already of the default's type, at least its :attr:`option_minimum`) is no valid value of
         option ``name``; None if it is."""
