@@ -100,6 +100,7 @@ TARGET = "target"  # {"metric": "top1", "value": 0.75} or null (header)
 EPOCHS = "epochs"  # planned epochs (header); epochs run (summary)
 DATASET = "dataset"  # header: "synthetic" or "digits"
 STEPS_PER_EPOCH = "steps_per_epoch"
+SEED = "seed"  # header: the seed the run trained from (--seed + its repeat)
 
 # error
 KIND = "kind"  # one of ERROR_KINDS
@@ -191,7 +192,7 @@ HEADER_KEYS = (SUITE, MODEL, TINY, RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODES, DE
                MEASURE_STEPS, DATA_LOCATION, BACKEND, LAUNCHER, VERSIONS, HOSTNAME, PARAMS, FLOPS_PER_SAMPLE,
                FLOPS_BASIS, PEAK_TFLOPS_PER_GPU, PEAK_BASIS, CEILING_TFLOPS_PER_GPU, CEILING_BASIS, TF32, THREADS,
                WORKERS, MODEL_CONFIG, NOTES, MASTER_ADDR, MASTER_PORT, SLURM_JOB_ID, NAN_AT_STEP, TIME, EPOCHS,
-               DATASET, STEPS_PER_EPOCH, TARGET)
+               DATASET, STEPS_PER_EPOCH, TARGET, SEED)
 STEP_KEYS = (STEP, TIME, SAMPLES, LOSS, STEP_TIME, THROUGHPUT, TINY, EPOCH)
 ERROR_KEYS = (KIND, STEP, LOSS, MESSAGE, TINY)
 MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU0_MIB, GPU_UTIL_MEAN, REASON)

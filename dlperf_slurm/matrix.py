@@ -102,6 +102,9 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   or launchers.container_reason(cell.launcher, environment.container.type)
                   or _system_reason(cell, system))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
+        why = by_name[cell.suite].accuracy_error(cell, options[cell.suite]) if measure.accuracy and not reason else None
+        if why:  # e.g. synthetic data: nothing to evaluate
+            raise ctx.error(*why)
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     _distinct_files(ctx, kept, several)

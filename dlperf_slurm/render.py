@@ -24,7 +24,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.model import Cell, Matrix, Run
 from dlperf_slurm.schedulers.base import Resources, resources
-from dlperf_slurm.suites import RUN_DIR
+from dlperf_slurm.suites import REPEAT, RUN_DIR
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
 
@@ -201,7 +201,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,
         "program": program,
-        "uses_run_dir": bool(files) or any(RUN_DIR in str(a) for a in program),  # then rendered per run
+        # then rendered per run: the run's folder or its repeat in the program's argv
+        "uses_run_dir": bool(files) or any(RUN_DIR in str(a) or REPEAT in str(a) for a in program),
         "files": files,  # the suite's files, written into the run's folder before the launch
         "container_prefix": container_prefix,
         "through_srun": launcher.through_srun(cell.nodes, container.type),
@@ -240,8 +241,9 @@ class Renderer:
                 cell_ctx["launch"] = self._launch(run.cell, cell_ctx)
             self._cells[run.cell] = cell_ctx
         ctx = {**cell_ctx, **run_context(run)}
-        if cell_ctx["uses_run_dir"]:  # the run's own folder in place of suites.RUN_DIR, then its own command
-            ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]) for a in cell_ctx["program"]]
+        if cell_ctx["uses_run_dir"]:  # the run's own folder and repeat in place of suites.RUN_DIR and REPEAT
+            ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]).replace(REPEAT, str(run.repeat))
+                              for a in cell_ctx["program"]]
             ctx["launch"] = self._launch(run.cell, ctx)
         return ctx
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlperf_slurm import accuracy, compare, matrix, outcome, suites
+from dlperf_slurm import accuracy, compare, matrix, outcome, render, suites
 from dlperf_slurm.errors import MatrixError
 from dlperf_slurm.parsing import evals as evallines
 from dlperf_slurm.model import Measure, ParseContext, RunResult, Status, Target
@@ -42,8 +42,23 @@ def test_accuracy_mode_reaches_the_program(tmp_path):
     assert argv[argv.index("--epochs") + 1] == "8"
     assert argv[argv.index("--dataset") + 1] == "digits"
     assert argv[argv.index("--target") + 1] == "top1:0.75"
+    assert argv[argv.index("--repeat") + 1] == suites.REPEAT  # each run's own: the renderer's
     plain = load(tmp_path, "repeats = 2\n")
     assert "--epochs" not in plain.suites[0].program(plain.cells[0], plain.measure, plain.options_for(plain.cells[0]))
+
+
+def test_each_repeat_of_an_accuracy_cell_gets_its_own_seed(tmp_path):
+    """The job script of repeat R passes --repeat R (the workload trains from --seed + R): the spread over a
+    cell's repeats is a spread over seeds."""
+    m = load(tmp_path, 'mode = "accuracy"\nepochs = 2\nrepeats = 3\n')
+    r = render.Renderer(m)
+    runs = [run for run in matrix.runs(m, tmp_path / "c") if run.cell == m.cells[0]]
+    scripts = [r.render(run, []) for run in runs]
+    assert [run.repeat for run in runs] == [0, 1, 2]
+    for run, text in zip(runs, scripts):
+        assert f"--repeat {run.repeat} " in text or f"--repeat {run.repeat}\n" in text or \
+            f"--repeat {run.repeat}'" in text, text
+        assert suites.REPEAT not in text
 
 
 @pytest.mark.parametrize("measure, key, line, words", [
@@ -66,10 +81,10 @@ def test_bad_accuracy_measure_is_one_line_naming_file_key_line(tmp_path, measure
 
 
 def test_a_suite_without_accuracy_runs_is_refused(tmp_path):
-    head = BASE.replace("pytorch-ddp/resnet50", "tf-cnn/resnet50").replace("[options]\ntiny = true\n", "")
+    head = BASE.replace("pytorch-ddp/resnet50", "horovod-synthetic/resnet50").replace("[options]\ntiny = true\n", "")
     with pytest.raises(MatrixError) as err:
         load(tmp_path, 'mode = "accuracy"\nepochs = 3\n', head)
-    assert err.value.key == "measure.mode" and "tf-cnn/resnet50 cannot run accuracy runs" in err.value.message
+    assert err.value.key == "measure.mode" and "horovod-synthetic/resnet50 cannot run accuracy runs" in err.value.message
 
 
 def _fake_loop(accs, target, epochs=5):

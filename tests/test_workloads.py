@@ -652,3 +652,19 @@ def test_num_classes_and_image_size_reach_the_resnet_from_the_matrix():
                          image_size=args.image_size, num_classes=args.num_classes)
     work = build(cfg)
     assert work.model.fc.out_features == 37 and work.details["num_classes"] == 37 and work.details["image_size"] == 48
+
+
+def test_each_repeat_trains_from_its_own_seed():
+    """--repeat R trains from --seed + R (the header says which): two repeats of a cell are two seeds (their first
+    losses differ), one repeat run twice is the same run (CPU, one thread: the same first loss)."""
+    pytest.importorskip("torch")
+
+    def first(repeat):
+        out = _run([sys.executable, *TRAIN, *_args("resnet50", 1, 1, ("--seed", "5", "--repeat", str(repeat),
+                                                                       "--ceiling", "0"))])
+        events = [parse_line(ln) for ln in out.splitlines() if ln.startswith(PREFIX)]
+        return events[0]["seed"], next(e["loss"] for e in events if e["event"] == "step")
+
+    (s1, loss1), (s2, loss2), (s2b, loss2b) = first(0), first(1), first(1)
+    assert (s1, s2, s2b) == (5, 6, 6)
+    assert loss2 == loss2b and loss1 != loss2, (loss1, loss2, loss2b)

@@ -22,6 +22,10 @@ _loaded = False
 #: each run's path in its place, and the job script empties that folder at every start. A program's model,
 #: checkpoint and output directories go there, so no repeat (nor a retry) reads what another one left.
 RUN_DIR = "{run_dir}"
+#: In a program's argv, stands for the run's repeat number (0, 1, ...): the renderer puts it in its place, as it
+#: does RUN_DIR. An accuracy run gives each repeat its own seed with it, so the spread over the repeats of a cell is
+#: the spread over seeds (as MLPerf's repeated runs), not the same training seven times.
+REPEAT = "{repeat}"
 
 
 class Suite:
@@ -79,6 +83,11 @@ class Suite:
     def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError
+
+    def accuracy_error(self, cell: Cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why ``cell`` cannot be an accuracy run (``[measure] mode = "accuracy"``) with these options, as (the
+        matrix key to name, what to set): e.g. synthetic data, which cannot be evaluated; None if it can."""
+        return None
 
     def option_error(self, name: str, value: Any) -> str | None:
         """Why ``value`` (already of the default's type, at least its :attr:`option_minimum`) is no valid value of

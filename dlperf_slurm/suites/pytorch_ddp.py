@@ -11,7 +11,7 @@ from dlperf_slurm import accuracy
 from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult, Status
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 # header keys copied into RunResult.extra
 _HEADER_EXTRA = (ev.WORLD_SIZE, ev.DEVICE, ev.DEVICE_NAME, ev.PRECISION, ev.COMPILE, ev.LAUNCHER, ev.VERSIONS,
@@ -70,7 +70,7 @@ class _PytorchDDP(Suite):
         if cell.param("num_classes", 0):
             argv += ["--num-classes", str(cell.param("num_classes"))]
         if measure.accuracy:  # epochs of a real dataset, evaluated after each (the window: the first epoch's)
-            argv += ["--epochs", str(measure.epochs), "--dataset", options["dataset"]]
+            argv += ["--epochs", str(measure.epochs), "--dataset", options["dataset"], "--repeat", REPEAT]
             if measure.target is not None:
                 argv += ["--target", f"{measure.target.metric}:{measure.target.value:g}"]
         return argv

@@ -42,6 +42,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--channels-last", type=int, default=None, choices=(0, 1),
                    help="ResNet memory format; default 1 on GPU, 0 on CPU")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--repeat", type=int, default=0, metavar="R",
+                   help="the run's repeat number, from 0 (accuracy runs): repeat R trains from seed + R, so the "
+                        "repeats of a cell are runs of different seeds")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--workers", type=int, default=None,
                    help="DataLoader workers for --data-location host (default: 4 on GPU, capped by CPUs; 0 on CPU)")
@@ -77,6 +80,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9")
         if metric not in ("top1", "top5") or not 0 < args.target_pair[1] <= 1:
             p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9 (a fraction in (0, 1])")
+    if args.repeat < 0:
+        p.error(f"--repeat {args.repeat}: expected a repeat number >= 0")
     if args.epochs < 0:
         p.error("--epochs must be >= 0 (0: a throughput run)")
     if args.epochs and args.dataset == "synthetic":
@@ -256,7 +261,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
 
     cuda, device = rt.cuda, rt.device
-    torch.manual_seed(args.seed)
+    seed = args.seed + args.repeat  # each repeat its own initialisation and data order (repeat 0: --seed itself)
+    torch.manual_seed(seed)
     channels_last = args.model == "resnet50" and (
         bool(args.channels_last) if args.channels_last is not None else cuda)
     workers = args.workers if args.workers is not None else (
@@ -264,7 +270,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     total = args.warmup_steps + args.measure_steps
     cfg = WorkloadConfig(model=args.model, tiny=args.tiny, batch_size=args.batch_size, precision=args.precision,
                          device=device, channels_last=channels_last, data_location=args.data_location,
-                         workers=workers, seed=args.seed + env.rank, total_steps=total, image_size=args.image_size,
+                         workers=workers, seed=seed + env.rank, total_steps=total, image_size=args.image_size,
                          num_classes=args.num_classes, seq_len=args.seq_len, lr=args.lr, world_size=env.world_size,
                          dataset=args.dataset, rank=env.rank)
     work = build(cfg)
@@ -287,7 +293,7 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
         ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
         ev.WARMUP_STEPS: warmup, ev.MEASURE_STEPS: measure, ev.EPOCHS: args.epochs or None,
-        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch,
+        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch, ev.SEED: seed,
         ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
         ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
         ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
