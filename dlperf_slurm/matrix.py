@@ -15,7 +15,7 @@ from typing import Any, Literal, Mapping
 
 from dlperf_slurm import axes, launchers, suites
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.measure import MEASURE_KEYS, accuracy_data, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
+from dlperf_slurm.measure import MEASURE_KEYS, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run,  # noqa: F401
                                 Setup, SlurmConfig, System, time_to_minutes)
 from dlperf_slurm.sitefile import _merge, _overridden, busbw_gate, default_site_file, load_site, select_system
@@ -102,10 +102,12 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   or launchers.container_reason(cell.launcher, environment.container.type)
                   or _system_reason(cell, system))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
+        why = by_name[cell.suite].accuracy_error(cell, options[cell.suite]) if measure.accuracy and not reason else None
+        if why:  # e.g. synthetic data: nothing to evaluate
+            raise ctx.error(*why)
     if not kept:
         raise ctx.error("axes", "the matrix has no runnable cell" + (f" ({dropped[0].reason})" if dropped else ""))
     _distinct_files(ctx, kept, several)
-    accuracy_data(ctx, measure, options, suite_list, several, kept)
     return Matrix(path=ctx.path, name=name, suites=tuple(suite_list), cells=kept, dropped=dropped, measure=measure,
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,

@@ -4,10 +4,10 @@ line of a bad value (a helper of :mod:`dlperf_slurm.matrix`)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dlperf_slurm import axes, suites
-from dlperf_slurm.model import METRICS, MODES, Cell, Measure, Target
+from dlperf_slurm.model import METRICS, MODES, Measure, Target
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean
 
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
@@ -52,18 +52,6 @@ def measure(ctx: Source, table: Any, suite_list: list["suites.Suite"] | None = N
         raise ctx.error("measure.mode", f"{', '.join(no)} cannot run accuracy runs yet (suites that can: "
                                         f"{', '.join(n for n in suites.names() if suites.get(n).accuracy)})")
     return Measure(**vals, mode=mode, epochs=epochs, target=_target(ctx, table.get("target")))
-
-
-def accuracy_data(ctx: Source, m: Measure, options: Mapping[str, Mapping[str, Any]],
-                  suite_list: list["suites.Suite"], several: bool, cells: Sequence[Cell] = ()) -> None:
-    """An accuracy campaign's suites read real data (an evaluation of synthetic data measures nothing) on cells
-    their program can train: the one-line error naming the key that stands in the way, and what to set it to."""
-    for s in suite_list if m.accuracy else ():
-        why = s.accuracy_problem(options.get(s.name, {}), [c for c in cells if c.suite == s.name])
-        if why is not None:
-            key = why[0] if why[0].startswith("axes.") else \
-                f"options.{s.name}.{why[0]}" if several else f"options.{why[0]}"
-            raise ctx.error(key, f'mode = "accuracy" trains on a real dataset and evaluates it: {why[1]}')
 
 
 def _target(ctx: Source, t: Any) -> Target | None:

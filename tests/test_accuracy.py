@@ -81,10 +81,10 @@ def test_bad_accuracy_measure_is_one_line_naming_file_key_line(tmp_path, measure
 
 
 def test_a_suite_without_accuracy_runs_is_refused(tmp_path):
-    head = BASE.replace("pytorch-ddp/resnet50", "tf-cnn/resnet50").replace("[options]\ntiny = true\n", "")
+    head = BASE.replace("pytorch-ddp/resnet50", "horovod-synthetic/resnet50").replace("[options]\ntiny = true\n", "")
     with pytest.raises(MatrixError) as err:
         load(tmp_path, 'mode = "accuracy"\nepochs = 3\n', head)
-    assert err.value.key == "measure.mode" and "tf-cnn/resnet50 cannot run accuracy runs" in err.value.message
+    assert err.value.key == "measure.mode" and "horovod-synthetic/resnet50 cannot run accuracy runs" in err.value.message
 
 
 def _fake_loop(accs, target, epochs=5):

@@ -101,7 +101,7 @@ def test_an_accuracy_run_without_real_data_is_refused_naming_the_option(tmp_path
     with pytest.raises(UserError) as e:
         _load(tmp_path, options=options)
     msg = str(e.value)
-    assert key in msg and "real dataset" in msg and "train_list.txt" in msg and "\n" not in msg.strip(), msg
+    assert key in msg and "real data" in msg and "train_list.txt" in msg and "\n" not in msg.strip(), msg
 
 
 def test_a_bad_override_is_refused(tmp_path):

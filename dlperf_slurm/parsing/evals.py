@@ -205,14 +205,17 @@ class Reader:
         self.start: float | None = None  # the first training line's time, on the evaluations' clock
         self._step: int | None = None  # tf_cnn's "Running evaluation at global_step N", for the next result
 
-    def read(self, text: str) -> bool:
-        """Whether ``text`` is an evaluation line of one of the formats (then it is kept)."""
+    def read(self, text: str, epoch: int | None = None) -> bool:
+        """Whether ``text`` is an evaluation line of one of the formats (then it is kept); ``epoch``: the 1-based
+        epoch the program's training lines were in, for a line that names none (main.py's validate())."""
         for f in self.formats:
             if f.needle in text:
                 m = f.pattern.search(text)
                 e = f.read(m) if m else None
                 if e is None:
                     continue
+                if e.epoch is None and epoch is not None:
+                    e = replace(e, epoch=epoch)
                 self._keep(e)
                 return True
         if self._tf_cnn and "evaluation at global_step" in text:

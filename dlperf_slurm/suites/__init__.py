@@ -84,10 +84,9 @@ class Suite:
         """The argv of one training process (what the launcher starts on every rank)."""
         raise NotImplementedError
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells: Iterable[Cell] = ()) -> tuple[str, str] | None:
-        """Why an accuracy run of this suite cannot run with these options (its program would read synthetic data,
-        which has nothing to evaluate) or on these cells: (the matrix key, relative to ``options`` unless it starts
-        with ``axes.``, and what to set it to); None if it can."""
+    def accuracy_error(self, cell: Cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why ``cell`` cannot be an accuracy run (``[measure] mode = "accuracy"``) with these options, as (the
+        matrix key to name, what to set): e.g. synthetic data, which cannot be evaluated; None if it can."""
         return None
 
     def option_error(self, name: str, value: Any) -> str | None:

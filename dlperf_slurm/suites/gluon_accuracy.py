@@ -14,7 +14,7 @@ which train_imagenet.py never does) would start one per GPU: its accuracy runs a
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from dlperf_slurm.model import Cell, Measure
 from dlperf_slurm.suites import RUN_DIR
@@ -32,11 +32,12 @@ def option_error(name: str, value: Any) -> str | None:
     return None
 
 
-def problem(options: Mapping[str, Any], cells: Iterable[Cell]) -> tuple[str, str] | None:
-    """Why an accuracy campaign cannot run: no RecordIO data, or a cell train_imagenet.py cannot be launched on."""
+def problem(cell: Cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Why a cell cannot be an accuracy run: no RecordIO data, or a shape train_imagenet.py cannot be launched on."""
     if not options["rec_dir"]:
-        return "rec_dir", "set rec_dir to the folder of train.rec/.idx and val.rec/.idx (no synthetic data)"
-    if any(c.devices > 1 for c in cells):
+        return "options.rec_dir", ("an accuracy run evaluates on real data: set rec_dir to the folder of "
+                                   "train.rec/.idx and val.rec/.idx")
+    if cell.devices > 1:
         return "axes.devices", ("gluon-cv's train_imagenet.py drives a node's GPUs from one process, the suite's "
                                 "launchers start one per GPU: give its accuracy runs 1x1 cells")
     return None

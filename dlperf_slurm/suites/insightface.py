@@ -146,11 +146,11 @@ class MXNetFace(_Face):
     # a target (time to target / NOT_CONVERGED from the LFW lines)
     accuracy = True
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells=()) -> tuple[str, str] | None:
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
         if not options["iters_per_epoch"]:
-            return "iters_per_epoch", ("set it to the batches of one pass over the data set (train.py counts "
-                                       "batches: max_steps = epochs x it, a verification every it)")
-        if any(c.param("parallel", "model") == "partial_fc" for c in cells):
+            return "options.iters_per_epoch", ("set it to the batches of one pass over the data set (train.py "
+                                               "counts batches: max_steps = epochs x it, a verification every it)")
+        if cell.param("parallel", "model") == "partial_fc":
             return "axes.parallel", "Partial FC's train_memory.py has no accuracy runs here: data or model"
         return None
 

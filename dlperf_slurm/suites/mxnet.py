@@ -120,8 +120,8 @@ class GluonResNet50(_Gluon):
     def option_error(self, name: str, value: Any) -> str | None:
         return gluon_accuracy.option_error(name, value)
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells=()) -> tuple[str, str] | None:
-        return gluon_accuracy.problem(options, cells)
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return gluon_accuracy.problem(cell, options)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         if measure.accuracy:

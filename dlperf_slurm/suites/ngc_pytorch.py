@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from dlperf_slurm import accuracy
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 
 class _NGCPyTorch(Suite):
@@ -40,19 +41,32 @@ class ResNet50(_NGCPyTorch):
     axes = {"data_backend": ("dali-cpu", "dali-gpu", "pytorch", "synthetic")}
     axis_defaults = {"data_backend": "synthetic"}
     options = {"workdir": "/workspace/rn50", "data_dir": "/data/imagenet", "python": "python"}
+    # accuracy runs: --epochs of the real data (no --prof, no --training-only), main.py's validation after every
+    # epoch (its dllogger epoch record: val.top1, val.top5); it has no flag to stop at a target, so it trains every
+    # epoch and collect reads whether and when (the records' timestamps) the target was reached
+    accuracy = True
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        length = (["--epochs", str(measure.epochs), "--seed", REPEAT] if measure.accuracy else  # a seed a repeat
+                  ["--epochs", "1", "--prof", str(measure.warmup_steps + measure.measure_steps + 1)])
         argv = [
             options["python"], f"{options['workdir']}/main.py",
             "--arch", "resnet50", "-c", "fanin", "--label-smoothing", "0.1",
             "--data-backend", str(cell.param("data_backend", "synthetic")),
-            "-b", str(cell.batch_size), "--epochs", "1",
-            "--prof", str(measure.warmup_steps + measure.measure_steps + 1),
-            "-p", "1", "--training-only", "--no-checkpoints", "--workspace", "/tmp",
+            "-b", str(cell.batch_size), *length,
+            "-p", "1", *(() if measure.accuracy else ("--training-only",)), "--no-checkpoints",
+            "--workspace", "/tmp",
         ]
         if cell.precision == "amp":
             argv += ["--amp", "--dynamic-loss-scale"]
         return argv + [options["data_dir"]]
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if cell.param("data_backend", "synthetic") == "synthetic":
+            return ("axes.data_backend", "an accuracy run evaluates on real data: set data_backend to dali-cpu, "
+                                         "dali-gpu or pytorch in [axes] and data_dir in [options] (ImageNet train/ "
+                                         "and val/)")
+        return None
 
 
 @register
@@ -101,6 +115,16 @@ def _starts(text: str) -> bool:
     return "DLL " in text
 
 
+def _evaluation(epoch: int, data: dict, stamp: Any) -> accuracy.Evaluation | None:
+    """An epoch record's ``val.top1``/``val.top5`` (percents; epochs from 0) as an Evaluation, None if out of
+    range."""
+    top1, top5 = lp.to_float(data.get("val.top1")), lp.to_float(data.get("val.top5"))
+    if top1 is None or not 0 <= top1 <= 100 or (top5 is not None and not 0 <= top5 <= 100):
+        return None
+    return accuracy.Evaluation(epoch + 1, None, lp.to_float(stamp), top1 / 100,
+                               top5 / 100 if top5 is not None else None)
+
+
 def _float(text: str) -> float | None:
     try:
         return float(text)
@@ -138,6 +162,8 @@ class _State:
     params: dict[str, Any] = field(default_factory=dict)  # the PARAMETER records
     final: float | None = None  # the run summary's own throughput
     json_steps: int = 0  # step records read in dllogger's JSON stream form
+    evals: list[accuracy.Evaluation] = field(default_factory=list)  # the epoch records' val.top1/val.top5
+    first: float | None = None  # the first training step record's unix time (the start of a time to target)
     text_steps: int = 0  # ... and in its text form
 
 
@@ -234,8 +260,16 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
             if v is not None:
                 st.final = v
             return lp.CONSUMED
+        if (isinstance(step, list) and len(step) == 1 and isinstance(step[0], int) and not isinstance(step[0], bool)
+                and "val.top1" in data):  # the epoch's record (Logger.end_epoch): its validation, in percent
+            e = _evaluation(step[0], data, obj.get("timestamp"))
+            if e is not None and len(st.evals) < 100_000:
+                st.evals.append(e)
+            return lp.CONSUMED
         if (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                               for x in step) and obj.get("type", "LOG") == "LOG"):
+            if st.first is None:
+                st.first = lp.to_float(obj.get("timestamp"))
             speed = lp.to_float(data.get(speed_key)) if speed_key else None
             loss = None
             for key in loss_keys:
@@ -274,5 +308,7 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
     if st.final is not None:
         extra["reported_throughput"] = st.final
     extra["formats"] = [f for f, n in (("dllogger-json", st.json_steps), ("dllogger-text", st.text_steps)) if n]
+    if st.evals:  # the time to target runs from the first training record (one print interval after the start)
+        extra.update(accuracy.extra(st.evals, first_step_time=st.first))
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="DeepLearningExamples logs report no GPU memory")

@@ -92,8 +92,8 @@ class ResNet50(_OneFlow):
     def option_error(self, name: str, value: Any) -> str | None:
         return oneflow_accuracy.option_error(name, value)
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells=()) -> tuple[str, str] | None:
-        return oneflow_accuracy.problem(options, cells)
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return oneflow_accuracy.problem(options)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         if measure.accuracy:

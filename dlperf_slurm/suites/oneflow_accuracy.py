@@ -16,7 +16,7 @@ NOT_CONVERGED) from their evaluations. An empty ``data_dir`` is of_cnn_train_val
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from dlperf_slurm.model import Cell, Measure
 from dlperf_slurm.suites import RUN_DIR
@@ -35,10 +35,11 @@ def option_error(name: str, value: Any) -> str | None:
     return None
 
 
-def problem(options: Mapping[str, Any], cells: Iterable[Cell]) -> tuple[str, str] | None:
+def problem(options: Mapping[str, Any]) -> tuple[str, str] | None:
     if not options["data_dir"]:
-        return "data_dir", ("an empty data_dir is of_cnn_train_val.py's synthetic data: set it to the OFRecord "
-                            "ImageNet (its train/ and validation/ part files)")
+        return "options.data_dir", ("an accuracy run evaluates on real data, and an empty data_dir is "
+                                    "of_cnn_train_val.py's synthetic data: set it to the OFRecord ImageNet (its "
+                                    "train/ and validation/ part files)")
     return None
 
 

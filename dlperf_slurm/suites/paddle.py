@@ -61,9 +61,10 @@ class ResNet50(_Paddle):
             return 'a list of PaddleClas -o overrides, each "KEY=VALUE" with one "=" (its config.py splits on it)'
         return None
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells=()) -> tuple[str, str] | None:
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
         if not options["data_dir"]:
-            return "data_dir", "set data_dir to the folder of train_list.txt and val_list.txt (no synthetic data)"
+            return ("options.data_dir", "an accuracy run evaluates on real data: set data_dir to the folder of "
+                                        "train_list.txt and val_list.txt")
         return None
 
     def accuracy_program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:

@@ -47,6 +47,12 @@ class ResNet50(Suite):
     published = "time"
     sample_unit = "img/s"
     evaluations = ("torchvision",)  # main.py's validate(): " *   Acc@1 92.424 Acc@5 99.327" (percents)
+    # accuracy runs: --epochs of the ImageFolder data_dir, main.py's validate() after every epoch (its own loop);
+    # main.py has no flag to stop at a target: it trains every epoch, and collect reads from its evaluations whether
+    # and at which epoch the target was reached (NOT_CONVERGED if never; its lines carry no time: no time to target).
+    # No --seed: main.py seeds nothing without it (each repeat starts from its own random state), and with it turns
+    # on cuDNN's deterministic mode, which would slow the processing rate the run also measures
+    accuracy = True
     options = {"workdir": "/workspace/examples/imagenet", "script": "main.py", "python": "python3",
                "data_dir": "/data/imagenet", "dummy": False, "epochs": 1, "workers": 8, "dist_backend": "nccl"}
     option_minimum = {"epochs": (1, "main.py's --epochs"), "workers": (0, "its data loader processes")}
@@ -58,12 +64,19 @@ class ResNet50(Suite):
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         node_batch = cell.batch_size * cell.gpus_per_node  # main.py divides -b by its GPUs per node
+        epochs = measure.epochs if measure.accuracy else options["epochs"]
         argv = [options["python"], f"{options['workdir']}/{options['script']}", "--arch", "resnet50",
-                "--epochs", str(options["epochs"]), "--batch-size", str(node_batch),
+                "--epochs", str(epochs), "--batch-size", str(node_batch),
                 "--lr", f"{node_batch / 1000:g}",  # DLPerf: LR = total_bz / 1000 (its total_bz: the node's batch)
                 "--workers", str(options["workers"]), "--momentum", "0.125", "--print-freq", "1",
                 "--multiprocessing-distributed", "--dist-backend", options["dist_backend"]]
         return argv + (["--dummy"] if options["dummy"] else [options["data_dir"]])
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if options["dummy"]:
+            return ("options.dummy", "an accuracy run evaluates on real data, not --dummy FakeData: set dummy = false "
+                                     "and data_dir to an ImageFolder of train/ and val/")
+        return None
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return _parse(lines, ctx, self.evaluations)
@@ -118,12 +131,13 @@ class _State:
     tv: bool = False  # torchvision references MetricLogger lines
     mem: float = 0.0  # torchvision's largest "max mem" (MiB); 0: none printed
     done: str = ""  # torchvision's last line ("Training time ..."), once printed
+    epoch: int | None = None  # the last training line's epoch, 1-based: the epoch an evaluation line closes
 
 
 def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: _State) -> int:
     """A torchvision MetricLogger line (``m`` its match): one step of rank 0."""
     epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    st.tv = True
+    st.tv, st.epoch = True, epoch + 1
     t = lp.to_float(m.group(5))
     ips = _TV_IPS.search(m.group(4))
     loss = _TV_LOSS.search(m.group(4))
@@ -159,10 +173,12 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
                 return _torchvision(text, tv, steps, st)
             if not final and _starts(text) and ("eta: " in text or "Time" not in text[text.index("Epoch: [") + 8:]):
                 return lp.FRAGMENT  # cut before its time (Time) field
-            return lp.CONSUMED if rank in (None, 0) and evals.read(text) else lp.NOT_MINE  # every rank prints it
+            # every rank prints it; it closes the epoch of the training lines before it
+            return lp.CONSUMED if rank in (None, 0) and evals.read(text, st.epoch) else lp.NOT_MINE
         if not final and not text.rstrip().endswith(")"):
             return lp.FRAGMENT  # a ProgressMeter line ends with ``( avg)``: the rest may follow
         epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        st.epoch = epoch + 1
         t = lp.to_float(m.group(4))
         if index == 0:
             st.zero = True

@@ -1,9 +1,12 @@
 """Synthetic-data baselines: ``tf-cnn`` (tensorflow/benchmarks tf_cnn_benchmarks.py) and ``horovod-synthetic``
-(Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling study.
+(Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling study. With ``data =
+"real"`` tf_cnn_benchmarks also trains on ImageNet TFRecords, and runs the DDL study's accuracy runs (``[measure]
+mode = "accuracy"``: its own --num_epochs, evaluation after each epoch and --stop_at_top_1_accuracy).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -12,7 +15,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 
 @register
@@ -26,6 +29,10 @@ class TfCnnResNet50(Suite):
     precisions = ("fp32", "fp16", "amp")
     supports_xla = True
     evaluations = ("tf_cnn",)  # "Accuracy @ 1 = ... [N examples]" (--eval, --eval_during_training_every_n_*)
+    # accuracy runs: --num_epochs of the real data, an evaluation of one pass of its validation set after each
+    # epoch (--eval_during_training_every_n_epochs=1: after epochs 1..E-1, then its final evaluation), stopping at
+    # a top-1 target (--stop_at_top_1_accuracy; a top-5 target has no flag: all epochs, collect reads it)
+    accuracy = True
     # local_parameter_device: where replicated / parameter_server keep the shared variables (tf_cnn_benchmarks'
     # default gpu; Tensorpack's benchmark compares against --local_parameter_device=cpu)
     axes = {"variable_update": ("horovod", "replicated", "parameter_server"), "data": ("synthetic", "real"),
@@ -52,8 +59,10 @@ class TfCnnResNet50(Suite):
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         update = cell.param("variable_update", "horovod")
+        length = (f"--num_epochs={measure.epochs}" if measure.accuracy  # tf_cnn: at most one of the two
+                  else f"--num_batches={measure.measure_steps}")
         argv = [options["python"], f"{options['workdir']}/tf_cnn_benchmarks.py", "--model=resnet50",
-                f"--batch_size={cell.batch_size}", f"--num_batches={measure.measure_steps}",
+                f"--batch_size={cell.batch_size}", length,
                 f"--num_warmup_batches={measure.warmup_steps}", f"--variable_update={update}",
                 "--display_every=10", "--num_gpus=" + ("1" if update == "horovod" else str(cell.gpus_per_node))]
         if update != "horovod" and cell.param("local_parameter_device", "gpu") != "gpu":
@@ -64,7 +73,19 @@ class TfCnnResNet50(Suite):
             argv.append("--xla_compile")
         if cell.param("data", "synthetic") == "real":
             argv += [f"--data_dir={options['data_dir']}", "--data_name=imagenet"]
+        if measure.accuracy:
+            # --num_eval_epochs: one pass of the validation set (it defaults to --num_epochs passes)
+            # each repeat its own seed (tf_cnn's default is the same 1234 for every run)
+            argv += ["--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1", f"--tf_random_seed={REPEAT}"]
+            if measure.target is not None and measure.target.metric == "top1":
+                argv.append(f"--stop_at_top_1_accuracy={measure.target.value:g}")
         return argv
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if cell.param("data", "synthetic") != "real":
+            return ("axes.data", 'an accuracy run evaluates on real data: set data = ["real"] in [axes] and '
+                                 "data_dir in [options] (ImageNet TFRecords: train-* and validation-*)")
+        return None
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return _parse_tf_cnn(lines, ctx)
@@ -121,6 +142,7 @@ _TFCNN_TOTAL = re.compile(r"total images/sec: (" + _NUM + r")\s*$")
 _TFCNN_DEVICES = re.compile(r"Devices:\s+\[(.*)\]")
 _TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
 _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
+_TFCNN_EPOCHS = re.compile(r"Num epochs:\s+(\d+(?:\.\d+)?)")
 _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
 # lines that follow a step line (whose cut loss would be glued to them): the total, evaluations, the end of training
 _TFCNN_STARTS = ("total images/sec", "Running ", "Accuracy @ ", "Done with", "Resuming")
@@ -133,6 +155,7 @@ class _TfCnnLog:
     warmup: int  # the warm-up steps it ran ("Round up warm up steps to N")
     devices: int | None = None  # "Devices: [...]"
     batches: int | None = None  # "Num batches: N": the steps it timed
+    epochs: float | None = None  # "Num epochs: E": the epochs those steps are (--num_epochs; the dataset's size)
     global_batch: int | None = None  # "Batch size: N global"
     totals: list[float] = field(default_factory=list)  # "total images/sec: X"
     running: dict[int, list[float]] = field(default_factory=dict)  # the last step's images/sec, over the workers
@@ -188,6 +211,11 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if m:
                 st.batches = int(m.group(1))
             return lp.CONSUMED
+        if "Num epochs:" in text:
+            m = _TFCNN_EPOCHS.search(text)
+            if m:
+                st.epochs = float(m.group(1))
+            return lp.CONSUMED
         if "Batch size:" in text and "global" in text:
             m = _TFCNN_BATCH.search(text)
             if m:
@@ -199,10 +227,15 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
-                       needles=("images/sec", "Devices:", "Round up", "Num batches:", "Batch size:", "Done with",
+                       needles=("images/sec", "Devices:", "Round up", "Num batches:", "Num epochs:", "Batch size:",
+                                "Done with",
                                 *evals.needles)
                        ).run(lines)
     gb = float(ctx.global_batch)
+    if st.batches and st.epochs:  # an evaluation at global step s (warm-up included) closes epoch (s - warm-up) / N
+        per_epoch = st.batches / st.epochs
+        evals.evals = [dataclasses.replace(e, epoch=max(1, round((e.step - st.warmup) / per_epoch)))
+                       if e.epoch is None and e.step is not None else e for e in evals.evals]
     extra: dict[str, Any] = evals.extra()
     if st.global_batch is not None and st.global_batch != ctx.global_batch:
         extra["global_batch_mismatch"] = f"log {st.global_batch} global, expected {ctx.global_batch}"
@@ -217,6 +250,8 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     if st.running:
         (k, vals), = st.running.items()
         speed = statistics.median(vals) * workers
+        if not st.totals and st.trained:  # evaluating in training: the running mean of its first k steps
+            measured = k
     if not st.totals and st.trained and speed is not None and lp.finite(speed) and speed > 0:
         # evaluating during training, tf_cnn_benchmarks prints no total ("both processing training and evaluation
         # images, so a singular images/sec value is meaningless"): its step lines' running mean stands for it

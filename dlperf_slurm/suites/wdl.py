@@ -138,12 +138,12 @@ class HugeCTRWDL(_WDL):
                "memwatch": True, "iters_per_epoch": 0}
     option_minimum = {**_WDL.option_minimum, "iters_per_epoch": (0, "0: unset; an accuracy run needs it")}
 
-    def accuracy_problem(self, options: Mapping[str, Any], cells=()) -> tuple[str, str] | None:
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
         if not options["iters_per_epoch"]:
-            return "iters_per_epoch", ("set it to the iterations of one pass over data_dir/train at the global batch "
-                                       "(wdl.py counts iterations, not epochs)")
+            return "options.iters_per_epoch", ("set it to the iterations of one pass over data_dir/train at the "
+                                               "global batch (wdl.py counts iterations, not epochs)")
         if not options["eval_batches"]:
-            return "eval_batches", "set the batches of data_dir/val each evaluation's AUC is taken over (not 0)"
+            return "options.eval_batches", "set the batches of data_dir/val each evaluation's AUC is taken over"
         return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
