@@ -140,6 +140,21 @@ def test_tf_cnn_extra_args_come_last_each_one_word(tmp_path):
              + 'extra_args = "--a=\'unclosed"\n')
 
 
+def test_the_ddl_imagenet_matrix_trains_resnet50_and_vgg16_to_the_end():
+    """matrices/ddl-accuracy-imagenet.toml: both of the study's models, 90 epochs, a top-5 target (no stop flag:
+    every cell trains to the end), VGG16 at 32 and 64 per GPU with torchvision's VGG recipe through extra_args."""
+    m = matrix.load(HERE.parent / "matrices" / "ddl-accuracy-imagenet.toml", site=False)
+    assert m.measure.epochs == 90 and m.measure.target == Target("top5", 0.90)
+    assert {(c.suite, c.batch_size) for c in m.cells} == {(s, b) for s in ("tf-cnn/resnet50", "tf-cnn/vgg16")
+                                                          for b in (32, 64, 128)} - {("tf-cnn/vgg16", 128)}
+    for c in m.cells:
+        a = m.suite_of(c).program(c, m.measure, m.options_for(c))
+        assert "--num_epochs=90" in a and not any(x.startswith("--stop_at") for x in a)
+        vgg = c.suite == "tf-cnn/vgg16"
+        assert ("--piecewise_learning_rate_schedule=0.01;30;0.001;60;0.0001" in a) == vgg
+        assert ("--optimizer=momentum" in a) == vgg and f"--model={c.model}" in a
+
+
 def test_main_py_trains_the_campaign_s_epochs_of_its_data_dir(tmp_path):
     a = argv(load(tmp_path, "pytorch-examples/resnet50", TOP1))
     assert a[a.index("--epochs") + 1] == "3" and a[-1] == "/data/imagenet" and "--dummy" not in a

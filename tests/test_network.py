@@ -88,3 +88,37 @@ def test_markdown_section_per_setup():
     text = "\n".join(network.markdown([slow, fast], _runs("a", [0.8]) + _runs("b", [25.0])))
     assert "| overlay" in text and "network-bound: 2n8g at 65%" in text
     assert "| host" in text and "2n8g at 93%" in text and text.count("network-bound:") == 1
+
+
+def test_the_ddl_study_s_vgg16_cells_are_explained_with_vgg16_s_gradients():
+    """The shipped network study runs VGG16 beside ResNet-50: each multi-node cell, as collect's rows name its model
+    (``Cell.model``, the suite's), is explained with its model's parameters: VGG16's 138,357,544 (553 MB of fp32
+    gradients, the study's "VGG is about 500 MB"), ResNet-50's 25,557,032."""
+    from pathlib import Path
+
+    from dlperf_slurm import matrix
+
+    m = matrix.load(Path(__file__).parents[1] / "matrices" / "ddl-network-study.toml", site=False)
+    multi = [c for c in m.cells if c.nodes > 1]
+    assert {c.suite for c in multi} == {"tf-cnn/resnet50", "tf-cnn/vgg16"}
+    for c in multi:
+        row = SimpleNamespace(cell_id=c.id, shape=c.shape, nodes=c.nodes, devices=c.devices, efficiency=0.5,
+                              median=0.5 * c.devices * 100.0, batch_size=c.batch_size, model=c.model,
+                              precision=c.precision, variant=f"setup={c.setup}")
+        e = network.explain_cell(row, _runs(c.id, [1.25]))
+        params = 138_357_544 if c.suite == "tf-cnn/vgg16" else 25_557_032
+        assert (e.params, e.params_from, e.grad_bytes) == (params, "model", 4 * params), c.id
+        # ring all-reduce of 2 GPUs x nodes ranks at 1.25 GB/s (10 Gb/s): 2(n-1)/n x bytes / 1.25e9
+        n = c.devices
+        assert e.allreduce_ms == pytest.approx(2 * (n - 1) / n * 4 * params / 1.25e9 * 1e3), c.id
+        assert e.compute_ms == pytest.approx(c.batch_size / 100.0 * 1e3) and e.setup == c.setup
+    vgg = next(c for c in multi if c.suite == "tf-cnn/vgg16" and c.nodes == 2)
+    # 2n2g VGG16 at batch 64: 1.5 x 553,430,176 B / 1.25e9 B/s = 664.1 ms of all-reduce against 640 ms of compute
+    # (64 images at the baseline's 100 img/s): no overlap allows 640 / 1304.1 = 49 %, where a 50 % cell is
+    e = network.explain_cell(SimpleNamespace(cell_id=vgg.id, shape=vgg.shape, nodes=2, devices=4, efficiency=0.5,
+                                             median=200.0, batch_size=vgg.batch_size, model=vgg.model,
+                                             precision="fp32", variant=""), _runs(vgg.id, [1.25]))
+    assert vgg.batch_size == 64 and e.allreduce_ms == pytest.approx(664.1162112)
+    assert e.no_overlap == pytest.approx(640 / (640 + 664.1162112)) and e.full_overlap == pytest.approx(
+        640 / 664.1162112)
+    assert e.regime == "not overlapped" and e.text.startswith("not overlapped: 2n2g at 50%, as a step that waits")
