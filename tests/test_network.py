@@ -122,3 +122,34 @@ def test_the_ddl_study_s_vgg16_cells_are_explained_with_vgg16_s_gradients():
     assert e.no_overlap == pytest.approx(640 / (640 + 664.1162112)) and e.full_overlap == pytest.approx(
         640 / 664.1162112)
     assert e.regime == "not overlapped" and e.text.startswith("not overlapped: 2n2g at 50%, as a step that waits")
+
+
+def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(tmp_path):
+    """Through collect: a tf-cnn/vgg16 tree (the real VGG16 run of tf_cnn_benchmarks on this CPU, batch 2, 1.20
+    img/s) as its 1n1g baseline and, behind its job's health event (busbw 1.25 GB/s), as a 2n1g cell at the same
+    rate, so 50 % efficient; the 2n1g cell is explained with VGG16's parameters because the suite names the model,
+    and the same tree read as tf-cnn/resnet50 with ResNet-50's."""
+    import shutil
+    from pathlib import Path
+
+    from dlperf_slurm import collect, events
+
+    log = Path(__file__).parent / "fixtures/real/tf_cnn_benchmarks/8fb7907/tf_cnn_vgg16_synthetic_cpu_b2_lr1e-6.log"
+    for shape in ("1n1g", "2n1g"):
+        (tmp_path / "t" / shape).mkdir(parents=True)
+    shutil.copy(log, tmp_path / "t" / "1n1g" / "vgg16_b2_fp32_0.log")
+    gate = events.format_line(events.EV_HEALTH, ranks=2, nodes=2, busbw_gbs=1.25, ok=True)
+    (tmp_path / "t" / "2n1g" / "vgg16_b2_fp32_0.log").write_text(gate + "\n" + log.read_text())
+    # all-reduce by hand, 2 ranks: 2 x 1/2 x bytes / 1.25 GB/s: VGG16 553,430,176 B -> 442.74 ms, ResNet-50
+    # 102,228,128 B -> 81.78 ms; no overlap allows 1666.7 / (1666.7 + that): 79 % and 95 %; the 2n1g cell (the
+    # baseline's own log: 50 %) is under either: not the network
+    for suite, params, no_overlap in (("tf-cnn/vgg16", 138_357_544, 0.7901), ("tf-cnn/resnet50", 25_557_032, 0.9532)):
+        res = collect.collect([collect.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
+        assert [(r.shape, str(r.status), r.throughput_time) for r in res.runs] == [("1n1g", "OK", 1.2),
+                                                                                   ("2n1g", "OK", 1.2)]
+        (e,) = network.explain(res.cells, res.runs)
+        assert (e.shape, e.efficiency, e.params, e.params_from, e.grad_bytes) == ("2n1g", 0.5, params, "model",
+                                                                                  4 * params)
+        assert e.allreduce_ms == pytest.approx(4 * params / 1.25e9 * 1e3)
+        assert e.compute_ms == pytest.approx(2 / 1.2 * 1e3)  # 2 images at the baseline's 1.20 img/s
+        assert e.no_overlap == pytest.approx(no_overlap, abs=1e-4) and e.regime == "not the network"
