@@ -1,7 +1,10 @@
-"""The network explanation of scaling (#25): ring all-reduce arithmetic checked by hand, bounds and regimes."""
+"""The network explanation of scaling (#25): ring all-reduce arithmetic checked by hand, bounds and regimes, and the
+regimes of a real run on links of different bandwidth (tests/test_network_slurm.py on the test cluster)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -80,6 +83,32 @@ def test_regimes():
     assert network.regime(0.80, 0.60, 1.0) == "partly overlapped"
     assert network.regime(0.30, 0.90, 1.0) == "not the network"
     assert network.regime(0.95, 0.50, 0.70) == "above the measured bandwidth"
+    # the all-reduce outlasts the compute: network-bound from the no-overlap figure up, overlap cannot save it
+    assert network.regime(0.11, 0.11, 0.13) == "network-bound"
+    assert network.regime(0.40, 0.34, 0.51) == "network-bound"
+    assert network.regime(0.25, 0.34, 0.51) == "not the network"
+
+
+NETBED = Path(__file__).parent / "fixtures" / "network" / "netbed-100mbit.json"
+
+
+def test_a_real_run_over_a_100_mbit_link_is_network_bound_and_over_the_bridge_not():
+    """The cells and runs `collect` made of a real 2-node campaign on the test cluster (tests/test_network_slurm.py,
+    trimmed): set-up slow's gloo all-reduce ran over links tc limited to 100 Mbit/s (the gate measured 0.0107 GB/s),
+    fast's over the nodes' bridge (0.206 GB/s). The slow cell ran at 10.8 %, at its no-overlap figure (its 5.9 MB
+    all-reduce about 8 times its compute): network-bound (once named "not overlapped", as if overlap could save
+    it); the fast one is not."""
+    doc = json.loads(NETBED.read_text())
+    cells = [SimpleNamespace(**c) for c in doc["cells"]]
+    runs = [SimpleNamespace(**r) for r in doc["runs"]]
+    found = {e.setup: e for e in network.explain(cells, runs)}
+    slow, fast = found["slow"], found["fast"]
+    assert (slow.busbw_gbs, slow.params, slow.params_from) == (pytest.approx(0.0107, rel=0.01), 1_486_106, "log")
+    assert slow.allreduce_ms > 5 * slow.compute_ms and slow.efficiency == pytest.approx(0.108, abs=0.001)
+    assert slow.regime == "network-bound"
+    assert slow.text == ("network-bound: 2n1g at 11%, the measured 0.0107 GB/s allows at most 13% (11% without "
+                         "overlap: the step waits for its all-reduce)")
+    assert fast.regime != "network-bound" and fast.allreduce_ms < fast.compute_ms / 5
 
 
 def test_markdown_section_per_setup():

@@ -22,6 +22,11 @@
 #   SLURM_CI_NETNS=1    (NODES>1 only) give every node its own network namespace + IP on a private
 #                       bridge (10.77.0.1 = controller, 10.77.0.11.. = n1..), instead of one shared
 #                       loopback with one port per slurmd. SLURM_CI_SUBNET=10.77.0 changes the /24.
+#   SLURM_CI_SLOW_LINK=RATE (with SLURM_CI_NETNS=1) also give every node a second interface, eth1, on a second
+#                       bridge (slurm-br1, SLURM_CI_SLOW_SUBNET=10.78.0: n1 = .11, ...), each node's sending on it
+#                       limited to RATE (tc's units, e.g. 100mbit) by a tbf qdisc: two paths of different real
+#                       bandwidth between the nodes (eth0 fast, eth1 slow), chosen per job by GLOO_SOCKET_IFNAME /
+#                       NCCL_SOCKET_IFNAME (tests/test_network_slurm.py). Node names still resolve to eth0.
 # Daemon PIDs end up in /run/slurm/*.pid, /run/munge/munged.pid, /run/mysqld/mysqld.pid;
 # stop.sh stops exactly those PIDs.
 set -euo pipefail
@@ -30,6 +35,12 @@ NODES=${1:-${SLURM_CI_NODES:-2}}
 DBD=${SLURM_CI_DBD:-1}
 NETNS=${SLURM_CI_NETNS:-0}; [ "$NODES" -le 1 ] && NETNS=0
 SUBNET=${SLURM_CI_SUBNET:-10.77.0}
+SLOW_LINK=${SLURM_CI_SLOW_LINK:-}; [ "$NETNS" = 1 ] || SLOW_LINK=""
+SLOW_SUBNET=${SLURM_CI_SLOW_SUBNET:-10.78.0}
+if [ -n "${SLURM_CI_SLOW_LINK:-}" ] && [ -z "$SLOW_LINK" ]; then
+  echo "slurm-ci: SLURM_CI_SLOW_LINK needs SLURM_CI_NETNS=1 and NODES>1 (each node its own network namespace)" >&2
+  exit 1
+fi
 CTL_ADDR=127.0.0.1; [ "$NETNS" = 1 ] && CTL_ADDR=$SUBNET.1
 if [ "${SLURM_CI_CGROUP:-0}" = 1 ]; then
   PROCTRACK=proctrack/cgroup; TASK=task/cgroup,task/affinity; GATHER=jobacct_gather/cgroup
@@ -104,6 +115,30 @@ if [ "$NETNS" = 1 ]; then
       ip -n "$ns" link set eth0 up; ip -n "$ns" link set lo up
     fi
   done
+fi
+if [ -n "$SLOW_LINK" ]; then
+  # the slow path: a second bridge, eth1 in every node, each node's egress on it shaped by tbf (recorded, so
+  # stop.sh deletes the qdiscs, the veths and the bridge it made, in reverse order)
+  if ! ip link show slurm-br1 >/dev/null 2>&1; then
+    ip link add slurm-br1 type bridge && echo "link slurm-br1" >>/run/slurm/netns-created
+    ip link set slurm-br1 up
+  fi
+  for i in $(seq 1 "$NODES"); do
+    ns=slurm-n$i
+    if ! ip -n "$ns" link show eth1 >/dev/null 2>&1; then
+      ip link add "slurm-vslow$i" type veth peer name eth1 netns "$ns" && echo "link slurm-vslow$i" >>/run/slurm/netns-created
+      ip link set "slurm-vslow$i" master slurm-br1 up
+      ip -n "$ns" addr add "$SLOW_SUBNET.$((10 + i))/24" dev eth1
+      ip -n "$ns" link set eth1 up
+    fi
+    if ! tc -n "$ns" qdisc replace dev eth1 root tbf rate "$SLOW_LINK" burst 64kb latency 50ms; then
+      echo "slurm-ci: SLURM_CI_SLOW_LINK=$SLOW_LINK: tc refused it (expected a rate such as 100mbit); stop.sh" \
+        "removes what was made" >&2
+      exit 1
+    fi
+    echo "qdisc $ns eth1" >>/run/slurm/netns-created
+  done
+  log "slow path: eth1 on slurm-br1 ($SLOW_SUBNET.0/24), each node's egress limited to $SLOW_LINK (tbf)"
 fi
 CPUS=${SLURM_CI_CPUS:-$(nproc)}
 total_mb=$(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo)
