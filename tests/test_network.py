@@ -143,14 +143,16 @@ def test_the_ddl_study_s_vgg16_cells_are_explained_with_vgg16_s_gradients():
         assert e.compute_ms == pytest.approx(c.batch_size / 100.0 * 1e3) and e.setup == c.setup
     vgg = next(c for c in multi if c.suite == "tf-cnn/vgg16" and c.nodes == 2)
     # 2n2g VGG16 at batch 64: 1.5 x 553,430,176 B / 1.25e9 B/s = 664.1 ms of all-reduce against 640 ms of compute
-    # (64 images at the baseline's 100 img/s): no overlap allows 640 / 1304.1 = 49 %, where a 50 % cell is
+    # (64 images at the baseline's 100 img/s): the all-reduce outlasts the compute, so no overlap can hide it; no
+    # overlap allows 640 / 1304.1 = 49 %, where a 50 % cell is: network-bound, its step waiting for the all-reduce
     e = network.explain_cell(SimpleNamespace(cell_id=vgg.id, shape=vgg.shape, nodes=2, devices=4, efficiency=0.5,
                                              median=200.0, batch_size=vgg.batch_size, model=vgg.model,
                                              precision="fp32", variant=""), _runs(vgg.id, [1.25]))
     assert vgg.batch_size == 64 and e.allreduce_ms == pytest.approx(664.1162112)
     assert e.no_overlap == pytest.approx(640 / (640 + 664.1162112)) and e.full_overlap == pytest.approx(
         640 / 664.1162112)
-    assert e.regime == "not overlapped" and e.text.startswith("not overlapped: 2n2g at 50%, as a step that waits")
+    assert e.regime == "network-bound" and e.text == ("network-bound: 2n2g at 50%, the measured 1.25 GB/s allows at "
+                                                      "most 96% (49% without overlap: the step waits for its all-reduce)")
 
 
 def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(tmp_path):
