@@ -284,8 +284,8 @@ class Choice:
 
 
 #: words in a path or file name that name a suite's model (DLPerf's logs: r50_, rn50_, bert-base-adam-training_)
-MODEL_WORDS = {"resnet50": ("resnet50", "resnet", "rn50", "r50"), "bert-base": ("bert",), "gpt": ("gpt",),
-               "wdl": ("wdl", "wide"), "insightface": ("insightface", "arcface", "face")}
+MODEL_WORDS = {"resnet50": ("resnet50", "resnet", "rn50", "r50"), "vgg16": ("vgg",), "bert-base": ("bert",),
+               "gpt": ("gpt",), "wdl": ("wdl", "wide"), "insightface": ("insightface", "arcface", "face")}
 
 
 def hint_score(name: str, hint: str) -> int:

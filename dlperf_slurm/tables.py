@@ -341,7 +341,8 @@ def plan_text(m, wide: bool = False) -> str:
     how = ("accuracy runs" if ms.accuracy else f"window: skip {ms.warmup_steps} steps, measure {ms.measure_steps}")
     out += ["", f"{len(m.cells)} cells x {ms.repeats} repeats = {m.runs} runs; {how}"]
     if ms.accuracy:
-        out.append(f"up to {ms.epochs} epochs" + (f", stopping at {ms.target.text()}" if ms.target else "")
+        out.append(f"up to {ms.epochs} epochs" + (f", target {ms.target.text()} (a program stops there where it can)"
+                                                   if ms.target else "")
                    + f"; rate over the first epoch after {ms.warmup_steps} steps")
     out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
     if m.dropped:

@@ -44,6 +44,14 @@ HEADS = {
         [options]
         data_dir = "/data/imagenet-tfrecords"
         """,
+    "tf-cnn/vgg16": """
+        [axes]
+        devices = ["1x1"]
+        batch_size = [64]
+        data = ["{data}"]
+        [options]
+        data_dir = "/data/imagenet-tfrecords"
+        """,
     "pytorch-examples/resnet50": """
         [axes]
         devices = ["1x1"]
@@ -63,6 +71,7 @@ HEADS = {
 
 def load(tmp_path: Path, suite: str, measure: str, *, data: str = "real", dummy: str = "false",
          backend: str = "dali-cpu", head: str | None = None) -> matrix.Matrix:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "m.toml"
     body = textwrap.dedent(head or HEADS[suite]).format(data=data, dummy=dummy, backend=backend)
     p.write_text(f'suite = "{suite}"\nname = "acc"\n' + body + "[measure]\n" + textwrap.dedent(measure))
@@ -105,6 +114,47 @@ def test_tf_cnn_throughput_runs_keep_their_window_and_no_evaluation(tmp_path):
     assert "--num_batches=40" in a and not any(x.startswith(("--num_epochs", "--eval", "--stop")) for x in a)
 
 
+@pytest.mark.parametrize("measure,data", [(TOP1, "real"), (ACC, "real"), (TOP5, "real"),
+                                          ("warmup_steps = 5\nmeasure_steps = 40\n", "synthetic")])
+def test_tf_cnn_vgg16_is_resnet50_s_program_with_its_model(tmp_path, measure, data):
+    """tf-cnn/vgg16 runs tf_cnn_benchmarks' vgg16 (models/vgg_model.py, an ImageNet model) with every flag of
+    tf-cnn/resnet50's, accuracy runs (epochs, evaluation after each, the top-1 stop, the repeat's seed) included."""
+    v = argv(load(tmp_path / "v", "tf-cnn/vgg16", measure, data=data), 3)
+    r = argv(load(tmp_path / "r", "tf-cnn/resnet50", measure, data=data), 3)
+    assert v[2] == "--model=vgg16" and r[2] == "--model=resnet50"
+    assert v[:2] + v[3:] == r[:2] + r[3:]
+    if data == "real":
+        assert {"--num_epochs=3", "--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1",
+                "--tf_random_seed=3", "--data_name=imagenet"} <= set(v)
+        assert ("--stop_at_top_1_accuracy=0.75" in v) == (measure == TOP1)
+
+
+def test_tf_cnn_extra_args_come_last_each_one_word(tmp_path):
+    head = HEADS["tf-cnn/vgg16"] + \
+        "extra_args = \"--optimizer=momentum --piecewise_learning_rate_schedule='0.01;30;0.001' --weight_decay=5e-4\"\n"
+    a = argv(load(tmp_path, "tf-cnn/vgg16", TOP1, head=head.replace("{data}", "real")))
+    assert a[-3:] == ["--optimizer=momentum", "--piecewise_learning_rate_schedule=0.01;30;0.001", "--weight_decay=5e-4"]
+    assert argv(load(tmp_path / "n", "tf-cnn/vgg16", TOP1))[-1] == "--stop_at_top_1_accuracy=0.75"  # none by default
+    with pytest.raises(MatrixError, match=r"m.toml:\d+: options.extra_args: cannot be split into arguments"):
+        load(tmp_path / "bad", "tf-cnn/vgg16", TOP1, head=HEADS["tf-cnn/vgg16"].replace("{data}", "real")
+             + 'extra_args = "--a=\'unclosed"\n')
+
+
+def test_the_ddl_imagenet_matrix_trains_resnet50_and_vgg16_to_the_end():
+    """matrices/ddl-accuracy-imagenet.toml: both of the study's models, 90 epochs, a top-5 target (no stop flag:
+    every cell trains to the end), VGG16 at 32 and 64 per GPU with torchvision's VGG recipe through extra_args."""
+    m = matrix.load(HERE.parent / "matrices" / "ddl-accuracy-imagenet.toml", site=False)
+    assert m.measure.epochs == 90 and m.measure.target == Target("top5", 0.90)
+    assert {(c.suite, c.batch_size) for c in m.cells} == {(s, b) for s in ("tf-cnn/resnet50", "tf-cnn/vgg16")
+                                                          for b in (32, 64, 128)} - {("tf-cnn/vgg16", 128)}
+    for c in m.cells:
+        a = m.suite_of(c).program(c, m.measure, m.options_for(c))
+        assert "--num_epochs=90" in a and not any(x.startswith("--stop_at") for x in a)
+        vgg = c.suite == "tf-cnn/vgg16"
+        assert ("--piecewise_learning_rate_schedule=0.01;30;0.001;60;0.0001" in a) == vgg
+        assert ("--optimizer=momentum" in a) == vgg and f"--model={c.model}" in a
+
+
 def test_main_py_trains_the_campaign_s_epochs_of_its_data_dir(tmp_path):
     a = argv(load(tmp_path, "pytorch-examples/resnet50", TOP1))
     assert a[a.index("--epochs") + 1] == "3" and a[-1] == "/data/imagenet" and "--dummy" not in a
@@ -124,6 +174,7 @@ def test_dle_main_py_trains_the_epochs_and_evaluates_them(tmp_path):
 
 @pytest.mark.parametrize(("suite", "kw", "key", "line", "words"), [
     ("tf-cnn/resnet50", {"data": "synthetic"}, "axes.data", 7, 'set data = ["real"]'),
+    ("tf-cnn/vgg16", {"data": "synthetic"}, "axes.data", 7, 'set data = ["real"]'),
     ("pytorch-examples/resnet50", {"dummy": "true"}, "options.dummy", 9, "set dummy = false"),
     ("ngc-pytorch/resnet50", {"backend": "synthetic"}, "axes.data_backend", 7, "set data_backend to dali-cpu"),
 ])

@@ -117,3 +117,70 @@ def test_markdown_section_per_setup():
     text = "\n".join(network.markdown([slow, fast], _runs("a", [0.8]) + _runs("b", [25.0])))
     assert "| overlay" in text and "network-bound: 2n8g at 65%" in text
     assert "| host" in text and "2n8g at 93%" in text and text.count("network-bound:") == 1
+
+
+def test_the_ddl_study_s_vgg16_cells_are_explained_with_vgg16_s_gradients():
+    """The shipped network study runs VGG16 beside ResNet-50: each multi-node cell, as collect's rows name its model
+    (``Cell.model``, the suite's), is explained with its model's parameters: VGG16's 138,357,544 (553 MB of fp32
+    gradients, the study's "VGG is about 500 MB"), ResNet-50's 25,557,032."""
+    from pathlib import Path
+
+    from dlperf_slurm import matrix
+
+    m = matrix.load(Path(__file__).parents[1] / "matrices" / "ddl-network-study.toml", site=False)
+    multi = [c for c in m.cells if c.nodes > 1]
+    assert {c.suite for c in multi} == {"tf-cnn/resnet50", "tf-cnn/vgg16"}
+    for c in multi:
+        row = SimpleNamespace(cell_id=c.id, shape=c.shape, nodes=c.nodes, devices=c.devices, efficiency=0.5,
+                              median=0.5 * c.devices * 100.0, batch_size=c.batch_size, model=c.model,
+                              precision=c.precision, variant=f"setup={c.setup}")
+        e = network.explain_cell(row, _runs(c.id, [1.25]))
+        params = 138_357_544 if c.suite == "tf-cnn/vgg16" else 25_557_032
+        assert (e.params, e.params_from, e.grad_bytes) == (params, "model", 4 * params), c.id
+        # ring all-reduce of 2 GPUs x nodes ranks at 1.25 GB/s (10 Gb/s): 2(n-1)/n x bytes / 1.25e9
+        n = c.devices
+        assert e.allreduce_ms == pytest.approx(2 * (n - 1) / n * 4 * params / 1.25e9 * 1e3), c.id
+        assert e.compute_ms == pytest.approx(c.batch_size / 100.0 * 1e3) and e.setup == c.setup
+    vgg = next(c for c in multi if c.suite == "tf-cnn/vgg16" and c.nodes == 2)
+    # 2n2g VGG16 at batch 64: 1.5 x 553,430,176 B / 1.25e9 B/s = 664.1 ms of all-reduce against 640 ms of compute
+    # (64 images at the baseline's 100 img/s): the all-reduce outlasts the compute, so no overlap can hide it; no
+    # overlap allows 640 / 1304.1 = 49 %, where a 50 % cell is: network-bound, its step waiting for the all-reduce
+    e = network.explain_cell(SimpleNamespace(cell_id=vgg.id, shape=vgg.shape, nodes=2, devices=4, efficiency=0.5,
+                                             median=200.0, batch_size=vgg.batch_size, model=vgg.model,
+                                             precision="fp32", variant=""), _runs(vgg.id, [1.25]))
+    assert vgg.batch_size == 64 and e.allreduce_ms == pytest.approx(664.1162112)
+    assert e.no_overlap == pytest.approx(640 / (640 + 664.1162112)) and e.full_overlap == pytest.approx(
+        640 / 664.1162112)
+    assert e.regime == "network-bound" and e.text == ("network-bound: 2n2g at 50%, the measured 1.25 GB/s allows at "
+                                                      "most 96% (49% without overlap: the step waits for its all-reduce)")
+
+
+def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(tmp_path):
+    """Through collect: a tf-cnn/vgg16 tree (the real VGG16 run of tf_cnn_benchmarks on this CPU, batch 2, 1.20
+    img/s) as its 1n1g baseline and, behind its job's health event (busbw 1.25 GB/s), as a 2n1g cell at the same
+    rate, so 50 % efficient; the 2n1g cell is explained with VGG16's parameters because the suite names the model,
+    and the same tree read as tf-cnn/resnet50 with ResNet-50's."""
+    import shutil
+    from pathlib import Path
+
+    from dlperf_slurm import collect, events
+
+    log = Path(__file__).parent / "fixtures/real/tf_cnn_benchmarks/8fb7907/tf_cnn_vgg16_synthetic_cpu_b2_lr1e-6.log"
+    for shape in ("1n1g", "2n1g"):
+        (tmp_path / "t" / shape).mkdir(parents=True)
+    shutil.copy(log, tmp_path / "t" / "1n1g" / "vgg16_b2_fp32_0.log")
+    gate = events.format_line(events.EV_HEALTH, ranks=2, nodes=2, busbw_gbs=1.25, ok=True)
+    (tmp_path / "t" / "2n1g" / "vgg16_b2_fp32_0.log").write_text(gate + "\n" + log.read_text())
+    # all-reduce by hand, 2 ranks: 2 x 1/2 x bytes / 1.25 GB/s: VGG16 553,430,176 B -> 442.74 ms, ResNet-50
+    # 102,228,128 B -> 81.78 ms; no overlap allows 1666.7 / (1666.7 + that): 79 % and 95 %; the 2n1g cell (the
+    # baseline's own log: 50 %) is under either: not the network
+    for suite, params, no_overlap in (("tf-cnn/vgg16", 138_357_544, 0.7901), ("tf-cnn/resnet50", 25_557_032, 0.9532)):
+        res = collect.collect([collect.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
+        assert [(r.shape, str(r.status), r.throughput_time) for r in res.runs] == [("1n1g", "OK", 1.2),
+                                                                                   ("2n1g", "OK", 1.2)]
+        (e,) = network.explain(res.cells, res.runs)
+        assert (e.shape, e.efficiency, e.params, e.params_from, e.grad_bytes) == ("2n1g", 0.5, params, "model",
+                                                                                  4 * params)
+        assert e.allreduce_ms == pytest.approx(4 * params / 1.25e9 * 1e3)
+        assert e.compute_ms == pytest.approx(2 / 1.2 * 1e3)  # 2 images at the baseline's 1.20 img/s
+        assert e.no_overlap == pytest.approx(no_overlap, abs=1e-4) and e.regime == "not the network"

@@ -83,8 +83,12 @@ def test_bad_setups_name_the_key_and_line(tmp_path, edit, key, words):
 def test_the_ddl_study_matrix_ships_and_expands():
     m = matrix.load(ROOT / "matrices" / "ddl-network-study.toml", site=False)
     assert sorted(m.setups) == ["host-tcp-tuned", "overlay-default"]
-    assert {c.nodes for c in m.cells} == {1, 2, 4, 8} and {c.gpus_per_node for c in m.cells} == {2}
-    assert {c.batch_size for c in m.cells} == {128} and {c.launcher for c in m.cells} == {"mpirun"}
+    assert {c.nodes for c in m.cells} == {1, 2, 4, 8} and {c.gpus_per_node for c in m.cells if c.devices > 1} == {2}
+    assert {c.devices for c in m.cells if c.nodes == 1} == {1, 2}  # 1x1: the network explanation's baseline
+    assert {c.launcher for c in m.cells} == {"mpirun"}
+    # ResNet-50 at the study's 128 per GPU, VGG16 at 64 (at 128 its activations outgrow a 16 GB GPU)
+    assert {(c.suite, c.batch_size) for c in m.cells} == {("tf-cnn/resnet50", 128), ("tf-cnn/vgg16", 64)}
+    assert len(m.cells) == 2 * 5 * 2 * 2  # suites x device shapes x set-ups x data
 
 
 @pytest.mark.slurm

@@ -1,5 +1,6 @@
-"""Synthetic-data baselines: ``tf-cnn`` (tensorflow/benchmarks tf_cnn_benchmarks.py) and ``horovod-synthetic``
-(Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling study. With ``data =
+"""Synthetic-data baselines: ``tf-cnn`` (tensorflow/benchmarks tf_cnn_benchmarks.py: ResNet-50 and VGG16) and
+``horovod-synthetic`` (Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling
+study. With ``data =
 "real"`` tf_cnn_benchmarks also trains on ImageNet TFRecords, and runs the DDL study's accuracy runs (``[measure]
 mode = "accuracy"``: its own --num_epochs, evaluation after each epoch and --stop_at_top_1_accuracy).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -38,8 +40,10 @@ class TfCnnResNet50(Suite):
     axes = {"variable_update": ("horovod", "replicated", "parameter_server"), "data": ("synthetic", "real"),
             "local_parameter_device": ("gpu", "cpu")}
     axis_defaults = {"variable_update": "horovod", "data": "synthetic", "local_parameter_device": "gpu"}
+    # extra_args: more of tf_cnn_benchmarks' flags, after the suite's (split as a shell would, each one word): an
+    # accuracy run's optimizer and learning-rate schedule (--optimizer=momentum --piecewise_learning_rate_schedule=...)
     options = {"workdir": "/workspace/benchmarks/scripts/tf_cnn_benchmarks", "data_dir": "/data/imagenet",
-               "python": "python3"}
+               "python": "python3", "extra_args": ""}
 
     def drop_reason(self, cell) -> str | None:
         if (why := super().drop_reason(cell)) is not None:
@@ -61,7 +65,7 @@ class TfCnnResNet50(Suite):
         update = cell.param("variable_update", "horovod")
         length = (f"--num_epochs={measure.epochs}" if measure.accuracy  # tf_cnn: at most one of the two
                   else f"--num_batches={measure.measure_steps}")
-        argv = [options["python"], f"{options['workdir']}/tf_cnn_benchmarks.py", "--model=resnet50",
+        argv = [options["python"], f"{options['workdir']}/tf_cnn_benchmarks.py", f"--model={self.model}",
                 f"--batch_size={cell.batch_size}", length,
                 f"--num_warmup_batches={measure.warmup_steps}", f"--variable_update={update}",
                 "--display_every=10", "--num_gpus=" + ("1" if update == "horovod" else str(cell.gpus_per_node))]
@@ -79,7 +83,15 @@ class TfCnnResNet50(Suite):
             argv += ["--eval_during_training_every_n_epochs=1", "--num_eval_epochs=1", f"--tf_random_seed={REPEAT}"]
             if measure.target is not None and measure.target.metric == "top1":
                 argv.append(f"--stop_at_top_1_accuracy={measure.target.value:g}")
-        return argv
+        return argv + shlex.split(options["extra_args"])
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "extra_args":
+            try:
+                shlex.split(value)
+            except ValueError as err:
+                return f"cannot be split into arguments: {err}"
+        return None
 
     def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
         if cell.param("data", "synthetic") != "real":
@@ -89,6 +101,17 @@ class TfCnnResNet50(Suite):
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return _parse_tf_cnn(lines, ctx)
+
+
+@register
+class TfCnnVgg16(TfCnnResNet50):
+    """VGG16 (tf_cnn_benchmarks' models/vgg_model.py, ImageNet only; 138,357,544 parameters, 528 MiB of fp32
+    gradients a step: the DDL study's communication-bound model). Its program's defaults differ from ResNet-50's only
+    inside the program (a constant learning rate of 0.005 where ResNet-50 has a warm-up and steps, unless
+    --piecewise_learning_rate_schedule; no batch norm): the argv, the axes and the log are the same."""
+
+    model = "vgg16"
+    description = "tf_cnn_benchmarks.py --model=vgg16 (synthetic unless data = real)"
 
 
 @register
@@ -144,8 +167,10 @@ _TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
 _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
 _TFCNN_EPOCHS = re.compile(r"Num epochs:\s+(\d+(?:\.\d+)?)")
 _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
-# lines that follow a step line (whose cut loss would be glued to them): the total, evaluations, the end of training
-_TFCNN_STARTS = ("total images/sec", "Running ", "Accuracy @ ", "Done with", "Resuming")
+# lines that follow a step line (whose cut loss would be glued to them): the dashes before the total, the total,
+# evaluations, the end of training (glued to the dashes, the last step's loss read as "nan-----" is lost: a run whose
+# last loss is nan read as OK)
+_TFCNN_STARTS = ("-----", "total images/sec", "Running ", "Accuracy @ ", "Done with", "Resuming")
 
 
 @dataclass(slots=True)
