@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from dlperf_slurm import outcome, recognise
+from dlperf_slurm import accuracy, outcome, recognise
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.manifest import Decision, Manifest, ManifestRun, suite_options
 from dlperf_slurm.storage import log_identity
@@ -51,6 +51,10 @@ class _Context:
         self.measure = int(measure.get("measure_steps", DEFAULT_MEASURE_STEPS))
         self.options = suite_options(m)
         self.held_tokens = m.held_tokens()
+        # an accuracy campaign's target: read against the evaluations a suite's program printed (as collect does)
+        from dlperf_slurm.measure import target_of  # lazily: it imports the matrix's axes
+
+        self.target, self.epochs = target_of(measure)
 
     def cell(self, cell_id: str) -> Cell:
         if self._cells is None:
@@ -71,6 +75,8 @@ def evidence(ctx: _Context, row: ManifestRun, info: JobInfo | None, asked: bool,
             cell = ctx.cell(row.cell_id)
             ev.log = outcome.read_log(cell, log, warmup_steps=ctx.warmup, measure_steps=ctx.measure,
                                       options=ctx.options.get(cell.suite, {}))
+            if ctx.target is not None:
+                accuracy.apply_target(ev.log.extra, ctx.target, ctx.epochs or None)
             ev.started_at = outcome.log_start(log)
         if row.slurm_out:
             ev.banner = outcome.read_banner([row.slurm_out])

@@ -136,8 +136,23 @@ class MXNetFace(_Face):
     options = {"python": "python3", "workdir": "/workspace/insightface/recognition/arcface_mxnet",
                "partial_fc_workdir": "/workspace/insightface/recognition/partial_fc/mxnet",
                "script": "train.py", "parall_script": "train_parall.py", "config_module": "config",
-               "dataset": "emore", "loss": "arcface", "frequent": 20, "kvstore": "dist_device_sync"}
-    option_minimum = {"frequent": (1, "the batches between two of MXNet's Speedometer lines: count % frequent")}
+               "dataset": "emore", "loss": "arcface", "frequent": 20, "kvstore": "dist_device_sync",
+               "iters_per_epoch": 0}
+    option_minimum = {"frequent": (1, "the batches between two of MXNet's Speedometer lines: count % frequent"),
+                      "iters_per_epoch": (0, "0: unset; an accuracy run needs it")}
+    # accuracy runs: ArcFace train.py / train_parall.py fit 999999 epochs and stop after config.max_steps batches,
+    # verifying (lfw, cfp_fp, agedb_30: "[lfw][N]Accuracy-Flip: ...") every --verbose batches: iters_per_epoch, the
+    # batches of one pass over the data set, makes max_steps = epochs x it and a verification every it; no stop at
+    # a target (time to target / NOT_CONVERGED from the LFW lines)
+    accuracy = True
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if not options["iters_per_epoch"]:
+            return "options.iters_per_epoch", ("set it to the batches of one pass over the data set (train.py "
+                                               "counts batches: max_steps = epochs x it, a verification every it)")
+        if cell.param("parallel", "model") == "partial_fc":
+            return "axes.parallel", "Partial FC's train_memory.py has no accuracy runs here: data or model"
+        return None
 
     def option_error(self, name: str, value: Any) -> str | None:
         if name == "kvstore" and not str(value).startswith("dist_"):
@@ -172,12 +187,15 @@ class MXNetFace(_Face):
                     f"{options['partial_fc_workdir']}/train_memory.py", f"--dataset={options['dataset']}",
                     f"--network={net}", f"--loss={options['loss']}", f"--models-root={RUN_DIR}/models"]
         script = options["parall_script"] if par == "model" else options["script"]
+        verbose = []  # a throughput run keeps the program's verification interval (2000; DLPerf's runs: fewer steps)
+        if measure.accuracy:
+            steps, verbose = measure.epochs * options["iters_per_epoch"], ["--verbose", str(options["iters_per_epoch"])]
         dmlc = cell.launcher == "dmlc"  # train.py, a worker per node: a models root each (shared run folder)
         argv = self.config_args(cell, options, [f"config.max_steps={steps}"],
                                 ("--per-node", "models-root") if dmlc else ())
         argv += [f"{options['workdir']}/{script}", "--network", net, "--loss", options["loss"],
                  "--dataset", options["dataset"], "--per-batch-size", str(cell.batch_size),
-                 "--frequent", str(options["frequent"]), "--models-root", f"{RUN_DIR}/models"]
+                 "--frequent", str(options["frequent"]), "--models-root", f"{RUN_DIR}/models", *verbose]
         return argv + (["--kvstore", str(options["kvstore"])] if dmlc else [])
 
     def environment(self, cell, options):

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult, Status
-from dlperf_slurm.suites import RUN_DIR, Suite, register
+from dlperf_slurm.suites import RUN_DIR, Suite, gluon_accuracy, register
 
 # DLPerf's NGC runner.sh environment (HOROVOD_* are read by Horovod, MXNET_* by MXNet).
 _NGC_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0", "MXNET_EXEC_ENABLE_ADDTO": "1", "MXNET_USE_TENSORRT": "0",
@@ -112,10 +112,20 @@ class GluonResNet50(_Gluon):
     evaluations = ("gluoncv", "mxnet")  # "[Epoch 0] validation: err-top1=...", "Epoch[0] Validation-accuracy=..."
     # steps_flag: the flag (``--max-batches``, say) of a script that stops after N batches; gluon-cv's own has none
     # (DLPerf's copy stopped at 120), so by default the run trains a whole epoch and the window is read from it.
+    accuracy = True  # gluon-cv's train_imagenet.py on 1x1 cells, its options: suites.gluon_accuracy
     options = {"workdir": "/workspace/gluon-cv/scripts/classification/imagenet", "script": "train_horovod.py",
-               "python": "python3", "rec_dir": "/data/imagenet/mxnet", "steps_flag": ""}
+               "python": "python3", "rec_dir": "/data/imagenet/mxnet", "steps_flag": "", **gluon_accuracy.OPTIONS}
+    option_minimum = gluon_accuracy.MINIMUM
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        return gluon_accuracy.option_error(name, value)
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return gluon_accuracy.problem(cell, options)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        if measure.accuracy:
+            return gluon_accuracy.argv(cell, measure, options)
         d = options["rec_dir"]
         argv = [options["python"], f"{options['workdir']}/{options['script']}", "--mode=hybrid",
                 "--model=resnet50_v1b", "--use-rec", f"--rec-train={d}/train.rec", f"--rec-val={d}/val.rec",

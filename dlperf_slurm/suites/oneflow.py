@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import RUN_DIR, Suite, register
+from dlperf_slurm.suites import RUN_DIR, Suite, oneflow_accuracy, register
 
 
 def print_every(measure, options: Mapping[str, Any]) -> int:
@@ -83,10 +83,21 @@ class ResNet50(_OneFlow):
     description = "OneFlow-Benchmark Classification/cnns/of_cnn_train_val.py --model=resnet50 (DLPerf's flags)"
     sample_unit = "img/s"
     evaluations = ("oneflow", "oneflow_models")  # "validation: epoch 47, ..., top_1: 0.76, top_k: 0.93", "[eval]"
+    accuracy = True  # of_cnn_train_val.py (node_ips) or Oneflow-Inc/models' train.py (oneflow): suites.oneflow_accuracy
     options = {"workdir": "/workspace/OneFlow-Benchmark/Classification/cnns", "script": "of_cnn_train_val.py",
-               "python": "python3", "data_dir": "/datasets/ImageNet/ofrecord", "data_part_num": 256, "print_every": 0}
+               "python": "python3", "data_dir": "/datasets/ImageNet/ofrecord", "data_part_num": 256, "print_every": 0,
+               **oneflow_accuracy.OPTIONS}
+    option_minimum = {**_OneFlow.option_minimum, **oneflow_accuracy.MINIMUM}
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        return oneflow_accuracy.option_error(name, value)
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        return oneflow_accuracy.problem(options)
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        if measure.accuracy:
+            return oneflow_accuracy.argv(cell, measure, options, self.node_flags(cell), print_every(measure, options))
         steps = measure.warmup_steps + measure.measure_steps
         argv = [options["python"], f"{options['workdir']}/{options['script']}",
                 f"--num_examples={cell.batch_size * cell.devices * steps}"]
@@ -295,7 +306,10 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         evals.trained(text)  # the first stamped one starts a time to target
         return add(form, step, t, seconds, speed, _LOSS.search(body))
 
-    facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)),
+    # an evaluation line starts a record too: one right after a stamped step line (whose end may look cut) is never
+    # glued to it as its tail (models' train.py on one rank: "[rank:0] [eval], ..." follows rank 0's last step line)
+    facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)
+                                                      or any(n in t for n in evals.needles)),
                        needles=_NEEDLES + evals.needles).run(lines)
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
     extra["clock"] = "print stamps" if st.stamps else "sum of the printed intervals (batch x steps / samples/s)"

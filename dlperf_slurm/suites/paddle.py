@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, RUN_DIR, Suite, register
 
 
 class _Paddle(Suite):
@@ -41,13 +41,58 @@ class ResNet50(_Paddle):
     # dynamic_loss_scaling: DLPerf published AMP with and without it; dali: its third AMP table (DALI reader)
     axes = {"dynamic_loss_scaling": (True, False), "dali": (False, True)}
     axis_defaults = {"dynamic_loss_scaling": True, "dali": False}
+    accuracy = True  # PaddleClas tools/train.py: its epochs, evaluated after each (it has no stop at a target)
+    # data_dir: ImageNet as both programs read it (train_list.txt / val_list.txt of "path label" lines under it).
+    # Accuracy runs (PaddleCV train.py is Paddle 1.8's, gone from Paddle 2+): PaddleClas's tools/train.py in
+    # clas_workdir with its config clas_config, on clas_device; clas_overrides: more of its own -o KEY=VALUE (an lr
+    # schedule, the image size, ...), after the suite's
     options = {"workdir": "/workspace/models/PaddleCV/image_classification", "script": "train.py",
-               "python": "python3", "data_dir": "/data/imagenet/paddle", "total_images": 1302936}
+               "python": "python3", "data_dir": "/data/imagenet/paddle", "total_images": 1302936,
+               "clas_workdir": "/workspace/PaddleClas", "clas_config": "ppcls/configs/ImageNet/ResNet/ResNet50.yaml",
+               "clas_device": "gpu", "class_num": 1000, "clas_overrides": []}
     # train.py's steps per epoch, ceil(total_images / batch), divide the step counter in its lr schedule
-    option_minimum = {"total_images": (1, "train.py's images per epoch, the length of an epoch in its lr schedule")}
+    option_minimum = {"total_images": (1, "train.py's images per epoch, the length of an epoch in its lr schedule"),
+                      "class_num": (2, "the classes of the data set")}
+
+    def option_error(self, name: str, value: Any) -> str | None:
+        if name == "clas_device" and value not in ("gpu", "cpu"):
+            return 'PaddleClas\'s Global.device: "gpu" or "cpu"'
+        if name == "clas_overrides" and not all(isinstance(o, str) and o.count("=") == 1 for o in value):
+            return 'a list of PaddleClas -o overrides, each "KEY=VALUE" with one "=" (its config.py splits on it)'
+        return None
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if not options["data_dir"]:
+            return ("options.data_dir", "an accuracy run evaluates on real data: set data_dir to the folder of "
+                                        "train_list.txt and val_list.txt")
+        return None
+
+    def accuracy_program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        """PaddleClas's own tools/train.py (d178931f, 2024-10; ppcls engine since 2.1): Global.epochs of the data
+        set, evaluating after every epoch (eval_during_train, eval_interval 1: an "[Eval][Epoch e][Avg]... top1: ,
+        top5:" line); it has no flag that stops at a target, so it trains every epoch and collect reads the time to
+        target (or NOT_CONVERGED) from those lines. Batch: the sampler's, per card. From scratch (no pretrained
+        weights)."""
+        d, w, n = options["data_dir"], options["clas_workdir"], measure.epochs
+        o = [f"Global.epochs={n}", "Global.eval_during_train=True", "Global.eval_interval=1",
+             "Global.print_batch_step=1", f"Global.save_interval={n}", f"Global.device={options['clas_device']}",
+             f"Global.output_dir={RUN_DIR}/output", "Arch.pretrained=False", f"Arch.class_num={options['class_num']}",
+             f"Global.use_dali={bool(cell.param('dali', False))}", f"Global.seed={REPEAT}"]  # each repeat its seed
+        for part, lst in (("Train", "train_list.txt"), ("Eval", "val_list.txt")):
+            o += [f"DataLoader.{part}.dataset.image_root={d}/", f"DataLoader.{part}.dataset.cls_label_path={d}/{lst}",
+                  f"DataLoader.{part}.sampler.batch_size={cell.batch_size}"]
+        if cell.precision == "amp":  # its AMP section (O1, loss scale 128 as DLPerf's)
+            o += ["AMP.use_amp=True", "AMP.level=O1", "AMP.scale_loss=128.0",
+                  f"AMP.use_dynamic_loss_scaling={bool(cell.param('dynamic_loss_scaling', True))}"]
+        argv = [options["python"], f"{w}/tools/train.py", "-c", f"{w}/{options['clas_config']}"]
+        for kv in [*o, *options["clas_overrides"]]:
+            argv += ["-o", kv]
+        return argv
 
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
+        if measure.accuracy:
+            return self.accuracy_program(cell, measure, options)
         amp = cell.precision == "amp"
         dali = bool(cell.param("dali", False))
         g = cell.gpus_per_node

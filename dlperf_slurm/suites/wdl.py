@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.model import ParseContext, RunResult
-from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.suites import REPEAT, Suite, register
 
 MEMWATCH = "dlperf_slurm.workloads.memwatch"
 
@@ -129,23 +129,41 @@ class HugeCTRWDL(_WDL):
                    "memory per deep_vocab_size")
     launcher = "tf_config"
     launchers = ("tf_config",)
+    # accuracy runs: wdl.py has no epochs (its reader repeats the data set): iters_per_epoch, the iterations of one
+    # pass over data_dir/train at the global batch, makes max_iter = epochs x it and an evaluation (eval_batches
+    # batches of data_dir/val: "Evaluation, AUC: ...") every it; no stop at a target (time to target from its AUCs)
+    accuracy = True
     options = {"python": "python3", "script": "/workspace/HugeCTR/wdl/wdl.py", "data_dir": "/data/criteo_parquet",
                "print_every": 100, "hidden_size": 1024, "eval_batches": 20,
-               "memwatch": True}
+               "memwatch": True, "iters_per_epoch": 0}
+    option_minimum = {**_WDL.option_minimum, "iters_per_epoch": (0, "0: unset; an accuracy run needs it")}
+
+    def accuracy_error(self, cell, options: Mapping[str, Any]) -> tuple[str, str] | None:
+        if not options["iters_per_epoch"]:
+            return "options.iters_per_epoch", ("set it to the iterations of one pass over data_dir/train at the "
+                                               "global batch (wdl.py counts iterations, not epochs)")
+        if not options["eval_batches"]:
+            return "options.eval_batches", "set the batches of data_dir/val each evaluation's AUC is taken over"
+        return None
 
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         vocab, vec, hidden = _params(cell)
         steps = measure.warmup_steps + measure.measure_steps
+        every = steps + 1  # no evaluation inside a throughput run (DLPerf: 10000 > max_iter)
+        if measure.accuracy:
+            steps, every = measure.epochs * options["iters_per_epoch"], options["iters_per_epoch"]
         argv = [options["python"], options["script"], "--data_dir", options["data_dir"],
                 "--gpu_num_per_node", str(cell.gpus_per_node), "--num_nodes", str(cell.nodes),
                 # wdl.py's batch is HugeCTR's solver batch: the global one
                 "--batch_size", str(cell.global_batch), "--eval_batchs", str(options["eval_batches"]),
-                "--eval_interval", str(steps + 1),  # no evaluation inside the run (DLPerf: 10000 > max_iter)
-                "--max_iter", str(steps), "--loss_print_every_n_iter", str(options["print_every"]),
+                "--eval_interval", str(every), "--max_iter", str(steps),
+                "--loss_print_every_n_iter", str(options["print_every"]),
                 "--deep_embedding_vec_size", str(vec), "--hidden_units_num", str(hidden),
                 "--hidden_size", str(options["hidden_size"]),
                 "--wide_workspace_size_per_gpu_in_mb", str(workspace_mb(vocab, 1)),
                 "--deep_workspace_size_per_gpu_in_mb", str(workspace_mb(vocab, vec))]
+        if measure.accuracy:
+            argv += ["--seed", REPEAT]  # each repeat its own seed (HugeCTR's solver seed)
         return self.wrap(argv, options)
 
 
