@@ -3,7 +3,9 @@ numpy<1.24, MindSpore and OneFlow numpy<2, TF/torch/paddle numpy 2).
 
 Each framework has a requirements file beside this module (``<name>.txt``: pip lines, and ``--no-deps <pkg>``
 lines installed after the rest; a ``# python: X.Y`` line names the interpreter the venv is made with, for a
-framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH), and optionally a
+framework with no build for this one: pyenv's newest ``X.Y.*``, else ``pythonX.Y`` on PATH; a ``# needs: VAR``
+line names the variable its tests need besides, an upstream checkout: ``--all`` builds it only where that is set),
+and optionally a
 build script ``<name>.sh``, run with bash after pip with the venv's folder as its argument (for what pip alone
 cannot install: a patched sdist). Its venv lives in ``$DLPERF_VENV_CACHE`` (default
 ``~/.cache/dlperf_slurm/venvs``) under ``<name>-<hash of the file(s)>`` (and of the interpreter's version), so a
@@ -45,6 +47,12 @@ def cache_dir() -> Path:
 
 def names() -> list[str]:
     return sorted(p.stem for p in HERE.glob("*.txt"))
+
+
+def needs(name: str) -> list[str]:
+    """The environment variables a framework's tests need besides its venv (``# needs: VAR`` lines of its file)."""
+    return [line.split(":", 1)[1].strip() for line in (HERE / f"{name}.txt").read_text().splitlines()
+            if line.startswith("# needs:")]
 
 
 def requirements(name: str) -> tuple[list[str], list[str]]:
@@ -193,7 +201,12 @@ def main(argv: list[str]) -> int:
         for n in argv[1:]:
             print(f"{n}: {write_lock(n)}")
         return 0
-    wanted = names() if (not argv or argv[:1] == ["--all"]) else argv
+    if not argv or argv[:1] == ["--all"]:  # each venv whose tests can run here (no checkout they need: skipped)
+        wanted = [n for n in names() if all(os.environ.get(v) for v in needs(n))]
+        for n in sorted(set(names()) - set(wanted)):
+            print(f"{n}: not built: its tests need {', '.join(needs(n))} (an upstream checkout), unset here")
+    else:
+        wanted = argv
     unknown = [n for n in wanted if n not in names()]
     if unknown:
         print(f"unknown framework venv(s): {', '.join(unknown)}; known: {', '.join(names())}", file=sys.stderr)
