@@ -29,6 +29,28 @@ def _results_store_of_the_test(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("DLPERF_SLURM_STORE", raising=False)
 
 
+#: a credential in the environment of every test on the real Slurm cluster, as a user's shell holds one (submit's
+#: sbatch passes it on to the job, its launcher and its ranks): AWS's documented example secret key
+SHELL_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+_ON_THE_CLUSTER = ("slurm", "cgroup", "netbed")
+
+
+@pytest.fixture(autouse=True)
+def _no_credential_of_the_shell_reaches_a_file(request, monkeypatch):
+    """A test on the real cluster runs with :data:`SHELL_SECRET` in its environment; no file under its ``tmp_path``
+    (the runs' logs, scripts and markers, the launchers' and ranks' own files, the summaries) may hold it after."""
+    if not any(request.node.get_closest_marker(m) for m in _ON_THE_CLUSTER):
+        yield
+        return
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SHELL_SECRET)
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None  # torn down after
+    yield
+    if root is not None:
+        leaked = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+                  and SHELL_SECRET.encode() in p.read_bytes()]
+        assert leaked == [], f"the shell's credential reached {len(leaked)} files: {leaked[:5]}"
+
+
 @pytest.fixture
 def golden(request, monkeypatch):
     """``golden(name, text)``: compare a rendered script with ``tests/golden/<name>.sbatch`` (with
