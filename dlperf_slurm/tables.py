@@ -341,9 +341,10 @@ def plan_text(m, wide: bool = False) -> str:
     how = ("accuracy runs" if ms.accuracy else f"window: skip {ms.warmup_steps} steps, measure {ms.measure_steps}")
     out += ["", f"{len(m.cells)} cells x {ms.repeats} repeats = {m.runs} runs; {how}"]
     if ms.accuracy:
-        out.append(f"up to {ms.epochs} epochs" + (f", target {ms.target.text()} (a program stops there where it can)"
-                                                   if ms.target else "")
-                   + f"; rate over the first epoch after {ms.warmup_steps} steps")
+        out.append(f"up to {ms.epochs} epochs; rate over the first epoch after {ms.warmup_steps} steps")
+        if ms.target:
+            out.append(f"target {ms.target.text()}: a program stops there if it can, else collect reads when it was "
+                       "reached")
     out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
     if m.dropped:
         out += ["", f"dropped {len(m.dropped)} cells:"]

@@ -184,8 +184,8 @@ def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
     assert smoke.measure.target == Target("top1", 0.75) and [c.shape for c in smoke.cells] == ["1n1g", "1n2g"]
     ddl = matrix.load(root / "ddl-accuracy.toml", site=False)
     assert ddl.measure.accuracy and {c.devices for c in ddl.cells} == {1, 2, 4}
-    assert "= 4 runs; accuracy runs\nup to 8 epochs, target top1 75.00% (a program stops there where it can); rate over the first epoch after 3 steps" \
-        in plan_text(smoke)
+    assert ("= 4 runs; accuracy runs\nup to 8 epochs; rate over the first epoch after 3 steps\ntarget top1 75.00%: a "
+            "program stops there if it can, else collect reads when it was reached") in plan_text(smoke)
 
 
 def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_path):
