@@ -168,9 +168,11 @@ FORMATS: dict[str, Format] = {
         re.compile(r"^\[(?:rank:)?0\] \[eval\], epoch: (\d+)/\d+, .*?\btop1: " + _N
                    + r"(?:.*?\| (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+))?"), _oneflow_models, _models_stamp),
     "torchvision": Format(
-        "torchvision references/classification train.py, pytorch/examples imagenet/main.py (percents)",
+        "torchvision references/classification train.py (0.11 on: 'Test:  Acc@1 ...', the header of evaluate(); "
+        "an EMA model's 'Test: EMA Acc@1' is not the run's), pytorch/examples imagenet/main.py, older references "
+        "(percents)",
         " *   Acc@1 13.805 Acc@5 59.933", "Acc@1 ",
-        re.compile(r"^\s*\*\s+Acc@1\s+" + _N + r"\s+Acc@5\s+" + _N + r"\s*$"), _torchvision),
+        re.compile(r"^\s*(?:\*|Test:)\s+Acc@1\s+" + _N + r"\s+Acc@5\s+" + _N + r"\s*$"), _torchvision),
     "hugectr_auc": Format(
         "HugeCTR (v2.3's [HUGECTR][INFO] logger through the core23 [HCTR] one): each evaluation's AUC",
         "[HCTR][03:11:19.929][INFO][RK0][main]: Evaluation, AUC: 0.738497", "Evaluation, AUC: ",
@@ -182,8 +184,9 @@ FORMATS: dict[str, Format] = {
 }
 
 def torchvision_line(text: str) -> Evaluation | None:
-    """`` * Acc@1 76.130 Acc@5 92.862`` (torchvision references, pytorch/examples imagenet/main.py, the built-in
-    workload's line beside its eval event: percents) as an Evaluation with fractions; None for any other line."""
+    """`` * Acc@1 76.130 Acc@5 92.862`` (torchvision references, ``Test:  Acc@1 ...`` since 0.11, pytorch/examples
+    imagenet/main.py, the built-in workload's line beside its eval event: percents) as an Evaluation with fractions;
+    None for any other line."""
     f = FORMATS["torchvision"]
     m = f.pattern.match(text)
     return f.read(m) if m else None
