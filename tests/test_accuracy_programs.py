@@ -44,14 +44,6 @@ HEADS = {
         [options]
         data_dir = "/data/imagenet-tfrecords"
         """,
-    "tf-cnn/vgg16": """
-        [axes]
-        devices = ["1x1"]
-        batch_size = [64]
-        data = ["{data}"]
-        [options]
-        data_dir = "/data/imagenet-tfrecords"
-        """,
     "pytorch-examples/resnet50": """
         [axes]
         devices = ["1x1"]
@@ -67,6 +59,7 @@ HEADS = {
         data_backend = ["{backend}"]
         """,
 }
+HEADS["tf-cnn/vgg16"] = HEADS["tf-cnn/resnet50"]  # the same program and flags: only --model differs
 
 
 def load(tmp_path: Path, suite: str, measure: str, *, data: str = "real", dummy: str = "false",
