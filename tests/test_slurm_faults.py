@@ -343,6 +343,8 @@ def test_a_controller_back_from_a_state_saved_before_the_release(tmp_path):
         faults.restore_controller_state(tmp_path / "state")
         c.go.touch()  # the 4 running tasks end while slurmctld is down: their markers say OK
         faults.wait_for(lambda: len(c.markers()) == 4, 30, "the 4 running tasks to write their exit markers")
+        # read now: once status has settled the array, the 2 others may run and write theirs before we look
+        ended_runs = {_payload_lines(m.with_suffix(".log").read_text())[0][0].split()[2] for m in c.markers()}
         faults.start_controller()
         # the situation, reproduced: array held, all 6 pending, the 4 finished tasks unknown
         rows = faults.wait_for(lambda: (r := c.jobs()) and len(r) == 6 and r, 20, "6 pending tasks")
@@ -351,7 +353,6 @@ def test_a_controller_back_from_a_state_saved_before_the_release(tmp_path):
                         "slurmctld to reject the 4 finished tasks (job_complete: invalid JobId)")
         # reconcile through the product: status, submit, submit --wait
         st = c.status()
-        ended_runs = {_payload_lines(m.with_suffix(".log").read_text())[0][0].split()[2] for m in c.markers()}
         assert len(ended_runs) == 4 and ended_runs <= set(st), (ended_runs, st)
         ended = {st[k][0] for k in ended_runs}  # their array tasks, e.g. 42_3
         p = c.submit()
