@@ -295,7 +295,9 @@ def _read_all(specs: Sequence[RunSpec], jobs: int) -> list[tuple[RunRow, parseca
 
         if not hsblocks.ENABLED:
             from dlperf_slurm.parsing import npblocks  # noqa: F401
-    suites.names()  # every suite module, once
+    for name in {s.cell.suite for s in specs}:  # the suites' modules, once, before the workers fork
+        with contextlib.suppress(KeyError):
+            suites.get(name)
     parsecache.parser_version()
     chunk = max(1, min(256, len(specs) // (jobs * 4)))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")

@@ -142,9 +142,18 @@ def _load() -> None:
 
 
 def get(name: str) -> Suite:
-    """The suite registered as ``name`` (``framework/model``); KeyError if none."""
-    _load()
-    return _REGISTRY[name]
+    """The suite registered as ``name`` (``framework/model``); KeyError if none. Only what finding it takes is
+    imported: the module its framework names (``tf2/resnet50``: ``tf2``; most suites live in theirs), then, if the
+    suite is not there, every module."""
+    suite = _REGISTRY.get(name)
+    if suite is None:
+        guess = name.split("/", 1)[0].replace("-", "_")
+        if guess in _MODULES:
+            importlib.import_module(f"{__name__}.{guess}")
+        if name not in _REGISTRY:
+            _load()
+        suite = _REGISTRY[name]
+    return suite
 
 
 def names() -> list[str]:
