@@ -233,26 +233,35 @@ _LABELS = ("", "0: ", " 3: ", "        0: ", "12: ", "[rank0]:", "[rank0]: ", "[
            "[1,0]<stdout>: ", "[12,3]<stderr>:", "\x1c0: ", "\t0: ")
 
 
+# glog lines after their level: well formed; a thread id that is no number, a "]" inside the header, a header
+# without the space after "]" (each no glog header: a line cut inside one has no "]" but maybe its last character)
+_GLOG_BODIES = ("0826 15:12:50.113950 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: 0 ",
+                "0826 15:12:50.113950 1404057x gpu_device.cc:1871] Train Step",
+                "0826 15:12]50.113950 140405777909504 gpu_device.cc:1871] ",
+                "0826 15:12:50.113950 140405777909504 keras_utils.py:133]TimeHistory: 1 seconds")
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(_LABELS), st.integers(0, 130), st.sampled_from("IWEFx1 "),
-                          st.integers(0, 110), st.integers(0, 40)), max_size=40), st.sampled_from([5, 64, 4096]))
+                          st.integers(0, 110), st.integers(0, 40), st.sampled_from(_GLOG_BODIES)), max_size=40),
+       st.sampled_from([5, 64, 4096]))
 def test_fuzz_tf2_cut_records_and_short_lines_read_the_same_both_ways(tmp_path, spy, monkeypatch, parts, block):
     """tf2 sends the block path the lines holding its keywords and the lines whose text (label removed) is shorter
-    than 100 characters and starts with I, W, E or F: a TimeHistory record cut anywhere (its head and tail on two
-    lines of the same rank), glog lines of about 100 characters under every label form, noise starting otherwise."""
+    than 100 characters and starts with I, W, E or F (unlabelled, with Hyperscan: those cut inside or right after a
+    glog header): a TimeHistory record cut anywhere (its head and tail on two lines of the same rank), glog lines,
+    well formed or not, of about 100 characters under every label form, noise starting otherwise."""
     sys.path.insert(0, str(TESTS))
     from test_tf2 import dlperf_rn50_log
 
     monkeypatch.setattr(blocks, "BLOCK", block)
     log = dlperf_rn50_log("1n2g", 575.76).splitlines()
     out = []
-    for i, (label, length, first, cut, pad) in enumerate(parts):
+    for i, (label, length, first, cut, pad, glog) in enumerate(parts):
         record = log[i % len(log)].replace("keras_utils.py", "k" * pad + "eras_utils.py")  # headers up to ~100
         if cut and cut < len(record):  # a record split by buffering: head, then tail
             out += [label + record[:cut], label + record[cut:]]
-        body = (first + "0826 15:12:50.113950 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: 0 "
-                + "x" * 80)[:length]
+        body = (first + glog + "x" * 80)[:length]
         out.append(label + body)
     p = tmp_path / "tf2.log"
     p.write_text("\n".join(out) + "\n")

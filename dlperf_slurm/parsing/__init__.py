@@ -7,10 +7,10 @@ Suites import this package at the top: ``from dlperf_slurm import parsing as lp`
 
 from dlperf_slurm.parsing.clocks import EpochClock, GlogClock, IsoClock
 from dlperf_slurm.parsing.lines import (CONSUMED, FRAGMENT, MAX_FRAGMENT, MAX_LINE, MAX_REASON, NOT_MINE, NUM, Facts,
-                                        Scanner, finite, iter_text_lines, oom_text, read_lines, slurm_kill,
+                                        Scanner, Short, finite, iter_text_lines, oom_text, read_lines, slurm_kill,
                                         split_rank, to_float)
 from dlperf_slurm.parsing.window import Window, WindowFigures, finish
 
 __all__ = ["CONSUMED", "FRAGMENT", "MAX_FRAGMENT", "MAX_LINE", "MAX_REASON", "NOT_MINE", "NUM", "EpochClock", "Facts",
-           "GlogClock", "IsoClock", "Scanner", "Window", "WindowFigures", "finish", "finite", "iter_text_lines",
-           "oom_text", "read_lines", "slurm_kill", "split_rank", "to_float"]
+           "GlogClock", "IsoClock", "Scanner", "Short", "Window", "WindowFigures", "finish", "finite",
+           "iter_text_lines", "oom_text", "read_lines", "slurm_kill", "split_rank", "to_float"]

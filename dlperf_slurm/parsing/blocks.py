@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from dlperf_slurm.parsing import hsblocks
-from dlperf_slurm.parsing.reading import MAX_LINE, RANK_BYTES, split_rank, text_lines
+from dlperf_slurm.parsing.reading import MAX_LINE, RANK_BYTES, Short, split_rank, text_lines
 from dlperf_slurm.storage import open_log
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
@@ -53,18 +53,18 @@ class BlockLines:
     lines and the rank labels (at most 4,096, the first in file order, as the Scanner keeps them). ``pending`` is the
     Scanner's dict of held fragments: while it holds one, every line is yielded."""
 
-    def __init__(self, path: Any, needles: Needles, pending: dict, short: tuple[str, int] | None = None,
+    def __init__(self, path: Any, needles: Needles, pending: dict, short: Short | tuple[str, int] | None = None,
                  data: bytes | None = None):
         self.path = path
         self.data = data  # the file's content, when the caller has read it whole
         self.needles = needles
         self.pending = pending
-        # ``short`` (first characters, length): lines whose text (rank label removed) is shorter than ``length`` and
-        # starts with one of the characters are yielded too (a suite's records cut short by buffering)
-        self.short = short
+        # ``short``: a suite's short lines (records cut by buffering), yielded too (:class:`.reading.Short`; a pair
+        # (first characters, length) is one without Hyperscan patterns)
+        self.short = Short(*short) if short is not None else None
         self.lines = 0
         self.ranks: set = set()
-        self._db = (hsblocks.database(needles.needles, needles.nocase, short)  # Hyperscan's patterns, if installed
+        self._db = (hsblocks.database(needles.needles, needles.nocase, self.short)  # Hyperscan's patterns, if installed
                     if hsblocks.ENABLED else None)
 
     def _rank(self, rank: int | None) -> None:

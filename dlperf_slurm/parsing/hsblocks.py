@@ -11,7 +11,9 @@ What is found, exactly (the numpy sieve finds a superset):
 - each line holding a needle (``nocase``: in any ASCII case);
 - each line whose text, rank label removed, is shorter than ``short``'s length and starts with one of its
   characters (for a labelled line: shorter by the label and one space, whatever its first character, as the numpy
-  path does);
+  path does); where the suite gives ``short.heads``, an unlabelled line is found by those patterns instead (the
+  short lines its handler can take as a record's head: a tighter superset, which spares the scan and the loop the
+  many short lines of a log that are no head);
 - each line starting with a rank label: :data:`.reading.RANK_BYTES` itself reads it (its rank, in file order); Hyperscan
   only finds where to look.
 """
@@ -22,7 +24,10 @@ import importlib
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dlperf_slurm.parsing.reading import Short
 
 hyperscan: Any
 try:  # an optional, compiled dependency (setup.cfg's ``fast`` extra): the numpy path reads every block without it
@@ -42,7 +47,7 @@ _LABELS = (rb"^ [ \t\x0b\x0c\x1c-\x1f]{0,7}[0-9]{1,6}: ", rb"^[0-9]{1,6}: ", rb"
 _DBS: dict[tuple, Any] = {}
 
 
-def database(needles: tuple[str, ...], nocase: tuple[str, ...], short: tuple[str, int] | None) -> Any:
+def database(needles: tuple[str, ...], nocase: tuple[str, ...], short: Short | None) -> Any:
     """The compiled patterns of a sieve (once a process: a suite's Scanner is made once per log)."""
     key = (needles, nocase, short)
     db = _DBS.get(key)
@@ -54,9 +59,13 @@ def database(needles: tuple[str, ...], nocase: tuple[str, ...], short: tuple[str
                 exprs.append(re.escape(b))
                 ids.append(NEEDLE)
                 flags.append(hyperscan.HS_FLAG_CASELESS if nc else 0)
-        if short is not None and short[1] >= 2:
-            first = b"".join(re.escape(bytes([c])) for c in short[0].encode("ascii"))
-            exprs.append(rb"^[" + first + rb"][^\n]{0," + str(short[1] - 2).encode() + rb"}$")
+        if short is not None and short.heads:  # the suite's own, tighter patterns for unlabelled short lines
+            exprs += short.heads
+            ids += [SHORT] * len(short.heads)
+            flags += [hyperscan.HS_FLAG_MULTILINE] * len(short.heads)
+        elif short is not None and short.length >= 2:
+            first = b"".join(re.escape(bytes([c])) for c in short.first.encode("ascii"))
+            exprs.append(rb"^[" + first + rb"][^\n]{0," + str(short.length - 2).encode() + rb"}$")
             ids.append(SHORT)
             flags.append(hyperscan.HS_FLAG_MULTILINE)
         exprs += _LABELS
@@ -79,7 +88,7 @@ def block_lines(reader: Any, db: Any, data: bytes, rank_re: re.Pattern) -> Itera
     reader.lines += data.count(b"\n") + (data[-1] != 10)
     rfind, find = data.rfind, data.find
     starts: set[int] = set()
-    short = reader.short[1] if reader.short is not None else -1  # -1: no short lines
+    short = reader.short.length if reader.short is not None else -1  # -1: no short lines
     labelled = -1
     for x in found:
         to, what = x >> 2, x & 3

@@ -21,8 +21,8 @@ from dlperf_slurm import events as ev
 from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
 from dlperf_slurm.events import parse_event  # the one reader of our line format
 from dlperf_slurm.model import Status
-from dlperf_slurm.parsing.reading import (MAX_LINE, LogLines, iter_text_lines, read_lines, split_rank,  # noqa: F401
-                                          text_lines)  # re-exported: what a parser reads with
+from dlperf_slurm.parsing.reading import (MAX_LINE, LogLines, Short, iter_text_lines, read_lines,  # noqa: F401
+                                          split_rank, text_lines)  # re-exported: what a parser reads with
 
 MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
 MAX_REASON = 300  # characters of a log line quoted in a reason
@@ -158,7 +158,7 @@ class Scanner:
                  starts: Callable[[str], bool] | None = None, needles: Sequence[str] | None = None,
                  wanted: Callable[[str], Any] | None = None,
                  on_event: Callable[[dict[str, Any], int | None], None] | None = None,
-                 block_needles: Sequence[str] | None = None, block_short: tuple[str, int] | None = None):
+                 block_needles: Sequence[str] | None = None, block_short: Short | tuple[str, int] | None = None):
         trace = TRACE
         if trace is not None and hasattr(trace, "consumed"):  # collect --explain: the records the handler read
             def traced(text: str, rank: int | None, final: bool, _inner=handler) -> int:

@@ -131,10 +131,10 @@ def sieve(needles: tuple[str, ...], nocase: tuple[str, ...]) -> Sieve:
     return s
 
 
-_SHORT: dict[tuple[str, int], tuple[np.ndarray, int]] = {}
+_SHORT: dict[tuple, tuple[np.ndarray, int]] = {}
 
 
-def _short_table(short: tuple[str, int]) -> tuple[np.ndarray, int]:
+def _short_table(short: tuple) -> tuple[np.ndarray, int]:
     """``short`` (first characters, length) as a table of first bytes and the length."""
     t = _SHORT.get(short)
     if t is None:

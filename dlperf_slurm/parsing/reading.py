@@ -12,10 +12,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
+
 from dlperf_slurm.storage import open_log
 
 MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
+
+
+class Short(NamedTuple):
+    """A suite's short lines, which the block reader yields besides its needles' (a record cut by buffering: its
+    head holds no needle yet): each line whose text (rank label removed) is shorter than ``length`` and starts with
+    one of ``first``'s characters (for a labelled line: shorter by the label and one space, whatever its first
+    character). ``heads``: Hyperscan patterns (bytes, multi-line) that find a tighter superset of the unlabelled
+    short lines the suite's handler does anything with; where given, the Hyperscan sieve takes them for the
+    unlabelled lines instead of the length rule (the numpy sieve keeps the rule)."""
+
+    first: str
+    length: int
+    heads: tuple[bytes, ...] = ()
 
 # ------------------------------------------------------------------------------------------------ reading
 
