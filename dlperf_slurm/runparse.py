@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import accuracy, health, outcome, parsecache, recognise, suites
+from dlperf_slurm import accuracy, health, outcome, parsecache, processes, recognise, suites
 from dlperf_slurm.model import FINAL, Cell, JobInfo, RunResult, Status, Target, status_of
 from dlperf_slurm.rows import RunRow
 from dlperf_slurm.storage import log_identity
@@ -264,20 +264,13 @@ def workers(specs: Sequence[RunSpec], jobs: int | None) -> int:
     the work pays for (:data:`WORKER_SECONDS` of estimated work each). The one decision of the pool's size."""
     if jobs is not None:
         return max(1, min(jobs, len(specs)))
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        free = cpus - max(0.0, os.getloadavg()[0] - 1.0)
-    except OSError:
-        free = cpus
+    free = processes.free_cpus()
     size = 0
     for s in specs:
         with contextlib.suppress(OSError):
             size += os.stat(s.log).st_size
     work = len(specs) * SECONDS_PER_LOG + size / BYTES_PER_SECOND
-    return max(1, min(cpus, int(free + 0.5), int(work / WORKER_SECONDS), len(specs)))
+    return max(1, min(int(free + 0.5), int(work / WORKER_SECONDS), len(specs)))
 
 
 def _read_all(specs: Sequence[RunSpec], jobs: int) -> list[tuple[RunRow, parsecache.Entry | None]]:

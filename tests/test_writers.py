@@ -100,3 +100,60 @@ def test_markdown_names_the_flavour_its_tables_show(tmp_path):
     res = _result(tmp_path)  # tf-cnn publishes the time flavour
     method = next(line for line in report.markdown(res).splitlines() if line.startswith("Method"))
     assert "(time flavour; the speed flavour" in method
+
+
+def test_the_json_written_beside_the_other_writers_is_the_one_written_in_turn(tmp_path, monkeypatch):
+    """A large summary's JSON is written by a forked process while this one writes the rest: the same files, the
+    same paths in the same order, and with the writers' state each file recorded as current (a second write_all
+    rewrites nothing); -j 1 keeps every writer here."""
+    import json
+    import os
+
+    from dlperf_slurm import parsecache, processes
+
+    res = _result(tmp_path)
+    forks = []
+    real = processes.beside
+    monkeypatch.setattr(processes, "beside", lambda *a: forks.append(os.getpid()) or real(*a))
+    monkeypatch.setattr(processes, "free_cpus", lambda: 2.0)
+    one = report.write_all(res, tmp_path / "one", plots=False, jobs=1)
+    assert forks == []
+    monkeypatch.setattr(report, "BESIDE_RUNS", 1)
+    state = parsecache.OutputState(tmp_path / "two" / ".state")
+    two = report.write_all(res, tmp_path / "two", plots=False, state=state)
+    assert len(forks) == 1
+    assert [p.name for p in one] == [p.name for p in two] and any(p.suffix == ".json" for p in two)
+    for a, b in zip(one, two):
+        if a.suffix == ".json":
+            da, db = json.loads(a.read_text()), json.loads(b.read_text())
+            assert da.pop("generated_at") <= db.pop("generated_at") and da == db
+        else:
+            assert a.read_bytes() == b.read_bytes(), a.name
+    assert len(state.now) == len(two)
+    state.begin()  # the next collect of the same result: every file current, none rewritten, none forked for
+    seen = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in two}
+    assert report.write_all(res, tmp_path / "two", plots=False, state=state) == two and len(forks) == 1
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in two} == seen
+
+
+def test_a_writer_process_failure_reaches_the_caller(tmp_path):
+    """What the forked writer raises is raised by join (a full disk's OSError keeps its errno, the child's
+    traceback as a note); a child that dies says so with its exit code."""
+    import errno
+    import os
+    import signal
+
+    import pytest
+
+    from dlperf_slurm import processes
+
+    def full(path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with pytest.raises(OSError) as err:
+        processes.beside(full, tmp_path / "x.json")()
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(tmp_path / "x.json")
+    assert any("in a writer process" in n for n in err.value.__notes__)
+    with pytest.raises(RuntimeError, match=r"a writer process died \(exit code -9\)"):
+        processes.beside(lambda: os.kill(os.getpid(), signal.SIGKILL))()
+    assert processes.beside(lambda a, b: [a, b], 1, "x")() == [1, "x"]

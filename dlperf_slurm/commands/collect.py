@@ -135,7 +135,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
         state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
     result.trend = stored_trend(args, result)
     state.begin()
-    paths = report.write_all(result, args.out, plots=not args.no_plots, state=state)
+    paths = report.write_all(result, args.out, plots=not args.no_plots, state=state, jobs=args.jobs)
     try:
         state.save()
     except (OSError, sqlite3.Error) as err:
