@@ -96,9 +96,12 @@ def fingerprint(cell: Cell, warmup: int, measure: int, options: Mapping[str, Any
 # ================================================================================================ values
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(RunResult))
+
+
 def encode(res: RunResult) -> str | None:
     """The result as JSON, or None when JSON would not give it back exactly (a tuple, a non-string key, ...)."""
-    d = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)}
+    d = res.__dict__.copy() if len(res.__dict__) == len(_FIELDS) else {k: getattr(res, k) for k in _FIELDS}
     if not all(_exact(v) for k, v in d.items() if k != "status"):
         return None
     d["status"] = str(res.status)
