@@ -172,7 +172,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
     p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
-                   help="parallel parser processes (default: as many as the work pays for, up to the free CPUs)")
+                   help="parallel parser processes (default: as many as the work pays for, up to the free CPUs; "
+                   "1: the summaries' JSON too is written in this process, not beside the others)")
     p.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     p.add_argument("--no-refresh", action="store_true", help="do not ask the scheduler for fresh states first")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the summary line, not the tables")

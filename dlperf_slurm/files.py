@@ -30,11 +30,13 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.filename is None:  # a write or fsync names no file: it was this one
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from err
         raise
     return path
 

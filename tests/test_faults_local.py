@@ -136,6 +136,41 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_fs):
     assert ok_runs(after.stdout) == ok_runs(before) == 4, f"{before}\n---\n{after.stdout}"
 
 
+@pytest.mark.parametrize("jobs", [(), ("-j", "1")], ids=["json-beside", "one-process"])
+def test_summaries_on_a_full_disk_are_one_line_naming_the_file(small_fs, tmp_path, monkeypatch, capsys, jobs):
+    """collect's writers on a full disk: a write names no file (the OSError of f.write has none), so the summary
+    being written is named by atomic_write; with the JSON written by a forked process beside the others (forced
+    here for a small tree) its failure reaches this one the same. Then, space freed, the same collect writes all."""
+    import re
+
+    from dlperf_slurm import cli as dlcli
+    from dlperf_slurm import processes, report
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_collect import make_tree
+
+    make_tree(tmp_path / "t", "tf-cnn/resnet50")
+    monkeypatch.setattr(report, "BESIDE_RUNS", 1)
+    monkeypatch.setattr(processes, "free_cpus", lambda: 2.0)
+    forks = []
+    real = processes.beside
+    monkeypatch.setattr(processes, "beside", lambda *a: forks.append(1) or real(*a))
+    argv = ["collect", "--from", str(tmp_path / "t"), "--suite", "tf-cnn/resnet50", "--no-plots", "-q", "--no-store",
+            "--out", str(small_fs / "s"), *jobs]
+    filler = fill(small_fs)
+    capsys.readouterr()
+    assert dlcli.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err) and len(forks) == (0 if jobs else 1), err
+    assert re.fullmatch(rf"dlperf-slurm: error: {re.escape(str(small_fs / 's'))}/t\.(md|csv|runs\.csv|json|html): No "
+                        r"space left on device: free space there and run the command again", err[-1]), err
+    assert all("warning: parse cache" in line for line in err[:-1]), err
+    filler.unlink()
+    assert dlcli.main(argv) == 0
+    assert sorted(p.name for p in (small_fs / "s").iterdir() if not p.name.startswith(".")) == \
+        ["t.csv", "t.html", "t.json", "t.md", "t.runs.csv"]
+
+
 def test_a_read_only_file_system_is_one_line(small_fs, tmp_path):
     mx, logs, cdir = campaign(small_fs)
     view = tmp_path / "ro"  # the same campaign through a read-only bind mount of the tmpfs
