@@ -4,6 +4,7 @@ work (:func:`beside`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -45,8 +46,11 @@ def beside(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
             out = err
         try:
             send.send(out)
+        except OSError:  # the caller is gone (killed): no one to answer, nothing to print
+            return
         except Exception as err:  # noqa: BLE001 - an answer that cannot be pickled: its words still go back
-            send.send(RuntimeError(f"{type(out).__name__}: {out} (not picklable: {err})"))
+            with contextlib.suppress(OSError):
+                send.send(RuntimeError(f"{type(out).__name__}: {out} (not picklable: {err})"))
 
     proc = ctx.Process(target=child, daemon=True)
     proc.start()
