@@ -95,7 +95,6 @@ def fingerprint(cell: Cell, warmup: int, measure: int, options: Mapping[str, Any
 
 # ================================================================================================ values
 
-
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunResult))
 
 
