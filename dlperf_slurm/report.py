@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import math
@@ -358,17 +359,10 @@ def _write_all(result: Result, out: Path, plots: bool, state: OutputState | None
             written[name] = mine
         else:
             todo.append(name)
-    join = None
-    if BESIDE in todo and len(result.runs) >= BESIDE_RUNS and jobs != 1 and processes.can_fork() \
-            and processes.free_cpus() >= 1.5:
-        join = processes.beside(WRITERS[BESIDE], result, out, stem)
-        todo.remove(BESIDE)
-    try:
-        for name in todo:
-            written[name] = list(WRITERS[name](result, out, stem))
-    finally:
-        if join is not None:
-            written[BESIDE] = list(join())
+    aside = BESIDE if (BESIDE in todo and len(result.runs) >= BESIDE_RUNS and jobs != 1 and processes.can_fork()
+                       and processes.free_cpus() >= 1.5) else None
+    calls = {name: functools.partial(WRITERS[name], result, out, stem) for name in todo}
+    written.update((k, list(v)) for k, v in processes.run_all(calls, aside).items())
     paths: list[Path] = []
     for name in ran:
         if state is not None and name not in _PLOTS:

@@ -238,16 +238,7 @@ def _worker_start(parent: int) -> None:
     """A parse worker's start: cycle collection on (whether or not its parent turned it off), and it dies with
     its parent: a ``collect`` killed by SIGKILL or SIGTERM left one worker per CPU waiting on its queue for ever."""
     gc.enable()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
+    processes.die_with(parent)
 
 
 #: What a run costs to read, for sizing the pool: a fixed part per log (open, the suite's objects, the row) and

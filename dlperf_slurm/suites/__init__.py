@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
-# Every suite module, imported on first use of the registry.
+# Every suite module: a lookup imports the one its suite's framework names (``tf-cnn/vgg16``: tf_cnn), or all of them
+# when the suite lives elsewhere (``deepspeed/gpt``: gpt); listing the registry imports all.
 _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow",
             "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack")
 _REGISTRY: dict[str, "Suite"] = {}
