@@ -234,11 +234,13 @@ _LABELS = ("", "0: ", " 3: ", "        0: ", "12: ", "[rank0]:", "[rank0]: ", "[
 
 
 # glog lines after their level: well formed; a thread id that is no number, a "]" inside the header, a header
-# without the space after "]" (each no glog header: a line cut inside one has no "]" but maybe its last character)
+# without the space after "]" (each no glog header: a line cut inside one has no "]" but maybe its last character);
+# another writer's torn bytes before a whole header and a cut keyword
 _GLOG_BODIES = ("0826 15:12:50.113950 140405777909504 gpu_device.cc:1871] Adding visible gpu devices: 0 ",
                 "0826 15:12:50.113950 1404057x gpu_device.cc:1871] Train Step",
                 "0826 15:12]50.113950 140405777909504 gpu_device.cc:1871] ",
-                "0826 15:12:50.113950 140405777909504 keras_utils.py:133]TimeHistory: 1 seconds")
+                "0826 15:12:50.113950 140405777909504 keras_utils.py:133]TimeHistory: 1 seconds",
+                "0826 15:12:5I0826 15:12:50.113950 140405777909504 keras_utils.py:133] TimeHis")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,

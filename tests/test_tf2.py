@@ -232,3 +232,37 @@ def test_a_mirrored_strategy_line_is_no_error(tmp_path, monkeypatch, parser):
     assert run.key == res.run
     assert res.status == Status.LAUNCH_FAILED.value
     assert "no training step" in res.reason and "last error" not in res.reason, res.reason
+
+
+# ------------------------------------------------------------------------- records cut by buffering, torn heads
+
+
+@pytest.mark.parametrize("parser", ["blocks", "lines"])
+@pytest.mark.parametrize("torn", [None, "I0826 15:13:29.25", "I0826 15:13]29.25"])
+def test_a_record_whose_message_went_to_the_next_line_is_timed_by_its_header(tmp_path, monkeypatch, parser, torn):
+    """A TimeHistory record cut by buffering right after its glog header, the message on the next line; its header
+    may follow another writer's torn bytes on the same line (a malformed header, "]" inside or not). The record
+    keeps its header's time: the window is timed, one worker. A malformed short line with no whole header after it
+    is no record's head (the line that follows it is read alone)."""
+    from dlperf_slurm import parsing
+    from dlperf_slurm.model import ParseContext
+    from dlperf_slurm.parsing import lines as lp
+    from dlperf_slurm.suites import get
+
+    monkeypatch.setattr(lp, "BLOCKS", parser == "blocks")
+    out = []
+    for k, step in enumerate(range(100, 1100, 100)):
+        head = f"I0826 15:{k // 6:02d}:{k * 10 % 60:02d}.000000 1111 keras_utils.py:133] "
+        rec = f"TimeHistory: {10.0:.2f} seconds, {300 + 10 * k} examples/second between steps {step} and {step + 100}"
+        if k == 7 and torn is not None:  # inside the window
+            out += [torn + head, rec]
+        else:
+            out.append(head + rec)
+    out.insert(3, "I0826 15:00]garbled")  # no whole header: nothing to glue
+    p = tmp_path / "cut.log"
+    p.write_text("\n".join(out) + "\n")
+    ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=100, measure_steps=800,
+                       options=dict(get("tf2/resnet50").options))
+    res = get("tf2/resnet50").parse(parsing.read_lines(p), ctx)
+    assert res.status == Status.OK and res.extra["workers_seen"] == 1, (res.status, res.reason, res.extra)
+    assert res.throughput == pytest.approx(32 * 800 / 80.0) and res.extra.get("garbled_lines", 0) == 0

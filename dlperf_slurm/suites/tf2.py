@@ -184,9 +184,9 @@ _BLOCK_NEEDLES = ("TimeHistory", "Train Step", "loss: ")
 _KEYWORDS = ("TimeHistory:", "Train Step:")
 # Of the short lines, the handler takes as a record's head only those cut inside the glog header (its level and 4
 # digits, then no "]" but maybe as the last character: a whole header ends with "] " and holds no other) or right
-# after it, inside a keyword (the header, then a prefix of one); the Hyperscan sieve finds those (a superset: any
-# such line, of any length; any line ending so), where the length rule took every short glog line of a TF job's
-# start-up (14 a log on the bench's: 0.03 ms a log)
+# after a header, inside a keyword (the header, then a prefix of one: also a header after another writer's torn
+# bytes); the Hyperscan sieve finds those (a superset: any such line, of any length; any line ending so), where the
+# length rule took every short glog line of a TF job's start-up (14 a log on the bench's: 0.03 ms a log)
 _HEADS = (rb"^[IWEF][0-9]{4}[^\]\n]*\]?$",
           rb"\] (?:" + b"|".join(sorted({re.escape(k[:n].encode()) for k in _KEYWORDS for n in range(1, 12)}))
           + rb")?$")
@@ -268,8 +268,12 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
                 return lp.CONSUMED
         if not final and text[:1] in "IWEF" and _GLOG_START.match(text):
             g = _GLOG.match(text)
-            if g is None:  # cut inside the glog prefix (a whole one ends with "] " and holds no other "]")
-                return lp.FRAGMENT if text.find("]", 0, len(text) - 1) < 0 else lp.NOT_MINE
+            if g is None:
+                if text.find("]", 0, len(text) - 1) < 0:
+                    return lp.FRAGMENT  # cut inside the glog prefix (a whole one ends with "] ", no other "]")
+                g = _last_glog(text, len(text))  # another writer's bytes, then a whole header
+                if g is None:
+                    return lp.NOT_MINE
             msg = text[g.end():]
             if len(msg) < 12 and ("TimeHistory:".startswith(msg) or "Train Step:".startswith(msg)):
                 return lp.FRAGMENT  # cut inside the record's keyword
