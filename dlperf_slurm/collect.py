@@ -275,8 +275,9 @@ def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, l
     """The suite that reads a ``--from`` tree, and what to say of it. ``auto`` (or None): the suite whose parser
     finds steps in most of a sample of its logs (:func:`dlperf_slurm.recognise.choose_suite`: ties go to the suite
     the tree's path and file names name, else the first in name order, and the note says so). A named suite that
-    reads none of the sampled logs while other suites do is refused, with one line naming them: its runs would all
-    read as failures, and the summary of the tree's name be overwritten with them."""
+    reads none of the sampled logs while other suites do is refused, with one line naming them (or the suite of the
+    model the logs say they ran): its runs would all read as failures, or as another model's, and the summary of the
+    tree's name be overwritten with them."""
     from dlperf_slurm import recognise, suites
 
     name = suite_name or "auto"
@@ -299,9 +300,10 @@ def _tree_suite(root: str | os.PathLike, suite_name: str | None) -> tuple[str, l
         if choice.suite is None:  # no suite reads them: failed runs, or a format nobody reads: their rows say
             return name, []
         others = recognise.rank_readers(list(choice.counts), hint)
-        raise UserError(f"--from {root}: {name} finds no training step in any of {len(sample)} sampled logs (e.g. "
-                        f"{sample[0]}); {', '.join(others)} read them: --suite {choice.suite} (or leave --suite "
-                        "out: auto)")
+        why = recognise.another_models_logs(sample, name) or (
+            f"{name} finds no training step in any of {len(sample)} sampled logs (e.g. {sample[0]}); "
+            f"{', '.join(others)} read them: --suite {choice.suite}")
+        raise UserError(f"--from {root}: {why} (or leave --suite out: auto)")
     choice = recognise.choose_suite(logs, hint)
     if choice.suite is None:
         raise UserError(f"--from {root}: no registered suite finds a training step in any of {choice.sampled} "

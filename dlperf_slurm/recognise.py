@@ -1,9 +1,9 @@
 """What a log is, when its suite finds no step in it: which registered suites do find steps there (the suites' own
 parsers decide), the lines that look like progress, and the log's own last error line.
 
-- :func:`readers`: the suites whose parsers find training steps in a log (``collect --from DIR`` with ``--suite
-  auto``, the default, picks its suite with :func:`choose_suite`; a given ``--suite`` that reads none of a tree's
-  sampled logs is refused);
+- :func:`readers`: the suites whose parsers find training steps in a log that does not say it ran another
+  suite's model (:func:`other_model`) (``collect --from DIR`` with ``--suite auto``, the default, picks its suite
+  with :func:`choose_suite`; a given ``--suite`` that reads none of a tree's sampled logs is refused);
 - :func:`unread`: what a log its suite reads no step of holds (read once, when its verdict is "no step": the result
   is kept in the parse cache): the lines that look like progress (a number beside ``samples/s``, ``img/s``,
   ``ips``, ``tokens/s``, ``throughput``, ``it/s``..., step and iteration counters), the suites that read it, and
@@ -199,13 +199,29 @@ def finds_steps(res: RunResult) -> bool:
     return res.status in (Status.OK, Status.INCOMPLETE, Status.UNMEASURED, Status.NONFINITE) or res.steps_seen > 0
 
 
-def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: str = "") -> list[str]:
-    """The registered suites (of ``names``, default all; ``skip`` left out) whose parsers find training steps in
-    the head of the log at ``path`` (its first :data:`HEAD_LINES` lines, at most :data:`HEAD_BYTES`)."""
+def other_model(name: str, res: RunResult) -> str | None:
+    """The registered suite of ``name``'s framework whose model the log says its program ran (the parser's
+    ``extra["log_model"]``: tf_cnn_benchmarks' ``Model:       vgg16``), when that is not ``name``'s own: such a log
+    is not ``name``'s to read (a VGG16 run read as ResNet-50's, its network explained with ResNet-50's parameters).
+    None when the log names no model, ``name``'s, or one no other suite of the framework has (tf_cnn's
+    ``resnet20``, ``inception3``: read as before)."""
+    from dlperf_slurm import suites
+
+    said = res.extra.get("log_model")
+    framework, _, model = name.partition("/")
+    if not isinstance(said, str) or said.lower() == model.lower():
+        return None
+    other = f"{framework}/{said.lower()}"
+    return other if other in suites.names() else None
+
+
+def _heads(path: str | os.PathLike, names: Sequence[str] | None, skip: str) -> list[tuple[str, RunResult]]:
+    """Each suite of ``names`` (default all; ``skip`` left out) with its parse of the head of the log at ``path``
+    (its first :data:`HEAD_LINES` lines, at most :data:`HEAD_BYTES`); none for a parser that fails on it."""
     from dlperf_slurm import suites
     from dlperf_slurm.parsing import lines as window  # its TRACE
 
-    found: list[str] = []
+    found: list[tuple[str, RunResult]] = []
     try:
         head = list(_lines_from(path, 0, HEAD_BYTES, HEAD_LINES))  # a program prints its steps early or not at all
     except OSError:  # no suite reads a log that cannot be read (its run says why: storage.unreadable)
@@ -221,11 +237,37 @@ def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: s
                                                            measure_steps=1, options=dict(suite.options)))
             except Exception:  # noqa: BLE001, S112 - a parser that fails on a foreign log does not read it
                 continue
-            if finds_steps(res):
-                found.append(name)
+            found.append((name, res))
     finally:
         window.TRACE = trace
     return found
+
+
+def readers(path: str | os.PathLike, names: Sequence[str] | None = None, skip: str = "") -> list[str]:
+    """The registered suites (of ``names``, default all; ``skip`` left out) whose parsers find training steps in
+    the head of the log at ``path`` (:func:`_heads`) that it does not say was written for another suite's model
+    (:func:`other_model`)."""
+    return [name for name, res in _heads(path, names, skip) if finds_steps(res) and other_model(name, res) is None]
+
+
+def written_for(path: str | os.PathLike, name: str) -> tuple[str, str] | None:
+    """(the other suite, the model as the log prints it) when suite ``name``'s parser finds steps in the log at
+    ``path`` but the log says it ran another suite's model (:func:`other_model`); else None."""
+    for _, res in _heads(path, [name], ""):
+        other = other_model(name, res)
+        if other is not None and finds_steps(res):
+            return other, str(res.extra["log_model"])
+    return None
+
+
+def another_models_logs(paths: Sequence[str], name: str) -> str | None:
+    """Why suite ``name`` reads none of ``paths`` when they were written for another suite's model (the first of
+    them that says so: :func:`written_for`), in words that say what to do; None when none of them says so."""
+    for p in paths:
+        if (found := written_for(p, name)) is not None:
+            return (f"{name} reads none of {len(paths)} sampled logs: they were written for another model ({p} says "
+                    f"'Model: {found[1]}', not {name.partition('/')[2]}): --suite {found[0]}")
+    return None
 
 
 def unread(path: str | os.PathLike, suite_name: str) -> dict[str, Any]:

@@ -127,7 +127,6 @@ class HorovodSyntheticResNet50(Suite):
                "batches_per_iter": 10}
     option_minimum = {"batches_per_iter": (1, "batches per timed iteration")}
 
-
     def program(self, cell, measure, options: Mapping[str, Any]) -> list[str]:
         bpi = options["batches_per_iter"]
         argv = [options["python"], options["script"], "--model", "resnet50", "--batch-size", str(cell.batch_size),
@@ -167,6 +166,9 @@ _TFCNN_ROUND = re.compile(r"Round up warm up steps to (\d+)")
 _TFCNN_BATCHES = re.compile(r"Num batches:\s+(\d+)")
 _TFCNN_EPOCHS = re.compile(r"Num epochs:\s+(\d+(?:\.\d+)?)")
 _TFCNN_BATCH = re.compile(r"Batch size:\s+(\d+) global")
+# the model the program says it ran: tf_cnn_benchmarks' header "Model:       vgg16" (its model's get_model_name()),
+# Horovod's "Model: resnet50" (its --model); recorded as printed in extra["log_model"] (recognise.written_for)
+_MODEL = re.compile(r"Model:\s+([^\s\"']+)\s*$")
 # lines that follow a step line (whose cut loss would be glued to them): the dashes before the total, the total,
 # evaluations, the end of training (glued to the dashes, the last step's loss read as "nan-----" is lost: a run whose
 # last loss is nan read as OK)
@@ -182,13 +184,13 @@ class _TfCnnLog:
     batches: int | None = None  # "Num batches: N": the steps it timed
     epochs: float | None = None  # "Num epochs: E": the epochs those steps are (--num_epochs; the dataset's size)
     global_batch: int | None = None  # "Batch size: N global"
+    model: str | None = None  # "Model:       vgg16"
     totals: list[float] = field(default_factory=list)  # "total images/sec: X"
     running: dict[int, list[float]] = field(default_factory=dict)  # the last step's images/sec, over the workers
     trained: bool = False  # "Done with training": the end of a run that evaluated during training (no total)
 
 
 def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-
     st = _TfCnnLog(warmup=ctx.warmup_steps)
     window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
     evals = lp_evals.Reader(TfCnnResNet50.evaluations)
@@ -249,11 +251,14 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         if text.startswith("Done with training"):  # the end of a run that evaluates during training
             st.trained = True
             return lp.CONSUMED
+        if text.startswith("Model:"):
+            st.model = _read_model(text, st.model)
+            return lp.CONSUMED
         return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
                        needles=("images/sec", "Devices:", "Round up", "Num batches:", "Num epochs:", "Batch size:",
-                                "Done with",
+                                "Done with", "Model:",
                                 *evals.needles)
                        ).run(lines)
     gb = float(ctx.global_batch)
@@ -262,6 +267,8 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         evals.evals = [dataclasses.replace(e, epoch=max(1, round((e.step - st.warmup) / per_epoch)))
                        if e.epoch is None and e.step is not None else e for e in evals.evals]
     extra: dict[str, Any] = evals.extra()
+    if st.model is not None:
+        extra["log_model"] = st.model
     if st.global_batch is not None and st.global_batch != ctx.global_batch:
         extra["global_batch_mismatch"] = f"log {st.global_batch} global, expected {ctx.global_batch}"
     measured = st.batches or ctx.measure_steps
@@ -298,6 +305,12 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
     return res
 
 
+def _read_model(text: str, seen: str | None) -> str | None:
+    """The model a ``Model:`` header line names (the first such line's: a restarted run prints it again)."""
+    m = _MODEL.match(text)
+    return seen if seen is not None or m is None else m.group(1)
+
+
 _HVD_ITER = re.compile(r"Iter #(\d+): (" + _NUM + r") img/sec per (GPU|CPU)\s*$")
 _HVD_TOTAL = re.compile(r"Total img/sec on (\d+) (?:GPU|CPU)\(s\): (" + _NUM + r") \+-")
 _HVD_SIZE = re.compile(r"Number of (?:GPU|CPU)s: (\d+)")
@@ -311,11 +324,11 @@ class _HorovodLog:
     size: int | None = None  # "Number of GPUs: N", or the total line's
     batch: int | None = None  # "Batch size: N"
     total: float | None = None  # "Total img/sec on N GPU(s): X"
+    model: str | None = None  # "Model: resnet50"
     speeds: dict[int, float] = field(default_factory=dict)  # iteration -> "Iter #k: X img/sec per GPU"
 
 
 def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-
     bpi = ctx.options.get("batches_per_iter", 10)
     bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10
     iters = max(1, ctx.measure_steps // bpi)
@@ -350,11 +363,16 @@ def _parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
             if m:
                 st.batch = int(m.group(1))
             return lp.CONSUMED
+        if text.startswith("Model:"):
+            st.model = _read_model(text, st.model)
+            return lp.CONSUMED
         return lp.NOT_MINE
 
     facts = lp.Scanner(handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec")),
-                       needles=("Iter #", "Total img/sec", "Number of", "Batch size:")).run(lines)
+                       needles=("Iter #", "Total img/sec", "Number of", "Batch size:", "Model:")).run(lines)
     extra: dict[str, Any] = {"batches_per_iter": bpi}
+    if st.model is not None:
+        extra["log_model"] = st.model
     size = ctx.world_size
     if st.size is not None and st.size != ctx.world_size:
         extra["world_size_mismatch"] = f"log {st.size}, expected {ctx.world_size}"
