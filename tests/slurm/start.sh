@@ -22,6 +22,18 @@
 #   SLURM_CI_NETNS=1    (NODES>1 only) give every node its own network namespace + IP on a private
 #                       bridge (10.77.0.1 = controller, 10.77.0.11.. = n1..), instead of one shared
 #                       loopback with one port per slurmd. SLURM_CI_SUBNET=10.77.0 changes the /24.
+#   SLURM_CI_GPUS=N     (NODES>1) a GPU cluster as a center's is: every node N GRES GPUs (gpu:N, GresTypes=gpu, a
+#                       gres.conf naming N stand-in device files a node, /run/slurm-ci/gpus/<node>/nvidia0.., made
+#                       with mknod), AccountingStorageTRES=gres/gpu (sacct's AllocTRES shows them), a default
+#                       partition `gpu` (every node) and a small `debug` one (the first node, MaxTime
+#                       SLURM_CI_DEBUG_MAXTIME, default 00:15:00), the account `ci-gpu` whose QOS `ci-limited` has
+#                       MaxSubmitJobsPerUser=SLURM_CI_QOS_SUBMIT (default 12) and MaxTRESPerUser=gres/gpu=
+#                       SLURM_CI_QOS_GPUS (default 8), limits enforced (AccountingStorageEnforce=associations,
+#                       limits,qos; root's own account has none). What only a GPU driver answers is stood in for on
+#                       this test cluster only: a TaskProlog puts tests/slurm/gpubed/ first on every task's PATH,
+#                       whose `nvidia-smi` answers from the devices Slurm bound to the calling process
+#                       (CUDA_VISIBLE_DEVICES) whose device files exist: a wrong binding, or a node whose devices
+#                       are gone, shows as one. Needs SLURM_CI_DBD=1.
 #   SLURM_CI_SLOW_LINK=RATE (with SLURM_CI_NETNS=1) also give every node a second interface, eth1, on a second
 #                       bridge (slurm-br1, SLURM_CI_SLOW_SUBNET=10.78.0: n1 = .11, ...), each node's sending on it
 #                       limited to RATE (tc's units, e.g. 100mbit) by a tbf qdisc: two paths of different real
@@ -41,6 +53,14 @@ if [ -n "${SLURM_CI_SLOW_LINK:-}" ] && [ -z "$SLOW_LINK" ]; then
   echo "slurm-ci: SLURM_CI_SLOW_LINK needs SLURM_CI_NETNS=1 and NODES>1 (each node its own network namespace)" >&2
   exit 1
 fi
+GPUS=${SLURM_CI_GPUS:-0}
+if [ "$GPUS" != 0 ]; then
+  case $GPUS in *[!0-9]*) echo "slurm-ci: SLURM_CI_GPUS=$GPUS: expected a number of GPUs a node" >&2; exit 1 ;; esac
+  if [ "$NODES" -le 1 ] || [ "$DBD" != 1 ]; then
+    echo "slurm-ci: SLURM_CI_GPUS needs NODES>1 and SLURM_CI_DBD=1 (its account and QOS live in slurmdbd)" >&2; exit 1
+  fi
+fi
+GPUBED=$(cd "$(dirname "$0")" && pwd)/gpubed
 CTL_ADDR=127.0.0.1; [ "$NETNS" = 1 ] && CTL_ADDR=$SUBNET.1
 if [ "${SLURM_CI_CGROUP:-0}" = 1 ]; then
   PROCTRACK=proctrack/cgroup; TASK=task/cgroup,task/affinity; GATHER=jobacct_gather/cgroup
@@ -141,6 +161,19 @@ if [ -n "$SLOW_LINK" ]; then
   log "slow path: eth1 on slurm-br1 ($SLOW_SUBNET.0/24), each node's egress limited to $SLOW_LINK (tbf)"
 fi
 CPUS=${SLURM_CI_CPUS:-$(nproc)}
+NODE_GRES=""; [ "$GPUS" != 0 ] && NODE_GRES=" Gres=gpu:$GPUS"
+rm -rf /run/slurm-ci/gpus
+if [ "$GPUS" != 0 ]; then
+  # the stand-in GPUs: character devices (those of /dev/null: harmless to open), one folder a node
+  for n in "${NODE_NAMES[@]}"; do
+    mkdir -p "/run/slurm-ci/gpus/$n"
+    for g in $(seq 0 $((GPUS - 1))); do mknod -m 666 "/run/slurm-ci/gpus/$n/nvidia$g" c 1 3; done
+  done
+  # the stand-in's folder first on PATH: a TaskProlog runs for every task of every job (the batch step too)
+  printf '#!/bin/sh\necho "export PATH=%s:$PATH"\necho "export DLPERF_CI_GPU_DIR=/run/slurm-ci/gpus/$SLURMD_NODENAME"\n' \
+    "$GPUBED" >/run/slurm-ci/task-prolog.sh
+  chmod 755 /run/slurm-ci/task-prolog.sh
+fi
 total_mb=$(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo)
 MEM=${SLURM_CI_MEM_MB:-$(( total_mb * 8 / 10 / (NODES > 1 ? NODES : 1) ))}
 
@@ -195,15 +228,34 @@ SlurmdTimeout=${SLURM_CI_SLURMD_TIMEOUT:-10}
 InactiveLimit=0
 Waittime=0
 EOF
+if [ "$GPUS" != 0 ]; then
+  echo "GresTypes=gpu"
+  echo "AccountingStorageTRES=gres/gpu"
+  echo "AccountingStorageEnforce=associations,limits,qos"
+  echo "TaskProlog=/run/slurm-ci/task-prolog.sh"
+fi
 if [ "$NODES" -le 1 ]; then
   echo "NodeName=localhost NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM State=UNKNOWN"
 elif [ "$NETNS" = 1 ]; then
-  for i in $(seq 1 "$NODES"); do echo "NodeName=n$i NodeHostname=n$i NodeAddr=$SUBNET.$((10 + i)) CPUs=$CPUS RealMemory=$MEM State=UNKNOWN"; done
+  for i in $(seq 1 "$NODES"); do echo "NodeName=n$i NodeHostname=n$i NodeAddr=$SUBNET.$((10 + i)) CPUs=$CPUS RealMemory=$MEM$NODE_GRES State=UNKNOWN"; done
 else
-  echo "NodeName=n[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] CPUs=$CPUS RealMemory=$MEM State=UNKNOWN"
+  echo "NodeName=n[1-$NODES] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-$((17000 + NODES))] CPUs=$CPUS RealMemory=$MEM$NODE_GRES State=UNKNOWN"
 fi
-echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+if [ "$GPUS" != 0 ]; then
+  echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  echo "PartitionName=debug Nodes=${NODE_NAMES[0]} MaxTime=${SLURM_CI_DEBUG_MAXTIME:-00:15:00} State=UP"
+else
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+fi
 } >"$CONF_DIR/slurm.conf"
+if [ "$GPUS" != 0 ]; then
+  { echo "# generated by start.sh (SLURM_CI_GPUS=$GPUS): stand-in device files, no driver"
+    echo "AutoDetect=off"
+    for n in "${NODE_NAMES[@]}"; do echo "NodeName=$n Name=gpu File=/run/slurm-ci/gpus/$n/nvidia[0-$((GPUS - 1))]"; done
+  } >"$CONF_DIR/gres.conf"
+else
+  rm -f "$CONF_DIR/gres.conf"
+fi
 for n in "${NODE_NAMES[@]}"; do mkdir -p "/var/spool/slurmd/$n" "/tmp/slurm-$n"; done
 # slurmd 22.05 initialises its cgroup plugin even with proctrack/linuxproc (needs /sys/fs/cgroup);
 # autodetect picks v1 on this kernel's mixed hierarchy, so pin it explicitly.
@@ -318,4 +370,21 @@ if ! wait_for 30 "nodes idle" all_idle; then
   exit 1
 fi
 if [ "$DBD" = 1 ]; then wait_for 30 "cluster registered in slurmdbd" sh -c 'sacctmgr -n -P show cluster format=cluster,controlport | grep -q "^ci|6817"'; fi
+if [ "$GPUS" != 0 ]; then
+  # a center's limits: the account ci-gpu, whose only QOS, ci-limited, caps what one user may have submitted (array
+  # tasks count one each) and the GPUs one user may hold at once; set anew on every start (sacctmgr keeps them)
+  q_submit=${SLURM_CI_QOS_SUBMIT:-12}; q_gpus=${SLURM_CI_QOS_GPUS:-8}
+  sacctmgr -i -Q add qos ci-limited >/dev/null 2>&1 || true
+  sacctmgr -i -Q modify qos ci-limited set MaxSubmitJobsPerUser="$q_submit" MaxTRESPerUser=gres/gpu="$q_gpus" >/dev/null 2>&1 || true
+  sacctmgr -i -Q add account ci-gpu Description="GPU test account" Organization=ci >/dev/null 2>&1 || true
+  sacctmgr -i -Q add user root account=ci-gpu >/dev/null 2>&1 || true
+  sacctmgr -i -Q modify user root where account=ci-gpu set qos=ci-limited defaultqos=ci-limited >/dev/null 2>&1 || true
+  got=$(sacctmgr -n -P show qos ci-limited format=maxsubmitjobsperuser,maxtresperuser 2>/dev/null)
+  if [ "$got" != "$q_submit|gres/gpu=$q_gpus" ]; then
+    echo "slurm-ci: the QOS ci-limited reads '$got', not '$q_submit|gres/gpu=$q_gpus'" >&2; exit 1
+  fi
+  scontrol reconfigure >/dev/null 2>&1 || true
+  log "GPU mode: gpu:$GPUS a node (stand-in devices under /run/slurm-ci/gpus), partitions gpu (default) and debug," \
+    "account ci-gpu with QOS ci-limited (MaxSubmitJobsPerUser=$q_submit, MaxTRESPerUser=gres/gpu=$q_gpus)"
+fi
 log "cluster ready: $(sinfo -h -N -o '%N' | sort -u | tr '\n' ' ')(slurmd pids: $(cat /run/slurm/slurmd-*.pid | tr '\n' ' '))"
