@@ -147,6 +147,8 @@ PER_NODE = "per_node"  # a run's node events, gathered by the reader under its j
 
 # node (provenance of one node; also HOSTNAME, TIME, GPUS, GPU_REASON, CUDA, NCCL, VERSIONS, ERROR)
 CUDNN = "cudnn"
+SLURM_GPUS = "slurm_gpus"  # the GPUs Slurm gave the job on this node (SLURM_GPUS_ON_NODE; "0": none; None: no Slurm)
+VISIBLE_DEVICES = "visible_devices"  # CUDA_VISIBLE_DEVICES as Slurm (or the user) set it for the node's step
 PYTHON = "python"  # the interpreter's version
 EXECUTABLE = "executable"  # the interpreter the probe ran with (the program's)
 CONTAINER = "container"  # {runtime, image, digest} where the node step ran in a container
@@ -203,8 +205,8 @@ JOB_KEYS = (RUN, TIME, JOB_ID, ARRAY_JOB_ID, ARRAY_TASK_ID, NODELIST, HOSTNAME, 
             CONTAINER_IMAGE, VERSIONS, COMMAND, GIT, ENV, ERROR, PARTITION, QOS, MODULES, TOOL)
 #: What older job events held that node events (one a node, from where the program runs) hold now.
 JOB_KEYS_BEFORE_NODES = (GPUS, GPU_REASON, CUDA, NCCL, VERSIONS, GIT)
-NODE_KEYS = (HOSTNAME, TIME, GPUS, GPU_REASON, CUDA, CUDNN, NCCL, PYTHON, EXECUTABLE, VERSIONS, CONTAINER, PROGRAM,
-             ERROR)
+NODE_KEYS = (HOSTNAME, TIME, GPUS, SLURM_GPUS, VISIBLE_DEVICES, GPU_REASON, CUDA, CUDNN, NCCL, PYTHON, EXECUTABLE,
+             VERSIONS, CONTAINER, PROGRAM, ERROR)
 
 HEALTH_KEYS = (RANKS, NODES, BACKEND, GPUS, BYTES, ITERS, SECONDS_PER_ITER, ALGBW_GBS, BUSBW_GBS, MIN_BUSBW_GBS,
                NOTES, OK, PROBLEMS, BLAMED, UNREACHABLE, SECONDS, ERROR, TIME)

@@ -144,6 +144,9 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
                         ev.ALGBW_GBS: algbw_gbs(float(nbytes), seconds), ev.BUSBW_GBS: busbw})
     else:
         out[ev.NOTES] = "1 rank: no bus to measure (no all-reduce)"
+    whys = sorted({str(r["backend_why"]) for r in records.values() if r.get("backend_why")})
+    if whys:  # GPUs asked for, but the all-reduce could not use them (said, not judged: the run shows its device)
+        out[ev.NOTES] = "; ".join([*([out[ev.NOTES]] if out.get(ev.NOTES) else []), *whys])
     if min_busbw_gbs:
         out[ev.MIN_BUSBW_GBS] = min_busbw_gbs
         if busbw is not None and busbw < min_busbw_gbs:

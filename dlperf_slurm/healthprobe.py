@@ -193,16 +193,21 @@ def probe(args: argparse.Namespace) -> dict[str, Any]:
     if world > 1:
         import multiprocessing as mp
 
-        use_cuda = args.expect_gpus > 0 and visible >= args.ranks_per_node
-        backend = "nccl" if use_cuda else "gloo"
-        nbytes = int((args.size_mb or DEFAULT_SIZE_MB[backend]) * 2**20) // 4 * 4
         try:  # once, before the ranks fork (they share it; importing torch starts no thread and no CUDA)
-            import torch.distributed  # noqa: F401
+            import torch.distributed
         except Exception as err:  # noqa: BLE001 - this interpreter has no torch: a set-up matter, no node's fault
             rec.update(unavailable=f"no all-reduce: {sys.executable} cannot import torch ({type(err).__name__})",
                        seconds=time.time() - start)
             print(NODE_PREFIX + json.dumps(rec), flush=True)
             return rec
+        # NCCL where the node's GPUs serve every rank and this torch has NCCL (a question about the build, asked
+        # without starting CUDA: the ranks fork after it); a torch without it reduces over gloo, and says why
+        nccl = torch.distributed.is_nccl_available()
+        use_cuda = args.expect_gpus > 0 and visible >= args.ranks_per_node and nccl
+        if args.expect_gpus > 0 and not nccl:
+            rec["backend_why"] = f"gloo: the torch of {sys.executable} has no NCCL (a CPU build)"
+        backend = "nccl" if use_cuda else "gloo"
+        nbytes = int((args.size_mb or DEFAULT_SIZE_MB[backend]) * 2**20) // 4 * 4
         ctx = mp.get_context("fork")
         kids = []
         for local in range(args.ranks_per_node):

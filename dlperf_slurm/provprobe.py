@@ -205,6 +205,7 @@ def node_record(environ, conf) -> dict:
         "event": "node", "time": time.time(),
         "hostname": environ.get("SLURMD_NODENAME") or socket.gethostname(),  # the Slurm node (several may share a host)
         "gpus": gpus.splitlines() if gpus else None,
+        "slurm_gpus": environ.get("SLURM_GPUS_ON_NODE") or ("0" if environ.get("SLURM_JOB_ID") else None), "visible_devices": environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu_reason": None if gpus else "nvidia-smi not found or no GPU",
         "cuda": _cuda(environ), "cudnn": _cudnn(environ),
         "nccl": environ.get("NCCL_VERSION") or _first_version(("nvidia-nccl-cu12", "nvidia-nccl-cu11")),

@@ -32,8 +32,8 @@ SCHEMA = "dlperf_slurm.system/1"
 #: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries): the probe's.
 FRAMEWORKS = provprobe.FRAMEWORKS
 #: The fields of a node's description, in the order the markdown shows them.
-FIELDS = ("gpu", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container", "modules",
-          "partition", "qos", "program", "tool")
+FIELDS = ("gpu", "slurm_gpus", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container",
+          "modules", "partition", "qos", "program", "tool")
 
 
 def _gpus(lines: Any) -> tuple[str | None, int, str | None]:
@@ -44,6 +44,16 @@ def _gpus(lines: Any) -> tuple[str | None, int, str | None]:
     models = sorted({p[1] for p in parts if len(p) > 1})
     drivers = sorted({p[2] for p in parts if len(p) > 2})
     return " + ".join(models) or None, len(parts), " + ".join(drivers) or None
+
+
+def _slurm_gpus(node: Mapping[str, Any]) -> str | None:
+    """How many GPUs Slurm gave the job on a node (its SLURM_GPUS_ON_NODE); None where the record has none (no
+    scheduler, or a log from before the field). Which devices (the node record's CUDA_VISIBLE_DEVICES) stays in
+    the run's record: it differs from job to job on one node, so it does not group nodes."""
+    count = node.get(ev.SLURM_GPUS)
+    if count in (None, ""):
+        return None
+    return "none (no GPU asked of Slurm)" if str(count) == "0" else f"{count} a node"
 
 
 def _node(job: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,6 +68,7 @@ def _node(job: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
         cuda = cuda[-1] if cuda else None
     return {
         "gpu": {"model": model, "count": count} if model else None, "driver": driver, "cuda": cuda,
+        "slurm_gpus": _slurm_gpus(node),
         "cudnn": node.get(ev.CUDNN), "nccl": node.get(ev.NCCL),
         "framework": {k: v for k, v in sorted(versions.items()) if k in FRAMEWORKS},
         "libraries": {k: v for k, v in sorted(versions.items()) if k not in FRAMEWORKS and k != "python"},
@@ -159,6 +170,7 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
         runs = f"{g['runs']} run" + ("s" if g["runs"] != 1 else "")
         gpu = g["gpu"]
         rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
+                ("GPUs from Slurm", g["slurm_gpus"]),
                 ("driver", gpu.get("driver")), ("CUDA", g["cuda"]), ("cuDNN", g["cudnn"]), ("NCCL", g["nccl"]),
                 ("framework", g["framework"]), ("libraries", g["libraries"]), ("Python", g["python"]),
                 ("container", g["container"] or "none"), ("modules", g["modules"]),
