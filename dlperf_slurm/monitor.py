@@ -58,6 +58,18 @@ def progress_line(c: dict[str, int], width: int = 30) -> str:
     return f"[{bar}] {done}/{total} done  {fmt_counts(c)}"
 
 
+def wait_for_room(room, poll: Backoff | None = None) -> None:
+    """Poll ``room()`` (the scheduler's ``submit_room``: (free, the limit's words) or None) until a run may be
+    submitted again; one line says what it waits for."""
+    poll = poll or Backoff(2.0, 30.0)
+    told = False
+    while (r := room()) is not None and r[0] <= 0:
+        if not told:
+            print(f"dlperf-slurm: waiting for room to submit: {r[1]}", file=sys.stderr, flush=True)
+            told = True
+        time.sleep(poll.next())
+
+
 def wait(m: Manifest, schedulers: dict[str, Scheduler], out=None, poll: Backoff | None = None,
          timeout: float | None = None) -> dict[str, int]:
     """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar."""

@@ -43,6 +43,8 @@ class SubmitReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     kept: dict[str, int] = field(default_factory=dict)  # why runs were not submitted: status -> count
     calls: int = 0
+    waiting: int = 0  # runs left unsubmitted for now: the scheduler's submit limit (``limit`` says which)
+    limit: str = ""
 
 
 # ================================================================================================ planning
@@ -228,7 +230,7 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: boo
     runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
     if dry_run:
         return _dry_run(matrix, cdir, runs, backend, retry_failed, force, out)
-    backend.preflight()
+    backend.preflight(matrix)
     report = SubmitReport()
     with campaign_lock(cdir):
         m = Manifest(cdir, create=True)
@@ -240,10 +242,15 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: boo
             rows = {r.key: r for r in m.runs()}
             statuses = {k: r.status for k, r in rows.items()}
             todo = to_submit(runs, statuses, retry_failed, force, report)
-            groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
+            excludes = blamed_nodes(todo, statuses)
+            groups, skipped = plan(matrix, todo, backend, excludes)
+            groups, waiting = fit_room(matrix, groups, backend, excludes, report)
             report.skipped = [(r.key, why) for r, why in skipped]
             if skipped:
                 m.set_reasons({r.key: f"skipped by the {backend.name} executor: {why}" for r, why in skipped
+                               if rows[r.key].status == Status.UNSUBMITTED}, time.time())
+            if waiting:
+                m.set_reasons({r.key: f"not submitted yet: {report.limit}" for r in waiting
                                if rows[r.key].status == Status.UNSUBMITTED}, time.time())
             _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
             journal = Journal(m, matrix, backend, template_dir, out)
@@ -267,6 +274,23 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: boo
         finally:
             m.close()
     return report
+
+
+def fit_room(matrix: Matrix, groups: list[Group], backend: Scheduler, excludes: dict[str, tuple[str, ...]],
+             report: SubmitReport) -> tuple[list[Group], list[Run]]:
+    """The groups cut to what this user may submit now (a QOS's MaxSubmitJobsPerUser, read from the cluster):
+    the first runs in plan order (repeat-major), planned again; the rest wait, unsubmitted, for a later
+    ``submit`` (``--wait`` submits them as room frees). Recorded in ``report`` (``waiting``, ``limit``)."""
+    total = sum(g.size for g in groups)
+    room = backend.submit_room(matrix) if groups else None
+    if room is None or total <= room[0]:
+        return groups, []
+    order = {cell: i for i, cell in enumerate(matrix.cells)}
+    runs = sorted((r for g in groups for r in g.runs), key=lambda r: (r.repeat, order[r.cell]))
+    keep, wait = runs[:room[0]], runs[room[0]:]
+    report.waiting, report.limit = len(wait), room[1]
+    fitted, _ = plan(matrix, keep, backend, excludes) if keep else ([], [])
+    return fitted, wait
 
 
 def _recorded_repeats(cdir: Path) -> dict[str, int]:
@@ -315,20 +339,33 @@ def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int,
     if unread:
         out(f"  {unread} UNRECOGNISED runs are kept: their programs finished, their suite does not read their logs "
             "(collect's reasons name the suites that do); --force reruns them")
+    cells: dict[tuple[str, str], list[str]] = {}  # one line a cell and reason, not a run
     for key, why in report.skipped:
-        out(f"  skipped {key}: {why}")
+        cell, dot, rep = key.rpartition(".")
+        cells.setdefault((cell if dot and rep[:1] == "r" and rep[1:].isdigit() else key, why), []).append(key)
+    for (cell, why), keys in cells.items():
+        out(f"  skipped {cell}" + (f" ({len(keys)} runs)" if len(keys) > 1 else "") + f": {why}")
+    if report.waiting:
+        out(f"  {plural(report.waiting, ('run waits', 'runs wait'))}, unsubmitted: {report.limit}; `submit` again as "
+            "runs end (`submit --wait` does, as room frees)")
 
 
 def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed: bool, force: bool,
              out) -> SubmitReport:
     report = SubmitReport()
+    try:  # what the cluster would refuse outright, said before anything is submitted (nothing, when it cannot say)
+        backend.preflight(matrix)
+    except UserError as err:
+        out(f"dry run: submitting would stop here: {err}")
     statuses: dict[str, str] = {}
     if (cdir / MANIFEST).exists():
         m = Manifest(cdir)
         statuses = {r.key: r.status for r in m.runs()}
         m.close()
     todo = to_submit(runs, statuses, retry_failed, force, report)
-    groups, skipped = plan(matrix, todo, backend, blamed_nodes(todo, statuses))
+    excludes = blamed_nodes(todo, statuses)
+    groups, skipped = plan(matrix, todo, backend, excludes)
+    groups, _waiting = fit_room(matrix, groups, backend, excludes, report)
     report.skipped = [(r.key, why) for r, why in skipped]
     _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
     out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made"

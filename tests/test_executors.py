@@ -59,7 +59,7 @@ def test_plan_groups_by_resources_and_orders_repeat_major(tmp_path):
     assert len({g.token for g in groups}) == len(groups) and all(g.token in g.name for g in groups)
 
 
-def test_plan_chunks_to_max_array_size(tmp_path):
+def test_plan_chunks_to_max_array_size(tmp_path, fake):  # fake: the plan asks sinfo for the partitions
     (tmp_path / "big.toml").write_text(BIG)
     m = matrix_mod.load(tmp_path / "big.toml", site=False)
     runs = matrix_mod.runs(m, tmp_path / "c")

@@ -55,6 +55,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
           f"manifest: {cdir / MANIFEST}")
+    while args.wait and report.waiting:  # a submit limit left runs unsubmitted: the rest as room frees
+        monitor.wait_for_room(lambda: backend.submit_room(m))
+        report = submit(m, cdir, backend, retry_failed=args.retry_failed, template_dir=args.templates)
+        print(f"submitted {report.submitted} more runs; {report.waiting} wait")
     if not args.wait:
         return 0
     man = Manifest(cdir)

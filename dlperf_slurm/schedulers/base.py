@@ -124,8 +124,13 @@ class Scheduler(ABC):
         """Can this machine submit to this scheduler?"""
         return True
 
-    def preflight(self) -> None:  # noqa: B027 - an optional hook: most backends need no check
-        """Raise a UserError when submitting cannot work now (no client, controller down)."""
+    def preflight(self, matrix: Matrix | None = None) -> None:  # noqa: B027 - an optional hook
+        """Raise a UserError when submitting cannot work now (no client, controller down), or cannot work at all
+        for this campaign (a request the cluster has no such resource for)."""
+
+    def submit_room(self, matrix: Matrix) -> tuple[int, str] | None:
+        """How many more jobs this user may submit now, and the limit's words; None: no limit known."""
+        return None
 
     # -- planning
     def skip_reason(self, matrix: Matrix, run: Run) -> str | None:

@@ -33,10 +33,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dlperf_slurm.errors import SchedulerError, UserError
-from dlperf_slurm.model import JobInfo, time_to_minutes
+from dlperf_slurm.model import JobInfo, Matrix, Run, time_to_minutes
 from dlperf_slurm.schedulers import register
-from dlperf_slurm.schedulers.base import Group, Resources, Scheduler, Settlement
+from dlperf_slurm.schedulers.base import Group, Resources, Scheduler, Settlement, resources
 from dlperf_slurm.schedulers.slurmctl import Slurm, explain, split_job_id
+from dlperf_slurm.schedulers import slurmlimits
+from dlperf_slurm.schedulers.slurmlimits import Limits, asks_gpus, cell_refusal, gpu_gres_refusal
 
 SUBMITIT_DIR = ".submitit"
 OUTPUT_DIR = ".slurm"
@@ -171,6 +173,7 @@ class SlurmScheduler(Scheduler):
     def __init__(self, campaign_dir, *, slurm: Slurm | None = None, max_array_size: int | None = None, **_: Any):
         super().__init__(campaign_dir)
         self.slurm = slurm or Slurm()
+        self.limits = Limits(self.slurm)
         self.calls = self.slurm.calls  # one counter: the Slurm commands run
         self._max_array = max_array_size
 
@@ -178,10 +181,32 @@ class SlurmScheduler(Scheduler):
     def available(cls) -> bool:
         return Slurm.available()
 
-    def preflight(self) -> None:
+    def preflight(self, matrix: Matrix | None = None) -> None:
         if not Slurm.available():
             raise UserError("sbatch is not on PATH: this machine has no Slurm client (use --executor local)")
         self.slurm.ping()
+        if matrix is not None:
+            why = gpu_gres_refusal(self.limits, asks_gpus(matrix))
+            if why:
+                raise UserError(why)
+
+    def skip_reason(self, matrix: Matrix, run: Run) -> str | None:
+        """A run this cluster can never start (its partition's size or MaxTime, its nodes' GPUs, the QOS's GPU
+        limits): said per cell before anything is submitted."""
+        from dlperf_slurm import launchers
+
+        return cell_refusal(self.limits, resources(matrix, run, launchers.tasks_per_node(run.cell)))
+
+    def submit_room(self, matrix: Matrix) -> tuple[int, str] | None:
+        q = self.limits.qos(matrix.slurm.account, matrix.slurm.qos)
+        if q is None or q.max_submit_per_user is None:
+            return None
+        queued = self.slurm.user_jobs(slurmlimits.user())
+        if queued is None:
+            return None
+        return max(0, q.max_submit_per_user - queued), (
+            f"QOS {q.name} allows a user {q.max_submit_per_user} submitted jobs at once (MaxSubmitJobsPerUser; "
+            f"an array's tasks count one each), {queued} in the queue now")
 
     def max_group_size(self) -> int:
         if self._max_array is None:

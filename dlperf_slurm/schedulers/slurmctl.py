@@ -46,6 +46,9 @@ def explain(command: Sequence[str], stderr: str, rc: int | None = None) -> Sched
             cause = "the QOS is not valid for you"
         elif _LIMIT.search(text):
             cause = "a cluster submission limit was hit"
+        elif re.search(r"Invalid generic resource", text, re.I):
+            cause = ("no node has the GPUs asked for (a CPU-only cluster? set gpu_request = \"none\" under [slurm] "
+                     "in your site file)")
         elif re.search(r"Requested node configuration is not available|More processors requested|"
                        r"memory specification|Invalid generic resource|gres", text, re.I):
             cause = "no node can satisfy the requested resources"
@@ -201,6 +204,24 @@ class Slurm:
                 raise explain(["scontrol", "show", "config"], p.stderr, p.returncode)
             self._config = parse_config(p.stdout)
         return self._config
+
+    def sinfo_partitions(self) -> str:
+        """One ``sinfo`` line per partition and node group: ``%P|%R|%D|%l|%G|%s`` ('' when sinfo cannot say)."""
+        p = self._run(["sinfo", "-h", "-a", "-o", "%P|%R|%D|%l|%G|%s"])
+        return p.stdout if p.returncode == 0 else ""
+
+    def sacctmgr(self, words: Sequence[str]) -> list[list[str]] | None:
+        """``sacctmgr -n -P WORDS`` as rows of fields; None when accounting cannot say (no sacctmgr, no slurmdbd)."""
+        try:
+            p = self._run(["sacctmgr", "-n", "-P", *words])
+        except SchedulerError:
+            return None
+        return [line.split("|") for line in p.stdout.splitlines() if line.strip()] if p.returncode == 0 else None
+
+    def user_jobs(self, user: str) -> int | None:
+        """How many jobs (array tasks one each) ``user`` has in the queue; None when squeue cannot say."""
+        p = self._run(["squeue", "-h", "-r", "-u", user, "-o", "%i"])
+        return len(p.stdout.split()) if p.returncode == 0 else None
 
     def max_array_size(self) -> int:
         """Array indices must stay below MaxArraySize (Slurm default 1001)."""

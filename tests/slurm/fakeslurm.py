@@ -21,7 +21,9 @@ import re
 import sys
 from pathlib import Path
 
-TOOLS = ("sbatch", "squeue", "sacct", "scancel", "scontrol", "srun")
+TOOLS = ("sbatch", "squeue", "sacct", "scancel", "scontrol", "srun", "sinfo", "sacctmgr")
+#: the fake's one partition, as ``sinfo -o '%P|%R|%D|%l|%G|%s'`` says it (no GRES, no limit); knob "partitions"
+PARTITIONS = "debug*|debug|2|infinite|(null)|1-infinite"
 
 
 def install(bin_dir: Path, state_file: Path, **knobs) -> dict:
@@ -90,6 +92,12 @@ def _main(tool: str, args: list[str]) -> int:
                 for k, j in s["jobs"].items():
                     if (k == jid or k.split("_")[0] == jid) and j["state"] in ("PENDING", "RUNNING"):
                         j.update(state="CANCELLED", reason="by 0")
+        elif tool == "sinfo":
+            if "%P|%R|%D|%l|%G|%s" in args:
+                out.append(s.get("partitions", PARTITIONS))
+        elif tool == "sacctmgr":  # no association, no QOS limit (knob "qos": the rows of `show qos`)
+            if "qos" in args:
+                out.extend(s.get("qos", []))
         elif tool == "scontrol":
             if args[:1] == ["ping"]:
                 if s["ping"] != "up":
