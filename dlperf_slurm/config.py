@@ -23,6 +23,9 @@ class Health:
 
     enabled: bool = True
     timeout_s: int = 30  # the gate's bound
+    #: how long the gate waits for a Slurm controller that does not answer (a restart, a fail-over) before it
+    #: probes again: a short outage costs no run
+    controller_wait_s: int = 300
     min_busbw_gbs: float = 0.0  # all-reduce bus bandwidth below this fails the gate (0: no threshold)
     #: the system (label) whose expected bus bandwidth (busbw_gbs) ``min_busbw_gbs`` is; "" when [health] set it
     expected_by: str = ""

@@ -28,7 +28,7 @@ TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measu
 SETUP_KEYS = ("launcher_args", "env", "description")
 PROVENANCE_KEYS = ("env_allow", "env_deny", "umask")
 HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_busbw_gbs": Health.min_busbw_gbs,
-               "size_mb": Health.size_mb, "python": Health.python}
+               "size_mb": Health.size_mb, "python": Health.python, "controller_wait_s": Health.controller_wait_s}
 SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
@@ -209,6 +209,7 @@ def _health(ctx: Source, table: Any) -> Health:
     if not isinstance(v["enabled"], bool):
         raise ctx.error("health.enabled", "expected true or false")
     v["timeout_s"] = _int(ctx, "health.timeout_s", v["timeout_s"])
+    v["controller_wait_s"] = _int(ctx, "health.controller_wait_s", v["controller_wait_s"])
     for k in ("min_busbw_gbs", "size_mb"):
         if isinstance(v[k], bool) or not isinstance(v[k], (int, float)) or v[k] < 0:
             raise ctx.error(f"health.{k}", f"expected a number >= 0, got {v[k]!r}")

@@ -32,7 +32,7 @@ def _results_store_of_the_test(tmp_path_factory, monkeypatch):
 #: a credential in the environment of every test on the real Slurm cluster, as a user's shell holds one (submit's
 #: sbatch passes it on to the job, its launcher and its ranks): AWS's documented example secret key
 SHELL_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
-_ON_THE_CLUSTER = ("slurm", "cgroup", "netbed")
+_ON_THE_CLUSTER = ("slurm", "cgroup", "netbed", "gpubed")
 
 
 @pytest.fixture(autouse=True)

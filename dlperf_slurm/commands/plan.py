@@ -1,5 +1,6 @@
 """``plan``: the cells of a matrix, the cells it dropped and the GPU-hours it asks for (:func:`tables.plan_text`,
-fitting 100 columns unless ``--wide``)."""
+fitting 100 columns unless ``--wide``); on a machine with a Slurm client, also the cells this cluster could never
+start (their partition's size or MaxTime, the QOS's GPU limits: :mod:`dlperf_slurm.schedulers.slurmlimits`)."""
 
 from __future__ import annotations
 
@@ -11,5 +12,32 @@ from dlperf_slurm.commands.common import load_matrix
 def cmd_plan(args: argparse.Namespace) -> int:
     from dlperf_slurm.tables import plan_text
 
-    print(plan_text(load_matrix(args), wide=args.wide))
+    m = load_matrix(args)
+    print(plan_text(m, wide=args.wide))
+    for line in cluster_lines(m, args.logs):
+        print(line)
     return 0
+
+
+def cluster_lines(m, logs: str) -> list[str]:
+    """What the Slurm cluster on this machine's PATH says of the matrix, one line a cell ([] without a client, or
+    when its controller does not answer)."""
+    from pathlib import Path
+
+    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.errors import UserError
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler
+
+    if not SlurmScheduler.available():
+        return []
+    cdir = Path(logs) / m.name
+    backend = SlurmScheduler(cdir)
+    try:
+        backend.preflight(m)
+    except UserError as err:
+        return [f"cluster: {err}"]
+    first = {}
+    for run in matrix_mod.runs(m, cdir):
+        first.setdefault(run.cell.id, run)
+    said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
+    return [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster:", *said] if said else []
