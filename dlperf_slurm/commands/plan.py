@@ -5,6 +5,7 @@ start (their partition's size or MaxTime, the QOS's GPU limits: :mod:`dlperf_slu
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from dlperf_slurm.commands.common import load_matrix
 
@@ -36,7 +37,7 @@ def cluster_lines(m, logs: str) -> list[str]:
         backend.preflight(m)
     except UserError as err:
         return [f"cluster: {err}"]
-    first = {}
+    first: dict[str, Any] = {}
     for run in matrix_mod.runs(m, cdir):
         first.setdefault(run.cell.id, run)
     said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
