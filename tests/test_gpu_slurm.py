@@ -273,23 +273,30 @@ def test_a_node_with_fewer_devices_than_asked_is_unhealthy_and_the_retry_exclude
 
 @gpu
 def test_a_controller_outage_while_runs_stand_at_their_gate_costs_no_run(tmp_path):
-    """slurmctld killed (SIGKILL, by its pid file) as the runs reach their health gate, started again 60 s later:
-    the gate's probe waits for the controller and probes again; every run OK, none UNHEALTHY."""
+    """slurmctld stopped (SIGTERM by its pid file: a maintenance restart, its job state saved) as the run reaches
+    its health gate, started again 60 s later: the gate's probe waits for the controller and probes again; the run
+    is OK, not UNHEALTHY. (A SIGKILL right after the submission loses jobs the controller had not saved yet: that
+    fault is tests/test_slurm_faults.py's.)"""
+    import signal
+    import time
+
     import faults
 
-    p, logs, cdir = _submit(tmp_path, _tiny("outage", ["2x2"], repeats=2), wait=False)
+    p, logs, cdir = _submit(tmp_path, _tiny("outage", ["2x2"]), wait=False)
     assert p.returncode == 0, p.stdout + p.stderr
-
-    def at_gate() -> bool:  # every run past its provenance step (the gate is next)
-        logs_ = [Path(r.log) for r in manifest.load_manifest(cdir)]
-        return all(f.exists() and '"event": "node"' in f.read_text() for f in logs_)
-
-    faults.wait_for(at_gate, 120, "the runs to reach their health gate", interval=0.1)
-    faults.restart_controller(down_s=60)
+    [run] = manifest.load_manifest(cdir)
+    log = Path(run.log)
+    faults.wait_for(lambda: log.exists() and '"event": "node"' in log.read_text(), 120,
+                    "the run to reach its health gate", interval=0.05)
+    pid = faults.controller_pid()
+    os.kill(pid, signal.SIGTERM)
+    faults.wait_for(lambda: faults.controller_pid() is None, 30, "slurmctld to stop")
+    time.sleep(60)
+    faults.start_controller()
     final = wait_campaign(cdir, 600)
-    assert set(final.values()) == {Status.OK}, [(r.key, r.status, r.reason) for r in manifest.load_manifest(cdir)]
-    waited = [r for r in manifest.load_manifest(cdir) if "waited" in Path(r.log).read_text()]
-    assert waited, "no gate waited for the controller: the outage did not meet a gate (timing)"
+    text = log.read_text()
+    assert set(final.values()) == {Status.OK}, (final, text[-2000:])
+    assert "the health gate waited" in text, "the outage did not meet the gate (timing): " + text[-2000:]
 
 
 # ------------------------------------------------------------------------------------------ a center's limits
