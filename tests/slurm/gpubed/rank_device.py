@@ -6,7 +6,7 @@ HOROVOD_LOCAL_RANK, MindSpore's DEVICE_ID, srun's SLURM_LOCALID), or the only en
 one process a node (tf_config, node_ips, dmlc) report every device the process sees; mp_spawn's program spawns one
 process per visible device itself, as pytorch/examples' main.py does. It never touches a device.
 
-Usage: python rank_device.py LAUNCHER [the launcher's own arguments are ignored]
+Usage: python rank_device.py LAUNCHER [the launcher's own arguments, before or after it, are ignored]
 """
 
 import json
@@ -55,7 +55,7 @@ def per_gpu(launcher: str, spawned=None) -> None:
 
 
 def main(argv) -> int:
-    launcher = argv[1]
+    launcher = next((a for a in argv[1:] if not a.startswith("-")), "")  # deepspeed puts --local_rank=N first
     if os.environ.get("MS_ROLE") == "MS_SCHED":  # msrun's scheduler process runs the program too, on no device
         return 0
     if launcher == "mp_spawn":
