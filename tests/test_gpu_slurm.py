@@ -162,12 +162,31 @@ def _python_for(venv: str | None) -> str | None:
     return str(python) if python else None
 
 
+def _bound(job_id: str) -> dict[str, set[str]]:
+    """The GPU indices Slurm bound to a job on each of its nodes (``scontrol -d show job``: GRES=gpu:2(IDX:2-3))."""
+    from dlperf_slurm.hostlist import expand
+
+    p = subprocess.run(["scontrol", "-d", "show", "job", job_id], capture_output=True, text=True)
+    out: dict[str, set[str]] = {}
+    for m in re.finditer(r"Nodes=(\S+) .*?GRES=\S*?\(IDX:([\d,-]+)\)", p.stdout):
+        idx = set()
+        for part in m.group(2).split(","):
+            a, _, b = part.partition("-")
+            idx |= {str(i) for i in range(int(a), int(b or a) + 1)}
+        for node in expand(m.group(1)):
+            out[node] = idx
+    return out
+
+
 @gpu
+@pytest.mark.parametrize("layout", ["whole", "shared"])
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
-def test_every_launcher_puts_each_rank_on_its_own_device(launcher, tmp_path):
-    """A 2-node x 4-GPU job of each launcher: every rank reports, from inside itself, the device it would use
-    (tests/slurm/gpubed/rank_device.py: CUDA_VISIBLE_DEVICES as Slurm and the launcher left it, at its local rank);
-    two ranks of a node on one device, or a rank that sees none, fail."""
+def test_every_launcher_puts_each_rank_on_its_own_device(launcher, layout, tmp_path):
+    """A 2-node job of each launcher, on whole nodes (2 x 4 GPUs) and on nodes it shares (2 x 2, beside a job that
+    holds the other two GPUs of each node, so Slurm binds devices 2 and 3): every rank reports, from inside itself,
+    the device it would use (tests/slurm/gpubed/rank_device.py: CUDA_VISIBLE_DEVICES as Slurm and the launcher left
+    it, at its local rank). Two ranks of a node on one device, a rank that sees none, or a device Slurm did not
+    bind to the job on that node (``scontrol -d show job``), fail."""
     from dlperf_slurm import launchers as registry
     from dlperf_slurm import matrix, render
     from dlperf_slurm.suites import Suite, registered
@@ -176,6 +195,7 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, tmp_path):
     python = _python_for(venv)
     if python is None:
         pytest.skip(f"the {venv} framework venv is not built (python tests/frameworks/venvs.py {venv})")
+    gpus = GPUS if layout == "whole" else GPUS // 2
     report = tmp_path / "devices.jsonl"
     reporter = str(GPUBED / "rank_device.py")
 
@@ -199,7 +219,7 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, tmp_path):
         suite = "gpubed/devices"
         name = "dev-{launcher}"
         [axes]
-        devices = ["2x{GPUS}"]
+        devices = ["2x{gpus}"]
         batch_size = [1]
         launcher = ["{launcher}"]
         [measure]
@@ -210,6 +230,7 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, tmp_path):
         enabled = false
         [slurm]
         time = "00:05:00"
+        extra_directives = ["--nodelist=n3,n4"]
         [environment]
         setup = ["export PATH={bindir}:$PATH"]
         [environment.env]
@@ -219,25 +240,49 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, tmp_path):
         m = matrix.load(tmp_path / "m.toml", site=False)
         [run] = matrix.runs(m, tmp_path / "c")
         [script] = render.write_scripts(m, [run])
-    script_text = script.read_text()
-    assert f"#SBATCH --gpus-per-node={GPUS}" in script_text
-    p = subprocess.run(["sbatch", "--wait", "--parsable", str(script)], capture_output=True, text=True, timeout=600)
+    assert f"#SBATCH --gpus-per-node={gpus}" in script.read_text()
+    blocker = None
+    if layout == "shared":  # the other half of each node's GPUs, held first: Slurm binds devices 2, 3 to the job
+        b = subprocess.run(["sbatch", "--parsable", "-N2", "--nodelist=n3,n4", f"--gpus-per-node={GPUS - gpus}",
+                            "-o", "/dev/null", "--wrap", "sleep 300"], capture_output=True, text=True, check=True)
+        blocker = b.stdout.strip().split(";")[0]
+        from testlib import wait_until
+
+        wait_until(lambda: "RUNNING" in subprocess.run(["squeue", "-h", "-j", blocker, "-o", "%T"],
+                                                       capture_output=True, text=True).stdout, 60, what="blocker")
+    try:
+        p = subprocess.Popen(["sbatch", "--wait", "--parsable", str(script)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        job = p.stdout.readline().strip().split(";")[0]  # printed at submission, before the wait
+        from testlib import wait_until
+
+        wait_until(lambda: p.poll() is not None or "RUNNING" in subprocess.run(
+            ["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout, 120, 0.05, "the job")
+        bound = _bound(job)
+        out, err = p.communicate(timeout=600)
+    finally:
+        if blocker:
+            subprocess.run(["scancel", blocker])
     log = run.log.read_text() if run.log.exists() else ""
-    where = f"{launcher}: sbatch exit {p.returncode} {p.stderr}\n{log[-3000:]}"
+    where = f"{launcher} ({layout}): sbatch exit {p.returncode} {err}\nbound {bound}\n{log[-3000:]}"
     rows = [json.loads(line) for line in report.read_text().splitlines()] if report.exists() else []
     by_host: dict[str, list[dict]] = {}
     for r in rows:
         by_host.setdefault(r["host"], []).append(r)
-    assert len(by_host) == 2, f"{by_host}\n{where}"
+    assert sorted(by_host) == ["n3", "n4"], f"{by_host}\n{where}"
+    if layout == "shared":
+        assert all(v == {"2", "3"} for v in bound.values()) and len(bound) == 2, where
     for host, ranks in by_host.items():
+        mine = bound.get(host, set())
         assert all(r["visible"] for r in ranks), f"a rank on {host} sees no GPU: {ranks}\n{where}"
         if per_node:
-            assert len(ranks) == per_node and len(set(ranks[0]["devices"])) == GPUS, f"{host}: {ranks}\n{where}"
+            assert len(ranks) == per_node and set(ranks[0]["devices"]) == mine, f"{host}: {ranks}\n{where}"
         else:
             devices = [r["device"] for r in ranks]
-            assert len(ranks) == GPUS and None not in devices, f"{host}: {ranks}\n{where}"
-            assert len(set(devices)) == GPUS, f"two ranks of {host} share a device: {ranks}\n{where}"
-    assert p.returncode == (3 if launcher == "dmlc" else 0) or launcher == "dmlc", where
+            assert len(ranks) == gpus and None not in devices, f"{host}: {ranks}\n{where}"
+            assert len(set(devices)) == gpus, f"two ranks of {host} share a device: {ranks}\n{where}"
+            assert set(devices) == mine, f"ranks of {host} on devices Slurm did not bind to the job: {ranks}\n{where}"
+    assert p.returncode == (3 if launcher == "dmlc" else 0), where
 
 
 # ------------------------------------------------------------------------------------------ the health gate
