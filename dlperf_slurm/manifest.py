@@ -27,10 +27,11 @@ from dlperf_slurm import measure, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
-                                  journal_mode)
+                                  journal_mode, read_only_note, why_read_only)
 from dlperf_slurm.model import FINAL, Cell, Matrix, Run, Status, status_of
 from dlperf_slurm.records import CampaignInfo, Decision, ManifestRun, RunRecord  # noqa: F401 (re-exported)
-from dlperf_slurm.schema import _ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION  # noqa: F401
+from dlperf_slurm.schema import (_ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION,  # noqa: F401
+                                 connect, integrity_problem)
 from dlperf_slurm.storage import log_identity
 
 MATRIX_COPY = "matrix.toml"
@@ -41,16 +42,25 @@ MATRIX_COPY = "matrix.toml"
 class Manifest:
     """The campaign's SQLite manifest. Every write is one ``BEGIN IMMEDIATE`` transaction."""
 
-    def __init__(self, campaign_dir: str | os.PathLike, create: bool = False):
+    def __init__(self, campaign_dir: str | os.PathLike, create: bool = False, read_only: bool | None = None):
+        """``read_only``: open it for reading alone (None: when this user cannot write the campaign, a colleague's or
+        on a read-only mount, or its disk is full: ``read_only_why`` says which); then :meth:`write` refuses, and an
+        older schema is read as it is, not upgraded."""
         self.dir = Path(campaign_dir).resolve()
         self.path = self.dir / MANIFEST
         if not self.path.exists() and not create:
             raise UserError(f"{self.dir}: no campaign here (no {MANIFEST}); submit a matrix first")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.read_only_why = "" if create else why_read_only(self.dir) if read_only is None else (
+            "opened read-only" if read_only else "")
+        self.read_only = bool(self.read_only_why)
+        if not self.read_only:
+            self.dir.mkdir(parents=True, exist_ok=True)
         storage.OPENED.append(self.path)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.db = connect(self.path, self.read_only)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
+        if self.read_only:
+            return
         if create or self.meta("schema_version") is None:  # None: a creation a kill cut short (nothing recorded)
             self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.dir)}")
             self.db.execute("PRAGMA synchronous = FULL")
@@ -80,6 +90,9 @@ class Manifest:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:  # the CLI's one line (storage.storage_problem): the disk is full, or make it writable
+            raise sqlite3.OperationalError(("database or disk is full" if "full" in self.read_only_why else
+                                            "attempt to write a readonly database") + f" ({self.read_only_why})")
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -335,26 +348,6 @@ def _select_runs(keys: Sequence[str]) -> tuple[str, list[Any]]:
 
 
 # ================================================================================================ read API
-
-
-def integrity_problem(path: Path) -> str:
-    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``).
-    An error that is not the file's (a full disk, a read-only folder) is raised: the file may well be sound."""
-    if not path.exists():
-        return "missing"
-    storage.OPENED.append(path)
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            bad = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
-            db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as err:
-        if not storage.damaged(err):
-            raise
-        return str(err)
-    return "; ".join(bad[:3])
 
 
 def suite_options(m: "Manifest") -> dict[str, dict[str, Any]]:

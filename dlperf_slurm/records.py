@@ -53,7 +53,11 @@ class ManifestRun:
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ManifestRun:
         """The record of a row of the runs table (an ``sqlite3.Row`` with every column), field by column."""
-        return cls(**{name: row[name] for name in _RUN_COLUMNS})
+        try:
+            return cls(**{name: row[name] for name in _RUN_COLUMNS})
+        except IndexError:  # an older schema's row, read without its upgrade (read-only): None for the newer columns
+            have = set(row.keys())
+            return cls(**{name: row[name] if name in have else None for name in _RUN_COLUMNS})  # type: ignore[arg-type]
 
 
 _RUN_COLUMNS = tuple(f.name for f in fields(ManifestRun))

@@ -1,5 +1,8 @@
 """``submit``: submit a campaign (only what is missing), to Slurm or locally; ``--wait`` until it ends.
 
+Before anything is written or started (:mod:`dlperf_slurm.guard`): the folder can be written, ``--executor auto``
+without sbatch runs here only what suits this machine, and a large submission has ``--yes``.
+
 The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/), imported
 inside the handler, so ``--help`` imports none of them, nor submitit."""
 
@@ -8,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dlperf_slurm.commands.common import make_folder, note_dropped
 from dlperf_slurm.errors import UserError
@@ -16,13 +20,14 @@ from dlperf_slurm.errors import UserError
 def cmd_submit(args: argparse.Namespace) -> int:
     import re
 
+    from dlperf_slurm import guard, monitor, schedulers
     from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm import monitor, schedulers
     from dlperf_slurm.manifest import MANIFEST, Manifest
     from dlperf_slurm.model import FAILURES
     from dlperf_slurm.submit import plural, submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
+    site: Any = False if args.no_site else args.site
+    m = matrix_mod.load(args.matrix, site=site, system=args.system)
     note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
@@ -32,6 +37,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UserError("--jobs must be at least 1")
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
+    if args.executor == "auto" and backend.name == "local" and (why := guard.local_refusal(m)):
+        raise UserError(why)
+    if not args.dry_run and (why := guard.write_refusal(cdir)):
+        raise UserError(why)
     if args.executor == "auto" and backend.auto_note() and not args.dry_run:
         print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
     top = None
@@ -44,13 +53,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
                             f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
         top = TopUp(args.ci_target, args.max_repeats)
+    confirm = None
     if not args.dry_run:
         from dlperf_slurm.render import check_template_dir
 
         check_template_dir(args.templates)  # before the campaign folder is made
-        make_folder(cdir, m.provenance.umask)
+        bounds = guard.limits(site)
+
+        def confirm(todo) -> None:  # asks for --yes above the site's size; then the folder, nothing before
+            guard.confirm_size(m, todo, bounds, args.yes)
+            make_folder(cdir, m.provenance.umask)
+
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates, top_up=top)
+                    template_dir=args.templates, top_up=top, confirm=confirm)
     if args.dry_run:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
