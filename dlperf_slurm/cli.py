@@ -104,6 +104,9 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="submit a campaign above the site's size (default: more "
                    "than 1000 runs or 5000 GPU-hours asks for --yes; the site file's [submit] confirm_above_runs, "
                    "confirm_above_gpu_hours)")
+    p.add_argument("--new-revision", action="store_true", help="a matrix changed under a campaign name already "
+                   "used: submit it as the campaign's next revision, NAME.r2, NAME.r3, ... (the latest revision "
+                   "when it holds this matrix)")
     p.set_defaults(func=_lazy("submit"))
 
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "

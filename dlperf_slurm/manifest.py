@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from dlperf_slurm import measure, storage
+from dlperf_slurm import campaignmatrix, measure, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
@@ -201,7 +201,8 @@ class Manifest:
                     "matrix_sha": sha, "measure": measure.record(matrix.measure),
                     "suite_options": matrix.options, "time_limit": matrix.slurm.time,
                     "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped],
-                    "system": matrix.system.label if matrix.system is not None else None}
+                    "system": matrix.system.label if matrix.system is not None else None,
+                    campaignmatrix.META: campaignmatrix.identity(matrix)}
             if self.meta("created_at") is None:
                 meta["created_at"] = now
             for k, v in meta.items():
