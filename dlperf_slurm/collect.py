@@ -102,8 +102,9 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         log = str(r.log)
         slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
         runs.append(RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=log, marker=str(r.marker), state=r.status,
-                            state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code, warmup_steps=warm,
-                            measure_steps=meas, options=info.options_for(r.cell.suite), campaign=info.name,
+                            state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code,
+                            warmup_steps=(r.window or (warm, meas))[0], measure_steps=(r.window or (warm, meas))[1],
+                            options=info.options_for(r.cell.suite), campaign=info.name,
                             slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id, target=target,
                             epochs=epochs))
     return Collection(name=info.name, source="manifest", where=str(info.dir), runs=runs, repeats=measure.get("repeats"),

@@ -194,6 +194,7 @@ class Manifest:
         existing = {r["key"] for r in self.db.execute("SELECT key FROM runs")}
         known_cells = {r["id"] for r in self.db.execute("SELECT id FROM cells")}
         limit_s = matrix.slurm.minutes * 60
+        window = (matrix.measure.warmup_steps, matrix.measure.measure_steps)
         added = 0
         with self.write() as db:
             meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
@@ -218,19 +219,21 @@ class Manifest:
                     db.execute("UPDATE runs SET time_limit_s = ? WHERE key = ?", (limit_s, r.key))
                     continue
                 db.execute("INSERT INTO runs(key, cell_id, repeat, ord, script, log, marker, status, created_at, "
-                           "updated_at, time_limit_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           "updated_at, time_limit_s, warmup_steps, measure_steps) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            (r.key, r.cell.id, r.repeat, base + i, self.rel(r.script), self.rel(r.log),
-                            self.rel(r.marker), Status.UNSUBMITTED, now, now, limit_s))
+                            self.rel(r.marker), Status.UNSUBMITTED, now, now, limit_s, *window))
                 added += 1
         return added
 
     # -- the write API: every change to a run or a submission after sync, each one transaction
 
     def record_submission(self, *, token: str, name: str, executor: str, options: Any, held: bool,
-                          runs: Sequence[tuple[str, str | None, dict[str, str]]], now: float) -> None:
-        """The journal's first step: each run SUBMITTING in submission ``token``, its previous attempt kept (when
-        it had one or files were moved aside), and the submission itself. ``runs``: ``(key, the scheduler's
-        output file, what is moved aside: kind -> path relative to the campaign)``."""
+                          runs: Sequence[tuple[str, str | None, dict[str, str]]], now: float,
+                          window: tuple[int, int] | None = None) -> None:
+        """The journal's first step: each run SUBMITTING in submission ``token`` (with ``window``, the warm-up and
+        measured steps its script runs), its previous attempt kept (when it had one or files were moved aside), and
+        the submission itself. ``runs``: ``(key, the scheduler's output file, what is moved aside: kind -> path
+        relative to the campaign)``."""
         keys = [k for k, _out, _moved in runs]
         with self.write() as db:
             rows = {r["key"]: r for r in db.execute(*_select_runs(keys))}
@@ -244,8 +247,9 @@ class Manifest:
                 db.execute("UPDATE runs SET status=?, reason='', executor=?, submission=?, job_id=NULL, "
                            "array_job_id=NULL, array_task=NULL, attempt=attempt+1, exit_code=NULL, sched_state=NULL, "
                            "nodes=NULL, submitted_at=NULL, ended_at=NULL, cancel_requested_at=NULL, log_status=NULL, "
-                           "slurm_out=?, updated_at=? WHERE key=?",
-                           (Status.SUBMITTING, executor, token, out or None, now, key))
+                           "slurm_out=?, updated_at=?, warmup_steps=COALESCE(?, warmup_steps), "
+                           "measure_steps=COALESCE(?, measure_steps) WHERE key=?",
+                           (Status.SUBMITTING, executor, token, out or None, now, *(window or (None, None)), key))
             db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
                        "VALUES (?,?,?,?,?,?,?,?)",
                        (token, name, executor, Status.SUBMITTING, json.dumps(keys), json.dumps(options), now,
@@ -375,6 +379,8 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           ended_at=r.ended_at, updated_at=r.updated_at,
                           log_status=status_of(r.log_status) if r.log_status else None, log_id=r.log_id,
                           slurm_out=Path(r.slurm_out) if r.slurm_out else None, sched_state=r.sched_state,
+                          window=None if r.warmup_steps is None or r.measure_steps is None else (
+                              r.warmup_steps, r.measure_steps),
                           previous=history.get(r.key, []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",

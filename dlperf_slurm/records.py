@@ -49,6 +49,10 @@ class ManifestRun:
     log_status: str | None  # the log's verdict (a Status word) once a log was read
     slurm_out: str | None
     log_id: str | None
+    #: the window it was (last) submitted with (None: a run recorded before windows were kept per run: the
+    #: campaign's ``measure``)
+    warmup_steps: int | None
+    measure_steps: int | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ManifestRun:
@@ -90,6 +94,7 @@ class RunRecord:
     log_id: str | None = None  # the log's identity when that verdict was read (storage.log_identity)
     sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
     slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
+    window: tuple[int, int] | None = None  # (warm-up, measured steps) it was submitted with; None: the campaign's
     previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
 
 

@@ -138,7 +138,8 @@ class Journal:
             recorded.append((run.key, out, moved))
         self.m.record_submission(token=group.token, name=group.name, executor=self.backend.name,
                                  options=self.backend.describe(group), held=self.backend.holds(group.resources),
-                                 runs=recorded, now=now)
+                                 runs=recorded, now=now,
+                                 window=(self.matrix.measure.warmup_steps, self.matrix.measure.measure_steps))
         # evidence first (moved aside, never deleted), then the scripts: only then may a job start
         for src, dst in moves:
             os.replace(src, dst)

@@ -89,3 +89,38 @@ def test_a_campaign_from_before_the_record_is_compared_through_its_copy(tmp_path
     assert "another matrix: measure.warmup_steps 1 -> 9; " in err, err
     p = _submit(tmp_path, "# the same, said again\n" + base)
     assert p.returncode == 0 and "submitting 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_path):
+    """A second ``search`` with other probe steps (the probe campaign's window changes; the probes it reuses were
+    timed over the first): each probe is read and described with its own window; one summary of two campaigns of
+    two windows says each campaign's."""
+    logs = tmp_path / "logs"
+    mx = tmp_path / "s.toml"
+    mx.write_text('suite = "pytorch-ddp/resnet50"\nname = "s"\n[axes]\ndevices = ["1x1"]\nbatch_size = [1]\n'
+                  '"env.DLPERF_TEST_OOM_ABOVE" = ["37"]\n[measure]\nrepeats = 1\nwarmup_steps = 1\nmeasure_steps = 1\n')
+    args = ["--logs", str(logs), "search", str(mx), "--executor", "local", "--no-site", "--templates", str(TEMPLATES),
+            "--limit", "64", "--no-run"]
+    assert cli(*args, "--start", "8", "--probe-steps", "1,1").returncode == 0
+    p = cli(*args, "--start", "4", "--probe-steps", "0,2")  # one new probe (4), timed over 0 + 2 steps
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = tmp_path / "sum"
+    p = cli("--logs", str(logs), "collect", "s.search", "--no-plots", "-q", "--no-store", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    method = next(line for line in (out / "s.search.md").read_text().splitlines() if line.startswith("Method"))
+    assert "window: runs of one summary timed over different windows: skip 0 steps, time the next 2 (1 run: cell " \
+           "resnet50.pytorch-ddp.1x1.b4.fp32.xla0.DLPERF_TEST_OOM_ABOVE-37); skip 1 steps, time the next 1 (" in method, \
+        method
+    p = cli("--logs", str(logs), "collect", "s.search", "--explain",
+            "resnet50.pytorch-ddp.1x1.b8.fp32.xla0.DLPERF_TEST_OOM_ABOVE-37.r0")
+    assert p.returncode == 0 and "window: skip 1 steps, time the next 1 " in p.stdout, p.stdout + p.stderr
+    # one summary of two campaigns of two windows
+    for name, steps in (("a", "1"), ("b", "2")):
+        text = matrix_text(name=name).replace("warmup_steps = 1", "warmup_steps = 0" if name == "b" else
+                                              "warmup_steps = 1").replace("measure_steps = 1", f"measure_steps = {steps}")
+        assert _submit(tmp_path, text, "--wait", file=f"{name}.toml").returncode == 0
+    p = cli("--logs", str(logs), "collect", "a", "b", "--no-plots", "-q", "--no-store", "--out", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    method = next(line for line in (out / "a_b.md").read_text().splitlines() if line.startswith("Method"))
+    assert ("window: runs of one summary timed over different windows: skip 0 steps, time the next 2 (2 runs: "
+            "campaign b); skip 1 steps, time the next 1 (2 runs: campaign a);") in method, method

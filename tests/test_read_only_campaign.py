@@ -109,3 +109,31 @@ def test_status_works_on_a_full_disk(tmp_path):
         filler.unlink()
         p = cli("--logs", str(logs), "status", "f", cwd=tmp_path)
         assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_an_older_manifest_is_read_without_its_upgrade(tmp_path):
+    """A manifest of schema 3 (no runs.log_id, no per-run window) on a read-only mount: read as it is (the columns
+    it lacks are None: the campaign's window), not upgraded."""
+    import sqlite3
+
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root and mount (a read-only bind mount)")
+    _mx, logs, cdir = campaign(tmp_path)
+    db = sqlite3.connect(cdir / "manifest.sqlite")
+    with db:
+        for col in ("log_id", "warmup_steps", "measure_steps"):
+            db.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '3')")
+    db.close()
+    view = tmp_path / "ro"
+    view.mkdir()
+    subprocess.run(["mount", "--bind", str(logs), str(view)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True)
+        p = cli("--logs", str(view), "status", "f", "--wide", cwd=tmp_path)
+        assert p.returncode == 0 and ok_runs(p.stdout) == 4, p.stdout + p.stderr
+        p = cli("--logs", str(view), "collect", "f", "--no-plots", "-q", "--no-store", "--out", str(tmp_path / "s"),
+                cwd=tmp_path)
+        assert p.returncode == 0 and "4 read" in p.stdout, p.stdout + p.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(view)], capture_output=True)
