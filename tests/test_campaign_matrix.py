@@ -124,3 +124,11 @@ def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_pat
     method = next(line for line in (out / "a_b.md").read_text().splitlines() if line.startswith("Method"))
     assert ("window: runs of one summary timed over different windows: skip 0 steps, time the next 2 (2 runs: "
             "campaign b); skip 1 steps, time the next 1 (2 runs: campaign a);") in method, method
+    # collect --matrix of a changed matrix reads and describes each run by the window it ran with
+    changed = tmp_path / "a2.toml"
+    changed.write_text(matrix_text(name="a").replace("measure_steps = 1", "measure_steps = 5"))
+    p = cli("--logs", str(logs), "collect", "--matrix", str(changed), "--no-site", "--no-plots", "-q", "--no-store",
+            "--out", str(out), "--name", "am")
+    assert p.returncode == 0 and "2/2" in (out / "am.md").read_text(), p.stdout + p.stderr
+    method = next(line for line in (out / "am.md").read_text().splitlines() if line.startswith("Method"))
+    assert "window: skip 1 steps, time the next 1;" in method, method
