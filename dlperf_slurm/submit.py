@@ -216,8 +216,9 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
     cdir = Path(campaign_dir).resolve()
     check_template_dir(template_dir)  # before anything is written, and for --dry-run too
     more = _recorded_repeats(cdir)
-    if top_up is not None:
-        more.update(_top_up(cdir, more, top_up, out))
+    if top_up is not None:  # it collects the campaign (its parse cache): under the campaign's umask too
+        with no_more_open_than([cdir] if cdir.is_dir() else [], matrix.provenance.umask):
+            more.update(_top_up(cdir, more, top_up, out))
     runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
     if confirm is not None:
         confirm(to_submit(runs, _recorded_statuses(cdir), retry_failed, force, SubmitReport()))
