@@ -86,7 +86,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     _add_matrix_args(p)
     p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
     p.add_argument("--executor", default="auto", metavar="{auto,slurm,local}",
-                   help="auto (default): Slurm when sbatch is on PATH, else this machine")
+                   help="auto (default): Slurm when sbatch is on PATH, else this machine for a campaign that asks "
+                   "for no GPU or is marked tiny/CPU (local: this machine, whatever it asks for)")
     p.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="local executor: runs at a time (default 1)")
     p.add_argument("--dry-run", action="store_true", help="print what would be submitted; change nothing")
     p.add_argument("--wait", action="store_true", help="show progress and return when every run has ended")
@@ -100,6 +101,12 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-repeats", type=int, default=21, metavar="N",
                    help="with --top-up: never more repeats per cell than this (default 21)")
     p.add_argument("--templates", metavar="DIR", help="your template folder: overrides built-in templates by name")
+    p.add_argument("--yes", action="store_true", help="submit a campaign above the site's size (default: more "
+                   "than 1000 runs or 5000 GPU-hours asks for --yes; the site file's [submit] confirm_above_runs, "
+                   "confirm_above_gpu_hours)")
+    p.add_argument("--new-revision", action="store_true", help="a matrix changed under a campaign name already "
+                   "used: submit it as the campaign's next revision, NAME.r2, NAME.r3, ... (the latest revision "
+                   "when it holds this matrix)")
     p.set_defaults(func=_lazy("submit"))
 
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
@@ -260,7 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err.filename is None:
             raise
         # a path the user named (or one below it) cannot be made, read or written: one line, no traceback
-        where = f"{err.filename} -> {err.filename2}" if err.filename2 else str(err.filename)
+        import os
+
+        name, name2 = (os.path.abspath(os.fsdecode(n)) if isinstance(n, (str, bytes, os.PathLike)) else n
+                       for n in (err.filename, err.filename2))
+        where = f"{name} -> {name2}" if name2 else str(name)
         todo = {28: "free space there and run the command again", 30: "the file system is read-only",
                 13: "make it writable (or readable) by you"}.get(err.errno or 0, "")
         print(f"dlperf-slurm: error: {where}: {err.strerror or err}" + (f": {todo}" if todo else ""),

@@ -4,8 +4,7 @@
    from a matrix (:func:`runs_from_matrix`: ``matrix.runs(m, campaign_dir)``), or from a DLPerf-style tree
    without any manifest (:func:`runs_from_tree`: ``DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log``).
 2. Parse each log once, streaming, with its suite's parser; fold in the scheduler state and the exit marker
-   (:mod:`dlperf_slurm.runparse`). Logs are parsed in parallel processes; a parser failure is a PARSE_ERROR run,
-   never a crash.
+   (:mod:`dlperf_slurm.runparse`), in parallel processes; a parser failure is a PARSE_ERROR run, never a crash.
 3. Per cell: statistics over the OK runs only, flags, speedup and efficiency against the 1x1 cell of the same
    suite, precision, XLA, batch per device, variant and launcher, else the only 1x1 cell that differs from it in
    launcher alone (:func:`dlperf_slurm.cells.cells_of`).
@@ -102,8 +101,9 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
         log = str(r.log)
         slurm_out = ([str(r.slurm_out)] if r.slurm_out else []) + outs.get(log.removesuffix(".log"), [])
         runs.append(RunSpec(key=r.key, cell=r.cell, repeat=r.repeat, log=log, marker=str(r.marker), state=r.status,
-                            state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code, warmup_steps=warm,
-                            measure_steps=meas, options=info.options_for(r.cell.suite), campaign=info.name,
+                            state_reason=r.reason or "", job_id=r.job_id, exit_code=r.exit_code,
+                            warmup_steps=(r.window or (warm, meas))[0], measure_steps=(r.window or (warm, meas))[1],
+                            options=info.options_for(r.cell.suite), campaign=info.name,
                             slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id, target=target,
                             epochs=epochs))
     return Collection(name=info.name, source="manifest", where=str(info.dir), runs=runs, repeats=measure.get("repeats"),
@@ -119,7 +119,7 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
     m = matrix_mod.load(matrix_file, site=site)
     cdir = Path(campaign_dir) if campaign_dir else Path(logs) / m.name
     states: dict[str, Any] = {}
-    notes = []
+    notes: list[str] = []
     try:
         if (cdir / manifest.MANIFEST).exists():
             states = {r.key: r for r in manifest.load_manifest(cdir)}
@@ -139,6 +139,7 @@ def runs_from_matrix(matrix_file: str | os.PathLike, campaign_dir: str | os.Path
             spec.job_id, spec.exit_code = rec.job_id, rec.exit_code
             spec.slurm_out = ([str(rec.slurm_out)] if rec.slurm_out else []) + spec.slurm_out
             spec.log_status, spec.log_id = rec.log_status, rec.log_id
+            spec.warmup_steps, spec.measure_steps = rec.window or (spec.warmup_steps, spec.measure_steps)  # it ran so
         runs.append(spec)
     return Collection(name=m.name, source="matrix", where=str(cdir), runs=runs, repeats=m.measure.repeats,
                       cells=list(m.cells), notes=notes)

@@ -50,6 +50,35 @@ def journal_mode(directory: Path) -> str:
     return "DELETE" if kind.startswith(_NETWORK_FS) else "WAL"
 
 
+def writable(campaign_dir: Path) -> bool:
+    """Whether this user can write the campaign: its folder and the manifest's files (a colleague's campaign, a
+    read-only mount: not)."""
+    files = [campaign_dir / f"{MANIFEST}{side}" for side in ("", "-wal", "-shm", "-journal")]
+    return os.access(campaign_dir, os.W_OK) and all(os.access(f, os.W_OK) for f in files if f.exists())
+
+
+def why_read_only(campaign_dir: Path) -> str:
+    """Why the campaign is read for reading alone ('' when it can be written): its file system mounted read-only,
+    not writable by this user, or its disk full (:func:`dlperf_slurm.storage.disk_full`)."""
+    from dlperf_slurm.storage import disk_full
+
+    try:
+        if os.statvfs(campaign_dir).f_flag & os.ST_RDONLY:
+            return "its file system is mounted read-only"
+    except OSError:
+        pass
+    if not writable(campaign_dir):
+        return "this user cannot write it"
+    full = disk_full(campaign_dir)
+    return f"its disk is full ({full.rsplit(': ', 1)[-1]})" if full else ""
+
+
+def read_only_note(campaign_dir: Path, why: str) -> str:
+    """The one line a reading command says when it skips the scheduler and the manifest's updates."""
+    return (f"dlperf-slurm: {campaign_dir}: {why}: read as its manifest recorded it (scheduler not asked, nothing "
+            "written)")
+
+
 # ================================================================================================ lock
 
 

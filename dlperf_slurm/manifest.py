@@ -23,14 +23,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from dlperf_slurm import measure, storage
+from dlperf_slurm import campaignmatrix, measure, storage
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 from dlperf_slurm.folders import (LOCK, MANIFEST, campaign_lock, campaigns, find_campaign,  # noqa: F401 (re-exported)
-                                  journal_mode)
+                                  journal_mode, read_only_note, why_read_only)
 from dlperf_slurm.model import FINAL, Cell, Matrix, Run, Status, status_of
 from dlperf_slurm.records import CampaignInfo, Decision, ManifestRun, RunRecord  # noqa: F401 (re-exported)
-from dlperf_slurm.schema import _ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION  # noqa: F401
+from dlperf_slurm.schema import (_ADDED, _ADDED_TABLES, _SCHEMA, PARSE_CACHE_SCHEMA, SCHEMA_VERSION,  # noqa: F401
+                                 connect, integrity_problem)
 from dlperf_slurm.storage import log_identity
 
 MATRIX_COPY = "matrix.toml"
@@ -41,16 +42,25 @@ MATRIX_COPY = "matrix.toml"
 class Manifest:
     """The campaign's SQLite manifest. Every write is one ``BEGIN IMMEDIATE`` transaction."""
 
-    def __init__(self, campaign_dir: str | os.PathLike, create: bool = False):
+    def __init__(self, campaign_dir: str | os.PathLike, create: bool = False, read_only: bool | None = None):
+        """``read_only``: open it for reading alone (None: when this user cannot write the campaign, a colleague's or
+        on a read-only mount, or its disk is full: ``read_only_why`` says which); then :meth:`write` refuses, and an
+        older schema is read as it is, not upgraded."""
         self.dir = Path(campaign_dir).resolve()
         self.path = self.dir / MANIFEST
         if not self.path.exists() and not create:
             raise UserError(f"{self.dir}: no campaign here (no {MANIFEST}); submit a matrix first")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.read_only_why = "" if create else why_read_only(self.dir) if read_only is None else (
+            "opened read-only" if read_only else "")
+        self.read_only = bool(self.read_only_why)
+        if not self.read_only:
+            self.dir.mkdir(parents=True, exist_ok=True)
         storage.OPENED.append(self.path)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.db = connect(self.path, self.read_only)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA busy_timeout = 60000")
+        if self.read_only:
+            return
         if create or self.meta("schema_version") is None:  # None: a creation a kill cut short (nothing recorded)
             self.db.execute(f"PRAGMA journal_mode = {journal_mode(self.dir)}")
             self.db.execute("PRAGMA synchronous = FULL")
@@ -80,6 +90,9 @@ class Manifest:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:  # the CLI's one line (storage.storage_problem): the disk is full, or make it writable
+            raise sqlite3.OperationalError(("database or disk is full" if "full" in self.read_only_why else
+                                            "attempt to write a readonly database") + f" ({self.read_only_why})")
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -181,6 +194,7 @@ class Manifest:
         existing = {r["key"] for r in self.db.execute("SELECT key FROM runs")}
         known_cells = {r["id"] for r in self.db.execute("SELECT id FROM cells")}
         limit_s = matrix.slurm.minutes * 60
+        window = (matrix.measure.warmup_steps, matrix.measure.measure_steps)
         added = 0
         with self.write() as db:
             meta: dict[str, Any] = {"name": matrix.name, "suite": ", ".join(s.name for s in matrix.suites),
@@ -188,7 +202,8 @@ class Manifest:
                     "matrix_sha": sha, "measure": measure.record(matrix.measure),
                     "suite_options": matrix.options, "time_limit": matrix.slurm.time,
                     "dropped": [{"cell": d.cell.as_dict(), "reason": d.reason} for d in matrix.dropped],
-                    "system": matrix.system.label if matrix.system is not None else None}
+                    "system": matrix.system.label if matrix.system is not None else None,
+                    campaignmatrix.META: campaignmatrix.identity(matrix)}
             if self.meta("created_at") is None:
                 meta["created_at"] = now
             for k, v in meta.items():
@@ -204,19 +219,21 @@ class Manifest:
                     db.execute("UPDATE runs SET time_limit_s = ? WHERE key = ?", (limit_s, r.key))
                     continue
                 db.execute("INSERT INTO runs(key, cell_id, repeat, ord, script, log, marker, status, created_at, "
-                           "updated_at, time_limit_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           "updated_at, time_limit_s, warmup_steps, measure_steps) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            (r.key, r.cell.id, r.repeat, base + i, self.rel(r.script), self.rel(r.log),
-                            self.rel(r.marker), Status.UNSUBMITTED, now, now, limit_s))
+                            self.rel(r.marker), Status.UNSUBMITTED, now, now, limit_s, *window))
                 added += 1
         return added
 
     # -- the write API: every change to a run or a submission after sync, each one transaction
 
     def record_submission(self, *, token: str, name: str, executor: str, options: Any, held: bool,
-                          runs: Sequence[tuple[str, str | None, dict[str, str]]], now: float) -> None:
-        """The journal's first step: each run SUBMITTING in submission ``token``, its previous attempt kept (when
-        it had one or files were moved aside), and the submission itself. ``runs``: ``(key, the scheduler's
-        output file, what is moved aside: kind -> path relative to the campaign)``."""
+                          runs: Sequence[tuple[str, str | None, dict[str, str]]], now: float,
+                          window: tuple[int, int] | None = None) -> None:
+        """The journal's first step: each run SUBMITTING in submission ``token`` (with ``window``, the warm-up and
+        measured steps its script runs), its previous attempt kept (when it had one or files were moved aside), and
+        the submission itself. ``runs``: ``(key, the scheduler's output file, what is moved aside: kind -> path
+        relative to the campaign)``."""
         keys = [k for k, _out, _moved in runs]
         with self.write() as db:
             rows = {r["key"]: r for r in db.execute(*_select_runs(keys))}
@@ -230,8 +247,9 @@ class Manifest:
                 db.execute("UPDATE runs SET status=?, reason='', executor=?, submission=?, job_id=NULL, "
                            "array_job_id=NULL, array_task=NULL, attempt=attempt+1, exit_code=NULL, sched_state=NULL, "
                            "nodes=NULL, submitted_at=NULL, ended_at=NULL, cancel_requested_at=NULL, log_status=NULL, "
-                           "slurm_out=?, updated_at=? WHERE key=?",
-                           (Status.SUBMITTING, executor, token, out or None, now, key))
+                           "slurm_out=?, updated_at=?, warmup_steps=COALESCE(?, warmup_steps), "
+                           "measure_steps=COALESCE(?, measure_steps) WHERE key=?",
+                           (Status.SUBMITTING, executor, token, out or None, now, *(window or (None, None)), key))
             db.execute("INSERT INTO submissions(token, name, executor, state, runs, options, created_at, held) "
                        "VALUES (?,?,?,?,?,?,?,?)",
                        (token, name, executor, Status.SUBMITTING, json.dumps(keys), json.dumps(options), now,
@@ -337,26 +355,6 @@ def _select_runs(keys: Sequence[str]) -> tuple[str, list[Any]]:
 # ================================================================================================ read API
 
 
-def integrity_problem(path: Path) -> str:
-    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``).
-    An error that is not the file's (a full disk, a read-only folder) is raised: the file may well be sound."""
-    if not path.exists():
-        return "missing"
-    storage.OPENED.append(path)
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            bad = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
-            db.execute("SELECT COUNT(*) FROM runs").fetchone()
-        finally:
-            db.close()
-    except sqlite3.DatabaseError as err:
-        if not storage.damaged(err):
-            raise
-        return str(err)
-    return "; ".join(bad[:3])
-
-
 def suite_options(m: "Manifest") -> dict[str, dict[str, Any]]:
     """Suite name -> options, as the manifest keeps them (a campaign from before several suites per matrix
     kept one suite's options under ``options``)."""
@@ -381,6 +379,8 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           ended_at=r.ended_at, updated_at=r.updated_at,
                           log_status=status_of(r.log_status) if r.log_status else None, log_id=r.log_id,
                           slurm_out=Path(r.slurm_out) if r.slurm_out else None, sched_state=r.sched_state,
+                          window=None if r.warmup_steps is None or r.measure_steps is None else (
+                              r.warmup_steps, r.measure_steps),
                           previous=history.get(r.key, []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",

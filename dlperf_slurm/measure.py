@@ -89,3 +89,29 @@ def target_of(kept: Any) -> tuple[Target | None, int]:
             and not isinstance(t.get("value"), bool)):
         return Target(str(t["metric"]), float(t["value"])), epochs
     return None, epochs
+
+
+def windows_text(runs: Any) -> str:
+    """The method line's window(s) of a summary's runs (``(campaign, cell id, warm-up, measured)`` each): one
+    window, said once; runs of several windows, each window with the runs it timed (their campaign, when every run
+    of a campaign has it; else their cells, named up to three), so no run is said to be timed otherwise."""
+    by: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    campaigns: dict[str, int] = {}
+    for campaign, cell, warm, meas in runs:
+        by.setdefault((warm, meas), []).append((campaign, cell))
+        campaigns[campaign] = campaigns.get(campaign, 0) + 1
+    if len(by) <= 1:
+        return "; ".join(f"skip {w} steps, time the next {m}" for w, m in by) or "none"
+    parts = []
+    for (w, m), members in sorted(by.items()):
+        here: dict[str, int] = {}
+        for c, _cell in members:
+            here[c] = here.get(c, 0) + 1
+        whole = sorted(c for c, n in here.items() if n == campaigns[c])
+        cells = sorted({cell for c, cell in members if c not in whole})
+        who = [f"campaign {c}" for c in whole] + (
+            [f"cell{'s' * (len(cells) > 1)} {', '.join(cells)}"] if 0 < len(cells) <= 3 else
+            [f"{len(cells)} cells"] if cells else [])
+        parts.append(f"skip {w} steps, time the next {m} ({len(members)} run{'s' * (len(members) > 1)}: "
+                     f"{'; '.join(who)})")
+    return "runs of one summary timed over different windows: " + "; ".join(parts)

@@ -392,8 +392,8 @@ class Caches:
         """Add the entries of the logs parsed this time (None: not cacheable) and forget logs no run has now."""
         for store, logs in self.homes:
             mine = {log: e for log in logs if (e := fresh.get(log)) is not None}
-            if not mine and self.read:
-                continue  # nothing new: keep what is there (stale entries go with the next write)
+            if not mine and self.read or isinstance(store, ManifestStore) and manifest.why_read_only(store.base):
+                continue  # nothing new: keep what is there (stale entries go with the next write); or read-only
             try:
                 store.save(mine, logs)
             except (sqlite3.Error, OSError) as err:

@@ -49,11 +49,19 @@ class ManifestRun:
     log_status: str | None  # the log's verdict (a Status word) once a log was read
     slurm_out: str | None
     log_id: str | None
+    #: the window it was (last) submitted with (None: a run recorded before windows were kept per run: the
+    #: campaign's ``measure``)
+    warmup_steps: int | None
+    measure_steps: int | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> ManifestRun:
         """The record of a row of the runs table (an ``sqlite3.Row`` with every column), field by column."""
-        return cls(**{name: row[name] for name in _RUN_COLUMNS})
+        try:
+            return cls(**{name: row[name] for name in _RUN_COLUMNS})
+        except IndexError:  # an older schema's row, read without its upgrade (read-only): None for the newer columns
+            have = set(row.keys())
+            return cls(**{name: row[name] if name in have else None for name in _RUN_COLUMNS})  # type: ignore[arg-type]
 
 
 _RUN_COLUMNS = tuple(f.name for f in fields(ManifestRun))
@@ -86,6 +94,7 @@ class RunRecord:
     log_id: str | None = None  # the log's identity when that verdict was read (storage.log_identity)
     sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
     slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
+    window: tuple[int, int] | None = None  # (warm-up, measured steps) it was submitted with; None: the campaign's
     previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
 
 

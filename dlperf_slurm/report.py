@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import accuracy, health, network, processes, stragglers, studytables, system, wdltable
+from dlperf_slurm import accuracy, health, measure, network, processes, stragglers, studytables, system, wdltable
 from dlperf_slurm.files import atomic_write, no_more_open_than, remove_stale_tmp
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -99,8 +99,8 @@ def markdown(result: Result) -> str:
 
     cells, runs = result.cells, result.runs
     launchers = len({c.launcher for c in cells}) > 1
-    windows = sorted({(s.warmup_steps, s.measure_steps) for col in result.collections for s in col.runs})
-    win = "; ".join(f"skip {w} steps, time the next {m}" for w, m in windows) or "none"
+    win = measure.windows_text((c.name, s.cell.id, s.warmup_steps, s.measure_steps) for c in result.collections
+                               for s in c.runs)  # each window with its runs, where they differ
     lines = [f"# dlperf_slurm summary: {result.name}", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
                  f"from {len(runs)} runs in "

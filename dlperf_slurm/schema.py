@@ -1,5 +1,13 @@
 """The manifest's tables (SQLite DDL) and how an older manifest is brought up to date: what
-:class:`dlperf_slurm.manifest.Manifest` creates and upgrades (it alone runs these statements)."""
+:class:`dlperf_slurm.manifest.Manifest` creates and upgrades (it alone runs these statements); how it is opened
+(:func:`connect`, read-only too) and checked (:func:`integrity_problem`, for ``doctor``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from dlperf_slurm import storage
 
 #: collect's memory of the logs it parsed (dlperf_slurm.parsecache): per log, its stat when read, what it was read
 #: with (parser version, suite, window) and the parser's result
@@ -9,7 +17,7 @@ CREATE TABLE IF NOT EXISTS parse_cache (
     fingerprint TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL
 );
 """
-SCHEMA_VERSION = 4  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id
+SCHEMA_VERSION = 5  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id; 5: each run's window
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,7 +29,8 @@ CREATE TABLE IF NOT EXISTS runs (
     executor TEXT, submission TEXT, job_id TEXT, array_job_id TEXT, array_task INTEGER,
     attempt INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, sched_state TEXT, nodes TEXT,
     created_at REAL NOT NULL, submitted_at REAL, ended_at REAL, updated_at REAL NOT NULL,
-    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT
+    cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT,
+    warmup_steps INTEGER, measure_steps INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE TABLE IF NOT EXISTS submissions (
@@ -39,5 +48,42 @@ CREATE TABLE IF NOT EXISTS attempts (
 _ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
 
 # columns added since schema 1 (ALTER TABLE on an older manifest)
-_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT"},
+_ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT", "warmup_steps": "INTEGER",
+                  "measure_steps": "INTEGER"},
           "submissions": {"held": "INTEGER NOT NULL DEFAULT 0", "released_at": "REAL"}}
+
+
+def connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    """The manifest's connection; read-only: SQLite's ``mode=ro``, else (a WAL database whose ``-shm`` this user
+    can neither find nor make) ``immutable=1``, which reads the file as it is on disk."""
+    if not read_only:
+        return sqlite3.connect(path, timeout=60, isolation_level=None)
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=60, isolation_level=None)
+    try:
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as err:
+        if storage.damaged(err):
+            raise
+        db.close()
+    return sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True, timeout=60, isolation_level=None)
+
+
+def integrity_problem(path: Path) -> str:
+    """'' when the manifest at ``path`` opens and passes SQLite's integrity check, else what is wrong (``doctor``).
+    An error that is not the file's (a full disk, a read-only folder) is raised: the file may well be sound."""
+    if not path.exists():
+        return "missing"
+    storage.OPENED.append(path)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            bad = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
+            db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as err:
+        if not storage.damaged(err):
+            raise
+        return str(err)
+    return "; ".join(bad[:3])

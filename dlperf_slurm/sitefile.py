@@ -23,7 +23,7 @@ def default_site_file() -> Path | None:
     return home if home.is_file() else None
 
 
-SITE_KEYS = ("slurm", "environment", "health", "provenance", "store", "systems", "default_system")
+SITE_KEYS = ("slurm", "environment", "health", "provenance", "store", "submit", "systems", "default_system")
 #: what a site file's [systems.NAME] and [systems.NAME.partitions.P] hold besides the tables they layer
 SYSTEM_TABLES = ("slurm", "environment", "health")
 SYSTEM_HARDWARE = {"description": str, "gpu_model": str, "gpus_per_node": int, "interconnect": str,

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
 from dlperf_slurm import storage
@@ -140,7 +140,8 @@ class Journal:
             recorded.append((run.key, out, moved))
         self.m.record_submission(token=group.token, name=group.name, executor=self.backend.name,
                                  options=self.backend.describe(group), held=self.backend.holds(group.resources),
-                                 runs=recorded, now=now)
+                                 runs=recorded, now=now,
+                                 window=(self.matrix.measure.warmup_steps, self.matrix.measure.measure_steps))
         # evidence first (moved aside, never deleted), then the scripts: only then may a job start
         for src, dst in moves:
             os.replace(src, dst)
@@ -206,28 +207,33 @@ def aside(path: Path, attempt: int) -> Path:
 
 def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, *, retry_failed: bool = False,
            force: bool = False, dry_run: bool = False, template_dir: str | None = None,
-           top_up: "TopUp | None" = None, out=print) -> SubmitReport:
+           top_up: "TopUp | None" = None, confirm: Callable[[list[Run]], None] | None = None,
+           out=print) -> SubmitReport:
     """Submit what is missing (and failed runs with ``retry_failed``, everything finished with ``force``; with
     ``top_up``, more repeats of the cells whose median is not yet tight enough: :mod:`dlperf_slurm.topup`).
+    ``confirm``: called, before anything is written, with the runs that would be submitted (as the manifest holds
+    them now); it refuses by raising.
 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
     check_template_dir(template_dir)  # before anything is written, and for --dry-run too
+    more = _recorded_repeats(cdir)
+    if top_up is not None:  # it collects the campaign (its parse cache): under the campaign's umask too
+        with no_more_open_than([cdir] if cdir.is_dir() else [], matrix.provenance.umask):
+            more.update(_top_up(cdir, more, top_up, out))
+    runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
+    if confirm is not None:
+        confirm(to_submit(runs, _recorded_statuses(cdir), retry_failed, force, SubmitReport()))
     if not dry_run:  # every file of the campaign: the site's umask, and never more open than its folder
         with no_more_open_than([cdir], matrix.provenance.umask):
-            return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, template_dir=template_dir,
-                           top_up=top_up, out=out)
-    return _submit(matrix, cdir, backend, retry_failed=retry_failed, force=force, dry_run=True,
-                   template_dir=template_dir, top_up=top_up, out=out)
+            return _submit(matrix, cdir, backend, runs, retry_failed=retry_failed, force=force,
+                           template_dir=template_dir, out=out)
+    return _submit(matrix, cdir, backend, runs, retry_failed=retry_failed, force=force, dry_run=True,
+                   template_dir=template_dir, out=out)
 
 
-def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, *, retry_failed: bool = False, force: bool = False,
-            dry_run: bool = False, template_dir: str | None = None, top_up: "TopUp | None" = None,
-            out=print) -> SubmitReport:
-    more = _recorded_repeats(cdir)
-    if top_up is not None:
-        more.update(_top_up(cdir, more, top_up, out))
-    runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
+def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, runs: list[Run], *, retry_failed: bool = False,
+            force: bool = False, dry_run: bool = False, template_dir: str | None = None, out=print) -> SubmitReport:
     if dry_run:
         return _dry_run(matrix, cdir, runs, backend, retry_failed, force, out)
     backend.preflight(matrix)
@@ -291,6 +297,17 @@ def fit_room(matrix: Matrix, groups: list[Group], backend: Scheduler, excludes: 
     report.waiting, report.limit = len(wait), room[1]
     fitted, _ = plan(matrix, keep, backend, excludes) if keep else ([], [])
     return fitted, wait
+
+
+def _recorded_statuses(cdir: Path) -> dict[str, str]:
+    """run key -> its status as the campaign's manifest holds it ({} before the first submit)."""
+    if not (cdir / MANIFEST).exists():
+        return {}
+    m = Manifest(cdir)
+    try:
+        return {r.key: r.status for r in m.runs()}
+    finally:
+        m.close()
 
 
 def _recorded_repeats(cdir: Path) -> dict[str, int]:
@@ -357,11 +374,7 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
         backend.preflight(matrix)
     except UserError as err:
         out(f"dry run: submitting would stop here: {err}")
-    statuses: dict[str, str] = {}
-    if (cdir / MANIFEST).exists():
-        m = Manifest(cdir)
-        statuses = {r.key: r.status for r in m.runs()}
-        m.close()
+    statuses = _recorded_statuses(cdir)
     todo = to_submit(runs, statuses, retry_failed, force, report)
     excludes = blamed_nodes(todo, statuses)
     groups, skipped = plan(matrix, todo, backend, excludes)

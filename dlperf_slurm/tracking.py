@@ -73,7 +73,9 @@ def evidence(ctx: _Context, row: ManifestRun, info: JobInfo | None, asked: bool,
         ev.log_id = log_identity(log)  # before reading: a log that changes meanwhile is read again next time
         if ev.has_log:
             cell = ctx.cell(row.cell_id)
-            ev.log = outcome.read_log(cell, log, warmup_steps=ctx.warmup, measure_steps=ctx.measure,
+            warm = ctx.warmup if row.warmup_steps is None else row.warmup_steps  # the window it ran with
+            meas = ctx.measure if row.measure_steps is None else row.measure_steps
+            ev.log = outcome.read_log(cell, log, warmup_steps=warm, measure_steps=meas,
                                       options=ctx.options.get(cell.suite, {}))
             if ctx.target is not None:
                 accuracy.apply_target(ev.log.extra, ctx.target, ctx.epochs or None)

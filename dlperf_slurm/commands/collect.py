@@ -107,10 +107,24 @@ def gather(args) -> list[Collection]:
         names = [str(manifest.find_campaign(args.logs, None))]
     for name in names:
         cdir = manifest.find_campaign(args.logs, name)
-        if not args.no_refresh:
+        why = manifest.why_read_only(cdir)  # a colleague's campaign, a read-only mount, a full disk: read as it is
+        if why and str(cdir) not in _SAID:  # said once the collect is written (an error of its own comes alone)
+            _SAID[str(cdir)] = manifest.read_only_note(cdir, why)
+        elif not why and not args.no_refresh:
             tracking.refresh_statuses(cdir)
         collections.append(runs_from_campaign(cdir))
     return collections
+
+
+_SAID: dict[str, str] = {}  # campaign -> its read-only line, '' once printed (once, also under --watch)
+
+
+def say_read_only() -> None:
+    """Print the read-only lines not printed yet."""
+    for key, line in _SAID.items():
+        if line:
+            print(line, file=sys.stderr)
+            _SAID[key] = ""
 
 
 def summary_name(collections: list[Collection], name: str | None) -> str:
@@ -129,7 +143,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
     caches = parsecache.Caches(collections, side, read=not args.no_cache)
     result = collect(collections, jobs=args.jobs, name=name, cache=caches)
     for col in collections:
-        if col.source == "manifest":
+        if col.source == "manifest" and not manifest.why_read_only(Path(col.where)):
             keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
     if state is None or state.path != side:
         state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
@@ -150,6 +164,7 @@ def cmd_collect(args) -> int:
         from dlperf_slurm import explain
 
         print(explain.explain(gather(args), args.explain))
+        say_read_only()
         return 0
     if args.watch is not None:
         return watch(args, args.watch or WATCH_SECONDS)
@@ -157,6 +172,7 @@ def cmd_collect(args) -> int:
 
     t0 = time.perf_counter()
     result, wrote, kept, state = collect_once(args)
+    say_read_only()
     if not args.quiet:
         print(report.terminal(result, wide=args.wide))
         print()
@@ -284,6 +300,7 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
         while True:
             t0 = time.perf_counter()
             result, wrote, _kept, state = collect_once(args, state)
+            say_read_only()
             if store_result(args, result, say=False) and rounds is None:
                 args.no_store = True  # said once; the summaries keep coming
             line = progress(result, wrote, time.perf_counter() - t0)

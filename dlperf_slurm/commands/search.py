@@ -41,6 +41,11 @@ def cmd_search(args) -> int:
     except ValueError:
         raise UserError(f"--probe-steps {args.probe_steps!r}: expected WARMUP,MEASURE such as 2,3") from None
     backend = schedulers.choose(args.executor, pdir, jobs=args.jobs)
+    if args.executor == "auto" and backend.name == "local":  # nothing runs here by surprise (as submit)
+        from dlperf_slurm.guard import local_refusal
+
+        if why := local_refusal(m):
+            raise UserError(why)
 
     def probe(cells: list[Cell], measure: Measure) -> dict[str, str]:
         pm = dataclasses.replace(m, name=m.name + SUFFIX, cells=cells, dropped=[], measure=measure)

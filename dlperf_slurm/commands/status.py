@@ -1,21 +1,35 @@
-"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to)."""
+"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to).
+
+A campaign this user can only read (a colleague's, a read-only mount) or whose disk is full is shown as its
+manifest recorded it: the scheduler is not asked and nothing is written, which one line says."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor, schedulers
+    import sqlite3
+
+    from dlperf_slurm import monitor, schedulers, storage
+    from dlperf_slurm.folders import read_only_note
     from dlperf_slurm.manifest import Manifest, find_campaign
 
     cdir = find_campaign(args.logs, args.campaign)
-    m = Manifest(cdir)
+    m = Manifest(cdir)  # read-only where this user cannot write it or its disk is full
     try:
         used = monitor.used_schedulers(m)
         exs = schedulers.for_campaign(cdir, used)
-        if not args.no_refresh:
-            monitor.refresh(m, exs)
+        if m.read_only and not args.no_refresh:
+            print(read_only_note(cdir, m.read_only_why), file=sys.stderr)
+        elif not args.no_refresh:
+            try:
+                monitor.refresh(m, exs)
+            except sqlite3.OperationalError as err:  # the disk filled meanwhile: shown as recorded, said once
+                if storage.damaged(err) or not any(w in str(err).lower() for w in ("full", "disk i/o")):
+                    raise
+                print(read_only_note(cdir, f"its disk is full ({err})"), file=sys.stderr)
         notes = []
         for name in sorted(used):
             notes += exs[name].notes() if name in exs else [

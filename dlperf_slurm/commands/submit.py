@@ -1,5 +1,9 @@
 """``submit``: submit a campaign (only what is missing), to Slurm or locally; ``--wait`` until it ends.
 
+Before anything is written or started (:mod:`dlperf_slurm.guard`, :mod:`dlperf_slurm.campaignmatrix`): the campaign
+name holds this matrix (else one line, offering a new name or ``--new-revision``), the folder can be written,
+``--executor auto`` without sbatch runs here only what suits this machine, and a large submission has ``--yes``.
+
 The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/), imported
 inside the handler, so ``--help`` imports none of them, nor submitit."""
 
@@ -8,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from dlperf_slurm.commands.common import make_folder, note_dropped
 from dlperf_slurm.errors import UserError
@@ -16,22 +21,33 @@ from dlperf_slurm.errors import UserError
 def cmd_submit(args: argparse.Namespace) -> int:
     import re
 
+    from dlperf_slurm import guard, monitor, schedulers
     from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm import monitor, schedulers
     from dlperf_slurm.manifest import MANIFEST, Manifest
     from dlperf_slurm.model import FAILURES
     from dlperf_slurm.submit import plural, submit
 
-    m = matrix_mod.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
+    site: Any = False if args.no_site else args.site
+    m = matrix_mod.load(args.matrix, site=site, system=args.system)
     note_dropped(m, args.matrix)
     if args.campaign:
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
             raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
         m.name = args.campaign
+    if args.new_revision:
+        m.name = revision(Path(args.logs), m.name, m, site)
     cdir = (Path(args.logs) / m.name).resolve()
     if args.jobs < 1:
         raise UserError("--jobs must be at least 1")
+    if (cdir / MANIFEST).exists():
+        why = same_matrix(m, cdir, site, Path(args.logs))
+        if why:
+            raise UserError(why)
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
+    if args.executor == "auto" and backend.name == "local" and (why := guard.local_refusal(m)):
+        raise UserError(why)
+    if not args.dry_run and (why := guard.write_refusal(cdir)):
+        raise UserError(why)
     if args.executor == "auto" and backend.auto_note() and not args.dry_run:
         print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
     top = None
@@ -44,13 +60,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
                             f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
         top = TopUp(args.ci_target, args.max_repeats)
+    confirm = None
     if not args.dry_run:
         from dlperf_slurm.render import check_template_dir
 
         check_template_dir(args.templates)  # before the campaign folder is made
-        make_folder(cdir, m.provenance.umask)
+        bounds = guard.limits(site)
+
+        def confirm(todo) -> None:  # asks for --yes above the site's size; then the folder, nothing before
+            guard.confirm_size(m, todo, bounds, args.yes)
+            make_folder(cdir, m.provenance.umask)
+
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates, top_up=top)
+                    template_dir=args.templates, top_up=top, confirm=confirm)
     if args.dry_run:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
@@ -68,3 +90,59 @@ def cmd_submit(args: argparse.Namespace) -> int:
     finally:
         man.close()
     return 0 if not sum(v for k, v in final.items() if k in FAILURES) else 1
+
+
+def recorded(cdir: Path, site: Any) -> tuple[dict[str, Any] | None, str]:
+    """The identity a campaign's manifest recorded (:func:`dlperf_slurm.campaignmatrix.identity`; a campaign from
+    before that record: its copy of the matrix loaded again with ``site`` and the system it recorded; None when
+    that copy is gone or loads no more) and the text of its copy of the matrix."""
+    from dlperf_slurm import campaignmatrix
+    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.manifest import MATRIX_COPY, Manifest
+
+    man = Manifest(cdir)
+    try:
+        ident, system = man.meta(campaignmatrix.META), man.meta("system")
+    finally:
+        man.close()
+    try:
+        text = (cdir / MATRIX_COPY).read_text()
+    except OSError:
+        text = ""
+    if isinstance(ident, dict) or not text:
+        return (ident if isinstance(ident, dict) else None), text
+    try:
+        return campaignmatrix.identity(matrix_mod.load(cdir / MATRIX_COPY, site=site, system=system)), text
+    except (UserError, OSError, ValueError):
+        return None, text
+
+
+def same_matrix(m, cdir: Path, site: Any, logs: Path, offer: bool = True) -> str:
+    """'' when the campaign at ``cdir`` was submitted with this matrix, else the one line that refuses it."""
+    import re
+
+    from dlperf_slurm import campaignmatrix
+
+    old, text = recorded(cdir, site)
+    if not offer:
+        return campaignmatrix.refusal(m, cdir, old, text, "")
+    nxt = revision(logs, re.sub(r"\.r\d+$", "", cdir.name), m, site)
+    held = (logs / nxt / "manifest.sqlite").exists()
+    return campaignmatrix.refusal(m, cdir, old, text, "submit under a new name (--campaign NAME) or as a new "
+                                  f"revision of the campaign (--new-revision: {nxt}"
+                                  + (", which holds this matrix)" if held else ")"))
+
+
+def revision(logs: Path, name: str, m, site: Any) -> str:
+    """``--new-revision``: the name to submit under: ``name`` while no campaign has it; the latest revision
+    (``name``, ``name.r2``, ``name.r3``, ...) when it holds this matrix; else the next revision."""
+    from dlperf_slurm.manifest import MANIFEST
+
+    def called(n: int) -> str:
+        return name if n == 1 else f"{name}.r{n}"
+
+    taken = [n for n in range(1, 1000) if (logs / called(n) / MANIFEST).exists()]
+    if not taken:
+        return name
+    latest = (logs / called(taken[-1])).resolve()
+    return latest.name if not same_matrix(m, latest, site, logs, offer=False) else called(taken[-1] + 1)
