@@ -3,9 +3,10 @@
     python -m dlperf_slurm history [CELL-PATTERN] [--system NAME[:PARTITION]] [--since DATE]
 
 Per cell and system, each campaign's median with its 95 % interval, oldest first; each campaign judged against the
-one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cell`: the ratio's bootstrap interval
-over both campaigns' runs, the threshold for a regression), and what changed between them (driver, CUDA, NCCL,
-framework, container: the versions each campaign's System section or runs recorded).
+one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cell`: Welch's t on the log throughput
+of both campaigns' runs, the threshold for a regression; "cannot tell" where their repeats cannot), and what
+changed between them (driver, CUDA, NCCL, framework, container: the versions each campaign's System section or runs
+recorded).
 
 :func:`last_good` is ``compare --base last-good``: the latest campaign of NEW's matrix that ran before NEW, on NEW's
 system and partition, sharing cells with it, in which no cell regressed against its own predecessor.
@@ -205,8 +206,9 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
     regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)
     out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
-                         "(compare's rule: the 95 % interval of new/previous excludes 1; regressed when slower by "
-                         "more than the threshold, or no OK run any more)", 10_000 if wide else width)
+                         "(compare's rule: the 95 % interval of new/previous, by Welch's t on log throughput, "
+                         "excludes 1; regressed when slower by more than the threshold, or no OK run any more)",
+                         10_000 if wide else width)
     namesakes = {c.key: c for c in every if named[c.key] != c.campaign}
     if namesakes:
         out += textwrap.wrap("Campaigns of one name: " + "; ".join(

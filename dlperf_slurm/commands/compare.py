@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import refcompare, references
-from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, RESAMPLES, Gate, compare, junit, load_runs,
+from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, junit, load_runs,
                                   load_side, markdown, terminal)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
@@ -59,7 +59,7 @@ def cmd_compare(args) -> int:
     stem = f"compare.{base_name}.{new_name}"
     atomic_write(out / f"{stem}.md", text)
     atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
-                                                   "confidence": CONFIDENCE, "resamples": RESAMPLES,
+                                                   "confidence": CONFIDENCE, "test": TEST, "power": POWER,
                                                    "cells": [asdict(r) for r in rows]}, indent=1))
     print(f"written: {out / stem}.md, .json")
     if args.junit:
