@@ -269,3 +269,93 @@ def test_unrecognised_runs_are_called_out():
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
     assert "3 new runs UNRECOGNISED" in cmp.terminal("x", "y", rows, 0.05, wide=True)
     assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""
+
+
+# ======================================================================= error rates (issue #32): stated, measured
+
+
+def _ok(values):
+    return cmp.Side(tuple(values), (Status.OK,) * len(values))
+
+
+def _real_cells():
+    """Every cell of DLPerf's published per-repeat lists (14 benchmarks, 5-10 repeats of 5-6 shapes)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_dlperf_published import READMES, blocks
+
+    for path in READMES:
+        for repeats, _ in blocks(path.read_text()):
+            for shape, values in repeats.items():
+                yield path.stem, shape, [float(v) for v in values.values()]
+
+
+def _splits(k):
+    """The issue's splits of k repeats: every 2 against 2 and 2 against 3 others (each 2 v 2 pair once)."""
+    import itertools
+
+    for b in itertools.combinations(range(k), 2):
+        rest = [i for i in range(k) if i not in b]
+        for n in [*itertools.combinations(rest, 2), *itertools.combinations(rest, 3)]:
+            if len(n) == 2 and n < b:
+                continue
+            yield b, n
+
+
+def test_real_repeats_split_in_two_call_a_change_in_at_most_5_percent():
+    """Issue #32: one configuration's real repeats split into two "campaigns" (DLPerf's published per-repeat lists,
+    every split of 2 against 2 or 3 others): the bootstrap called 42 of TensorFlow ResNet-50's 150 "faster" or
+    "slower" (a third of 2 v 2 splits: with two a side its interval was the extremes) and 2,505 of all 10,235
+    (24.5 %). Now at most 5 % over all of them, and the issue's 150 at most 5 % too; no benchmark above 7 % (its
+    6 shapes' splits share their runs: 8 of 150 is within the 5 % a 150-split sample can show)."""
+    counts: dict[str, list[int]] = {}
+    for bench, _, v in _real_cells():
+        c = counts.setdefault(bench, [0, 0])
+        for b, n in _splits(len(v)):
+            r = cmp.compare_cell("c", _ok([v[i] for i in b]), _ok([v[i] for i in n]), 0.05)
+            c[0] += 1
+            c[1] += r.verdict in ("faster", "slower")
+            assert not r.regressed or r.verdict == "slower"
+    total, called = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+    assert total == 10_235 and called / total <= 0.05, (called, total)
+    tf = counts["TensorFlow_resnet50v1.5_README"]
+    assert tf[0] == 150 and tf[1] / tf[0] <= 0.05, tf
+    assert all(c[1] / c[0] <= 0.07 for c in counts.values()), counts
+
+
+def test_real_repeats_stretched_by_10_percent_regress_at_5_a_side():
+    """Power on real noise: each cell's 5 repeats against the same 5 with their times stretched by 10 %
+    (throughput / 1.1): every cell of CV <= 2 % is slower and REGRESSED."""
+    import statistics
+
+    low_cv = [v[:5] for _, _, v in _real_cells() if statistics.stdev(v[:5]) / statistics.fmean(v[:5]) <= 0.02]
+    assert len(low_cv) >= 70
+    for v in low_cv:
+        r = cmp.compare_cell("c", _ok(v), _ok([x / 1.1 for x in reversed(v)]), 0.05)
+        assert r.verdict == "slower" and r.regressed and r.detectable < 0.05, (v, r)
+
+
+@pytest.mark.parametrize("shape", ["lognormal", "normal"])
+def test_simulated_false_calls_at_most_5_percent_and_power_at_5_a_side(shape):
+    """Simulated with a fixed seed, n in {2, 3, 5, 7} repeats a side, CV 0.1 % to 20 %: identical conditions call
+    a change in at most 5 % of all comparisons, and in no (n, CV) beyond what 400 trials of a 5 % rate show
+    (+ 2.5 standard errors); the old bootstrap called a third at n = 2. A 10 % slowdown at CV <= 2 % with 5 a
+    side is REGRESSED in >= 95 % of trials."""
+    rng = random.Random(32)
+
+    def draw(n, cv, scale=1.0):
+        if shape == "lognormal":
+            return [1000 * scale * rng.lognormvariate(0, cv) for _ in range(n)]
+        return [1000 * scale * max(1e-3, rng.gauss(1, cv)) for _ in range(n)]
+
+    trials, calls, total = 400, 0, 0
+    for n in (2, 3, 5, 7):
+        for cv in (0.001, 0.01, 0.05, 0.20):
+            k = sum(cmp.compare_cell("c", _ok(draw(n, cv)), _ok(draw(n, cv)), 0.05).verdict in ("faster", "slower")
+                    for _ in range(trials))
+            assert k / trials <= 0.05 + 2.5 * (0.05 * 0.95 / trials) ** 0.5, (n, cv, k)
+            calls, total = calls + k, total + trials
+    assert calls / total <= 0.05, calls / total
+    for cv in (0.01, 0.02):
+        caught = sum(cmp.compare_cell("c", _ok(draw(5, cv)), _ok(draw(5, cv, 1 / 1.1)), 0.05).regressed
+                     for _ in range(trials))
+        assert caught / trials >= 0.95, (cv, caught)
