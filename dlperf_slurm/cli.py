@@ -125,6 +125,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
+    p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "
+                   "(e.g. OOM,TIMEOUT; any: every failure status); without it, exit 1 only when every run failed")
     p.set_defaults(func=_lazy("status"))
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
@@ -187,6 +189,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
     _store_args(p)
     p.add_argument("--no-store", action="store_true", help="do not add the cells to the results store")
+    p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "
+                   "(e.g. OOM,TIMEOUT; any: every failure status); without it, exit 1 only when every run failed")
     p.set_defaults(func=_lazy("collect"))
 
 

@@ -1,4 +1,5 @@
-"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to)."""
+"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to);
+exits 1 when every run failed or, with ``--fail-on``, a run has one of its statuses."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import argparse
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor, schedulers
+    """Exits 1 when every run of the campaign failed, or with ``--fail-on`` a run has one of its statuses
+    (:mod:`dlperf_slurm.runsgate`)."""
+    from dlperf_slurm import monitor, runsgate, schedulers
     from dlperf_slurm.manifest import Manifest, find_campaign
 
+    fail_on = runsgate.parse_fail_on(getattr(args, "fail_on", None))
     cdir = find_campaign(args.logs, args.campaign)
     m = Manifest(cdir)
     try:
@@ -21,6 +25,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
         print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
+        statuses = [r.status for r in m.runs()]
     finally:
         m.close()
-    return 0
+    return runsgate.exit_status("status", statuses, fail_on)
