@@ -17,6 +17,7 @@ Nothing is rounded here: round only when presenting (:func:`fmt`).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -289,8 +290,18 @@ def ratio_test(base: Sequence[float], new: Sequence[float], confidence: float = 
                      detectable=-math.expm1(-catch), between=wide)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _mean_log(values: tuple[float, ...]) -> float:
+    """The mean log of a campaign's values, once per campaign (``history`` asks for each campaign's at every later
+    step of its series)."""
+    return math.fsum(math.log(v) for v in _clean(values)) / len(values)
+
+
 def log_mean_sd(samples: Iterable[Sequence[float]]) -> tuple[float, int] | None:
-    """``(sd, k)``: the standard deviation of the samples' mean logs (each a campaign's OK values), over the ``k``
-    samples with a value; None below 3 (too few to say how much a campaign moves)."""
-    means = [statistics.fmean(math.log(v) for v in _clean(s)) for s in samples if s]
-    return (statistics.stdev(means), len(means)) if len(means) >= 3 else None
+    """``(sd, k)``: the standard deviation of the samples' mean logs (each a campaign's OK values, all positive),
+    over the ``k`` samples with a value; None below 3 (too few to say how much a campaign moves)."""
+    means = [_mean_log(tuple(s)) for s in samples if s]
+    if len(means) < 3:
+        return None
+    m = math.fsum(means) / len(means)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in means) / (len(means) - 1)), len(means)
