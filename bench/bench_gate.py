@@ -3,7 +3,7 @@ rule before issue #32 (the percentile bootstrap of the median ratio, 2000 resamp
 was in dlperf_slurm/compare.py) and the rule now (:func:`dlperf_slurm.compare.compare_cell`: Welch's t on log
 throughput, "cannot tell" where the repeats cannot), side by side. Prints tables; asserts nothing.
 
-    python bench/bench_gate.py [--trials 2000] [--seed 0] [--threshold 0.05] [--quick]
+    python bench/bench_gate.py [--trials 2000] [--seed 0] [--threshold 0.05] [--quick] [--summaries S.json ...]
 
 1. Real repeats, split: every cell of DLPerf's published per-repeat lists (tests/fixtures/real/references/dlperf/,
    the READMEs tests/test_dlperf_published.py reads: 14 benchmarks, 5 to 10 repeats of 5-6 shapes), each split
@@ -18,6 +18,9 @@ throughput, "cannot tell" where the repeats cannot), side by side. Prints tables
    stragglers: normal, and 1 run in 10 slower by 4 sigma; each at the CV given), identical conditions (false calls) and the new side 10 %
    slower (power). The old rule's bootstrap is vectorised with numpy here (same resampling, same percentiles;
    its random stream differs from the old code's ``random.Random(0)``, its rates do not).
+4. With ``--summaries``: your own campaigns of one configuration (collect's JSON summaries, nothing changed
+   between them): each campaign's repeats split as in 1, and every pair of campaigns compared, with all their
+   repeats and with their first 2: within a campaign the runs share nodes and hours, across campaigns they do not.
 """
 
 from __future__ import annotations
@@ -240,17 +243,69 @@ def print_simulation(sim, trials):
     print()
 
 
+def own_cells(paths):
+    """{cell id: [(campaign, OK throughputs)]} of collect summaries."""
+    import json
+
+    out: dict = {}
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        values: dict = {}
+        for r in doc["runs"]:
+            if r["status"] == "OK" and isinstance(r.get("throughput"), (int, float)):
+                values.setdefault(r["cell_id"], []).append(float(r["throughput"]))
+        for cid, v in values.items():
+            out.setdefault(cid, []).append((doc.get("name") or Path(path).stem, v))
+    return out
+
+
+def print_own(paths, threshold):
+    print("## 4. Your own campaigns (false calls: nothing changed between them)\n")
+    cells = own_cells(paths)
+    for cid, camps in cells.items():
+        print(f"{cid}: " + "; ".join(f"{name} {len(v)} runs, median {statistics.median(v):.2f}, CV "
+                                     f"{100 * statistics.stdev(v) / statistics.fmean(v):.2f} %" if len(v) > 1 else
+                                     f"{name} {len(v)} run" for name, v in camps))
+        split = [(cid, name, v) for name, v in camps]
+        for name, rule in RULES:
+            c = real_rates(split, rule, threshold, sizes=((2, 2), (2, 3), (3, 3)))
+            n, k = sum(x[0] for x in c.values()), sum(x[1] for x in c.values())
+            print(f"  within each campaign, {name}: {k} of {n} splits (2v2, 2v3, 3v3) called a change ({_pct(k, n)})")
+        pairs = [(a, b) for i, a in enumerate(camps) for b in camps[i + 1:] if len(a[1]) >= 2 and len(b[1]) >= 2]
+        for name, rule in RULES:
+            rng = np.random.default_rng(0)
+            whole = [rule(a[1], b[1], threshold, rng)[0] for a, b in pairs]
+            two = [rule(a[1][:2], b[1][:2], threshold, rng)[0] for a, b in pairs]
+            print(f"  campaign against campaign, {name}: all runs {sum(v in CALLS for v in whole)} of {len(pairs)} "
+                  f"pairs called a change ({', '.join(whole)}); first 2 runs a side {sum(v in CALLS for v in two)} "
+                  f"of {len(pairs)}")
+        means = [statistics.fmean(math.log(x) for x in v) for _, v in camps if v]
+        if len(means) >= 2:
+            within = statistics.fmean(statistics.stdev([math.log(x) for x in v]) for _, v in camps if len(v) > 1)
+            print(f"  campaign-to-campaign SD of mean log throughput {100 * statistics.stdev(means):.2f} % over "
+                  f"{len(means)} campaigns; the runs' own SD {100 * within:.2f} % (a campaign mean's, /sqrt(n): "
+                  f"{100 * within / math.sqrt(statistics.fmean(len(v) for _, v in camps)):.2f} %)")
+    print()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threshold", type=float, default=0.05)
     ap.add_argument("--quick", action="store_true", help="200 trials, real splits of 2v2 and 2v3 only")
+    ap.add_argument("--summaries", nargs="+", metavar="JSON", help="your own campaigns of one configuration "
+                    "(collect's summaries/<name>.json): section 4")
+    ap.add_argument("--only-summaries", action="store_true", help="section 4 alone")
     args = ap.parse_args(argv)
     global SIZES
     if args.quick:
         args.trials, SIZES = 200, ((2, 2), (2, 3))
     t0 = time.perf_counter()
+    if args.summaries:
+        print_own(args.summaries, args.threshold)
+        if args.only_summaries:
+            return 0
     cells = list(real_cells())
     print(f"# compare's rule before and after issue #32 (threshold {args.threshold:.0%}; {len(cells)} real cells)\n")
     print_real(cells, args.threshold)

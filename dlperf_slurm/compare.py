@@ -104,7 +104,8 @@ CANNOT_TELL = "cannot tell"
 
 
 def _pct(v: float) -> str:
-    """A fraction as a percentage, 2 significant digits below 10 % (0.4 %, 3.1 %), whole ones above (12 %)."""
+    """A fraction as a percentage: one decimal from 0.1 % to 10 % (0.4 %, 3.1 %), one significant digit below
+    (0.04 %), whole ones above (12 %)."""
     p = 100 * v
     return f"{p:.0f} %" if p >= 9.95 else f"{p:.1g} %" if p < 0.095 else f"{p:.1f} %"
 
