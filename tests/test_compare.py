@@ -359,3 +359,17 @@ def test_simulated_false_calls_at_most_5_percent_and_power_at_5_a_side(shape):
         caught = sum(cmp.compare_cell("c", _ok(draw(5, cv)), _ok(draw(5, cv, 1 / 1.1)), 0.05).regressed
                      for _ in range(trials))
         assert caught / trials >= 0.95, (cv, caught)
+
+
+def test_cannot_tell_is_a_skipped_testcase_and_passes_the_gate():
+    """A CI job can pick "cannot tell" up from the JUnit file (skipped, with its n and CV), while the gate passes."""
+    import xml.etree.ElementTree as ET
+
+    rows = cmp.compare({"a": side([1000.0, 1090.0]), "b": side(noisy(1000))},
+                       {"a": side([830.0, 905.0]), "b": side(noisy(1000, seed=2))})
+    assert [r.verdict for r in rows] == ["cannot tell", "no change"] and not cmp.Gate.of(rows).failed
+    suite = ET.fromstring(cmp.junit("x", "y", rows, 0.05).split("\n", 1)[1]).find("testsuite")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0", "0")
+    (skipped,) = suite.iter("skipped")
+    assert skipped.get("message").startswith("cannot tell: n=2, CV ") and "would catch ≥ " in skipped.get("message")
+    assert "**Cannot tell: 1 cell** (a)" in cmp.markdown("x", "y", rows, 0.05)
