@@ -132,6 +132,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
+    p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "
+                   "(e.g. OOM,TIMEOUT; any: every failure status); without it, exit 1 only when every run failed")
     p.set_defaults(func=_lazy("status"))
 
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
@@ -194,13 +196,15 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    "progress line, until no run is pending or running (Ctrl-C stops it)")
     _store_args(p)
     p.add_argument("--no-store", action="store_true", help="do not add the cells to the results store")
+    p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "
+                   "(e.g. OOM,TIMEOUT; any: every failure status); without it, exit 1 only when every run failed")
     p.set_defaults(func=_lazy("collect"))
 
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two campaigns cell by cell (ratio of medians with a confidence "
-                       "interval, noise-aware verdict); exits 1 when a cell regressed, NEW lacks a cell BASE had, "
-                       "or they share no cell")
+    p = sub.add_parser("compare", help="compare two campaigns cell by cell (new/base with a 95 % interval by "
+                       "Welch's t on log throughput; faster, slower, no change, or cannot tell); exits 1 when a cell "
+                       "regressed, NEW lacks a cell BASE had, or they share no cell")
     p.add_argument("base", metavar="BASE", help="the reference: a campaign name (under --logs) or folder, "
                    "summaries/<name>.json, last-good (from the results store: the latest campaign of NEW's matrix "
                    "on NEW's system and partition that ran before it, shares a cell with it and in which no cell "

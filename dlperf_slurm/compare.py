@@ -1,5 +1,5 @@
-"""Compare two campaigns cell by cell: the ratio of median throughputs with a bootstrap confidence interval over
-the repeats, and a noise-aware verdict, so a site can gate an upgrade (driver, NCCL, Slurm, container) on it.
+"""Compare two campaigns cell by cell: the ratio of their throughputs with a confidence interval of a known error
+rate over the repeats, and a noise-aware verdict, so a site can gate an upgrade (driver, NCCL, Slurm, container) on it.
 
     python -m dlperf_slurm compare BASE NEW [--threshold 0.05] [--out summaries]
     python -m dlperf_slurm compare ref:dlperf-v100 NEW      # against a published reference set (refcompare.py)
@@ -9,37 +9,48 @@ BASE and NEW are campaigns (a name under ``--logs``, or a folder) or summaries w
 launcher, variant), whatever their campaign; a summary of several campaigns that share a cell id is refused
 (their runs would pool into one side).
 
-A cell's verdict:
+A cell's verdict (one rule, :func:`compare_cell`, which ``history`` uses too), from Welch's t test on the logs of
+the OK runs' throughputs: new/base is the ratio of the two sides' geometric means, with its 95 % interval
+(docs/method.md, "Comparing two campaigns", gives the test, its assumptions and its measured error rates):
 
-- ``faster`` / ``slower``: the 95 % interval of new/base excludes 1 (a difference beyond the runs' own
-  spread); ``no change`` when it includes 1;
-- ``too few runs``: fewer than 2 OK runs on a side (no interval can be told from one value);
+- ``faster`` / ``slower``: the interval excludes 1 (on identical conditions at most 5 % of comparisons say either,
+  at every repeat count from 2 up);
+- ``no change``: the interval includes 1 and lies within 1 ± threshold (no change of the threshold's size);
+- ``cannot tell: n=2, CV 9 %``: the interval includes 1 but reaches past 1 ± threshold (too few repeats, or too
+  noisy, to tell a change of the threshold's size from none), or a side has fewer than 2 OK runs;
 - ``now <STATUS>``: OK before, no OK run now (OOM, TIMEOUT, ...); ``fixed``: the reverse;
 - ``only in base`` / ``only in new``.
+
+Each compared cell also says the smallest slowdown its repeats would have caught (in 80 % of trials, at the same
+95 %: "would catch >= 3.1 %"), and which noise set its interval: the runs' own spread, or, where the results store
+holds 3 or more earlier campaigns of the cell on the same system and partition with the same recorded versions as
+BASE, the cell's campaign-to-campaign variation when that is wider (:func:`dlperf_slurm.history.between_noise`).
 
 A cell **regressed** when it is ``slower`` by more than the threshold (new/base below 1 - threshold) or
 ``now`` fails. ``compare`` exits 1 when any cell regressed, when NEW lacks a cell BASE had (it no longer runs),
 or when BASE and NEW share no cell (nothing was compared); 0 otherwise, so it can gate a CI job
-(:class:`Gate`). ``--junit FILE`` writes the same judgement as JUnit XML, one testcase per cell
-(:func:`junit`), for the CI system's test report.
+(:class:`Gate`): a cell that ``cannot tell`` does not fail it (it is said, and is a skipped testcase in JUnit).
+``--junit FILE`` writes the same judgement as JUnit XML, one testcase per cell (:func:`junit`), for the CI
+system's test report.
 """
 
 from __future__ import annotations
 
 import json
-import random
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from dlperf_slurm import stats
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model import Status
 from dlperf_slurm.outcome import status_without_figure
 
-RESAMPLES = 2000
-CONFIDENCE = 0.95
-SEED = 0  # the interval is reproducible: the same inputs give the same report
+CONFIDENCE = stats.CONFIDENCE  # of the interval: at most 1 - CONFIDENCE of identical comparisons call a change
+POWER = stats.POWER  # of the smallest detectable change each compared cell states
+TEST = "Welch's t on log throughput"
 DEFAULT_THRESHOLD = 0.05  # campaign against campaign; against a reference set only an explicit --threshold gates
 
 
@@ -75,6 +86,12 @@ class CellComparison:
     regressed: bool
     unit: str
     unrecognised: str = ""  # runs of either side whose log their suite does not read (UNRECOGNISED), called out
+    reason: str = ""  # why it cannot tell: "n=2, CV 9 %"
+    detectable: float | None = None  # the smallest slowdown the test would have caught (POWER), a fraction
+    cv: float | None = None  # the runs' own spread: the larger CV of the two sides
+    between: float | None = None  # the cell's campaign-to-campaign variation (SD of log means), when known
+    between_k: int = 0  # over how many earlier campaigns
+    noise: str = ""  # which set the interval: "runs" (their own spread) or "campaigns" (campaign to campaign)
 
     @property
     def beyond_noise(self) -> bool:
@@ -83,17 +100,37 @@ class CellComparison:
         return self.verdict in ("faster", "slower") or self.verdict.startswith(("now ", "fixed"))
 
 
-def ratio_interval(base: Sequence[float], new: Sequence[float], *, resamples: int = RESAMPLES,
-                   confidence: float = CONFIDENCE, seed: int = SEED) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(new) / median(base), each side resampled with replacement."""
-    rng = random.Random(seed)
-    ratios = sorted(statistics.median(rng.choices(new, k=len(new))) / statistics.median(rng.choices(base, k=len(base)))
-                    for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    return ratios[int(tail * (resamples - 1))], ratios[int(round((1 - tail) * (resamples - 1)))]
+CANNOT_TELL = "cannot tell"
 
 
-def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: float) -> CellComparison:
+def _pct(v: float) -> str:
+    """A fraction as a percentage: one decimal from 0.1 % to 10 % (0.4 %, 3.1 %), one significant digit below
+    (0.04 %), whole ones above (12 %)."""
+    p = 100 * v
+    return f"{p:.0f} %" if p >= 9.95 else f"{p:.1g} %" if p < 0.095 else f"{p:.1f} %"
+
+
+def _cv(xs: Sequence[float]) -> float:
+    """stdev / mean in floats (:func:`stats.cv` is exact, and slow where the gate is measured over 10,000 splits)."""
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)) / m
+
+
+def _n(base_n: int, new_n: int) -> str:
+    return f"n={base_n}" if base_n == new_n else f"n={base_n}/{new_n}"
+
+
+def noise_text(r: CellComparison) -> str:
+    """Which noise set the interval, and how much: ``CV 0.4 %`` (the runs' own) or ``campaigns 1.2 % (k=4)``."""
+    if r.noise == "campaigns" and r.between is not None:
+        return f"campaigns {_pct(math.expm1(r.between))} (k={r.between_k})"
+    return f"CV {_pct(r.cv)}" if r.cv is not None else "—"
+
+
+def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: float,
+                 between: tuple[float, int] | None = None) -> CellComparison:
+    """One cell's verdict (the module's rule). ``between``: ``(sd, k)``, the cell's campaign-to-campaign variation
+    over ``k`` earlier campaigns (:func:`stats.log_mean_sd`), used where it is wider than the runs' own spread."""
     side = new or base
     if side is None:
         raise ValueError(f"compare_cell({cell_id!r}): the cell is on neither side")
@@ -114,24 +151,41 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
     if not base.values:
         out.verdict = f"no OK run on either side ({base.status} / {new.status})"
         return out
-    out.ratio = statistics.median(new.values) / statistics.median(base.values)  # both sides have OK runs here
-    if len(base.values) < 2 or len(new.values) < 2:
-        out.verdict = "too few runs"
+    if between is not None and between[1] >= 3:
+        out.between, out.between_k = between
+    if min(base.values + new.values) <= 0:  # no log: a figure of 0 is no throughput
+        out.ratio = statistics.median(new.values) / statistics.median(base.values) if base.median else None
+        out.verdict, out.reason = CANNOT_TELL, "a figure of 0 or less"
         return out
-    out.low, out.high = ratio_interval(base.values, new.values)
-    if out.low > 1:
+    out.ratio = math.exp(statistics.fmean(map(math.log, new.values)) - statistics.fmean(map(math.log, base.values)))
+    cvs = [_cv(side.values) for side in (base, new) if len(side.values) >= 2]
+    out.cv = max(cvs) if cvs else None
+    if len(base.values) < 2 or len(new.values) < 2:
+        out.verdict, out.reason = CANNOT_TELL, _n(out.base_n, out.new_n)
+        return out
+    test = stats.ratio_test(base.values, new.values, between=between)
+    out.ratio, out.low, out.high, out.detectable = test.ratio, test.low, test.high, test.detectable
+    out.noise = "campaigns" if test.between else "runs"
+    if test.low > 1:
         out.verdict = "faster"
-    elif out.high < 1:
+    elif test.high < 1:
         out.verdict = "slower"
-        out.regressed = out.ratio < 1 - threshold
-    else:
+        out.regressed = test.ratio < 1 - threshold
+    elif 1 - threshold <= test.low and test.high <= 1 + threshold:
         out.verdict = "no change"
+    else:
+        out.verdict, out.reason = CANNOT_TELL, f"{_n(out.base_n, out.new_n)}, {noise_text(out)}"
     return out
 
 
-def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05) -> list[CellComparison]:
+def compare(base: Mapping[str, Side], new: Mapping[str, Side], threshold: float = 0.05,
+            between: Mapping[str, tuple[float, int]] | None = None) -> list[CellComparison]:
+    """Every cell of either side (:func:`compare_cell`); ``between``: per cell id, its campaign-to-campaign
+    variation, where the results store knows it."""
     ids = list(base) + [c for c in new if c not in base]
-    return [call_out(compare_cell(c, base.get(c), new.get(c), threshold), base.get(c), new.get(c)) for c in ids]
+    between = between or {}
+    return [call_out(compare_cell(c, base.get(c), new.get(c), threshold, between.get(c)), base.get(c), new.get(c))
+            for c in ids]
 
 
 def call_out(row: CellComparison, base: Side | None, new: Side | None) -> CellComparison:
@@ -145,9 +199,10 @@ def call_out(row: CellComparison, base: Side | None, new: Side | None) -> CellCo
 
 
 def verdict_text(r: CellComparison) -> str:
-    """The verdict as the tables show it: with the UNRECOGNISED runs of its sides, when there are some."""
-    return r.verdict + (f" ({r.unrecognised} runs UNRECOGNISED: their logs not read, in no median)"
-                        if r.unrecognised else "")
+    """The verdict as the tables show it: with why it cannot tell, and the UNRECOGNISED runs of its sides, when
+    there are some."""
+    return r.verdict + (f": {r.reason}" if r.reason else "") + (
+        f" ({r.unrecognised} runs UNRECOGNISED: their logs not read, in no median)" if r.unrecognised else "")
 
 
 ONLY_IN_BASE, ONLY_IN_NEW = "only in base", "only in new"
@@ -161,12 +216,14 @@ class Gate:
     regressed: tuple[str, ...]  # cell ids
     missing: tuple[str, ...]  # in BASE, not in NEW: they no longer run
     shared: int  # cells in both
+    cannot_tell: tuple[str, ...] = ()  # their repeats cannot tell: said, and skipped in JUnit; they do not fail it
 
     @classmethod
     def of(cls, rows: Sequence[CellComparison]) -> Gate:
         return cls(regressed=tuple(r.cell_id for r in rows if r.regressed),
                    missing=tuple(r.cell_id for r in rows if r.verdict == ONLY_IN_BASE),
-                   shared=sum(r.verdict not in (ONLY_IN_BASE, ONLY_IN_NEW) for r in rows))
+                   shared=sum(r.verdict not in (ONLY_IN_BASE, ONLY_IN_NEW) for r in rows),
+                   cannot_tell=tuple(r.cell_id for r in rows if r.verdict == CANNOT_TELL))
 
     @property
     def failed(self) -> bool:
@@ -259,23 +316,41 @@ def _f(v: float | None, digits: int = 2) -> str:
     return "—" if v is None else f"{v:,.{digits}f}"
 
 
+def _catch(r: CellComparison) -> str:
+    return f"≥ {_pct(r.detectable)}" if r.detectable is not None else "—"
+
+
+def method_line(threshold: float) -> str:
+    """How the table was judged, in one line (the markdown's and the terminal's)."""
+    c = int(CONFIDENCE * 100)
+    return (f"new/base of the geometric mean throughput, {c} % interval by {TEST} over the repeats (noise: the runs' "
+            "CV, or the cell's campaign-to-campaign variation where the store holds it and it is wider); faster/"
+            f"slower: the interval excludes 1; no change: it lies within 1 ± {threshold:.0%}; cannot tell: neither "
+            f"(does not fail the gate); would catch: the smallest slowdown found in {int(POWER * 100)} % of trials; "
+            f"regressed: slower by more than {threshold:.0%}, or no OK run any more.")
+
+
 def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float) -> str:
-    lines = [f"# {new_name} against {base_name}", "",
-             f"new/base of median throughput, {int(CONFIDENCE * 100)} % bootstrap interval over the repeats "
-             f"({RESAMPLES} resamples); regressed: slower by more than {threshold:.0%}, or no OK run any more.", "",
-             "| cell | base median | new median | new/base | interval | runs (base/new) | verdict |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"# {new_name} against {base_name}", "", method_line(threshold), "",
+             "| cell | base median | new median | new/base | interval | noise | would catch | runs (base/new) "
+             "| verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         interval = f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—"
         verdict = f"**{verdict_text(r)}, regressed**" if r.regressed else verdict_text(r)
         lines.append(f"| {r.cell_id} | {_f(r.base_median)} | {_f(r.new_median)} | {_f(r.ratio, 3)} | {interval} | "
-                     f"{r.base_n}/{r.new_n} | {verdict} |")
+                     f"{noise_text(r)} | {_catch(r)} | {r.base_n}/{r.new_n} | {verdict} |")
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
     gate = Gate.of(rows)
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
               + f". Regressed: {len(gate.regressed)} of {len(rows)} cells."]
+    if gate.cannot_tell:
+        lines += ["", (f"**Cannot tell: {len(gate.cannot_tell)} cell{'s' * (len(gate.cannot_tell) > 1)}** "
+                       f"({_some(gate.cannot_tell)}): their repeats are too few or too noisy to tell a change of "
+                       f"{threshold:.0%} from none; they do not fail the gate (more repeats, or quieter nodes, "
+                       "tell).")]
     if gate.failed:
         lines += ["", "**Fails:** " + "; ".join(gate.reasons()) + "."]
     unread = [r for r in rows if r.unrecognised]
@@ -297,11 +372,13 @@ def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
 
     md = markdown(base_name, new_name, rows, threshold).splitlines()
     table = [[_f(r.base_median), _f(r.new_median), _f(r.ratio, 3),
-              f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", f"{r.base_n}/{r.new_n}",
+              f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", noise_text(r), _catch(r),
+              f"{r.base_n}/{r.new_n}",
               f"{verdict_text(r)}, REGRESSED" if r.regressed else verdict_text(r)] for r in rows]
-    text, dropped = fit_table(["cell", "base median", "new median", "new/base", "interval", "runs (base/new)",
-                               "verdict"], [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
-                              drop=("runs", "base median", "new median", "interval"))
+    heads = ["cell", "base median", "new median", "new/base", "interval", "noise", "would catch", "runs (base/new)",
+             "verdict"]
+    text, dropped = fit_table(heads, [[r.cell_id, *t] for r, t in zip(rows, table, strict=True)], wide=wide,
+                              drop=("runs", "base median", "new median", "noise", "interval"))
     def wrap(line: str) -> list[str]:
         line = line.replace("**", "")
         return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, break_long_words=False,
@@ -317,13 +394,16 @@ def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
 
 
 def _interval_text(r: CellComparison) -> str:
-    return f"{int(CONFIDENCE * 100)} % interval {_f(r.low, 3)}-{_f(r.high, 3)}" if r.low is not None else "no interval"
+    if r.low is None:
+        return "no interval"
+    return (f"{int(CONFIDENCE * 100)} % interval {_f(r.low, 3)}-{_f(r.high, 3)}, noise {noise_text(r)}, "
+            f"would catch {_catch(r)}")
 
 
 def testcase_outcome(r: CellComparison, threshold: float) -> tuple[str, str]:
     """A cell as a JUnit testcase: ``(kind, message)``, kind one of ``passed``, ``failure`` (a regression: slower
     beyond the threshold, with its ratio and interval), ``error`` (the cell no longer runs: no OK run any more, or
-    absent from NEW) and ``skipped`` (nothing to judge: new, too few runs, no OK run on either side)."""
+    absent from NEW) and ``skipped`` (nothing to judge: new, cannot tell, no OK run on either side)."""
     if r.verdict == ONLY_IN_BASE:
         return "error", f"no longer running: in BASE (median {_f(r.base_median)} {r.unit}), absent from NEW"
     if r.regressed and r.verdict.startswith("now "):
@@ -333,7 +413,10 @@ def testcase_outcome(r: CellComparison, threshold: float) -> tuple[str, str]:
         return "failure", (f"{r.verdict}: new/base {_f(r.ratio, 3)} ({_interval_text(r)}), below "
                            f"{1 - threshold:.3f} (threshold {threshold:.0%}); median {_f(r.base_median)} -> "
                            f"{_f(r.new_median)} {r.unit}")
-    if r.verdict == ONLY_IN_NEW or r.verdict == "too few runs" or r.verdict.startswith("no OK run"):
+    if r.verdict == CANNOT_TELL:
+        return "skipped", verdict_text(r) + (f"; new/base {_f(r.ratio, 3)}" if r.ratio is not None else "") + (
+            f" ({_interval_text(r)})" if r.low is not None else "")
+    if r.verdict == ONLY_IN_NEW or r.verdict.startswith("no OK run"):
         return "skipped", r.verdict + (f": new/base {_f(r.ratio, 3)}" if r.ratio is not None else "")
     ratio = f": new/base {_f(r.ratio, 3)} ({_interval_text(r)})" if r.ratio is not None else ""
     return "passed", r.verdict + ratio
@@ -369,7 +452,7 @@ def junit(base_name: str, new_name: str, rows: Sequence[CellComparison], thresho
                        time="0")
     props = ET.SubElement(suite, "properties")
     for k, v in (("base", base_name), ("new", new_name), ("threshold", f"{threshold:g}"),
-                 ("confidence", f"{CONFIDENCE:g}"), ("resamples", str(RESAMPLES))):
+                 ("confidence", f"{CONFIDENCE:g}"), ("test", TEST), ("power", f"{POWER:g}")):
         ET.SubElement(props, "property", name=k, value=v)
     suite.extend(case for _, case in cases)
     root = ET.Element("testsuites", tests=suite.get("tests", "0"), failures=suite.get("failures", "0"),

@@ -3,9 +3,10 @@
     python -m dlperf_slurm history [CELL-PATTERN] [--system NAME[:PARTITION]] [--since DATE]
 
 Per cell and system, each campaign's median with its 95 % interval, oldest first; each campaign judged against the
-one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cell`: the ratio's bootstrap interval
-over both campaigns' runs, the threshold for a regression), and what changed between them (driver, CUDA, NCCL,
-framework, container: the versions each campaign's System section or runs recorded).
+one before it by ``compare``'s own rule (:func:`dlperf_slurm.compare.compare_cell`: Welch's t on the log throughput
+of both campaigns' runs, the threshold for a regression; "cannot tell" where their repeats cannot), and what
+changed between them (driver, CUDA, NCCL, framework, container: the versions each campaign's System section or runs
+recorded).
 
 :func:`last_good` is ``compare --base last-good``: the latest campaign of NEW's matrix that ran before NEW, on NEW's
 system and partition, sharing cells with it, in which no cell regressed against its own predecessor.
@@ -17,10 +18,12 @@ they ran; two of one name read ``smoke#1``, ``smoke#2`` (by when they ran), thei
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from dlperf_slurm import compare
+from dlperf_slurm import compare, stats
 from dlperf_slurm.campaignid import CampaignId
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.store import StoredCell
@@ -62,17 +65,88 @@ def series(cells: Iterable[StoredCell]) -> dict[tuple[str, str], list[StoredCell
     return out
 
 
+MIN_CAMPAIGNS = 3  # earlier campaigns with nothing changed before their variation counts
+
+
+def between_noise(earlier: Iterable[StoredCell], base: StoredCell) -> tuple[float, int] | None:
+    """A cell's campaign-to-campaign variation as BASE's comparison uses it: ``(sd, k)``, the standard deviation of
+    the mean log throughput of the ``k`` campaigns of ``earlier`` (the cell's, on BASE's system and partition, that
+    ran before NEW; BASE among them) whose recorded versions are BASE's (nothing changed between them) and that had
+    an OK run; None below :data:`MIN_CAMPAIGNS` (:func:`stats.log_mean_sd`)."""
+    return stats.log_mean_sd(c.ok_values for c in earlier
+                             if c.cell_id == base.cell_id and c.system_label == base.system_label
+                             and c.versions == base.versions and c.ok_values and c.when <= base.when)
+
+
 def judge(cells: Sequence[StoredCell], threshold: float = compare.DEFAULT_THRESHOLD) -> list[Step]:
-    """One cell's campaigns, each against the one before it."""
+    """One cell's campaigns (one system and partition, oldest first), each against the one before it, with the
+    campaign-to-campaign variation of the campaigns up to that one that share its versions (:func:`between_noise`)
+    where there are enough of them."""
     steps = []
     for i, c in enumerate(cells):
         if i == 0:
             steps.append(Step(c, None, {}))
             continue
         prev = cells[i - 1]
-        steps.append(Step(c, compare.compare_cell(c.cell_id, side(prev), side(c), threshold),
+        steps.append(Step(c, compare.compare_cell(c.cell_id, side(prev), side(c), threshold,
+                                                  between_noise(cells[:i], prev)),
                           changed(prev.versions, c.versions)))
     return steps
+
+
+def between_of(cells: Sequence[StoredCell], base_key: str, new_key: str | None = None
+               ) -> dict[str, tuple[float, int]]:
+    """Per cell id of BASE (its identity ``base_key`` in ``cells``), its campaign-to-campaign variation
+    (:func:`between_noise`) over the campaigns of ``cells`` but NEW's (``new_key``); cells without one left out."""
+    others = [c for c in cells if c.key != new_key]
+    out = {}
+    for b in (c for c in cells if c.key == base_key):
+        found = between_noise(others, b)
+        if found is not None:
+            out[b.cell_id] = found
+    return out
+
+
+def between_from_store(url: str, base_name: str, base_id: CampaignId | None, new_key: str | None
+                       ) -> dict[str, tuple[float, int]]:
+    """``compare BASE NEW``: BASE's cells' campaign-to-campaign variation from the results store at ``url``, where
+    it holds BASE (by its identity, else its name when only one campaign has it) and 3 or more campaigns of a cell
+    with BASE's versions on BASE's system and partition. An SQLite store that does not exist is not created: no
+    variation then (nor where the store cannot be read: the caller says so)."""
+    from dlperf_slurm import store
+
+    if not store.is_postgres(url):
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.is_file():
+            return {}
+    with store.Store(url) as st:
+        own = [c for c in st.cells(campaign=base_name) if base_id is None or c.key == base_id.key]
+        if not own or len({c.key for c in own}) > 1:
+            return {}
+        cells = [c for system, partition in sorted({(c.system, c.partition) for c in own})
+                 for c in st.cells(system=system, partition=partition, cell_ids={c.cell_id for c in own})]
+    return between_of(cells, own[0].key, new_key)
+
+
+def variation(cells: Sequence[StoredCell]) -> tuple[float, int, dict[str, str]] | None:
+    """What ``history`` shows of a cell's campaign-to-campaign variation: ``(sd, k, versions)`` of its largest set
+    of campaigns with the same recorded versions (the latest such set on a tie), when it holds
+    :data:`MIN_CAMPAIGNS` or more with an OK run; None otherwise."""
+    groups: list[tuple[dict[str, str], list[StoredCell]]] = []
+    for c in cells:
+        if not c.ok_values:
+            continue
+        for versions, members in groups:
+            if versions == c.versions:
+                members.append(c)
+                break
+        else:
+            groups.append((c.versions, [c]))
+    best = max(((len(m), max(x.when for x in m), v, m) for v, m in groups), key=lambda g: (g[0], g[1]), default=None)
+    if best is None:
+        return None
+    found = stats.log_mean_sd(c.ok_values for c in best[3])
+    return (found[0], found[1], best[2]) if found else None
 
 
 def last_good(cells: Sequence[StoredCell], new_key: str, new_cells: Iterable[str],
@@ -96,11 +170,12 @@ def last_good(cells: Sequence[StoredCell], new_key: str, new_cells: Iterable[str
 
 
 def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: CampaignId | None,
-                   new_cells: Iterable[str], threshold: float) -> tuple[str, dict[str, compare.Side]]:
+                   new_cells: Iterable[str], threshold: float
+                   ) -> tuple[str, dict[str, compare.Side], dict[str, tuple[float, int]]]:
     """``compare --base last-good``: the last good campaign's name and cells, from the store at ``url``: of NEW's
     matrix, on NEW's system and partition (``--system``, else those NEW is stored under, else the one it was
-    submitted for), run before NEW. NEW: its name and identity (None: a summary that records none; then the store
-    knows it by its name)."""
+    submitted for), run before NEW; and its cells' campaign-to-campaign variation (:func:`between_of`). NEW: its
+    name and identity (None: a summary that records none; then the store knows it by its name)."""
     from dlperf_slurm import store
 
     new_cells = list(new_cells)
@@ -135,7 +210,7 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
         raise UserError(f"--base {LAST_GOOD}: no campaign of matrix {matrix}{where} that ran before {new_name} shares "
                         f"a cell with it without a regression (store {store.describe(url)}; collect adds campaigns "
                         "to it; campaigns stored before their matrix was recorded count once collected again)")
-    return labels(cells)[found], {c.cell_id: side(c) for c in cells if c.key == found}
+    return labels(cells)[found], {c.cell_id: side(c) for c in cells if c.key == found}, between_of(cells, found, key)
 
 
 def labels(cells: Iterable[StoredCell]) -> dict[str, str]:
@@ -173,7 +248,27 @@ def _verdict(step: Step) -> str:
     if a is None:
         return ""
     ratio = f"x{a.ratio:.3f} " if a.ratio is not None else ""
-    return ratio + a.verdict + (", REGRESSED" if a.regressed else "") + (" *" if step.flagged else "")
+    return ratio + compare.verdict_text(a) + (", REGRESSED" if a.regressed else "") + (" *" if step.flagged else "")
+
+
+def _catches(step: Step) -> str:
+    """The smallest slowdown the comparison would have caught; ``c2c`` when the campaign-to-campaign variation set
+    its interval."""
+    a = step.against
+    if a is None or a.detectable is None:
+        return ""
+    return f"≥{100 * a.detectable:.1f}%" + (" c2c" if a.noise == "campaigns" else "")
+
+
+def variation_line(cells: Sequence[StoredCell]) -> str:
+    """The cell's campaign-to-campaign variation, as the line under its table says it."""
+    found = variation(cells)
+    if found is None:
+        return (f"  campaign to campaign: not known yet (fewer than {MIN_CAMPAIGNS} campaigns with the same "
+                "versions)")
+    sd, k, versions = found
+    which = "the same versions" if versions else "no versions recorded"
+    return f"  campaign to campaign, nothing changed: {100 * math.expm1(sd):.1f} % (SD over {k} campaigns, {which})"
 
 
 def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
@@ -182,7 +277,7 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
     table). Campaigns of one name read ``NAME#N`` (:func:`labels`); the last lines say which folder each is."""
     import textwrap
 
-    from tabulate import tabulate
+    from dlperf_slurm.tables import fit_table, left_out_line
 
     every = [st.cell for steps in steps_by_cell.values() for st in steps]
     named = labels(every)
@@ -195,18 +290,24 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
             ci = f"{_f(c.ci_low)}-{_f(c.ci_high)}" if c.ci_low is not None else "-"
             what = _changes(st.changed) if wide else ", ".join(st.changed)
             rows.append([named[c.key], c.when[:10], _f(c.median) if c.median is not None else c.status, ci,
-                         f"{c.n_ok}/{c.n}", _verdict(st), what])
+                         f"{c.n_ok}/{c.n}", _verdict(st), _catches(st), what])
             if st.changed and not wide:
                 notes += textwrap.wrap(f"{named[c.key]}: {_changes(st.changed)}", width, initial_indent="  ",
                                        subsequent_indent="    ", break_on_hyphens=False)
-        out += [f"{cell_id} on {system} ({unit})",
-                tabulate(rows, headers=["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "changed"],
-                         tablefmt="simple", disable_numparse=True), *notes, ""]
+        table, dropped = fit_table(["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "catches",
+                                    "changed"], rows, wide=wide, drop=("changed",), cut=("vs previous",),
+                                   width=width)
+        out += [f"{cell_id} on {system} ({unit})", table,
+                *([left_out_line(dropped, "the lines below")] if dropped else []), *notes,
+                variation_line([st.cell for st in steps]), ""]
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
     regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)
     out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
-                         "(compare's rule: the 95 % interval of new/previous excludes 1; regressed when slower by "
-                         "more than the threshold, or no OK run any more)", 10_000 if wide else width)
+                         "(compare's rule: the 95 % interval of new/previous, by Welch's t on log throughput, "
+                         "excludes 1, or the campaign-to-campaign variation's where it is wider: c2c; regressed when "
+                         "slower by more than the threshold, or no OK run any more; catches: the smallest slowdown "
+                         f"it would have caught in {int(compare.POWER * 100)} % of trials)",
+                         10_000 if wide else width)
     namesakes = {c.key: c for c in every if named[c.key] != c.campaign}
     if namesakes:
         out += textwrap.wrap("Campaigns of one name: " + "; ".join(

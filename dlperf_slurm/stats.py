@@ -17,6 +17,7 @@ Nothing is rounded here: round only when presenting (:func:`fmt`).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -166,3 +167,141 @@ def fmt(value: float | None, digits: int = 2, *, percent: bool = False) -> str:
     if percent:
         return f"{100.0 * value:.{max(0, digits - 1)}f}%"
     return f"{value:.{digits}f}"
+
+
+# ============================================================================ Student's t, for compare's test
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 3e-16
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + aa * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < eps:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), for a, b > 0 and 0 <= x <= 1."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` (> 0, not necessarily whole) degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t > 0 else tail
+
+
+def t_ppf(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t with ``df`` (> 0) degrees of freedom, to ~1e-10: Newton's method on
+    :func:`t_cdf` from the Cornish-Fisher expansion about the normal quantile (the CDF is concave above 0, so from
+    the first step on it climbs to the root from below and never overshoots)."""
+    if not 0 < q < 1:
+        raise ValueError(f"t_ppf: q={q} not in (0, 1)")
+    if q < 0.5:
+        return -t_ppf(1 - q, df)
+    if q == 0.5:
+        return 0.0
+    if df == 1:
+        return math.tan(math.pi * (q - 0.5))
+    if df == 2:
+        return (2 * q - 1) / math.sqrt(2 * q * (1 - q))
+    z = statistics.NormalDist().inv_cdf(q)
+    t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    for _ in range(100):
+        f = t_cdf(t, df) - q
+        pdf = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+        step = f / pdf
+        t_next = max(t - step, t / 2)  # from above the tangent can reach below 0: halve instead
+        if abs(t_next - t) <= 1e-12 * t:
+            return t_next
+        t = t_next
+    return t
+
+
+@dataclass(frozen=True)
+class RatioTest:
+    """new/base of two samples' geometric means, tested on the logs (:func:`ratio_test`)."""
+
+    ratio: float  # exp(mean log new - mean log base)
+    low: float  # its confidence interval
+    high: float
+    se: float  # the standard error of the log ratio
+    df: float  # the degrees of freedom of its t
+    detectable: float  # the smallest slowdown (a fraction: 0.031 = 3.1 %) caught with ``power``
+    between: bool  # the campaign-to-campaign variation set the interval (wider than the runs' own spread)
+
+
+POWER = 0.80  # of the smallest detectable change
+
+
+def ratio_test(base: Sequence[float], new: Sequence[float], confidence: float = CONFIDENCE, power: float = POWER,
+               between: tuple[float, int] | None = None) -> RatioTest:
+    """Welch's t test of log(new) against log(base): new/base as the ratio of geometric means, its two-sided
+    ``confidence`` interval, and the smallest slowdown the test would have caught in ``power`` of trials (the
+    t quantiles of the same degrees of freedom: ``(t_conf + t_power) * se``). Both sides need 2 values or more and
+    positive ones.
+
+    ``between``: ``(sd, k)``, the standard deviation of a campaign's mean log throughput over ``k`` earlier
+    campaigns in which nothing changed; the difference of two campaigns then has a standard error of ``sd * √2``
+    with ``k - 1`` degrees of freedom, and the interval is the wider of the two (``between`` says which)."""
+    lb, ln = [math.log(v) for v in _clean(base)], [math.log(v) for v in _clean(new)]
+    nb, nn = len(lb), len(ln)
+    if nb < 2 or nn < 2:
+        raise ValueError(f"ratio_test: {nb} and {nn} values; 2 a side at least")
+    mb, mn = math.fsum(lb) / nb, math.fsum(ln) / nn
+    d = mn - mb
+    wb = math.fsum((x - mb) ** 2 for x in lb) / (nb - 1) / nb  # variance / n, in floats (logs: no cancellation)
+    wn = math.fsum((x - mn) ** 2 for x in ln) / (nn - 1) / nn
+    se = math.sqrt(wb + wn)
+    df = (wb + wn) ** 2 / (wb * wb / (nb - 1) + wn * wn / (nn - 1)) if se > 0 else float(nb + nn - 2)
+    z = (1 + confidence) / 2
+    tz = t_ppf(z, df)
+    half = tz * se
+    wide = False
+    if between is not None and between[1] >= 3:
+        se_b, df_b = between[0] * math.sqrt(2), float(between[1] - 1)
+        tz_b = t_ppf(z, df_b)
+        if tz_b * se_b > half:
+            se, df, tz, half, wide = se_b, df_b, tz_b, tz_b * se_b, True
+    catch = (tz + t_ppf(power, df)) * se
+    return RatioTest(ratio=math.exp(d), low=math.exp(d - half), high=math.exp(d + half), se=se, df=df,
+                     detectable=-math.expm1(-catch), between=wide)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _mean_log(values: tuple[float, ...]) -> float:
+    """The mean log of a campaign's values, once per campaign (``history`` asks for each campaign's at every later
+    step of its series)."""
+    return math.fsum(math.log(v) for v in _clean(values)) / len(values)
+
+
+def log_mean_sd(samples: Iterable[Sequence[float]]) -> tuple[float, int] | None:
+    """``(sd, k)``: the standard deviation of the samples' mean logs (each a campaign's OK values, all positive),
+    over the ``k`` samples with a value; None below 3 (too few to say how much a campaign moves)."""
+    means = [_mean_log(tuple(s)) for s in samples if s]
+    if len(means) < 3:
+        return None
+    m = math.fsum(means) / len(means)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in means) / (len(means) - 1)), len(means)

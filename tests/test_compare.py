@@ -1,4 +1,5 @@
-"""compare: ratio of medians with a bootstrap interval, a noise-aware verdict, a CI-gating exit status."""
+"""compare: new/base with the interval of Welch's t on log throughput, a noise-aware verdict that says when it
+cannot tell, the smallest change it would have caught, a CI-gating exit status."""
 
 from __future__ import annotations
 
@@ -44,17 +45,37 @@ def test_slower_inside_the_threshold_is_reported_but_not_a_regression():
     assert r.verdict == "slower" and not r.regressed
 
 
-def test_a_difference_inside_the_runs_spread_is_no_change():
-    # 3 % apart, but each side's repeats spread over +-10 %: the interval includes 1
+def test_a_difference_inside_the_runs_spread_cannot_be_told():
+    # 3 % apart, but each side's repeats spread over +-10 %: the interval includes 1 and reaches past 1 +- 5 %, so
+    # it can tell neither a change of 5 % nor none, and says why; it does not fail the gate
     r = cmp.compare_cell("c", side(noisy(1000, spread=0.10, seed=3)), side(noisy(970, spread=0.10, seed=4)), 0.05)
-    assert r.verdict == "no change" and r.low < 1 < r.high and not r.regressed
+    assert r.verdict == "cannot tell" and r.low < 0.95 and 1 < r.high and not r.regressed
+    assert cmp.verdict_text(r) == f"cannot tell: n=7, CV {100 * r.cv:.1f} %" and 0.05 < r.cv < 0.07
+    assert r.detectable > 0.05 and not cmp.Gate.of([r]).failed and cmp.Gate.of([r]).cannot_tell == ("c",)
+    # inside the threshold with room to spare: no change, and it says what it would have caught
+    r = cmp.compare_cell("c", side(noisy(1000, spread=0.01, seed=3)), side(noisy(1000, spread=0.01, seed=4)), 0.05)
+    assert r.verdict == "no change" and 0.95 < r.low < 1 < r.high < 1.05 and 0 < r.detectable < 0.02
 
 
-def test_the_interval_is_reproducible_and_covers_the_ratio():
+def test_two_runs_a_side_with_a_cpu_campaigns_spread_cannot_tell_rather_than_regress():
+    """The issue's new user: 2 repeats against 2 of the same matrix and code read 'x0.832 0.724-0.957 slower,
+    REGRESSED', exit 1 (with two a side the bootstrap's interval is the extremes). Welch's t with 1-2 degrees of
+    freedom has an interval that says it cannot tell."""
+    base, new = side([1000.0, 1090.0]), side([830.0, 905.0])
+    r = cmp.compare_cell("c", base, new, 0.05)
+    assert r.verdict == "cannot tell" and not r.regressed and r.low < 1 < r.high
+    assert cmp.verdict_text(r).startswith("cannot tell: n=2, CV ")
+    # the old rule: both new runs below both base runs, the percentile bootstrap's interval excludes 1
+    assert max(new.values) < min(base.values)
+
+
+def test_the_interval_is_the_geometric_means_and_deterministic():
     a, b = noisy(1000, seed=5), noisy(1200, seed=6)
-    assert cmp.ratio_interval(a, b) == cmp.ratio_interval(a, b)
-    low, high = cmp.ratio_interval(a, b)
-    assert low <= cmp.statistics.median(b) / cmp.statistics.median(a) <= high
+    t = cmp.stats.ratio_test(a, b)
+    assert t == cmp.stats.ratio_test(a, b)
+    geo = cmp.math.exp(cmp.statistics.fmean(map(cmp.math.log, b)) - cmp.statistics.fmean(map(cmp.math.log, a)))
+    assert t.low < t.ratio < t.high and t.ratio == pytest.approx(geo) and t.df == pytest.approx(12, abs=1)
+    assert cmp.compare_cell("c", side(a), side(b), 0.05).ratio == t.ratio
 
 
 def test_failures_missing_cells_and_too_few_runs():
@@ -66,7 +87,8 @@ def test_failures_missing_cells_and_too_few_runs():
     assert cmp.compare_cell("c", ok, None, 0.05).verdict == "only in base"
     assert cmp.compare_cell("c", None, ok, 0.05).verdict == "only in new"
     few = cmp.compare_cell("c", side([1000]), ok, 0.05)
-    assert few.verdict == "too few runs" and few.ratio is not None and few.low is None and not few.regressed
+    assert few.verdict == "cannot tell" and few.reason == "n=1/7" and few.ratio is not None and few.low is None
+    assert not few.regressed and cmp.testcase_outcome(few, 0.05)[0] == "skipped"
 
 
 def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_seed():
@@ -247,3 +269,107 @@ def test_unrecognised_runs_are_called_out():
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
     assert "3 new runs UNRECOGNISED" in cmp.terminal("x", "y", rows, 0.05, wide=True)
     assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""
+
+
+# ======================================================================= error rates (issue #32): stated, measured
+
+
+def _ok(values):
+    return cmp.Side(tuple(values), (Status.OK,) * len(values))
+
+
+def _real_cells():
+    """Every cell of DLPerf's published per-repeat lists (14 benchmarks, 5-10 repeats of 5-6 shapes)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_dlperf_published import READMES, blocks
+
+    for path in READMES:
+        for repeats, _ in blocks(path.read_text()):
+            for shape, values in repeats.items():
+                yield path.stem, shape, [float(v) for v in values.values()]
+
+
+def _splits(k):
+    """The issue's splits of k repeats: every 2 against 2 and 2 against 3 others (each 2 v 2 pair once)."""
+    import itertools
+
+    for b in itertools.combinations(range(k), 2):
+        rest = [i for i in range(k) if i not in b]
+        for n in [*itertools.combinations(rest, 2), *itertools.combinations(rest, 3)]:
+            if len(n) == 2 and n < b:
+                continue
+            yield b, n
+
+
+def test_real_repeats_split_in_two_call_a_change_in_at_most_5_percent():
+    """Issue #32: one configuration's real repeats split into two "campaigns" (DLPerf's published per-repeat lists,
+    every split of 2 against 2 or 3 others): the bootstrap called 42 of TensorFlow ResNet-50's 150 "faster" or
+    "slower" (a third of 2 v 2 splits: with two a side its interval was the extremes) and 2,505 of all 10,235
+    (24.5 %). Now at most 5 % over all of them, and the issue's 150 at most 5 % too; no benchmark above 7 % (its
+    6 shapes' splits share their runs: 8 of 150 is within the 5 % a 150-split sample can show)."""
+    counts: dict[str, list[int]] = {}
+    for bench, _, v in _real_cells():
+        c = counts.setdefault(bench, [0, 0])
+        for b, n in _splits(len(v)):
+            r = cmp.compare_cell("c", _ok([v[i] for i in b]), _ok([v[i] for i in n]), 0.05)
+            c[0] += 1
+            c[1] += r.verdict in ("faster", "slower")
+            assert not r.regressed or r.verdict == "slower"
+    total, called = sum(c[0] for c in counts.values()), sum(c[1] for c in counts.values())
+    assert total == 10_235 and called / total <= 0.05, (called, total)
+    tf = counts["TensorFlow_resnet50v1.5_README"]
+    assert tf[0] == 150 and tf[1] / tf[0] <= 0.05, tf
+    assert all(c[1] / c[0] <= 0.07 for c in counts.values()), counts
+
+
+def test_real_repeats_stretched_by_10_percent_regress_at_5_a_side():
+    """Power on real noise: each cell's 5 repeats against the same 5 with their times stretched by 10 %
+    (throughput / 1.1): every cell of CV <= 2 % is slower and REGRESSED."""
+    import statistics
+
+    low_cv = [v[:5] for _, _, v in _real_cells() if statistics.stdev(v[:5]) / statistics.fmean(v[:5]) <= 0.02]
+    assert len(low_cv) >= 70
+    for v in low_cv:
+        r = cmp.compare_cell("c", _ok(v), _ok([x / 1.1 for x in reversed(v)]), 0.05)
+        assert r.verdict == "slower" and r.regressed and r.detectable < 0.05, (v, r)
+
+
+@pytest.mark.parametrize("shape", ["lognormal", "normal"])
+def test_simulated_false_calls_at_most_5_percent_and_power_at_5_a_side(shape):
+    """Simulated with a fixed seed, n in {2, 3, 5, 7} repeats a side, CV 0.1 % to 20 %: identical conditions call
+    a change in at most 5 % of all comparisons, and in no (n, CV) beyond what 400 trials of a 5 % rate show
+    (+ 2.5 standard errors); the old bootstrap called a third at n = 2. A 10 % slowdown at CV <= 2 % with 5 a
+    side is REGRESSED in >= 95 % of trials."""
+    rng = random.Random(32)
+
+    def draw(n, cv, scale=1.0):
+        if shape == "lognormal":
+            return [1000 * scale * rng.lognormvariate(0, cv) for _ in range(n)]
+        return [1000 * scale * max(1e-3, rng.gauss(1, cv)) for _ in range(n)]
+
+    trials, calls, total = 400, 0, 0
+    for n in (2, 3, 5, 7):
+        for cv in (0.001, 0.01, 0.05, 0.20):
+            k = sum(cmp.compare_cell("c", _ok(draw(n, cv)), _ok(draw(n, cv)), 0.05).verdict in ("faster", "slower")
+                    for _ in range(trials))
+            assert k / trials <= 0.05 + 2.5 * (0.05 * 0.95 / trials) ** 0.5, (n, cv, k)
+            calls, total = calls + k, total + trials
+    assert calls / total <= 0.05, calls / total
+    for cv in (0.01, 0.02):
+        caught = sum(cmp.compare_cell("c", _ok(draw(5, cv)), _ok(draw(5, cv, 1 / 1.1)), 0.05).regressed
+                     for _ in range(trials))
+        assert caught / trials >= 0.95, (cv, caught)
+
+
+def test_cannot_tell_is_a_skipped_testcase_and_passes_the_gate():
+    """A CI job can pick "cannot tell" up from the JUnit file (skipped, with its n and CV), while the gate passes."""
+    import xml.etree.ElementTree as ET
+
+    rows = cmp.compare({"a": side([1000.0, 1090.0]), "b": side(noisy(1000))},
+                       {"a": side([830.0, 905.0]), "b": side(noisy(1000, seed=2))})
+    assert [r.verdict for r in rows] == ["cannot tell", "no change"] and not cmp.Gate.of(rows).failed
+    suite = ET.fromstring(cmp.junit("x", "y", rows, 0.05).split("\n", 1)[1]).find("testsuite")
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0", "0")
+    (skipped,) = suite.iter("skipped")
+    assert skipped.get("message").startswith("cannot tell: n=2, CV ") and "would catch ≥ " in skipped.get("message")
+    assert "**Cannot tell: 1 cell** (a)" in cmp.markdown("x", "y", rows, 0.05)

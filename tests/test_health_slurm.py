@@ -85,9 +85,11 @@ def test_a_threshold_no_run_meets_is_unhealthy_and_the_retry_excludes_the_blamed
     assert len(blamed) == 1 and blamed[0] in ("n1", "n2") and run.nodes == blamed[0]
     assert '"event":"header"' not in run.log.read_text()  # training never started
     assert "threshold" in run.reason and blamed[0] in run.reason
-    status = cli("--logs", str(site["logs"]), "status", "hbad", check=True).stdout
-    assert Status.UNHEALTHY in status, status
-    cli("--logs", str(site["logs"]), "collect", "hbad", "--no-plots", cwd=site["logs"].parent, check=True)
+    p = cli("--logs", str(site["logs"]), "status", "hbad")  # its one run failed: status and collect exit 1
+    assert p.returncode == 1 and "status fails: every run failed (1: UNHEALTHY 1)" in p.stderr, p.stderr
+    assert Status.UNHEALTHY in p.stdout, p.stdout
+    p = cli("--logs", str(site["logs"]), "collect", "hbad", "--no-plots", cwd=site["logs"].parent)
+    assert p.returncode == 1 and "collect fails: every run failed (1: UNHEALTHY 1)" in p.stderr, p.stderr
     summary = (site["logs"].parent / "summaries" / "hbad.md").read_text()
     assert f"| {Status.UNHEALTHY} " in summary and "0/1" in summary, summary  # the cell reads it, no number
     (row,) = csv.DictReader((site["logs"].parent / "summaries" / "hbad.runs.csv").open())
@@ -122,8 +124,8 @@ def test_a_system_expecting_more_busbw_than_measured_makes_the_run_unhealthy(sit
     assert 0 < measured < 1e6 and sorted(gate[events.BLAMED]) == ["n1", "n2"]  # one all-reduce: both nodes
     want = f"all-reduce bus bandwidth {measured:.3g} GB/s measured < 1e+06 GB/s expected of system fast (its busbw_gbs)"
     assert want in run.reason, run.reason
-    cli("--logs", str(site["logs"]), "collect", "hsys", "--no-plots", "--no-store", cwd=site["logs"].parent,
-        check=True)
+    p = cli("--logs", str(site["logs"]), "collect", "hsys", "--no-plots", "--no-store", cwd=site["logs"].parent)
+    assert p.returncode == 1 and "collect fails: every run failed (1: UNHEALTHY 1)" in p.stderr, p.stderr
     (row,) = csv.DictReader((site["logs"].parent / "summaries" / "hsys.runs.csv").open())
     assert row["status"] == Status.UNHEALTHY and want in row["reason"]
     print(f"\n[gate on n1+n2] {run.reason}")

@@ -159,7 +159,7 @@ def test_a_failed_setup_step_ends_the_run_as_launch_failed_with_its_line(tmp_pat
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", cwd=tmp_path)
     assert p.returncode in (0, 1), p.stdout + p.stderr
     p = cli("--logs", str(logs), "collect", "setup", "--no-plots", cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode == 1 and "every run failed (1: LAUNCH_FAILED 1)" in p.stderr, p.stdout + p.stderr
     [run] = json.loads((tmp_path / "summaries" / "setup.json").read_text())["runs"]
     assert run["status"] == "LAUNCH_FAILED" and line in run["reason"] and "set-up failed" in run["reason"], run
     [log] = logs.glob("setup/1n1g/*.log")

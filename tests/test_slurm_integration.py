@@ -234,7 +234,7 @@ def test_a_nan_run_is_nonfinite_for_status_collect_and_retry_failed(site):
     p = cli("--logs", str(logs), "status", "nan")
     assert "NONFINITE 2" in p.stdout and "| OK" not in p.stdout
     p = cli("--logs", str(logs), "collect", "nan", "--no-plots", "--out", str(site["root"] / "nan-summaries"))
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1 and "collect fails: every run failed (2: NONFINITE 2)" in p.stderr, p.stderr
     rows = list(csv.DictReader(open(site["root"] / "nan-summaries" / "nan.runs.csv")))
     assert [r["status"] for r in rows] == [Status.NONFINITE] * 2 and all(r["throughput"] for r in rows)
     cells = list(csv.DictReader(open(site["root"] / "nan-summaries" / "nan.csv")))

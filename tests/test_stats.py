@@ -177,3 +177,19 @@ def test_median_interval_takes_any_number_of_runs(n):
     half = 1.959963984540054 * (n ** 0.5) / 2  # z(0.975) x sd of Binomial(n, 1/2)
     assert abs((n / 2 - half) - low) <= 3 and abs((n / 2 + half) - high) <= 3
     assert 0.95 <= cov < 0.955 and low + high == n - 1  # symmetric: x(k) and x(n-k+1)
+
+
+def test_t_quantiles_match_the_printed_table_and_scipy():
+    """compare's t (stats.t_ppf, plain Python): the 97.5 % and 80 % points of a printed t table, to 4 decimals, and
+    scipy's at fractional degrees of freedom (Welch's) where scipy is installed."""
+    table = {1: (12.7062, 1.3764), 2: (4.3027, 1.0607), 5: (2.5706, 0.9195), 10: (2.2281, 0.8791),
+             30: (2.0423, 0.8538)}
+    for df, (t975, t80) in table.items():
+        assert stats.t_ppf(0.975, df) == pytest.approx(t975, abs=1e-4)
+        assert stats.t_ppf(0.8, df) == pytest.approx(t80, abs=1e-4)
+        assert stats.t_cdf(t975, df) == pytest.approx(0.975, abs=1e-5)
+    assert stats.t_ppf(0.025, 3) == -stats.t_ppf(0.975, 3) and stats.t_ppf(0.975, 1e6) == pytest.approx(1.95996, 1e-5)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for df in (0.7, 1.3, 2.6, 7.9, 123.4):
+        for q in (0.6, 0.8, 0.975, 0.9995):
+            assert stats.t_ppf(q, df) == pytest.approx(scipy_stats.t.ppf(q, df), rel=1e-8)

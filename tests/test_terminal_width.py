@@ -57,4 +57,5 @@ def test_collect_and_compare_fit(tmp_path, capsys):
     text = capsys.readouterr().out
     assert widest(text, tmp_path) <= TERMINAL_WIDTH and "slower, REGRESSED" in text and "now OOM, REGRESSED" in text
     md = (tmp_path / "s" / "compare.monday.tuesday.md").read_text()  # the file keeps the whole table
-    assert "| cell | base median | new median | new/base | interval | runs (base/new) | verdict |" in md
+    assert ("| cell | base median | new median | new/base | interval | noise | would catch | runs (base/new) "
+            "| verdict |") in md

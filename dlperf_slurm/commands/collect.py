@@ -158,6 +158,11 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 
 def cmd_collect(args) -> int:
+    """Exits 1 when the store cannot be written, when every run collected failed, or with ``--fail-on`` a run has
+    one of its statuses (:mod:`dlperf_slurm.runsgate`; the summaries are written first)."""
+    from dlperf_slurm import runsgate
+
+    fail_on = runsgate.parse_fail_on(getattr(args, "fail_on", None))
     if args.watch is not None and not 0 <= args.watch < float("inf"):  # NaN too: time.sleep refuses them all
         raise UserError(f"--watch {args.watch:g}: expected SECONDS >= 0 (none or 0: every {WATCH_SECONDS:g} s)")
     if args.explain is not None:  # one run's figures and status, where they come from; nothing is written
@@ -167,7 +172,7 @@ def cmd_collect(args) -> int:
         say_read_only()
         return 0
     if args.watch is not None:
-        return watch(args, args.watch or WATCH_SECONDS)
+        return watch(args, args.watch or WATCH_SECONDS, fail_on=fail_on)
     from dlperf_slurm import report
 
     t0 = time.perf_counter()
@@ -178,7 +183,8 @@ def cmd_collect(args) -> int:
         print()
     parts = [_parsed(result), f"{_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)"]
     print("; ".join(parts) if args.wide else _fit_lines(parts))
-    return store_result(args, result)
+    stored = store_result(args, result)
+    return max(stored, runsgate.exit_status("collect", [r.status for r in result.runs], fail_on))
 
 
 def system_of(args, result: Result) -> str | None:
@@ -287,11 +293,16 @@ def progress(result: Result, wrote: list[Path], seconds: float) -> str:
             f"{going} pending or running; {read}, {len(wrote)} summary files written ({seconds:.1f} s)")
 
 
-def watch(args, every: float, rounds: int | None = None, out: TextIO | None = None) -> int:
+def watch(args, every: float, rounds: int | None = None, out: TextIO | None = None,
+          fail_on: frozenset = frozenset()) -> int:
     """Collect every ``every`` seconds (with the parse cache: only logs that changed are read, only summaries
     whose inputs changed are written) and keep one progress line up to date; stop once no run of a campaign or
-    matrix is pending or running (a ``--from`` tree: at Ctrl-C), or after ``rounds`` rounds."""
+    matrix is pending or running (a ``--from`` tree: at Ctrl-C), or after ``rounds`` rounds. Exits as ``collect``
+    does (:mod:`dlperf_slurm.runsgate`) by the last round's runs."""
+    from dlperf_slurm import runsgate
+
     out = out or sys.stdout
+    result = None
     tty = out.isatty()
     state = None
     last = ""
@@ -321,4 +332,4 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
         pass
     if tty:
         out.write("\n")
-    return 0
+    return runsgate.exit_status("collect", [r.status for r in result.runs], fail_on) if result is not None else 0

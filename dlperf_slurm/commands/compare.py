@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import refcompare, references
-from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, RESAMPLES, Gate, compare, junit, load_runs,
+from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, junit, load_runs,
                                   load_side, markdown, terminal)
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
@@ -46,20 +46,21 @@ def cmd_compare(args) -> int:
         from dlperf_slurm import history, store
 
         new_name, new = load_side(args.new, args.logs)
-        base_name, base = history.last_good_side(store.url_for(args), args.system, new_name,
-                                                 campaign_of(args.new, args.logs), new, args.threshold)
+        base_name, base, between = history.last_good_side(store.url_for(args), args.system, new_name,
+                                                          campaign_of(args.new, args.logs), new, args.threshold)
         print(f"--base {LAST_GOOD}: {base_name}")
     else:
         base_name, base = load_side(args.base, args.logs)
         new_name, new = load_side(args.new, args.logs)
-    rows = compare(base, new, args.threshold)
+        between = stored_between(args, base_name, new_name)
+    rows = compare(base, new, args.threshold, between)
     text = markdown(base_name, new_name, rows, args.threshold)
     print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide), end="")
     out = Path(args.out)
     stem = f"compare.{base_name}.{new_name}"
     atomic_write(out / f"{stem}.md", text)
     atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
-                                                   "confidence": CONFIDENCE, "resamples": RESAMPLES,
+                                                   "confidence": CONFIDENCE, "test": TEST, "power": POWER,
                                                    "cells": [asdict(r) for r in rows]}, indent=1))
     print(f"written: {out / stem}.md, .json")
     if args.junit:
@@ -69,6 +70,22 @@ def cmd_compare(args) -> int:
     for reason in gate.reasons():
         print(f"dlperf-slurm: compare fails: {reason}", file=sys.stderr)
     return 1 if gate.failed else 0
+
+
+def stored_between(args, base_name: str, new_name: str) -> dict[str, tuple[float, int]]:
+    """BASE's cells' campaign-to-campaign variation from the results store, where it holds BASE and enough
+    campaigns alike (:func:`dlperf_slurm.history.between_from_store`); none, said in one line, where the store
+    cannot be read (the comparison goes on by the runs' own spread)."""
+    from dlperf_slurm import history, store
+
+    url = store.url_for(args)
+    try:
+        base_id, new_id = campaign_of(args.base, args.logs), campaign_of(args.new, args.logs)
+        return history.between_from_store(url, base_name, base_id, new_id.key if new_id else None)
+    except UserError as err:
+        print(f"dlperf-slurm: compare: no campaign-to-campaign variation (the runs' own spread only): {err}",
+              file=sys.stderr)
+        return {}
 
 
 def campaign_of(what: str, logs: str):

@@ -1,4 +1,5 @@
-"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to).
+"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to);
+exits 1 when every run failed or, with ``--fail-on``, a run has one of its statuses.
 
 A campaign this user can only read (a colleague's, a read-only mount) or whose disk is full is shown as its
 manifest recorded it: the scheduler is not asked and nothing is written, which one line says."""
@@ -10,12 +11,15 @@ import sys
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """Exits 1 when every run of the campaign failed, or with ``--fail-on`` a run has one of its statuses
+    (:mod:`dlperf_slurm.runsgate`)."""
     import sqlite3
 
-    from dlperf_slurm import monitor, schedulers, storage
+    from dlperf_slurm import monitor, runsgate, schedulers, storage
     from dlperf_slurm.folders import read_only_note
     from dlperf_slurm.manifest import Manifest, find_campaign
 
+    fail_on = runsgate.parse_fail_on(getattr(args, "fail_on", None))
     cdir = find_campaign(args.logs, args.campaign)
     m = Manifest(cdir)  # read-only where this user cannot write it or its disk is full
     try:
@@ -35,6 +39,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
         print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
+        statuses = [r.status for r in m.runs()]
     finally:
         m.close()
-    return 0
+    return runsgate.exit_status("status", statuses, fail_on)

@@ -142,12 +142,15 @@ def submit_and_wait(tmp_path: Path, matrix_text: str, timeout: float = 300) -> t
 
 
 def collect_summary(logs: Path, name: str) -> dict:
-    """``collect`` a campaign through the CLI (no plots); its JSON summary."""
+    """``collect`` a campaign through the CLI (no plots); its JSON summary. A campaign whose every run failed exits
+    1 saying so, and nothing else (dlperf_slurm/runsgate.py): its summary is read as any other."""
     import json
 
     out = logs.parent / "summaries"
     p = cli("--logs", str(logs), "collect", name, "--no-plots", "--out", str(out))
-    assert p.returncode == 0, p.stdout + p.stderr
+    all_failed = p.returncode == 1 and p.stderr.strip().startswith("dlperf-slurm: collect fails: every run failed") \
+        and len(p.stderr.strip().splitlines()) == 1
+    assert p.returncode == 0 or all_failed, p.stdout + p.stderr
     return json.loads((out / f"{name}.json").read_text())
 
 
