@@ -282,7 +282,8 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, layout, tmp_p
             assert len(ranks) == gpus and None not in devices, f"{host}: {ranks}\n{where}"
             assert len(set(devices)) == gpus, f"two ranks of {host} share a device: {ranks}\n{where}"
             assert set(devices) == mine, f"ranks of {host} on devices Slurm did not bind to the job: {ranks}\n{where}"
-    assert p.returncode == (3 if launcher == "dmlc" else 0), where
+    # dmlc's workers fail on purpose once all have reported (it stops each node's scheduler and server)
+    assert p.returncode != 0 if launcher == "dmlc" else p.returncode == 0, where
 
 
 # ------------------------------------------------------------------------------------------ the health gate
