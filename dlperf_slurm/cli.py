@@ -65,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     _lifecycle_commands(sub)
     _collect_commands(sub)
     _compare_command(sub)
+    p = sub.add_parser("site", help="the site file: `site init` writes one from the cluster this machine submits to")
+    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
+    site_sub.required = True
+    q = site_sub.add_parser("init", help="read the cluster (sinfo, scontrol show config, sacctmgr) and write a "
+                            "commented site file: partitions, GPUs a node, MaxTime, your account and QOS")
+    q.add_argument("--out", metavar="FILE", help="where to write it (default: $DLPERF_SLURM_SITE or "
+                   "~/.config/dlperf_slurm/site.toml)")
+    q.add_argument("--force", action="store_true", help="overwrite an existing site file")
+    q.set_defaults(func=_lazy("site"))
     p = sub.add_parser("suites", help="list every suite: program, launchers, precisions, XLA, axes, options, "
                        "throughput flavour, example matrix")
     p.add_argument("--json", action="store_true", help="as JSON")

@@ -23,6 +23,14 @@ def default_site_file() -> Path | None:
     return home if home.is_file() else None
 
 
+def user_site_file() -> Path:
+    """Where this user's site file lives, whether or not it exists yet: ``$DLPERF_SLURM_SITE``, else
+    ``$XDG_CONFIG_HOME/dlperf_slurm/site.toml`` (``~/.config/...``); ``site init`` writes it."""
+    env = os.environ.get("DLPERF_SLURM_SITE")
+    return Path(env) if env else Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "dlperf_slurm" \
+        / "site.toml"
+
+
 SITE_KEYS = ("slurm", "environment", "health", "provenance", "store", "submit", "systems", "default_system")
 #: what a site file's [systems.NAME] and [systems.NAME.partitions.P] hold besides the tables they layer
 SYSTEM_TABLES = ("slurm", "environment", "health")

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
 from dlperf_slurm import compare as cmp  # noqa: E402
+from dlperf_slurm import comparetext as forms  # noqa: E402
 from dlperf_slurm.model import Status  # noqa: E402
 
 
@@ -88,7 +89,7 @@ def test_failures_missing_cells_and_too_few_runs():
     assert cmp.compare_cell("c", None, ok, 0.05).verdict == "only in new"
     few = cmp.compare_cell("c", side([1000]), ok, 0.05)
     assert few.verdict == "cannot tell" and few.reason == "n=1/7" and few.ratio is not None and few.low is None
-    assert not few.regressed and cmp.testcase_outcome(few, 0.05)[0] == "skipped"
+    assert not few.regressed and forms.testcase_outcome(few, 0.05)[0] == "skipped"
 
 
 def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_seed():
@@ -264,10 +265,10 @@ def test_unrecognised_runs_are_called_out():
     assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new"
     assert cmp.verdict_text(rows[0]) == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
     assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new" and rows[1].regressed
-    text = cmp.markdown("x", "y", rows, 0.05)
+    text = forms.markdown("x", "y", rows, 0.05)
     assert "**UNRECOGNISED runs in 2 cells** (a: 3 new; b: 7 new)" in text and "no change: 1" in text
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
-    assert "3 new runs UNRECOGNISED" in cmp.terminal("x", "y", rows, 0.05, wide=True)
+    assert "3 new runs UNRECOGNISED" in forms.terminal("x", "y", rows, 0.05, wide=True)
     assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""
 
 
@@ -368,8 +369,8 @@ def test_cannot_tell_is_a_skipped_testcase_and_passes_the_gate():
     rows = cmp.compare({"a": side([1000.0, 1090.0]), "b": side(noisy(1000))},
                        {"a": side([830.0, 905.0]), "b": side(noisy(1000, seed=2))})
     assert [r.verdict for r in rows] == ["cannot tell", "no change"] and not cmp.Gate.of(rows).failed
-    suite = ET.fromstring(cmp.junit("x", "y", rows, 0.05).split("\n", 1)[1]).find("testsuite")
+    suite = ET.fromstring(forms.junit("x", "y", rows, 0.05).split("\n", 1)[1]).find("testsuite")
     assert (suite.get("tests"), suite.get("skipped"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0", "0")
     (skipped,) = suite.iter("skipped")
     assert skipped.get("message").startswith("cannot tell: n=2, CV ") and "would catch ≥ " in skipped.get("message")
-    assert "**Cannot tell: 1 cell** (a)" in cmp.markdown("x", "y", rows, 0.05)
+    assert "**Cannot tell: 1 cell** (a)" in forms.markdown("x", "y", rows, 0.05)

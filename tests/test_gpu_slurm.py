@@ -419,3 +419,60 @@ def test_a_cpu_only_slurm_refuses_a_gpu_campaign_in_one_line_naming_the_remedy(t
     assert not list(logs.rglob("*.sbatch"))
     assert os.environ.get("SLURM_JOB_ID") is None  # nothing of ours ran as a job here
 
+
+
+# ------------------------------------------------------------------------------------------ site init
+
+
+def _site_init(tmp_path: Path, *args: str):
+    out = tmp_path / "site.toml"
+    return cli("site", "init", "--out", str(out), *args), out
+
+
+@gpu
+def test_site_init_on_the_gpu_cluster_writes_what_the_cluster_said(tmp_path):
+    """`site init` reads sinfo, scontrol and sacctmgr: both partitions with their nodes, GPUs a node and MaxTime
+    (commented), the default partition and account, the GPU request form, a system per partition; the file loads
+    (`plan --site`, `--system ci:debug`); a second init keeps it unless --force."""
+    import tomllib
+
+    p, out = _site_init(tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = out.read_text()
+    assert "#   gpu (default)      4 nodes, 4 GPUs a node, MaxTime none" in text, text
+    assert "#   debug               1 node, 4 GPUs a node, MaxTime 00:15:00" in text, text
+    assert "account ci-gpu QOS ci-limited" in text, text
+    site = tomllib.loads(text)
+    assert site["slurm"] == {"partition": "gpu", "account": "root", "gpu_request": "gpus-per-node"}, site
+    assert site["systems"]["ci"]["gpus_per_node"] == 4
+    assert site["systems"]["ci"]["partitions"]["debug"]["slurm"] == {"partition": "debug"}
+    mx = REPO / "matrices" / "smoke.toml"
+    dry = cli("--logs", str(tmp_path / "logs"), "submit", str(mx), "--site", str(out), "--system", "ci:debug",
+              "--executor", "slurm", "--dry-run")
+    assert dry.returncode == 0 and "--partition=debug" in dry.stdout and "--account=root" in dry.stdout, dry.stdout
+    again, _ = _site_init(tmp_path)
+    assert again.returncode == 2 and "exists: it is kept as it is (--force" in again.stderr, again.stderr
+    assert out.read_text() == text
+    forced, _ = _site_init(tmp_path, "--force")
+    assert forced.returncode == 0, forced.stderr
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+@pytest.mark.skipif(_cpu_only() is not None, reason=_cpu_only() or "")
+def test_site_init_on_a_cpu_only_cluster_says_gpu_request_none_and_the_smoke_campaign_runs(tmp_path):
+    """On the cluster without GRES, `site init` writes gpu_request = "none"; with that file the README's smoke
+    matrix, refused without it, runs to OK."""
+    import tomllib
+
+    p, out = _site_init(tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    site = tomllib.loads(out.read_text())
+    assert site["slurm"]["gpu_request"] == "none" and site["slurm"]["partition"] == "debug", site
+    assert "no GPU GRES" in out.read_text()
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(REPO / "matrices" / "smoke.toml"), "--site", str(out),
+            "--executor", "slurm")
+    assert p.returncode == 0, p.stdout + p.stderr
+    final = wait_campaign(logs / "smoke", 600)
+    assert set(final.values()) == {Status.OK}, final

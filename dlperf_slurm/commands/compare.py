@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm import refcompare, references
-from dlperf_slurm.compare import (CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, junit, load_runs,
-                                  load_side, markdown, terminal)
+from dlperf_slurm.compare import CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, load_runs, load_side
+from dlperf_slurm.comparetext import junit, markdown, terminal
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.files import atomic_write
 

@@ -15,15 +15,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     m = load_matrix(args)
     print(plan_text(m, wide=args.wide))
-    for line in cluster_lines(m, args.logs):
+    for line in cluster_lines(m, args.logs, wide=args.wide):
         print(line)
     return 0
 
 
-def cluster_lines(m, logs: str) -> list[str]:
-    """What the Slurm cluster on this machine's PATH says of the matrix, one line a cell ([] without a client, or
-    when its controller does not answer)."""
+#: cells named by plan's cluster lines (the rest counted) unless --wide
+CLUSTER_CELLS_SHOWN = 10
+
+
+def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
+    """What the Slurm cluster on this machine's PATH says of the matrix, a line a cell (the first
+    :data:`CLUSTER_CELLS_SHOWN` of them, fitting the terminal, unless ``wide``); [] without a client, or when its
+    controller does not answer."""
+    import textwrap
     from pathlib import Path
+
+    from dlperf_slurm.tables import TERMINAL_WIDTH
 
     from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm.errors import UserError
@@ -41,4 +49,12 @@ def cluster_lines(m, logs: str) -> list[str]:
     for run in matrix_mod.runs(m, cdir):
         first.setdefault(run.cell.id, run)
     said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
-    return [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster:", *said] if said else []
+    if not said:
+        return []
+    head = [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster (submit skips them):"]
+    if wide:
+        return head + said
+    shown = [w for line in said[:CLUSTER_CELLS_SHOWN]
+             for w in textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="    ")]
+    more = len(said) - CLUSTER_CELLS_SHOWN
+    return head + shown + ([f"  ... and {more} more (--wide: every cell)"] if more > 0 else [])

@@ -191,7 +191,7 @@ def cell_refusal(limits: Limits, res: "Resources") -> str | None:
         if part.max_nodes is not None and res.nodes > part.max_nodes:
             return f"asks for {res.nodes} nodes; {where} allows a job {part.max_nodes} (MaxNodes)"
         if part.max_minutes is not None and time_to_minutes(res.time) > part.max_minutes:
-            return (f"asks for time {res.time}; {where}'s MaxTime is {_hms(part.max_minutes)}: "
+            return (f"asks for time {res.time}; {where}'s MaxTime is {hms(part.max_minutes)}: "
                     f"a shorter [slurm] time or another partition")
         if gpus and part.gpus_per_node and gpus > part.gpus_per_node:
             return f"asks for {gpus} GPUs a node; the nodes of {where} have {part.gpus_per_node}"
@@ -206,6 +206,6 @@ def cell_refusal(limits: Limits, res: "Resources") -> str | None:
     return None
 
 
-def _hms(minutes: float) -> str:
+def hms(minutes: float) -> str:
     s = int(round(minutes * 60))
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"

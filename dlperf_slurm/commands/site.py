@@ -1,0 +1,124 @@
+"""``site init``: read the Slurm cluster this machine submits to (``sinfo``, ``scontrol show config``, ``sacctmgr``
+for this user) and write a commented site file: each partition's nodes, GPUs a node (GRES) and MaxTime, the
+user's default account and QOS, MaxArraySize; ``gpu_request = "none"`` where no node has GPU GRES; modules and a
+container left as commented examples. An existing site file is never overwritten without ``--force``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from dlperf_slurm.errors import UserError
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler
+    from dlperf_slurm.schedulers.slurmctl import Slurm
+    from dlperf_slurm.schedulers.slurmlimits import Limits, user
+    from dlperf_slurm.sitefile import user_site_file
+
+    if not SlurmScheduler.available():
+        raise UserError("site init: no Slurm client on this machine (sbatch is not on PATH: `module load slurm`?); "
+                        "run it on a login node of the cluster")
+    out = Path(args.out) if args.out else user_site_file()
+    if out.exists() and not args.force:
+        raise UserError(f"site init: {out} exists: it is kept as it is (--force writes it anew, --out FILE "
+                        "elsewhere)")
+    slurm = Slurm()
+    slurm.ping()
+    conf = slurm.config()
+    limits = Limits(slurm)
+    parts = limits.partitions()
+    if not parts:
+        raise UserError("site init: sinfo shows no partition this user may use: nothing to write")
+    account = limits.default_account()
+    assocs = slurm.sacctmgr(["show", "assoc", "where", f"user={user()}", "format=account,partition,qos,defaultqos"])
+    text = site_text(conf, parts, account, assocs or [], user())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from dlperf_slurm.files import atomic_write
+
+    atomic_write(out, text)
+    print(f"wrote {out} (cluster {conf.get('ClusterName', '?')}: {len(parts)} partitions); "
+          f"`python -m dlperf_slurm plan MATRIX` now reads it")
+    return 0
+
+
+def _toml(value: Any) -> str:
+    return json.dumps(value)  # a TOML basic string or number is JSON's for these values
+
+
+def site_text(conf: dict[str, str], parts: dict, account: str | None, assocs: list[list[str]], who: str) -> str:
+    """The site file's text (see the module docstring)."""
+    from dlperf_slurm.schedulers.slurmlimits import hms
+
+    cluster = conf.get("ClusterName") or "cluster"
+    default = next((p for p in parts.values() if p.default), None)
+    gpus = any(p.gpus_per_node for p in parts.values())
+    enforce = conf.get("AccountingStorageEnforce", "")
+    width = max(len(n) for n in parts) + len(" (default)")
+    lines = [f"# dlperf_slurm site file, written by `dlperf-slurm site init` on {time.strftime('%Y-%m-%d')} from "
+             f"Slurm cluster {cluster!r} for user {who}.",
+             "# What the cluster said (sinfo, scontrol show config, sacctmgr): edit it freely; `site init --force`",
+             "# writes it anew. A matrix's own [slurm] keys win over these.", "#", "# partitions:"]
+    for p in parts.values():
+        name = p.name + (" (default)" if p.default else "")
+        node = f"{p.nodes} node" + ("s" if p.nodes != 1 else "")
+        gres = f"{p.gpus_per_node} GPUs a node" if p.gpus_per_node else "no GPU GRES"
+        lines.append(f"#   {name:<{width}}  {node:>9}, {gres}, MaxTime "
+                     f"{hms(p.max_minutes) if p.max_minutes is not None else 'none'}"
+                     + (f", MaxNodes {p.max_nodes}" if p.max_nodes is not None else ""))
+    lines.append(f"# MaxArraySize {conf.get('MaxArraySize', '1001')}: submit splits larger job arrays to fit.")
+    if assocs:
+        seen = "; ".join(f"account {r[0]}" + (f" partition {r[1]}" if len(r) > 1 and r[1] else "")
+                         + (f" QOS {r[2]}" if len(r) > 2 and r[2] else "") for r in assocs if r and r[0])
+        lines.append(f"# your associations: {seen}")
+    lines.append("")
+    if len(parts) > 1:
+        lines += [f"default_system = {_toml(cluster)}  # `--system {cluster}:PARTITION` picks another partition",
+                  ""]
+    lines.append("[slurm]")
+    if default:
+        lines.append(f"partition = {_toml(default.name)}  # the cluster's default")
+    else:
+        first = next(iter(parts.values()))
+        lines.append(f"partition = {_toml(first.name)}  # the cluster has no default partition: jobs need one")
+    if account:
+        lines.append(f"account = {_toml(account)}  # your default account")
+    elif "associations" in enforce:
+        lines.append('# account = "..."  # the cluster requires one (AccountingStorageEnforce='
+                     f'{enforce}) and you have no default: ask your center')
+    qos = next((r[3] or r[2] for r in assocs if len(r) > 3 and r[0] == account and (r[3] or r[2])), None)
+    if qos:
+        lines.append(f"# qos = {_toml(qos.split(',')[0])}  # your association's (Slurm uses it without this line)")
+    if gpus:
+        lines.append('gpu_request = "gpus-per-node"  # #SBATCH --gpus-per-node=G; "gres" for --gres=gpu:G')
+    else:
+        lines.append('gpu_request = "none"  # no node has GPU GRES: jobs ask Slurm for no GPU')
+    lines.append("")
+    if gpus or len(parts) > 1:
+        lines.append(f"[systems.{cluster}]")
+        if default and default.gpus_per_node:
+            lines.append(f"gpus_per_node = {default.gpus_per_node}")
+        for p in parts.values():
+            if p is default:
+                continue
+            lines += ["", f"[systems.{cluster}.partitions.{p.name}]"]
+            if p.gpus_per_node:
+                lines.append(f"gpus_per_node = {p.gpus_per_node}")
+            lines += [f"slurm = {{ partition = {_toml(p.name)} }}"]
+        lines.append("")
+    lines += [
+        "[environment]",
+        "# The Python a job runs on the compute nodes must import dlperf_slurm and the suite's framework: a venv on",
+        "# a shared file system, a module, or a container. For example:",
+        '# modules = ["cuda/12.4", "python/3.11"]',
+        '# setup = ["source /shared/venvs/dlperf/bin/activate"]',
+        "# [environment.container]",
+        '# type = "apptainer"  # or "pyxis" (srun --container-image)',
+        '# image = "/shared/images/pytorch-24.03.sif"',
+        "",
+    ]
+    return "\n".join(lines)
