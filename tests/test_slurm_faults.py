@@ -467,13 +467,14 @@ def saved_next_job_id() -> int:
 
 
 def test_controller_killed_while_runs_wait_for_their_health_gate_blames_no_node(tmp_path):
-    """slurmctld SIGKILLed while 2 runs stand right before their health gate (a setup line holds them there):
-    the gate's srun cannot reach the controller. Before issue #22 the gate blamed the node (UNHEALTHY, blamed n1)
-    and --retry-failed excluded a healthy node. Wanted: UNHEALTHY with no node blamed ("no node's fault"), and a
-    retry on any node (no --exclude) that then completes."""
+    """slurmctld SIGKILLed while 2 runs stand right before their health gate (a setup line holds them there), and
+    down longer than the gate waits for it (``[health] controller_wait_s = 5`` here; a shorter outage costs no run:
+    tests/test_gpu_slurm.py): the gate's srun cannot reach the controller. Before issue #22 the gate blamed the
+    node (UNHEALTHY, blamed n1) and --retry-failed excluded a healthy node. Wanted: UNHEALTHY with no node blamed
+    ("no node's fault"), and a retry on any node (no --exclude) that then completes."""
     gate, at = tmp_path / "gate", tmp_path / "at-gate"
     setup = (f'setup = [\'touch "{at}.$SLURM_JOB_ID"\', '
-             f'\'until [ -e "{gate}" ]; do sleep 0.2; done\']\n')
+             f'\'until [ -e "{gate}" ]; do sleep 0.2; done\']\n[health]\ncontroller_wait_s = 5\n')
     c = Campaign(tmp_path, "g", repeats=2, mode="ok", setup=setup)
     ours = f"dlperf.{c.name}."
     wait_quiet(ours)
