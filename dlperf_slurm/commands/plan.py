@@ -44,7 +44,8 @@ def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
     try:
         backend.preflight(m)
     except UserError as err:
-        return [f"cluster: {err}"]
+        line = f"cluster: {err}"
+        return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="  ")
     first: dict[str, Any] = {}
     for run in matrix_mod.runs(m, cdir):
         first.setdefault(run.cell.id, run)
