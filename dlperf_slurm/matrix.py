@@ -22,6 +22,8 @@ from dlperf_slurm.sitefile import _merge, _overridden, busbw_gate, default_site_
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
+#: the GPUs a node has where neither the site file nor a system says (relative shapes; the tests' 8, DLPerf's nodes)
+GPUS_ENV = "DLPERF_SLURM_GPUS_PER_NODE"
 
 TOP_KEYS = ("suite", "name", "description", "axes", "include", "exclude", "measure", "slurm", "environment", "options",
             "setups", "health", "provenance")
@@ -32,7 +34,7 @@ HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_bu
 SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
-    "extra_directives": [], "array_throttle": None,
+    "extra_directives": [], "array_throttle": None, "gpus_per_node": None,
 }
 # sbatch options the submit journal sets itself: a site directive overriding one breaks it
 _OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
@@ -96,11 +98,12 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     by_name = {s.name: s for s in suite_list}
     setups = _setups(ctx, data.get("setups", {}))
     kept, dropped = [], []
+    node = NodeGpus(ctx, slurm, system)
     for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups),
-                           measure.repeats):
+                           measure.repeats, node_gpus=node):
         reason = (by_name[cell.suite].drop_reason(cell)
                   or launchers.container_reason(cell.launcher, environment.container.type)
-                  or _system_reason(cell, system))
+                  or _system_reason(cell, system) or _site_reason(cell, slurm))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
         why = by_name[cell.suite].accuracy_error(cell, options[cell.suite]) if measure.accuracy and not reason else None
         if why:  # e.g. synthetic data: nothing to evaluate
@@ -112,7 +115,71 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=gate[1] + _overridden(ctx, data, origin))
+                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line())
+
+
+class NodeGpus:
+    """The GPUs a node of the site has, for the shapes written relative to them (``1xall``, ``2xhalf``): the
+    ``[slurm] gpus_per_node`` of the site file (or the matrix), else the chosen system's ``gpus_per_node``, else
+    :data:`GPUS_ENV`, else, where a Slurm client answers, the most GPU GRES a node of the job's partition (the
+    default one without ``[slurm] partition``) has. Asked only when a relative shape is given; nothing to go by
+    is one error naming what to set."""
+
+    def __init__(self, ctx: Source, slurm: SlurmConfig, system: System | None):
+        self.ctx, self.slurm, self.system = ctx, slurm, system
+        self.count: int | None = None
+        self.basis = ""
+
+    def __call__(self, key: str) -> int:
+        if self.count is None:
+            self.count, self.basis = self._find(key)
+        return self.count
+
+    def line(self) -> str:
+        """How the relative shapes were resolved ('' when the matrix gave none)."""
+        if self.count is None:
+            return ""
+        half = self.count // 2
+        return (f"shapes: 'all' is {self.count} GPUs a node" + (f", 'half' {half}" if half else "")
+                + f" ({self.basis})")
+
+    def _find(self, key: str) -> tuple[int, str]:
+        if self.slurm.gpus_per_node:
+            return self.slurm.gpus_per_node, "[slurm] gpus_per_node"
+        if self.system is not None and self.system.gpus_per_node:
+            return self.system.gpus_per_node, f"system {self.system.label}'s gpus_per_node"
+        env = os.environ.get(GPUS_ENV, "").strip()
+        if env:
+            if not env.isdigit() or not 1 <= int(env) <= axes.MAX_GPUS_PER_NODE:
+                raise UserError(f"${GPUS_ENV}={env!r}: expected the GPUs a node has, 1 to {axes.MAX_GPUS_PER_NODE}")
+            return int(env), f"${GPUS_ENV}"
+        asked = "nothing says how many: set gpus_per_node = N under [slurm] in your site file (or the matrix), " \
+                "or choose a system that has gpus_per_node (--system)"
+        from dlperf_slurm.schedulers.slurmctl import Slurm
+
+        if not Slurm.available():
+            raise self.ctx.error(key, f"a shape relative to the GPUs a node has, and {asked}; no Slurm client here "
+                                      "can say")
+        from dlperf_slurm.schedulers.slurmlimits import Limits
+
+        limits = Limits(Slurm(timeout=20))
+        part = limits.partition(self.slurm.partition)
+        name = f"partition {self.slurm.partition}" if self.slurm.partition else "the default partition"
+        if part is None:
+            seen = ", ".join(sorted(limits.partitions())) or "none (sinfo did not answer)"
+            raise self.ctx.error(key, f"a shape relative to the GPUs a node has, and {asked}; this cluster has no "
+                                      f"{name} (its partitions: {seen})")
+        if not part.gpus_per_node:
+            raise self.ctx.error(key, f"a shape relative to the GPUs a node has, and {asked}; the nodes of partition "
+                                      f"{part.name} have no GPU GRES (sinfo)")
+        return part.gpus_per_node, f"the nodes of partition {part.name}, as sinfo says"
+
+
+def _site_reason(cell: Cell, slurm: SlurmConfig) -> str | None:
+    """Why the site cannot run a cell: more GPUs a node than ``[slurm] gpus_per_node`` says its nodes have."""
+    if slurm.gpus_per_node and cell.gpus_per_node > slurm.gpus_per_node:
+        return f"the nodes have {slurm.gpus_per_node} GPUs ([slurm] gpus_per_node); it asks {cell.gpus_per_node}"
+    return None
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:
@@ -260,9 +327,11 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if v["gpu_request"] not in GPU_REQUESTS:
         raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}"
                                              f"{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
-    for k in ("cpus_per_task", "array_throttle"):
+    for k in ("cpus_per_task", "array_throttle", "gpus_per_node"):
         if v[k] is not None:
             v[k] = _int(ctx, f"slurm.{k}", v[k])
+    if v["gpus_per_node"] is not None and not 1 <= v["gpus_per_node"] <= axes.MAX_GPUS_PER_NODE:
+        raise ctx.error("slurm.gpus_per_node", f"expected the GPUs a node has, 1 to {axes.MAX_GPUS_PER_NODE}")
     extra = v["extra_directives"]
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise ctx.error("slurm.extra_directives", "expected a list of strings such as '--reservation=bench'")
