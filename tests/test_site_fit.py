@@ -110,3 +110,73 @@ def test_gpus_per_node_is_checked(tmp_path, value, needle):
     with pytest.raises(UserError, match=needle):
         matrix.load(write(tmp_path, RELATIVE + f"[slurm]\ngpus_per_node = {value!r}\n".replace("'", '"')),
                     site=False)
+
+
+# -- what the site leaves out that the cluster needs: one line each at plan and at submit --dry-run
+
+BERT_4 = RELATIVE.replace('"1xhalf", ', "") + '[slurm]\ngpu_request = "none"\n'
+
+
+def _lines(tmp_path, capsys, *extra: str) -> tuple[list[str], list[str]]:
+    path = write(tmp_path, BERT_4)
+    assert main(["plan", str(path), "--no-site", *extra]) == 0
+    plan = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cluster: ")]
+    assert main(["--logs", str(tmp_path / "logs"), "submit", str(path), "--no-site", "--dry-run",
+                 "--executor", "slurm"]) == 0
+    dry = [line for line in capsys.readouterr().out.splitlines() if line.startswith("dry run: ")
+           and "nothing is written" not in line]
+    return plan, dry
+
+
+def test_no_partition_and_no_default_partition_is_one_line(tmp_path, capsys, fake):
+    import fakeslurm
+
+    fakeslurm.update(fake, lambda s: s.update(partitions="gpu|gpu|4|infinite|gpu:4|1-infinite\n"
+                                                         "big|big|2|infinite|gpu:8|1-infinite"))
+    plan, dry = _lines(tmp_path, capsys)
+    want = ("no partition is set and this cluster has no default partition: sbatch would refuse every job; set "
+            'partition = "NAME" under [slurm] in your site file (its partitions: big, gpu)')
+    assert plan == [f"cluster: {want}"] and dry == [f"dry run: {want}"]
+
+
+def test_no_partition_says_which_partition_the_jobs_go_to(tmp_path, capsys, fake):
+    import fakeslurm
+
+    fakeslurm.update(fake, lambda s: s.update(partitions="gpu*|gpu|4|infinite|gpu:4|1-infinite"))
+    plan, dry = _lines(tmp_path, capsys)
+    want = "no partition is set: the jobs go to the cluster's default partition, gpu (4 nodes of 4 GPUs; its " \
+           "partitions: gpu)"
+    assert plan == [f"cluster: {want}"] and dry == [f"dry run: {want}"]
+
+
+@pytest.mark.parametrize("user, accounts, has", [
+    ("", ["physics", "bench"], "user {me} has no default account (its accounts: bench, physics)"),
+    (None, [], "user {me} has no account on this cluster (ask its administrators for one)"),
+])
+def test_an_account_the_cluster_requires_is_one_line(tmp_path, capsys, fake, user, accounts, has):
+    import fakeslurm
+
+    from dlperf_slurm.schedulers.slurmlimits import user as me
+
+    def knobs(s):
+        s.update(config={"AccountingStorageEnforce": "associations,limits"}, accounts=accounts)
+        if user is not None:
+            s["defaultaccount"] = user
+    fakeslurm.update(fake, knobs)
+    plan, dry = _lines(tmp_path, capsys)
+    want = (f"no account is set and {has.format(me=me())}, where this cluster requires one "
+            '(AccountingStorageEnforce=associations,limits): sbatch would refuse every job; set account = "NAME" '
+            "under [slurm] in your site file")
+    assert plan[1:] == [f"cluster: {want}"] and dry[1:] == [f"dry run: {want}"], (plan, dry)
+
+
+def test_an_account_set_or_a_default_one_or_no_enforcement_says_nothing(tmp_path, capsys, fake):
+    import fakeslurm
+
+    fakeslurm.update(fake, lambda s: s.update(config={"AccountingStorageEnforce": "associations"},
+                                              defaultaccount="bench"))
+    plan, dry = _lines(tmp_path, capsys)
+    assert len(plan) == len(dry) == 1  # the default partition's line only
+    fakeslurm.update(fake, lambda s: s.update(config={"AccountingStorageEnforce": "none"}, defaultaccount=""))
+    plan, dry = _lines(tmp_path, capsys)
+    assert len(plan) == len(dry) == 1

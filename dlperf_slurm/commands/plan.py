@@ -21,12 +21,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cluster_lines(m, logs: str) -> list[str]:
-    """What the Slurm cluster on this machine's PATH says of the matrix, one line a cell ([] without a client, or
-    when its controller does not answer)."""
+    """What the Slurm cluster on this machine's PATH says of the matrix: a line each for a partition or account the
+    site leaves out that it needs (or the default partition the jobs go to), then one line a cell that can never
+    start ([] without a client, or when its controller does not answer)."""
     from pathlib import Path
 
     from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.errors import UserError
+    from dlperf_slurm.errors import ControllerUnreachable, UserError
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
 
     if not SlurmScheduler.available():
@@ -35,10 +36,13 @@ def cluster_lines(m, logs: str) -> list[str]:
     backend = SlurmScheduler(cdir)
     try:
         backend.preflight(m)
-    except UserError as err:
+    except ControllerUnreachable as err:
         return [f"cluster: {err}"]
+    except UserError as err:  # e.g. no GPU GRES: what the site leaves out is said too
+        return [f"cluster: {line}" for line in backend.site_lines(m)] + [f"cluster: {err}"]
+    site = [f"cluster: {line}" for line in backend.site_lines(m)]
     first: dict[str, Any] = {}
     for run in matrix_mod.runs(m, cdir):
         first.setdefault(run.cell.id, run)
     said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
-    return [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster:", *said] if said else []
+    return site + ([f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster:", *said] if said else [])
