@@ -55,6 +55,7 @@ class _MXNet(Suite):
 @register
 class NgcResNet50(_MXNet):
     framework = "ngc-mxnet"
+    imports = ("mxnet",)
     model = "resnet50"
     description = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 train.py (NGC MXNet 20.03, DLE "
                    "e470c215) with DLPerf's flags: --batch-size is the global batch, --benchmark-iters = the window")
@@ -99,6 +100,7 @@ class NgcResNet50(_MXNet):
 
 class _Gluon(_MXNet):
     framework = "mxnet-gluon"
+    imports = ("mxnet",)
     launcher = "mpirun"
     launchers = ("mpirun", "horovodrun", "dmlc")
 

@@ -23,6 +23,7 @@ from dlperf_slurm.suites import REPEAT, Suite, register
 @register
 class TfCnnResNet50(Suite):
     framework = "tf-cnn"
+    imports = ("tensorflow",)
     model = "resnet50"
     description = "tf_cnn_benchmarks.py --model=resnet50 (synthetic unless data = real)"
     sample_unit = "img/s"
@@ -117,6 +118,7 @@ class TfCnnVgg16(TfCnnResNet50):
 @register
 class HorovodSyntheticResNet50(Suite):
     framework = "horovod-synthetic"
+    imports = ("horovod",)
     model = "resnet50"
     description = "Horovod examples/pytorch/pytorch_synthetic_benchmark.py (or the tensorflow2 one) --model resnet50"
     sample_unit = "img/s"
