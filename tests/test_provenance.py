@@ -272,3 +272,14 @@ def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
     assert all(len(r["provenance"]["gpus"]) == 2 and "A100-SXM4-80GB" in r["provenance"]["gpus"][0] for r in runs)
     md = (tmp_path / "summaries" / "mixed.md").read_text()
     assert f"- **driver** 580.159.04 (majority: 535.129.03) on {finding['nodes'][0]}: runs {odd[0]}" in md
+
+
+def test_the_node_check_names_a_missing_interpreter_and_an_import_error():
+    env = {"SLURMD_NODENAME": "n3", "PATH": "/usr/bin"}
+    assert provprobe.import_failure(env, {"imports": []}, "/nowhere/python") is None  # nothing asked: no check
+    assert provprobe.import_failure(env, {"imports": ["json"]}, sys.executable) is None
+    assert provprobe.import_failure(env, {"imports": ["json"]}, "/nowhere/python") == \
+        "on node n3, the program's interpreter /nowhere/python is not found (PATH=/usr/bin)"
+    assert provprobe.import_failure(env, {"imports": ["json", "dlperf_no_such_module"]}, sys.executable) == \
+        (f"on node n3, cannot import dlperf_no_such_module with {sys.executable}: ModuleNotFoundError: No module "
+         "named 'dlperf_no_such_module'")
