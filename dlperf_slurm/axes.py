@@ -297,7 +297,9 @@ def _relative(ctx: Source, full: str, v: str, n: int, word: str, node_gpus: Node
     have = node_gpus(full)
     g = RELATIVE_SHAPES[word](have)
     if n < 1 or g < 1:
-        raise ctx.error(full, f"{v!r}: nodes and GPUs per node must be >= 1 (a node has {have} GPUs)")
+        raise ctx.error(full, f"{v!r}: nodes and GPUs per node must be >= 1 (a node has {have} "
+                              f"GPU{'s' * (have != 1)}: half of it is none)" if g < 1 else
+                        f"{v!r}: nodes and GPUs per node must be >= 1")
     if n > MAX_NODES:
         raise ctx.error(full, f"at most {MAX_NODES:,} nodes, got {v!r}")
     return (n, g)
