@@ -45,6 +45,7 @@ _NGC_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0", "MXNET_EXEC_ENABLE_ADDTO": "1", "MXN
 
 
 class _MXNet(Suite):
+    imports = ("mxnet",)
     published = "speed"  # DLPerf's MXNet tables: the mean over steps of the per-step median of the ranks' speeds
     dlperf_window = (20, 100)
 
@@ -55,7 +56,6 @@ class _MXNet(Suite):
 @register
 class NgcResNet50(_MXNet):
     framework = "ngc-mxnet"
-    imports = ("mxnet",)
     model = "resnet50"
     description = ("NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5 train.py (NGC MXNet 20.03, DLE "
                    "e470c215) with DLPerf's flags: --batch-size is the global batch, --benchmark-iters = the window")
@@ -100,7 +100,6 @@ class NgcResNet50(_MXNet):
 
 class _Gluon(_MXNet):
     framework = "mxnet-gluon"
-    imports = ("mxnet",)
     launcher = "mpirun"
     launchers = ("mpirun", "horovodrun", "dmlc")
 
