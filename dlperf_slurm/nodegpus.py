@@ -61,7 +61,7 @@ class NodeGpus:
 
         limits = Limits(Slurm(timeout=20))
         part = limits.partition(self.slurm.partition)
-        name = f"partition {self.slurm.partition}" if self.slurm.partition else "the default partition"
+        name = f"partition {self.slurm.partition}" if self.slurm.partition else "default partition"
         if part is None:
             seen = ", ".join(sorted(limits.partitions())) or "none (sinfo did not answer)"
             raise self.ctx.error(key, f"a shape relative to the GPUs a node has, and {asked}; this cluster has no "
