@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import math
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from dlperf_slurm import launchers
 from dlperf_slurm.errors import MatrixError
@@ -44,26 +44,34 @@ MAX_REPEATS = 1_000
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DEVICES = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+#: a shape relative to the GPUs a node of the site has: ``NxALL`` (every GPU of N nodes), ``Nxhalf`` (half of them)
+_RELATIVE = re.compile(r"^\s*(\d+)\s*[xX]\s*(all|half)\s*$", re.I)
+#: what the relative words mean, of a node's G GPUs
+RELATIVE_SHAPES = {"all": lambda g: g, "half": lambda g: g // 2}
+
+#: the GPUs a node of the site has, asked only when a relative shape is given (``key``: the matrix key, for errors)
+NodeGpus = Callable[[str], int]
 
 Rule = dict[str, list[Any]]
 
 
 def cells(ctx: Source, suite_list: Sequence["Suite"], table: dict[str, Any], include: Any, exclude: Any,
-          setups: Sequence[str] = (), repeats: int = 1) -> list[Cell]:
+          setups: Sequence[str] = (), repeats: int = 1, node_gpus: NodeGpus | None = None) -> list[Cell]:
     """Every cell of the matrix, suite by suite (in the order named), each: the axes' product minus the
     exclude rules, then the include rules' cells. A cell given twice is an error. ``setups``: the names of the
     matrix's ``[setups.NAME]`` bundles, the values the ``setup`` axis may take. More than :data:`MAX_RUNS` runs
-    (cells x ``repeats``) is an error, found before the cells are made (see :func:`too_many_runs`)."""
+    (cells x ``repeats``) is an error, found before the cells are made (see :func:`too_many_runs`). A shape
+    relative to a node's GPUs (``1xall``, ``2xhalf``) is resolved with ``node_gpus`` (asked only then)."""
     setups = tuple(setups)
     _known_keys(ctx, suite_list, table, "axes")
     includes = _rule_tables(ctx, suite_list, include, "include")
     excludes = _rule_tables(ctx, suite_list, exclude, "exclude")
     plans = []  # per suite: its axes, its exclude rules, its include rules (each with the axes it leaves as they are)
     for suite in suite_list:
-        base = _axes(ctx, suite, _own(suite, table), "axes", True, setups)
-        rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False, setups)
+        base = _axes(ctx, suite, _own(suite, table), "axes", True, setups, node_gpus)
+        rules_ex = [_axes(ctx, suite, _own(suite, r), f"exclude[{i}]", False, setups, node_gpus)
                     for i, r in excludes if _applies(suite, r)]
-        rules_in = [(i, {**base, **_axes(ctx, suite, _own(suite, r), f"include[{i}]", False, setups)})
+        rules_in = [(i, {**base, **_axes(ctx, suite, _own(suite, r), f"include[{i}]", False, setups, node_gpus)})
                     for i, r in includes if _applies(suite, r)]
         plans.append((suite, base, rules_ex, rules_in))
     limit = MAX_RUNS // repeats
@@ -187,7 +195,7 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, require_all: bool,
-          setups: tuple[str, ...] = ()) -> Rule:
+          setups: tuple[str, ...] = (), node_gpus: NodeGpus | None = None) -> Rule:
     """Validate an axes table (``[axes]``, an include or an exclude rule) into name -> list of values."""
     out: Rule = {}
     for key, raw in table.items():
@@ -197,7 +205,10 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
         values = _as_list(raw)
         if not values:
             raise ctx.error(full, "empty axis: give at least one value")
-        checked = [_axis_value(ctx, suite, key, full, v, setups) for v in values]
+        checked = [_axis_value(ctx, suite, key, full, v, setups, node_gpus) for v in values]
+        if key == "devices" and any(isinstance(v, str) and _RELATIVE.match(v) for v in values):
+            # a relative shape that comes to one given already (1xall on a 1-GPU site, beside 1x1) is kept once
+            checked = list(dict.fromkeys(checked))
         dup = _duplicates(checked)
         if dup:
             raise ctx.error(full, f"duplicate value {sorted(dup)[0]}: each value once")
@@ -214,11 +225,16 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
     return out
 
 
-def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups: tuple[str, ...] = ()) -> Any:
+def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups: tuple[str, ...] = (),
+                node_gpus: NodeGpus | None = None) -> Any:
     if key == "devices":
+        rel = _RELATIVE.match(v) if isinstance(v, str) else None
+        if rel:
+            return _relative(ctx, full, v, int(rel.group(1)), rel.group(2).lower(), node_gpus)
         m = _DEVICES.match(v) if isinstance(v, str) else None
         if not m:
-            raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', got {v!r}")
+            raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', or a shape relative to the GPUs a node has: "
+                                  f"'1xall', '2xall', '1xhalf'; got {v!r}")
         n, g = int(m.group(1)), int(m.group(2))
         if n < 1 or g < 1:
             raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
@@ -272,6 +288,21 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))} ({suite.name}), got {v!r}"
                               f"{did_you_mean(str(v), map(str, allowed))}")
     return v
+
+
+def _relative(ctx: Source, full: str, v: str, n: int, word: str, node_gpus: NodeGpus | None) -> tuple[int, int]:
+    """``NxALL`` / ``Nxhalf``: N nodes of all (half) the GPUs a node of the site has."""
+    if node_gpus is None:
+        raise ctx.error(full, f"{v!r} is relative to the GPUs a node has, which nothing here says")
+    have = node_gpus(full)
+    g = RELATIVE_SHAPES[word](have)
+    if n < 1 or g < 1:
+        raise ctx.error(full, f"{v!r}: nodes and GPUs per node must be >= 1 (a node has {have} "
+                              f"GPU{'s' * (have != 1)}: half of it is none)" if g < 1 else
+                        f"{v!r}: nodes and GPUs per node must be >= 1")
+    if n > MAX_NODES:
+        raise ctx.error(full, f"at most {MAX_NODES:,} nodes, got {v!r}")
+    return (n, g)
 
 
 def _product(suite: "Suite", axes: Rule) -> Iterable[Cell]:

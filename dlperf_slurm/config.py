@@ -93,6 +93,7 @@ class SlurmConfig:
     mem: str | None = None
     extra_directives: tuple[str, ...] = ()
     array_throttle: int | None = None
+    gpus_per_node: int | None = None  # the GPUs a node of the site has (relative shapes: 1xall), never a directive
 
     @property
     def minutes(self) -> float:

@@ -18,6 +18,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.measure import MEASURE_KEYS, int_value as _int, measure as _measure  # noqa: F401 (re-exported)
 from dlperf_slurm.model import (Cell, Container, Dropped, Environment, Health, Matrix, Measure, Provenance, Run,  # noqa: F401
                                 Setup, SlurmConfig, System, time_to_minutes)
+from dlperf_slurm.nodegpus import GPUS_ENV, NodeGpus, site_reason as _site_reason  # noqa: F401 (GPUS_ENV re-exported)
 from dlperf_slurm.sitefile import _merge, _overridden, busbw_gate, default_site_file, load_site, select_system
 from dlperf_slurm.toml_source import Source, check_keys, did_you_mean, read_toml
 
@@ -32,7 +33,7 @@ HEALTH_KEYS = {"enabled": Health.enabled, "timeout_s": Health.timeout_s, "min_bu
 SLURM_KEYS: dict[str, Any] = {
     "partition": None, "account": None, "qos": None, "time": "00:30:00", "exclusive": False,
     "constraint": None, "gpu_request": "gpus-per-node", "cpus_per_task": None, "mem": None,
-    "extra_directives": [], "array_throttle": None,
+    "extra_directives": [], "array_throttle": None, "gpus_per_node": None,
 }
 # sbatch options the submit journal sets itself: a site directive overriding one breaks it
 _OWNED_DIRECTIVES = ("job-name", "output", "error", "array", "open-mode", "signal")
@@ -96,11 +97,12 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
     by_name = {s.name: s for s in suite_list}
     setups = _setups(ctx, data.get("setups", {}))
     kept, dropped = [], []
+    node = NodeGpus(ctx, slurm, system)
     for cell in axes.cells(ctx, suite_list, table, data.get("include", []), data.get("exclude", []), list(setups),
-                           measure.repeats):
+                           measure.repeats, node_gpus=node):
         reason = (by_name[cell.suite].drop_reason(cell)
                   or launchers.container_reason(cell.launcher, environment.container.type)
-                  or _system_reason(cell, system))
+                  or _system_reason(cell, system) or _site_reason(cell, slurm))
         (dropped.append(Dropped(cell, reason)) if reason else kept.append(cell))
         why = by_name[cell.suite].accuracy_error(cell, options[cell.suite]) if measure.accuracy and not reason else None
         if why:  # e.g. synthetic data: nothing to evaluate
@@ -112,7 +114,7 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=gate[1] + _overridden(ctx, data, origin))
+                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line())
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:
@@ -260,9 +262,11 @@ def _slurm(ctx: Source, table: dict[str, Any]) -> SlurmConfig:
     if v["gpu_request"] not in GPU_REQUESTS:
         raise ctx.error("slurm.gpu_request", f"expected one of {', '.join(GPU_REQUESTS)}"
                                              f"{did_you_mean(str(v['gpu_request']), GPU_REQUESTS)}")
-    for k in ("cpus_per_task", "array_throttle"):
+    for k in ("cpus_per_task", "array_throttle", "gpus_per_node"):
         if v[k] is not None:
             v[k] = _int(ctx, f"slurm.{k}", v[k])
+    if v["gpus_per_node"] is not None and not 1 <= v["gpus_per_node"] <= axes.MAX_GPUS_PER_NODE:
+        raise ctx.error("slurm.gpus_per_node", f"expected the GPUs a node has, 1 to {axes.MAX_GPUS_PER_NODE}")
     extra = v["extra_directives"]
     if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
         raise ctx.error("slurm.extra_directives", "expected a list of strings such as '--reservation=bench'")

@@ -265,6 +265,7 @@ class Matrix:
     provenance: Provenance = Provenance()
     system: System | None = None  # the site file's named system (and partition) it is for, if any
     overridden: tuple[str, ...] = ()  # the matrix's keys that win over the system's own value, one line each
+    node_gpus: str = ""  # how relative shapes (1xall) were resolved: one line for plan ('' when none was given)
 
     def suite_of(self, cell: Cell) -> Any:
         """The suite that runs ``cell``."""

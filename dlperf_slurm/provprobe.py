@@ -228,18 +228,55 @@ def job_record(environ, conf) -> dict:
     }
 
 
-def main(argv) -> int:
-    what, conf = argv[1], json.loads(argv[2]) if len(argv) > 2 else {}
-    try:
-        record = job_record(os.environ, conf) if what == "job" else node_record(os.environ, conf)
-    except Exception as err:  # a probe that fails says so in one line; the run goes on
-        record = {"event": what, "hostname": socket.gethostname(), "error": f"provenance probe failed: {err!r}"}
+#: the node step's exit status when the program's interpreter cannot import what the program needs there: the job
+#: script ends the run before its launch (LAUNCH_FAILED, this probe's error line the reason)
+CANNOT_IMPORT = 86
+
+
+def import_failure(environ, conf, wanted):
+    """Why the program cannot start on this node, or None: its interpreter (``wanted``, as the program's argv names
+    it; the probe runs with python3 where it is not found) is missing, or cannot import one of ``conf["imports"]``
+    (dlperf_slurm, the suite's framework). One line naming the node, the interpreter and the import error."""
+    names = conf.get("imports") or []
+    if not names:
+        return None
+    node = environ.get("SLURMD_NODENAME") or socket.gethostname()
+    import shutil
+
+    if wanted and not shutil.which(wanted):
+        return f"on node {node}, the program's interpreter {wanted} is not found (PATH={environ.get('PATH', '')})"
+    who = sys.executable if not wanted or wanted == sys.executable else f"{wanted} ({sys.executable})"
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException as err:  # ImportError, or whatever the module raised as it was imported
+            text = " ".join(f"{type(err).__name__}: {err}".split())
+            return f"on node {node}, cannot import {name} with {who}: {text[:400]}"
+    return None
+
+
+def _write(record):
     # one write(2) for the whole line: the node steps of a job may share one output file, and a line written in
     # pieces (print's text, then its newline; or a buffer's worth at a time) can be cut by another node's line
     data = (PREFIX + json.dumps(record) + "\n").encode()
     sys.stdout.flush()
     while data:
         data = data[os.write(sys.stdout.fileno(), data):]
+
+
+def main(argv) -> int:
+    what, conf = argv[1], json.loads(argv[2]) if len(argv) > 2 else {}
+    try:
+        record = job_record(os.environ, conf) if what == "job" else node_record(os.environ, conf)
+    except Exception as err:  # a probe that fails says so in one line; the run goes on
+        record = {"event": what, "hostname": socket.gethostname(), "error": f"provenance probe failed: {err!r}"}
+    _write(record)
+    why = import_failure(os.environ, conf, argv[3] if len(argv) > 3 else "") if what == "node" else None
+    if why:  # the run cannot start here: its set-up fails with this line (events.setup_error_line's form)
+        _write({"event": "error", "kind": "setup", "message": f"set-up failed: {why}"})
+        return CANNOT_IMPORT
     return 0
 
 

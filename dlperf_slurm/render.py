@@ -190,6 +190,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
                  "srun": cell.nodes > 1 or container.type == "pyxis",
                  "conf": json.dumps({"allow": list(matrix.provenance.env_allow), "container": container.type,
                                      "deny": list(matrix.provenance.env_deny), "image": container.image,
+                                     "imports": list(suite.node_imports(plain_program)),
                                      "program_path": program_path(plain_program), "tool": tool_version()},
                                     sort_keys=True)},
         "env": sorted(env.items()),

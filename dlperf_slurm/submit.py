@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from dlperf_slurm import matrix as matrix_mod
 from dlperf_slurm import storage
-from dlperf_slurm.errors import SchedulerError, SubmitAborted, UserError
+from dlperf_slurm.errors import ControllerUnreachable, SchedulerError, SubmitAborted, UserError
 from dlperf_slurm.files import atomic_write, no_more_open_than
 from dlperf_slurm.manifest import MANIFEST, Manifest, campaign_lock
 from dlperf_slurm.model import FAILURES, Matrix, Run, Status
@@ -372,8 +372,15 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
     report = SubmitReport()
     try:  # what the cluster would refuse outright, said before anything is submitted (nothing, when it cannot say)
         backend.preflight(matrix)
-    except UserError as err:
+    except ControllerUnreachable as err:
         out(f"dry run: submitting would stop here: {err}")
+    except UserError as err:
+        for line in backend.site_lines(matrix):
+            out(f"dry run: {line}")
+        out(f"dry run: submitting would stop here: {err}")
+    else:
+        for line in backend.site_lines(matrix):  # a partition or account the site leaves out (or where jobs go)
+            out(f"dry run: {line}")
     statuses = _recorded_statuses(cdir)
     todo = to_submit(runs, statuses, retry_failed, force, report)
     excludes = blamed_nodes(todo, statuses)

@@ -326,6 +326,8 @@ def plan_text(m, wide: bool = False) -> str:
         out += wrap(f"  {s.name}: {s.description}", "  ")
     if m.system is not None:
         out += wrap(m.system.describe())
+    if m.node_gpus:
+        out += wrap(m.node_gpus)
     for line in m.overridden:
         out += wrap(f"  {line}", "  ")
     if m.grouped:

@@ -29,6 +29,14 @@ def _results_store_of_the_test(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("DLPERF_SLURM_STORE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _nodes_of_eight_gpus(monkeypatch):
+    """The repo's DLPerf matrices write their shapes relative to a node's GPUs (``1xall``, ``4xall``): in a test
+    they resolve as DLPerf's nodes had them, 8 a node, whatever cluster (or none) this machine has. A test of the
+    resolution itself deletes the variable."""
+    monkeypatch.setenv("DLPERF_SLURM_GPUS_PER_NODE", "8")
+
+
 #: a credential in the environment of every test on the real Slurm cluster, as a user's shell holds one (submit's
 #: sbatch passes it on to the job, its launcher and its ranks): AWS's documented example secret key
 SHELL_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"

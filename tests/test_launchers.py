@@ -305,3 +305,33 @@ def test_provenance_node_step_runs_on_every_node_inside_the_container(kind, tmp_
     assert len(probe) == 1 and probe[0]["container_image"] == (PYXIS_IMAGE if kind == "pyxis" else None), records
     entered = [r for r in records if r["stub"] == "apptainer" and r["target"] == "/bin/sh"]
     assert len(entered) == (2 if kind == "apptainer" else 0), records
+
+
+def test_a_node_that_cannot_import_the_framework_ends_the_run_before_the_launch(tmp_path, stub_bin, monkeypatch):
+    """The suite's framework does not import where the program runs: the provenance node step (one srun task per
+    node) says so on every node, naming the node, the interpreter and the import error, and the run ends before
+    its launch: LAUNCH_FAILED with the first node's line as its reason."""
+    from dlperf_slurm import events as ev
+    from dlperf_slurm.model import Status
+    from dlperf_slurm.outcome import read_log
+
+    monkeypatch.setattr(_StubSuite, "imports", ("dlperf_no_such_framework",))
+    m = _load(tmp_path, ["torchrun"], devices="2x1")
+    rc, records, log = _run_script(tmp_path, m, stub_bin, slurm=True)
+    assert rc == 4, log
+    assert not [r for r in records if r["stub"] == "torchrun"], records  # never launched
+    errors = [e[ev.MESSAGE] for line in log.splitlines() if (e := ev.parse_event(line)) and e[ev.EVENT] == ev.EV_ERROR]
+    want = "cannot import dlperf_no_such_framework with python3 ({}): ModuleNotFoundError: No module named " \
+           "'dlperf_no_such_framework'"
+    for node in ("node1", "node2"):
+        assert any(e.startswith(f"set-up failed: on node {node}, ") and e.endswith(want.format(e.split("(")[1]
+                                                                                            .split(")")[0]))
+                   for e in errors), errors
+    [run] = matrix.runs(m, tmp_path / "slurm")
+    import dataclasses
+
+    # the stub suite has no parser: the log read as the built-in workload's parser reads it (set-up errors alike)
+    result = read_log(dataclasses.replace(run.cell, suite="pytorch-ddp/resnet50"), run.log, warmup_steps=1,
+                      measure_steps=1)
+    assert result.status is Status.LAUNCH_FAILED and "set-up failed: on node node" in result.reason, result
+    assert "cannot import dlperf_no_such_framework with python3 (" in result.reason, result.reason

@@ -166,6 +166,37 @@ def test_a_failed_setup_step_ends_the_run_as_launch_failed_with_its_line(tmp_pat
     assert not _events(log, ev.EV_HEADER)  # the workload never started
 
 
+def test_a_node_whose_python_cannot_import_the_framework_ends_the_run_before_training(tmp_path):
+    """The program's interpreter cannot import torch (site-packages left out, as a bare interpreter without the
+    framework): the node step says so before the launch, and the run is LAUNCH_FAILED with a reason naming the
+    node, the interpreter and the import error, in collect's summary and in status."""
+    import socket
+
+    bare = tmp_path / "bin" / "python-bare"
+    bare.parent.mkdir()
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    mx = tmp_path / "bare.toml"
+    mx.write_text(tiny_matrix_text("bare", axes='precision = ["fp32"]\nxla = [false]\n',
+                                   extra="[health]\nenabled = false\n").replace("[options]\n",
+                                                                              f'[options]\npython = "{bare}"\n'))
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--wait", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    want = f"set-up failed: on node {socket.gethostname()}, cannot import torch with {bare} ({sys.executable}): " \
+           "ModuleNotFoundError: No module named 'torch'"
+    p = cli("--logs", str(logs), "status", "bare", "--wide", cwd=tmp_path)
+    assert f"LAUNCH_FAILED | exit code 4; {want[:60]}" in p.stdout, p.stdout  # (status cuts a long reason)
+    p = cli("--logs", str(logs), "collect", "bare", "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    [run] = json.loads((tmp_path / "summaries" / "bare.json").read_text())["runs"]
+    assert run["status"] == "LAUNCH_FAILED" and run["reason"].endswith(want), run
+    [log] = logs.glob("bare/1n1g/*.log")
+    assert not _events(log, ev.EV_HEADER)  # the workload never started
+    [node] = _events(log, ev.EV_NODE)  # the node's provenance is still written, before the check
+    assert node[ev.EXECUTABLE] == sys.executable
+
+
 def test_site_umask_and_campaign_folder_bound_every_file(tmp_path):
     site = tmp_path / "site.toml"
     site.write_text('[provenance]\numask = "077"\n')
@@ -241,3 +272,14 @@ def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
     assert all(len(r["provenance"]["gpus"]) == 2 and "A100-SXM4-80GB" in r["provenance"]["gpus"][0] for r in runs)
     md = (tmp_path / "summaries" / "mixed.md").read_text()
     assert f"- **driver** 580.159.04 (majority: 535.129.03) on {finding['nodes'][0]}: runs {odd[0]}" in md
+
+
+def test_the_node_check_names_a_missing_interpreter_and_an_import_error():
+    env = {"SLURMD_NODENAME": "n3", "PATH": "/usr/bin"}
+    assert provprobe.import_failure(env, {"imports": []}, "/nowhere/python") is None  # nothing asked: no check
+    assert provprobe.import_failure(env, {"imports": ["json"]}, sys.executable) is None
+    assert provprobe.import_failure(env, {"imports": ["json"]}, "/nowhere/python") == \
+        "on node n3, the program's interpreter /nowhere/python is not found (PATH=/usr/bin)"
+    assert provprobe.import_failure(env, {"imports": ["json", "dlperf_no_such_module"]}, sys.executable) == \
+        (f"on node n3, cannot import dlperf_no_such_module with {sys.executable}: ModuleNotFoundError: No module "
+         "named 'dlperf_no_such_module'")

@@ -25,17 +25,21 @@ CLUSTER_CELLS_SHOWN = 10
 
 
 def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
-    """What the Slurm cluster on this machine's PATH says of the matrix, a line a cell (the first
-    :data:`CLUSTER_CELLS_SHOWN` of them, fitting the terminal, unless ``wide``); [] without a client, or when its
-    controller does not answer."""
+    """What the Slurm cluster on this machine's PATH says of the matrix: a line each for a partition or account the
+    site leaves out that it needs (or the default partition the jobs go to), then one line a cell that can never
+    start (the first :data:`CLUSTER_CELLS_SHOWN`), each fitting the terminal unless ``wide``; [] without a client,
+    or when its controller does not answer."""
     import textwrap
     from pathlib import Path
 
+    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.errors import ControllerUnreachable, UserError
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler
     from dlperf_slurm.tables import TERMINAL_WIDTH
 
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.errors import UserError
-    from dlperf_slurm.schedulers.slurm import SlurmScheduler
+    def fit(lines: list[str], indent: str = "  ") -> list[str]:
+        return lines if wide else [w for line in lines
+                                   for w in textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent=indent)]
 
     if not SlurmScheduler.available():
         return []
@@ -43,19 +47,20 @@ def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
     backend = SlurmScheduler(cdir)
     try:
         backend.preflight(m)
-    except UserError as err:
-        line = f"cluster: {err}"
-        return [line] if wide else textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="  ")
+    except ControllerUnreachable as err:
+        return fit([f"cluster: {err}"])
+    except UserError as err:  # e.g. no GPU GRES: what the site leaves out is said too
+        return fit([f"cluster: {line}" for line in backend.site_lines(m)] + [f"cluster: {err}"])
+    site = fit([f"cluster: {line}" for line in backend.site_lines(m)])
     first: dict[str, Any] = {}
     for run in matrix_mod.runs(m, cdir):
         first.setdefault(run.cell.id, run)
     said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
     if not said:
-        return []
+        return site
     head = [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster (submit skips them):"]
     if wide:
-        return head + said
-    shown = [w for line in said[:CLUSTER_CELLS_SHOWN]
-             for w in textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="    ")]
+        return site + head + said
     more = len(said) - CLUSTER_CELLS_SHOWN
-    return head + shown + ([f"  ... and {more} more (--wide: every cell)"] if more > 0 else [])
+    return site + head + fit(said[:CLUSTER_CELLS_SHOWN], "    ") + (
+        [f"  ... and {more} more (--wide: every cell)"] if more > 0 else [])

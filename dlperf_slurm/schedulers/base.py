@@ -133,6 +133,11 @@ class Scheduler(ABC):
         return None
 
     # -- planning
+    def site_lines(self, matrix: Matrix) -> list[str]:
+        """What the site leaves out that this scheduler needs (no partition where the cluster has no default, no
+        account where it requires one), one line each, for ``plan`` and ``submit --dry-run``."""
+        return []
+
     def skip_reason(self, matrix: Matrix, run: Run) -> str | None:
         """Why this scheduler cannot run this run (None if it can)."""
         return None

@@ -190,6 +190,10 @@ class SlurmScheduler(Scheduler):
             if why:
                 raise UserError(why)
 
+    def site_lines(self, matrix: Matrix) -> list[str]:
+        """What the site leaves out that this cluster needs (a partition, an account), one line each."""
+        return slurmlimits.site_lines(self.limits, matrix.slurm)
+
     def skip_reason(self, matrix: Matrix, run: Run) -> str | None:
         """A run this cluster can never start (its partition's size or MaxTime, its nodes' GPUs, the QOS's GPU
         limits): said per cell before anything is submitted."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from dlperf_slurm.model import time_to_minutes
 
 if TYPE_CHECKING:
+    from dlperf_slurm.config import SlurmConfig
     from dlperf_slurm.schedulers.base import Resources
     from dlperf_slurm.schedulers.slurmctl import Slurm
 
@@ -170,6 +171,61 @@ def _max_nodes(s: str) -> int | None:
 def asks_gpus(matrix) -> bool:
     """Does any cell of the matrix ask Slurm for GPUs?"""
     return matrix.slurm.gpu_request != "none" and any(c.gpus_per_node for c in matrix.cells)
+
+
+#: AccountingStorageEnforce words under which a job needs an association, hence an account (limits, qos and safe
+#: imply associations, as slurm.conf(5) says)
+_ENFORCE_ASSOC = ("associations", "limits", "qos", "safe")
+
+
+def site_lines(limits: Limits, slurm: "SlurmConfig") -> list[str]:
+    """One line each where the site file (or the matrix) leaves out what this cluster needs: no ``[slurm]
+    partition`` and no default partition (sbatch refuses every job), or which partition the jobs then go to; no
+    ``[slurm] account`` where the cluster enforces associations and the user has no default account. Nothing
+    where the cluster cannot say."""
+    out = []
+    parts = limits.partitions()
+    if not slurm.partition and parts:
+        default = next((p for p in parts.values() if p.default), None)
+        names = ", ".join(sorted(parts))
+        if default is None:
+            out.append(f"no partition is set and this cluster has no default partition: sbatch would refuse every "
+                       f"job; set partition = \"NAME\" under [slurm] in your site file (its partitions: {names})")
+        else:
+            gpus = f" of {default.gpus_per_node} GPUs" if default.gpus_per_node else ""
+            out.append(f"no partition is set: the jobs go to the cluster's default partition, {default.name} "
+                       f"({default.nodes} node{'s' * (default.nodes != 1)}{gpus}; its partitions: {names})")
+    if not slurm.account:
+        why = account_required(limits)
+        if why:
+            out.append(why)
+    return out
+
+
+def account_required(limits: Limits) -> str | None:
+    """One line when jobs need an account this site does not set: the cluster enforces associations
+    (``AccountingStorageEnforce``) and the user has no default account (or no association at all)."""
+    from dlperf_slurm.errors import SchedulerError
+
+    try:
+        enforce = limits.slurm.config().get("AccountingStorageEnforce", "")
+    except SchedulerError:
+        return None
+    words = [w.strip().lower() for w in enforce.split(",")]
+    if not any(w in _ENFORCE_ASSOC for w in words):
+        return None
+    me = user()
+    rows = limits.slurm.sacctmgr(["show", "user", me, "format=defaultaccount"])
+    if rows is None:  # accounting cannot say
+        return None
+    if rows and rows[0] and rows[0][0]:
+        return None
+    assoc = limits.slurm.sacctmgr(["show", "assoc", "where", f"user={me}", "format=account"]) or []
+    accounts = sorted({r[0] for r in assoc if r and r[0]})
+    has = (f"user {me} has no default account (its accounts: {', '.join(accounts)})" if accounts
+           else f"user {me} has no account on this cluster (ask its administrators for one)")
+    return (f"no account is set and {has}, where this cluster requires one (AccountingStorageEnforce={enforce}): "
+            f"sbatch would refuse every job; set account = \"NAME\" under [slurm] in your site file")
 
 
 def gpu_gres_refusal(limits: Limits, asks_gpus: bool) -> str | None:

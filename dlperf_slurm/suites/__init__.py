@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
+import os
+from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
 
@@ -37,6 +38,9 @@ class Suite:
 
     framework: ClassVar[str]
     model: ClassVar[str]
+    # the framework's Python modules its program imports: before the launch, the program's interpreter imports them
+    # on every node of the run (with dlperf_slurm, where the program is one of its modules), see node_imports
+    imports: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
     launcher: ClassVar[str] = "srun"  # default launcher
     launchers: ClassVar[tuple[str, ...]] = ("srun",)  # launchers this suite can run under
@@ -65,6 +69,15 @@ class Suite:
     @property
     def name(self) -> str:
         return f"{self.framework}/{self.model}"
+
+    def node_imports(self, program: Sequence[str]) -> tuple[str, ...]:
+        """What the program's interpreter must import on every node before the launch: ``dlperf_slurm`` where the
+        program is one of its modules (``python -m dlperf_slurm....``), then the suite's framework (:attr:`imports`).
+        Nothing for a program that is no ``python ...`` argv (its interpreter is not known here)."""
+        if not program or not os.path.basename(str(program[0])).startswith("python"):
+            return ()
+        own = ("dlperf_slurm",) if any(str(a).startswith("dlperf_slurm.") for a in program) else ()
+        return tuple(dict.fromkeys((*own, *self.imports)))
 
     def drop_reason(self, cell: Cell) -> str | None:
         """Why this suite cannot run ``cell`` (None if it can)."""

@@ -152,6 +152,7 @@ _DATA_OPTIONS = {"data_path": "/data/gpt/gpt_sample_dataset_text_document", "voc
 @register
 class MegatronGPT(_GPT):
     framework = "megatron"
+    imports = ("torch",)
     description = "NVIDIA Megatron-LM pretrain_gpt.py: tensor/pipeline/data parallel GPT pre-training"
     launcher = "torchrun"
     launchers = ("torchrun", "srun")
@@ -178,6 +179,7 @@ class MegatronGPT(_GPT):
 @register
 class DeepSpeedGPT(_GPT):
     framework = "deepspeed"
+    imports = ("deepspeed",)
     description = "microsoft/Megatron-DeepSpeed pretrain_gpt.py with a DeepSpeed config (ZeRO stage from the matrix)"
     launcher = "deepspeed"
     launchers = ("deepspeed", "srun")
@@ -229,6 +231,7 @@ class DeepSpeedGPT(_GPT):
 @register
 class OneFlowGPT(_GPT):
     framework = "oneflow"
+    imports = ("oneflow",)
     description = "OneFlow LiBai tools/train_net.py, configs/gpt2_pretrain.py (GPT-2 pre-training, 3D parallel)"
     launcher = "oneflow"
     launchers = ("oneflow",)

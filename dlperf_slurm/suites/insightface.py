@@ -91,6 +91,7 @@ class _Face(Suite):
 @register
 class OneFlowFace(_Face):
     framework = "oneflow"
+    imports = ("oneflow",)
     description = ("oneflow_face insightface_train.py (ArcFace r100 / y1 = fmobilefacenet; data, model parallel, "
                    "partial FC), DLPerf's flags; one process per node (node_ips)")
     launcher = "node_ips"
@@ -126,6 +127,7 @@ class OneFlowFace(_Face):
 class MXNetFace(_Face):
     evaluations = ("insightface_lfw",)  # "[lfw][32500]Accuracy-Flip: 0.50750+-0.00704" (its verification)
     framework = "mxnet"
+    imports = ("mxnet",)
     description = ("deepinsight/insightface MXNet: ArcFace train.py (data parallel) / train_parall.py (model "
                    "parallel), Partial FC train_memory.py (horovodrun); train.py across nodes under dmlc")
     launcher = "tf_config"

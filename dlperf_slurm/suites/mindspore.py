@@ -35,6 +35,7 @@ def sink_steps(measure, options: Mapping[str, Any]) -> int:
 
 class _MindSpore(Suite):
     framework = "mindspore"
+    imports = ("mindspore",)
     launcher = "msrun"
     launchers = ("msrun", "mpirun")  # mpirun: DLPerf's way, MindSpore GPU builds (OpenMPI + NCCL); not on CPU
     precisions = ("fp32", "amp")

@@ -45,6 +45,7 @@ _NGC_ENV = {"MXNET_UPDATE_ON_KVSTORE": "0", "MXNET_EXEC_ENABLE_ADDTO": "1", "MXN
 
 
 class _MXNet(Suite):
+    imports = ("mxnet",)
     published = "speed"  # DLPerf's MXNet tables: the mean over steps of the per-step median of the ranks' speeds
     dlperf_window = (20, 100)
 

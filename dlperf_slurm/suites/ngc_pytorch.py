@@ -18,6 +18,7 @@ from dlperf_slurm.suites import REPEAT, Suite, register
 
 class _NGCPyTorch(Suite):
     framework = "ngc-pytorch"
+    imports = ("torch",)
     launcher = "torchrun"
     launchers = ("torchrun", "srun")
     precisions = ("fp32", "amp")

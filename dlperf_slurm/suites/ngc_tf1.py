@@ -35,6 +35,7 @@ _DLE = ("fed7ba99", "master")
 
 class _NGCTF1(Suite):
     framework = "ngc-tf1"
+    imports = ("tensorflow",)
     launcher = "mpirun"
     launchers = ("mpirun", "horovodrun", "srun")
     precisions = ("fp32", "amp")

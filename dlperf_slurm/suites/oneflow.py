@@ -57,6 +57,7 @@ def print_every(measure, options: Mapping[str, Any]) -> int:
 
 class _OneFlow(Suite):
     framework = "oneflow"
+    imports = ("oneflow",)
     launcher = "node_ips"
     launchers = ("node_ips", "oneflow")
     precisions = ("fp32", "amp")

@@ -22,6 +22,7 @@ from dlperf_slurm.suites import REPEAT, RUN_DIR, Suite, register
 
 class _Paddle(Suite):
     framework = "paddle"
+    imports = ("paddle",)
     launcher = "paddle"
     launchers = ("paddle",)
     precisions = ("fp32", "amp")

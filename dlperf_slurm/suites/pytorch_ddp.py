@@ -20,6 +20,7 @@ _HEADER_EXTRA = (ev.WORLD_SIZE, ev.DEVICE, ev.DEVICE_NAME, ev.PRECISION, ev.COMP
 
 class _PytorchDDP(Suite):
     framework = "pytorch-ddp"
+    imports = ("torch",)
     launcher = "torchrun"
     launchers = ("torchrun", "srun", "mpirun")
     precisions = ("fp32", "amp", "fp16", "bf16")

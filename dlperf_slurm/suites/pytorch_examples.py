@@ -39,6 +39,7 @@ from dlperf_slurm.suites import Suite, register
 @register
 class ResNet50(Suite):
     framework = "pytorch-examples"
+    imports = ("torch",)
     model = "resnet50"
     description = "pytorch/examples imagenet/main.py --arch resnet50 (DLPerf's flags), one spawning process per node"
     launcher = "mp_spawn"

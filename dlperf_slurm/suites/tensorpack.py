@@ -43,6 +43,7 @@ STEPS_PER_EPOCH = 50  # resnet-multigpu.py's TrainConfig(steps_per_epoch=50, max
 @register
 class TensorpackResNet50(Suite):
     framework = "tensorpack"
+    imports = ("tensorpack",)
     model = "resnet50"
     description = ("tensorpack/benchmarks ResNet-MultiGPU/resnet-multigpu.py (fake data; epochs of 50 steps, "
                    "10 epochs: window in whole epochs)")

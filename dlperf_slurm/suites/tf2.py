@@ -36,6 +36,7 @@ MODEL_DIR = f"{RUN_DIR}/model"  # each run's own, emptied at every start
 
 class _TF2(Suite):
     framework = "tf2"
+    imports = ("tensorflow",)
     launcher = "tf_config"
     launchers = ("tf_config",)
     precisions = ("fp32", "amp")

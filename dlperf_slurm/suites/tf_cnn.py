@@ -1,8 +1,7 @@
 """Synthetic-data baselines: ``tf-cnn`` (tensorflow/benchmarks tf_cnn_benchmarks.py: ResNet-50 and VGG16) and
 ``horovod-synthetic`` (Horovod's examples ``*_synthetic_benchmark.py``) — the network sanity baseline of a scaling
-study. With ``data =
-"real"`` tf_cnn_benchmarks also trains on ImageNet TFRecords, and runs the DDL study's accuracy runs (``[measure]
-mode = "accuracy"``: its own --num_epochs, evaluation after each epoch and --stop_at_top_1_accuracy).
+study. With ``data = "real"`` tf_cnn_benchmarks also trains on ImageNet TFRecords, and runs the DDL study's accuracy
+runs (``[measure] mode = "accuracy"``: its own --num_epochs, evaluation after each epoch and --stop_at_top_1_accuracy).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from dlperf_slurm.suites import REPEAT, Suite, register
 @register
 class TfCnnResNet50(Suite):
     framework = "tf-cnn"
+    imports = ("tensorflow",)
     model = "resnet50"
     description = "tf_cnn_benchmarks.py --model=resnet50 (synthetic unless data = real)"
     sample_unit = "img/s"
@@ -117,6 +117,7 @@ class TfCnnVgg16(TfCnnResNet50):
 @register
 class HorovodSyntheticResNet50(Suite):
     framework = "horovod-synthetic"
+    imports = ("horovod",)
     model = "resnet50"
     description = "Horovod examples/pytorch/pytorch_synthetic_benchmark.py (or the tensorflow2 one) --model resnet50"
     sample_unit = "img/s"
@@ -258,8 +259,7 @@ def _parse_tf_cnn(lines: Iterable[str], ctx: ParseContext) -> RunResult:
 
     facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
                        needles=("images/sec", "Devices:", "Round up", "Num batches:", "Num epochs:", "Batch size:",
-                                "Done with", "Model:",
-                                *evals.needles)
+                                "Done with", "Model:", *evals.needles)
                        ).run(lines)
     gb = float(ctx.global_batch)
     if st.batches and st.epochs:  # an evaluation at global step s (warm-up included) closes epoch (s - warm-up) / N

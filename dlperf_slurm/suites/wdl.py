@@ -89,6 +89,7 @@ def _params(cell) -> tuple[int, int, int]:
 @register
 class OneFlowWDL(_WDL):
     framework = "oneflow"
+    imports = ("oneflow",)
     description = ("OneFlow-Inc/models wide_and_deep/train.py, graph mode (DLPerf's 2021 W&D rerun): latency per "
                    "iteration and GPU memory per deep_vocab_size")
     launcher = "oneflow"
@@ -125,6 +126,7 @@ def workspace_mb(vocab: int, vec: int) -> int:
 class HugeCTRWDL(_WDL):
     evaluations = ("hugectr_auc",)  # "Evaluation, AUC: 0.767348" (its eval_interval)
     framework = "hugectr"
+    imports = ("hugectr",)
     description = ("DLPerf's HugeCTR/wdl/scripts/wdl.py (HugeCTR Python API): latency per iteration and GPU "
                    "memory per deep_vocab_size")
     launcher = "tf_config"

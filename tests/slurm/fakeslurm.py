@@ -95,9 +95,14 @@ def _main(tool: str, args: list[str]) -> int:
         elif tool == "sinfo":
             if "%P|%R|%D|%l|%G|%s" in args:
                 out.append(s.get("partitions", PARTITIONS))
-        elif tool == "sacctmgr":  # no association, no QOS limit (knob "qos": the rows of `show qos`)
+        elif tool == "sacctmgr":  # no association, no QOS limit (knob "qos": the rows of `show qos`; knobs
+            # "defaultaccount" and "accounts": the user's default account, a row of `show user`, and its associations)
             if "qos" in args:
                 out.extend(s.get("qos", []))
+            elif "user" in args and "format=defaultaccount" in args and "defaultaccount" in s:
+                out.append(s["defaultaccount"])
+            elif "assoc" in args and "format=account" in args:
+                out.extend(s.get("accounts", []))
         elif tool == "scontrol":
             if args[:1] == ["ping"]:
                 if s["ping"] != "up":
@@ -109,6 +114,7 @@ def _main(tool: str, args: list[str]) -> int:
                 s.setdefault("released", []).extend(x for a in args[1:] for x in a.split(","))
             elif args[:2] == ["show", "config"]:
                 out.append(f"ClusterName             = fake\nMaxArraySize            = {s['max_array']}")
+                out.extend(f"{k:<23} = {v}" for k, v in s.get("config", {}).items())  # knob "config": more keys
         return s
 
     update(state_file, fn)
