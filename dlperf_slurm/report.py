@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import accuracy, health, measure, network, processes, stragglers, studytables, system, wdltable
+from dlperf_slurm import accuracy, health, measure, network, processes, stats, stragglers, studytables, system, wdltable
 from dlperf_slurm.files import atomic_write, no_more_open_than, remove_stale_tmp
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -122,8 +122,8 @@ def markdown(result: Result) -> str:
                  "precision, XLA, batch per GPU, variant and launcher, or where no 1n1g cell has the launcher, of "
                  "the one 1n1g cell that differs in launcher alone (empty without one); efficiency = speedup / GPUs. "
                  "Only OK runs enter the statistics; a cell without one shows its dominant failure or its progress. "
-                 "Flags: `few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every "
-                 "GPU / GPU 0, MiB.")
+                 f"Flags: `few OK` ({stats.few_ok_rule(c.n for c in cells)}: 5 of 7 as a ratio of the planned runs), "
+                 "`CV>5%`. GPU memory: peak NVML \"used\" over every GPU / GPU 0, MiB.")
     lines.append("")
     if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "

@@ -135,3 +135,8 @@ def test_status_and_retry_failed_on_a_campaign_whose_logs_were_cut_after_it_ende
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), "--retry-failed", "--dry-run", cwd=tmp_path)
     assert "submitting 2 as" in p.stdout, p.stdout + p.stderr
+    # the summary's flag is relative to the planned repeats (it said "fewer than 5 of 7" on a 3-repeat matrix)
+    p = cli("--logs", str(logs), "collect", "d", "--no-plots", "--no-store", "--out", str(tmp_path / "s"), cwd=tmp_path)
+    md = (tmp_path / "s" / "d.md").read_text()
+    assert "`few OK` (fewer than 3 of 3 runs OK" in md and "5 of 7 runs" not in md, md
+    assert "| 1/3    | few OK; 2 LOG_MISSING |" in md, md
