@@ -21,7 +21,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,14 +80,16 @@ def _csv_value(v: Any) -> Any:
 _CSV_PLAIN = frozenset({str, int, bool, type(None)})  # what _csv_value gives back as it is: most fields
 
 
-def csv_text(rows: Sequence[RunRow | CellRow], cls: type) -> str:
+def csv_text(rows: Sequence[RunRow | CellRow], cls: type, more: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """``rows`` as CSV text: a header of :func:`~dlperf_slurm.rows.columns`, one line per row (minimal quoting,
-    ``\\n`` line ends)."""
+    ``\\n`` line ends); ``more``: cell id -> columns after those (the same for every row that has them)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns(cls))
+    extra = list(dict.fromkeys(k for cols in (more or {}).values() for k in cols))
+    w.writerow([*columns(cls), *extra])
     plain = _CSV_PLAIN
-    w.writerows([v if type(v) in plain else _csv_value(v) for v in as_dict(r).values()] for r in rows)
+    w.writerows([*(v if type(v) in plain else _csv_value(v) for v in as_dict(r).values()),
+                 *(_csv_value((more or {}).get(r.cell_id, {}).get(k)) for k in extra)] for r in rows)
     return buf.getvalue()
 
 
@@ -237,8 +239,10 @@ def write_markdown(result: Result, out: Path, stem: str) -> list[Path]:
 
 @writer("csv")
 def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
-    """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
-    return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow)),
+    """``<stem>.csv``: one row per cell (with accuracy runs, their final top-1/top-5 and time to target after the
+    cell's columns: :func:`dlperf_slurm.accuracy.csv_columns`); ``<stem>.runs.csv``: one row per run."""
+    more = accuracy.csv_columns(accuracy.table(result.cells, result.runs))
+    return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow, more)),
             _write(out / f"{stem}.runs.csv", csv_text(result.runs, RunRow))]
 
 
