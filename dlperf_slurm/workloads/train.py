@@ -129,8 +129,7 @@ def _cpu_name() -> str:
 
 
 def _versions(torch: Any, cuda: bool) -> dict[str, Any]:
-    """The CUDA stack torch was built with and loads (None for each in a CPU build), whether or not this run used a
-    GPU (``cuda_used``): the summary's System section shows it apart from the node's toolkit (nvcc)."""
+    """torch's own CUDA stack (None in a CPU build), used or not (``cuda_used``): System, apart from nvcc's."""
     built = getattr(torch.version, "cuda", None)
     nccl = cudnn = None
     if built:
