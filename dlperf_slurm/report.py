@@ -338,8 +338,8 @@ def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: b
     written last time), a writer whose inputs did not change writes nothing (its files are still listed) and
     ``state`` records what is current (the plots keep their own digest per file). ``jobs``: collect's ``-j`` (1:
     every writer in this process)."""
-    # a campaign's summaries are no more open than its folder (the site's [provenance] umask made it so)
-    with no_more_open_than([c.where for c in result.collections if c.source == "manifest" and Path(c.where).is_dir()]):
+    # a campaign's summaries are no more open than its folder (a manifest's, a matrix's, a --from tree's)
+    with no_more_open_than([c.where for c in result.collections if Path(c.where).is_dir()]):
         return _write_all(result, Path(out_dir), plots, state, jobs)
 
 
