@@ -11,6 +11,7 @@ stored campaigns as a small trend plot when the results store holds earlier camp
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -158,6 +159,32 @@ def system_rows(system: Mapping[str, Any] | None, runs: Sequence[RunRow]) -> lis
     return rows
 
 
+def _inline(text: str) -> str:
+    """A markdown line's text as HTML: escaped, ``**bold**`` and ```code``` kept."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", _e(text)))
+
+
+def system_html(system: Mapping[str, Any]) -> list[str]:
+    """The summary's System section (:func:`dlperf_slurm.system.markdown`: each node group's rows, the framework's
+    CUDA stack and the node's toolkit apart, what differs from the majority) as HTML, the same rows."""
+    from dlperf_slurm import system as sysmod
+
+    out: list[str] = []
+    rows: list[list[str]] = []
+    for line in [*sysmod.markdown(dict(system))[2:], ""]:
+        if line.startswith("| "):
+            if not line.startswith(("| | |", "| --- |")):
+                rows.append([_inline(x) for x in line[2:-2].split(" | ", 1)])
+            continue
+        if rows:
+            out.append(_table(["what", "value"], rows))
+            rows = []
+        if line:
+            out.append(f'<p class="failed">{_inline(line[2:])}</p>' if line.startswith("- ") else
+                       f"<p>{_inline(line)}</p>")
+    return out
+
+
 def _median_cell(c: CellRow, text: str) -> str:
     value = "" if c.median is None or not c.n_ok else f' data-value="{c.median!r}"'
     cls = "num median" if c.n_ok else "median failed"
@@ -174,16 +201,13 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
             f"<code>dlperf-slurm collect</code> from {len(runs)} runs "
             f"({_e(counts_text(runs))}) in {len(cells)} cells; "
             + _e(", ".join(f"{c.name} ({c.source}: {c.where})" for c in result.collections)) + ".</p>"]
-    sysrows = system_rows(system, runs)
     body.append('<h2 id="system">System</h2>')
-    body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
-                '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
-    differs = (system or {}).get("differs") or []
-    if differs:  # a node that differs from the majority is a finding
-        body.append("<p>Differs from the majority:</p><ul>" + "".join(
-            f'<li class="failed"><b>{_e(d.get("field"))}</b> {_e(d.get("value"))} (majority: '
-            f'{_e(d.get("majority"))}) on {_e(", ".join(map(str, d.get("nodes") or [])))}</li>' for d in differs)
-            + "</ul>")
+    if system and system.get("node_groups"):  # the markdown's System section, row for row
+        body += system_html(system)
+    else:
+        sysrows = system_rows(system, runs)
+        body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
+                    '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
 
     body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
                 "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")

@@ -44,3 +44,26 @@ def test_a_gpu_build_reports_what_it_was_built_with_and_loaded():
         system.OWN, "none used (a CPU run)")  # an older workload's CPU run of a build that may have CUDA
     assert system.framework_stack({"torch": "2.5.1", "cuda": None, "cuda_used": False}) == dict.fromkeys(
         system.OWN, "none (CPU build)")
+
+
+def test_the_html_page_holds_every_row_of_the_markdowns_system_section(tmp_path):
+    """One report, two forms (part 5, its System rows): the HTML page showed a flat list ("cuda 13.0.88")."""
+    import html
+    import shutil
+
+    from dlperf_slurm.cli import main
+
+    tree = tmp_path / "smoke" / "1n1g"
+    tree.mkdir(parents=True)
+    shutil.copyfile(SMOKE, tree / "resnet50_b4_fp32_0.log")
+    out = tmp_path / "s"
+    assert main(["collect", "--from", str(tree.parent), "--suite", "pytorch-ddp/resnet50", "--warmup-steps", "2",
+                 "--measure-steps", "5", "--out", str(out), "--no-store", "-q"]) == 0
+    md = (out / "smoke.md").read_text()
+    section = md[md.index("## System"):].split("\n## ")[0].split("\nMethod")[0]
+    page = html.unescape((out / "smoke.html").read_text())
+    rows = [line[2:-2].split(" | ", 1) for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith(("| | |", "| --- |"))]
+    assert len(rows) > 10 and ["CUDA toolkit (nvcc)", "13.0.88"] in rows
+    for what, value in rows:
+        assert f"<td>{what}</td><td>{value}</td>" in page, (what, value)
