@@ -1,11 +1,13 @@
 """The HTML report of a collect: ``summaries/<name>.html``, one self-contained file (no network: the plots are
 inline SVG, the style inline CSS, no script) for people who would rather look than read.
 
-In order: the System section (what the numbers ran on), the run counts and method, the DLPerf tables (each cell's
-median carries its exact value in ``data-value`` beside the rounded text), the plots (the same SVG as
-``<name>.<suite>.svg``), each failed run's reason and the last lines of its log, and per cell its history over the
+In order: the System section (what the numbers ran on; the markdown's rows), the method, run counts, health gate
+and notes, the DLPerf tables (each cell's median carries its exact value in ``data-value`` beside the rounded text),
+the plots (the same SVG as ``<name>.<suite>.svg``), each failed run's reason and the last human-readable lines of
+its log (not the workload's ``:::DLPERF`` events), and per cell its history over the
 stored campaigns as a small trend plot when the results store holds earlier campaigns of it
-(``result.trend``: :func:`trend_of`).
+(``result.trend``: :func:`trend_of`). Every section of the markdown summary the page has no form of its own for
+(across suites, set-ups, network, accuracy, W&D, Nodes and stragglers) is there too (:mod:`dlperf_slurm.mdhtml`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dlperf_slurm import mdhtml
 from dlperf_slurm import plots as plotting
 from dlperf_slurm import stats
 from dlperf_slurm.model import ACTIVE, Status
@@ -66,8 +69,12 @@ def tail(path: str, lines: int = LOG_LINES, max_bytes: int = 16384) -> list[str]
             data = f.read()
     except OSError:
         return None
-    text = data.decode("utf-8", "replace").replace("\r", "\n")
-    return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    text = _ANSI.sub("", data.decode("utf-8", "replace").replace("\r", "\n"))
+    # the human-readable lines: not the workload's machine events (:::DLPERF JSON), which the tables already read
+    return [ln for ln in text.splitlines() if ln.strip() and ":::DLPERF" not in ln][-lines:]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 # ================================================================================================= SVG
@@ -192,7 +199,9 @@ def _median_cell(c: CellRow, text: str) -> str:
 
 
 def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None = None,
-           trend: Mapping[str, Sequence[Point]] | None = None) -> str:
+           trend: Mapping[str, Sequence[Point]] | None = None, markdown: str = "") -> str:
+    """The page; ``markdown``: the summary's markdown, whose sections the page has no form of its own for (the
+    method, runs and health gate lines, across suites, network, accuracy, Nodes and stragglers...) it holds too."""
     cells: list[CellRow] = result.cells
     runs: list[RunRow] = result.runs
     name = result.name
@@ -209,10 +218,12 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
         body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
                     '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
 
-    body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
-                "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")
     launchers = len({c.launcher for c in cells}) > 1
     shared = shared_suites(cells)
+    pre, rest = mdhtml.extra_sections(markdown, [group_title(k, gc, launchers, shared) for k, gc in groups(cells)])
+    body.append(pre)
+    body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
+                "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")
     for key, gc in groups(cells):
         headers, rows = group_table(gc)
         html_rows = []
@@ -222,11 +233,15 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
             html_rows.append(cells_html)
         body.append(f"<h3>{_e(group_title(key, gc, launchers, shared))}</h3>")
         body.append(_table(headers, html_rows, [f'data-cell="{_e(c.cell_id)}"' for c in gc]))
+        mem = sorted({c.mem_reason for c in gc if c.mem_reason and c.n_ok})
+        if mem:  # as the markdown says it
+            body.append(f"<p>GPU memory: {_e('; '.join(mem))}.</p>")
         failed = [c for c in gc if c.status != Status.OK and c.reason]
         if failed:
             body.append("<ul>" + "".join(f'<li class="failed"><code>{_e(c.shape)}</code> {_e(c.display or c.status)}: '
                                          f"{_e(c.reason)}</li>" for c in failed) + "</ul>")
 
+    body.append(rest)
     if plots:
         svgs = [(suite, plotting.draw(gs, suite, suite in shared)) for suite in sorted({c.suite for c in cells})
                 if (gs := plotting.plottable(cells, suite))]

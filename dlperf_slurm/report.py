@@ -299,7 +299,8 @@ def write_html(result: Result, out: Path, stem: str) -> list[Path]:
     from dlperf_slurm import htmlreport
     from dlperf_slurm.sysversions import system_section
 
-    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend)
+    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend,
+                             markdown=markdown(result))
     return [_write(out / f"{stem}.html", text)]
 
 
