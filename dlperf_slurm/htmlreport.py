@@ -243,12 +243,14 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
 
     body.append(rest)
     if plots:
-        svgs = [(suite, plotting.draw(gs, suite, suite in shared)) for suite in sorted({c.suite for c in cells})
-                if (gs := plotting.plottable(cells, suite))]
-        if svgs:
+        drawn = [(suite, gs) for suite in sorted({c.suite for c in cells}) if (gs := plotting.plottable(cells, suite))]
+        svgs = [(s, plotting.draw(gs, s, s in shared)) for s, gs in drawn if not plotting.one_shape(gs)]
+        if drawn:
             body.append('<h2 id="plots">Plots</h2>')
             body += [f'<figure class="plot" data-suite="{_e(s)}">{_svg_body(svg)}<figcaption>{_e(s)}</figcaption>'
                      "</figure>" for s, svg in svgs]
+            body += [f'<p class="note" data-suite="{_e(s)}">{_e(s)}: {_e(why)}.</p>' for s, gs in drawn
+                     if (why := plotting.one_shape(gs))]
 
     if trend:
         body.append('<h2 id="history">History</h2><p class="note">Each cell\'s median over the campaigns the results '

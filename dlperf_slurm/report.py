@@ -5,7 +5,7 @@
                                latency, GPU memory and spread; a cross-suite table as in DLPerf's README.
 ``summaries/<name>.csv``       every cell (one row each); ``<name>.runs.csv``: every run.
 ``summaries/<name>.json``      both, with the sources and the method.
-``summaries/<name>.<suite>.svg``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
+``summaries/<name>.<suite>.svg``  throughput and scaling efficiency against GPUs, ideal dashed; none: one count.
 
 The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
 tabulate is imported inside the functions that need it; the CSV is the csv module's, the SVG our own text.
@@ -313,7 +313,7 @@ def write_plots(result: Result, out: Path, stem: str) -> list[Path]:
     paths = []
     for suite in sorted({c.suite for c in result.cells}):
         gs = plotting.plottable(result.cells, suite)
-        if not gs:
+        if not gs or plotting.one_shape(gs):  # one GPU count: no plot (the HTML report says why)
             continue
         path = out / f"{stem}.{_slug(suite.replace('/', '_'))}.svg"
         paths.append(path)
