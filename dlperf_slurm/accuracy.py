@@ -217,3 +217,21 @@ def markdown(cells: Sequence[Any], runs: Sequence[Any]) -> list[str]:
         for run, st in r["failed"].items():
             lines.append(f"- `{r['cell_id']}` {st}: {run}")
     return lines + ([""] if lines[-1] else [])
+
+
+#: the accuracy table's columns the cells CSV carries (after the cell's own), for pandas: final top-1/top-5 (median,
+#: min, max over the OK runs, fractions), the target, time to target and epochs (medians), runs that did not converge
+CSV_COLUMNS = ("top1", "top1_min", "top1_max", "top5", "top5_min", "top5_max", "target_metric", "target_value",
+               "time_to_target_s", "reached", "epochs", "n_not_converged")
+
+
+def csv_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Cell id -> :data:`CSV_COLUMNS` (and AUC/LFW where read) from :func:`table`'s rows; {} without accuracy runs."""
+    out = {}
+    for r in rows:
+        target = r["target"] if isinstance(r.get("target"), Mapping) else {}
+        cols = {**r, "target_metric": target.get("metric"), "target_value": target.get("value"),
+                "n_not_converged": len(r.get("not_converged") or {})}
+        names = [*CSV_COLUMNS, *(f for k in OTHER.values() for f in (k, f"{k}_min", f"{k}_max") if f in r)]
+        out[str(r["cell_id"])] = {k: cols.get(k) for k in names}
+    return out

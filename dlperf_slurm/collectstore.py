@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf_slurm.campaignid import CampaignId, of_collection
-from dlperf_slurm.store import Store, StoredCell, describe, split_system
+from dlperf_slurm.store import Store, StoredCell, describe, is_postgres, split_system
 from dlperf_slurm.sysversions import partition_of, system_section, versions_of
 
 
@@ -86,6 +86,9 @@ class Filed:
                 text += (f" (campaign {c.campaign} of {c.where or '?'}, ran {_minute(c.when)}; the store holds "
                          f"{len(others)} other campaign{'s' * (len(others) > 1)} named {c.campaign}{on}: "
                          + "; ".join(f"{w or k}, ran {_minute(t)}" for k, w, t in others) + ")")
+        if is_postgres(url) and self.added and not self.updated:  # a campaign's first collect into a shared store
+            text += (f"\nresults store {describe(url)} is shared (a center's PostgreSQL): whoever reads it sees these "
+                     "campaigns' medians, versions and folders; --no-store keeps a campaign out")
         return text
 
 

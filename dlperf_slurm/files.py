@@ -43,8 +43,9 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
 
 @contextlib.contextmanager
 def no_more_open_than(folders: Iterable[str | os.PathLike], umask: str | None = None) -> Iterator[int]:
-    """While inside, files and folders this process creates are no more open than any of ``folders`` (the mode
-    bits a folder lacks are added to the umask) nor than ``umask`` (octal text, the site's ``[provenance]
+    """While inside, files and folders this process creates are no more open than any of ``folders`` (the group
+    and other bits a folder lacks are added to the umask: a private folder's files are private; a read-only
+    folder's owner bits are no privacy and stay) nor than ``umask`` (octal text, the site's ``[provenance]
     umask``; None: the user's own). A folder that does not exist yet is made first, under that umask. Yields the
     umask in force."""
     old = os.umask(0o077)
@@ -54,11 +55,28 @@ def no_more_open_than(folders: Iterable[str | os.PathLike], umask: str | None = 
         for folder in folders:
             path = Path(folder)
             path.mkdir(parents=True, exist_ok=True)
-            mask |= ~stat.S_IMODE(path.stat().st_mode) & 0o777
+            mask |= ~stat.S_IMODE(path.stat().st_mode) & 0o077
         os.umask(mask)
         yield mask
     finally:
         os.umask(old)
+
+
+def private_file(path: str | os.PathLike, sides: Iterable[str] = ("-wal", "-shm", "-journal")) -> Path:
+    """Make ``path`` the user's alone: its folder 700, the file 600, created empty if missing (before a database
+    opens it: SQLite gives its ``-wal``/``-shm`` files the database file's mode), and ``sides`` beside it that an
+    older version left more open tightened to 600."""
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if stat.S_IMODE(path.parent.stat().st_mode) & 0o077:
+        os.chmod(path.parent, stat.S_IMODE(path.parent.stat().st_mode) & 0o700)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for p in (path, *(path.with_name(path.name + side) for side in sides)):
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_IMODE(p.stat().st_mode) & 0o077:
+                os.chmod(p, stat.S_IMODE(p.stat().st_mode) & 0o600)
+    return path
 
 
 def remove_stale_tmp(folder: str | os.PathLike) -> list[Path]:

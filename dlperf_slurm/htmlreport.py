@@ -1,21 +1,25 @@
 """The HTML report of a collect: ``summaries/<name>.html``, one self-contained file (no network: the plots are
 inline SVG, the style inline CSS, no script) for people who would rather look than read.
 
-In order: the System section (what the numbers ran on), the run counts and method, the DLPerf tables (each cell's
-median carries its exact value in ``data-value`` beside the rounded text), the plots (the same SVG as
-``<name>.<suite>.svg``), each failed run's reason and the last lines of its log, and per cell its history over the
+In order: the System section (what the numbers ran on; the markdown's rows), the method, run counts, health gate
+and notes, the DLPerf tables (each cell's median carries its exact value in ``data-value`` beside the rounded text),
+the plots (the same SVG as ``<name>.<suite>.svg``), each failed run's reason and the last human-readable lines of
+its log (not the workload's ``:::DLPERF`` events), and per cell its history over the
 stored campaigns as a small trend plot when the results store holds earlier campaigns of it
-(``result.trend``: :func:`trend_of`).
+(``result.trend``: :func:`trend_of`). Every section of the markdown summary the page has no form of its own for
+(across suites, set-ups, network, accuracy, W&D, Nodes and stragglers) is there too (:mod:`dlperf_slurm.mdhtml`).
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dlperf_slurm import mdhtml
 from dlperf_slurm import plots as plotting
 from dlperf_slurm import stats
 from dlperf_slurm.model import ACTIVE, Status
@@ -65,8 +69,12 @@ def tail(path: str, lines: int = LOG_LINES, max_bytes: int = 16384) -> list[str]
             data = f.read()
     except OSError:
         return None
-    text = data.decode("utf-8", "replace").replace("\r", "\n")
-    return [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    text = _ANSI.sub("", data.decode("utf-8", "replace").replace("\r", "\n"))
+    # the human-readable lines: not the workload's machine events (:::DLPERF JSON), which the tables already read
+    return [ln for ln in text.splitlines() if ln.strip() and ":::DLPERF" not in ln][-lines:]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 # ================================================================================================= SVG
@@ -158,6 +166,32 @@ def system_rows(system: Mapping[str, Any] | None, runs: Sequence[RunRow]) -> lis
     return rows
 
 
+def _inline(text: str) -> str:
+    """A markdown line's text as HTML: escaped, ``**bold**`` and ```code``` kept."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", _e(text)))
+
+
+def system_html(system: Mapping[str, Any]) -> list[str]:
+    """The summary's System section (:func:`dlperf_slurm.system.markdown`: each node group's rows, the framework's
+    CUDA stack and the node's toolkit apart, what differs from the majority) as HTML, the same rows."""
+    from dlperf_slurm import system as sysmod
+
+    out: list[str] = []
+    rows: list[list[str]] = []
+    for line in [*sysmod.markdown(dict(system))[2:], ""]:
+        if line.startswith("| "):
+            if not line.startswith(("| | |", "| --- |")):
+                rows.append([_inline(x) for x in line[2:-2].split(" | ", 1)])
+            continue
+        if rows:
+            out.append(_table(["what", "value"], rows))
+            rows = []
+        if line:
+            out.append(f'<p class="failed">{_inline(line[2:])}</p>' if line.startswith("- ") else
+                       f"<p>{_inline(line)}</p>")
+    return out
+
+
 def _median_cell(c: CellRow, text: str) -> str:
     value = "" if c.median is None or not c.n_ok else f' data-value="{c.median!r}"'
     cls = "num median" if c.n_ok else "median failed"
@@ -165,7 +199,9 @@ def _median_cell(c: CellRow, text: str) -> str:
 
 
 def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None = None,
-           trend: Mapping[str, Sequence[Point]] | None = None) -> str:
+           trend: Mapping[str, Sequence[Point]] | None = None, markdown: str = "") -> str:
+    """The page; ``markdown``: the summary's markdown, whose sections the page has no form of its own for (the
+    method, runs and health gate lines, across suites, network, accuracy, Nodes and stragglers...) it holds too."""
     cells: list[CellRow] = result.cells
     runs: list[RunRow] = result.runs
     name = result.name
@@ -174,21 +210,20 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
             f"<code>dlperf-slurm collect</code> from {len(runs)} runs "
             f"({_e(counts_text(runs))}) in {len(cells)} cells; "
             + _e(", ".join(f"{c.name} ({c.source}: {c.where})" for c in result.collections)) + ".</p>"]
-    sysrows = system_rows(system, runs)
     body.append('<h2 id="system">System</h2>')
-    body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
-                '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
-    differs = (system or {}).get("differs") or []
-    if differs:  # a node that differs from the majority is a finding
-        body.append("<p>Differs from the majority:</p><ul>" + "".join(
-            f'<li class="failed"><b>{_e(d.get("field"))}</b> {_e(d.get("value"))} (majority: '
-            f'{_e(d.get("majority"))}) on {_e(", ".join(map(str, d.get("nodes") or [])))}</li>' for d in differs)
-            + "</ul>")
+    if system and system.get("node_groups"):  # the markdown's System section, row for row
+        body += system_html(system)
+    else:
+        sysrows = system_rows(system, runs)
+        body.append(_table(["what", "value"], [[_e(k), _e(v)] for k, v in sysrows]) if sysrows else
+                    '<p class="note">No provenance recorded (a log tree read with --from has none).</p>')
 
-    body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
-                "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")
     launchers = len({c.launcher for c in cells}) > 1
     shared = shared_suites(cells)
+    pre, rest = mdhtml.extra_sections(markdown, [group_title(k, gc, launchers, shared) for k, gc in groups(cells)])
+    body.append(pre)
+    body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
+                "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")
     for key, gc in groups(cells):
         headers, rows = group_table(gc)
         html_rows = []
@@ -198,18 +233,24 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
             html_rows.append(cells_html)
         body.append(f"<h3>{_e(group_title(key, gc, launchers, shared))}</h3>")
         body.append(_table(headers, html_rows, [f'data-cell="{_e(c.cell_id)}"' for c in gc]))
+        mem = sorted({c.mem_reason for c in gc if c.mem_reason and c.n_ok})
+        if mem:  # as the markdown says it
+            body.append(f"<p>GPU memory: {_e('; '.join(mem))}.</p>")
         failed = [c for c in gc if c.status != Status.OK and c.reason]
         if failed:
             body.append("<ul>" + "".join(f'<li class="failed"><code>{_e(c.shape)}</code> {_e(c.display or c.status)}: '
                                          f"{_e(c.reason)}</li>" for c in failed) + "</ul>")
 
+    body.append(rest)
     if plots:
-        svgs = [(suite, plotting.draw(gs, suite, suite in shared)) for suite in sorted({c.suite for c in cells})
-                if (gs := plotting.plottable(cells, suite))]
-        if svgs:
+        drawn = [(suite, gs) for suite in sorted({c.suite for c in cells}) if (gs := plotting.plottable(cells, suite))]
+        svgs = [(s, plotting.draw(gs, s, s in shared)) for s, gs in drawn if not plotting.one_shape(gs)]
+        if drawn:
             body.append('<h2 id="plots">Plots</h2>')
             body += [f'<figure class="plot" data-suite="{_e(s)}">{_svg_body(svg)}<figcaption>{_e(s)}</figcaption>'
                      "</figure>" for s, svg in svgs]
+            body += [f'<p class="note" data-suite="{_e(s)}">{_e(s)}: {_e(why)}.</p>' for s, gs in drawn
+                     if (why := plotting.one_shape(gs))]
 
     if trend:
         body.append('<h2 id="history">History</h2><p class="note">Each cell\'s median over the campaigns the results '

@@ -53,7 +53,9 @@ class Status(StrEnum):
     # failure, never resubmitted by --retry-failed (the same program prints the same); its reason quotes the lines
     # that look like progress and names the suites that read the log
     UNRECOGNISED = "UNRECOGNISED"
-    LOG_MISSING = "LOG_MISSING"  # the run ended but its log is gone, unreadable or not text: no figure to read
+    # the run ended but its log is gone, unreadable, not text, or changed after the run ended (truncated, emptied:
+    # written after the exit marker, or read OK before): no figure to read; --retry-failed runs it again
+    LOG_MISSING = "LOG_MISSING"
     REQUEUED = "REQUEUED"
     RUNNING = "RUNNING"
     PENDING = "PENDING"

@@ -154,14 +154,15 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
                            tablefmt="github")[0])
     if show_runs:
         lines.append("")
-        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason)] for r in rows]
+        # --wide: every reason whole (a cut once hid "torchrun: command not found"); else fit_table cuts to the terminal
+        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
         lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
                                tablefmt="github")[0])
     return "\n".join(lines)
 
 
-def _short(text: str, n: int = 110) -> str:
+def _short(text: str, n: int | None = 110) -> str:
     text = (text or "").replace("\n", " ")
-    return text if len(text) <= n else text[: n - 3] + "..."
+    return text if n is None or len(text) <= n else text[: n - 3] + "..."
 
 

@@ -39,7 +39,10 @@ Precedence, first match wins:
       or the job script saw it), unless it ended well (exit 0, window)    FAILED, "no space left on device ..."
 11    no log                                                              LOG_MISSING when the exit marker shows
                                                                           the script ran (or the log is there but
-                                                                          unreadable or not text), else
+                                                                          unreadable or not text, or, in a run that
+                                                                          ended well, changed after its end: written
+                                                                          after the exit marker, or read OK before,
+                                                                          now with no or too few steps), else
                                                                           LAUNCH_FAILED (CANCELLED when cancel
                                                                           was asked)
 12    non-zero exit or scheduler FAILED                                   FAILED (LAUNCH_FAILED when the log has
@@ -64,14 +67,17 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import accuracy, storage
-from dlperf_slurm.model import ACTIVE, FAILURES, Cell, JobInfo, ParseContext, RunResult, Status, status_of
-from dlperf_slurm.runfiles import log_start, read_banner  # noqa: F401 - outcome.read_banner/log_start, as before
+from dlperf_slurm.model import ACTIVE, FAILURES, JobInfo, RunResult, Status, status_of
+from dlperf_slurm.runfiles import changed_after_end, log_start, read_banner, read_log  # noqa: F401 - outcome.X, as before
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 #: Statuses whose figures stay on the record: OK's are results; NONFINITE's and a late OOM's are evidence.
 KEEPS_FIGURES = (Status.OK, Status.NONFINITE, Status.OOM)
 TIME_LIMIT_SLACK_S = 60  # a signal this close to the time limit, with no scheduler record, is the time limit
 CANCELLED_BY_US = "cancelled by `dlperf-slurm cancel`"
+#: the log's verdicts a log cut after its run ended gives (no step, too few, no timing): with evidence of damage,
+#: LOG_MISSING, never UNRECOGNISED ("a program version dlperf_slurm does not know") nor INCOMPLETE
+DAMAGE_SHOWS = (Status.LAUNCH_FAILED, Status.INCOMPLETE, Status.UNMEASURED)
 
 
 @dataclass(kw_only=True)
@@ -88,6 +94,7 @@ class Evidence:
     time_limit_s: float | None = None
     started_at: float | None = None  # the job's start (its provenance line), for the time-limit inference
     log_id: str | None = None  # the log's identity (size, mtime, inode) when it was read, kept with the verdict
+    damage: str = ""  # why the log is not what the run wrote (runfiles.changed_after_end): truncated, emptied
 
 
 #: what each row of the table above is called (``collect --explain`` names the row that decided a run)
@@ -203,6 +210,9 @@ def decide(ev: Evidence) -> Outcome | None:
     # missing then was deleted or moved (never "never started"); a log there but unreadable or not text likewise
     if log is not None and log.status == Status.LOG_MISSING:
         return out(Status.LOG_MISSING, log.reason + (f"; {exit_note}" if exit_note else ""))
+    if ev.damage and log is not None and log.status in DAMAGE_SHOWS and rc in (None, 0) and sched != Status.FAILED:
+        return out(Status.LOG_MISSING, f"{ev.damage}, {log.steps_seen} steps: truncated, emptied or overwritten "
+                                       "after the run, not what the run wrote; --retry-failed runs it again")
     if not ev.has_log and marker is not None:
         return out(Status.LOG_MISSING, "no log, though the job script ran and ended (its exit marker"
                                        + (f": {exit_note}" if exit_note else ", exit code 0")
@@ -365,36 +375,3 @@ def worst_failure(statuses: Mapping[Any, int]) -> Status | None:
     """The failure a status table names for a cell: its most frequent failure (ties: most severe), or None."""
     fails = [(n, -FAILURES.index(Status(s)), Status(s)) for s, n in statuses.items() if n and Status(s) in FAILURES]
     return max(fails)[2] if fails else None
-
-
-# ================================================================================================ evidence
-
-
-def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: int,
-             options: Mapping[str, Any] | None = None, lines: Iterable[str] | None = None) -> RunResult:
-    """The log's verdict and figures, read by the cell's suite parser (from ``lines`` when given: ``collect
-    --explain``'s). Never raises for a bad log: a parser exception is a PARSE_ERROR result, no log LAUNCH_FAILED."""
-    from dlperf_slurm import parsing, suites
-
-    problem, data = storage.read_head(log)  # a small log is read once, here
-    if problem:
-        return RunResult(status=Status.LOG_MISSING, reason=problem)
-    try:
-        suite = suites.get(cell.suite)
-        ctx = ParseContext(nodes=cell.nodes, gpus_per_node=cell.gpus_per_node, batch_size=cell.batch_size,
-                           warmup_steps=warmup_steps, measure_steps=measure_steps,
-                           precision=cell.precision, options={**suite.options, **(options or {})},
-                           program_batch=cell.program_batch)
-        res = suite.parse(parsing.read_lines(log, data) if lines is None else lines, ctx)
-    except FileNotFoundError:
-        return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
-    except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect
-        return RunResult(status=Status.PARSE_ERROR, reason=f"parser failed: {type(err).__name__}: {err}"[:300])
-    if res.status == Status.LAUNCH_FAILED:  # no step its suite knows: what the log holds, which suites read it
-        from dlperf_slurm import recognise
-
-        try:
-            res.extra["unread"] = recognise.unread(log, cell.suite)
-        except OSError:
-            pass
-    return res

@@ -65,8 +65,8 @@ def parser_version() -> str:
     h = hashlib.sha1(f"{__version__}/{CACHE_FORMAT}".encode())
     roots = [Path(parsing.__file__).parent, Path(suites.__file__).parent]
     here = Path(__file__).parent
-    files = sorted(p for r in roots for p in r.glob("*.py")) + [here / "events.py", here / "model.py",
-                                                                 here / "outcome.py", here / "recognise.py"]
+    files = sorted(p for r in roots for p in r.glob("*.py")) + [here / f for f in (
+        "events.py", "model.py", "outcome.py", "recognise.py", "runfiles.py")]
     for p in files:
         with contextlib.suppress(OSError):
             h.update(p.name.encode() + p.read_bytes())

@@ -1,9 +1,11 @@
 """The SVG plots of a summary: per suite, throughput and scaling efficiency against the number of GPUs.
 
 Written as text by this module (no plotting library): two panels side by side, GPUs on a log2 axis with a tick at
-each GPU count present; left, the median throughput on a log axis, a line per group of cells with min-max bars and
-the ideal linear scaling from its 1n1g cell dashed in the same colour; right, the scaling efficiency (%) with the
-ideal 100 % dashed. Each marker's ``<title>`` holds its value (a tooltip in a browser).
+each GPU count present; left, the median throughput on a log axis (labelled at every decade, between them where
+the range is short, and at the data's ends: the lowest and highest median), a line per group of cells with
+min-max bars and the ideal linear scaling from its 1n1g cell dashed in the same colour; right, the scaling
+efficiency (%) with the ideal 100 % dashed. A suite whose cells ran on one GPU count gets none
+(:func:`one_shape` says why). Each marker's ``<title>`` holds its value (a tooltip in a browser).
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ def plottable(cells: Sequence[CellRow], suite: str) -> list[tuple[tuple, list[Ce
     """The suite's groups of cells (shapes of one precision, XLA, batch, variant, campaign) with an OK median."""
     gs = [(k, [c for c in g if c.n_ok and c.median is not None]) for k, g in groups(cells) if k[0] == suite]
     return [(k, g) for k, g in gs if g]
+
+
+def one_shape(gs: Sequence[tuple[tuple, Sequence[CellRow]]]) -> str:
+    """Why the suite's groups get no plot ('' when they get one): every cell with a figure ran on one GPU count, and
+    a plot against the number of GPUs of one count would say nothing the table does not."""
+    devs = sorted({c.devices for _, g in gs for c in g})
+    if len(devs) != 1:
+        return ""
+    shapes = ", ".join(sorted({c.shape for _, g in gs for c in g}))
+    return (f"no plot: every cell with a figure ran on {devs[0]} GPU{'s' * (devs[0] != 1)} ({shapes}); throughput "
+            "and scaling against the number of GPUs need two GPU counts: the table holds the figures")
 
 
 def _median(c: CellRow) -> float:
@@ -181,8 +194,15 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
     def sy(v: float) -> float:  # (a median of 0 sits on the axis)
         return sy0(max(v, ylo))
 
+    medians = [_median(c) for _, _, g, _ in lines for c in g if _median(c) > 0]
+    ends = sorted({float(f"{v:.3g}") for v in (min(medians), max(medians))} if medians else set())  # labelled too
+    at: list[tuple[float, str]] = []  # the ends' labels, one where they are as close as two labels can be
+    for e in ends:
+        if all(abs(sy(e) - y) > 14 for y, _ in at):
+            at.append((sy(e), tick_text(e)))
+    yticks = [(sy(t), tick_text(t)) for t in yt if all(abs(sy(t) - y) > 14 for y, _ in at)] + at
     svg.axes(l1, r1, f"{suite}: throughput", f"throughput ({unit}), median, min-max bars; ideal dashed",
-             [(sx1(d), str(d)) for d in devs], [(sy(t), tick_text(t)) for t in yt])
+             [(sx1(d), str(d)) for d in devs], yticks)
     for text, color, g, base in lines:
         if base is not None:
             xs = sorted({c.devices for c in g} | {1})

@@ -45,6 +45,10 @@ _REFUSAL = re.compile(r"has detected an attempt to run as root|was unable to (?:
                       r"Segmentation fault|terminate called after|what\(\):")
 _ERRORISH = re.compile(r"(?:\b[A-Z]\w*Error\b|\berror:|\bERROR\b|\bError\b|\bFATAL\b|\bFatal\b|Killed|Aborted|"
                        r"No such file or directory|not found)")
+#: a line its program logged at a level below error (an INFO, DEBUG or WARNING line: ``NCCL INFO``, glog's
+#: ``I1123``/``W20261127``, ``[    INFO]``, tensorpack's ``WRN``, ``INFO:root:``): never the run's "last error",
+#: whatever words it holds ("No such file or directory" in NCCL's plugin probe, "not found" in a warning)
+_BELOW_ERROR = re.compile(r"^[IWD]\d{4}[\d ]\d|(?<![A-Za-z])(?:INFO|DEBUG|WARNING|WARN|WRN|INF|DBG|TRACE)(?![A-Za-z])")
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)\b:?")
 
 #: statuses whose reason quotes the log's own error line (:func:`quote_error`; an UNRECOGNISED run's quotes the
@@ -122,7 +126,10 @@ def scan(lines: Iterable[str], first: int = 1, progress: bool = True) -> Scan:
             continue
         if ":::DLPERF" in text:
             continue
-        if refusal is None and _REFUSAL.search(text):
+        bare = text.lstrip()
+        if _BELOW_ERROR.search(bare, 0, 80) and not _EXCEPTION.match(bare):
+            pass  # logged as INFO or a warning: not why the run failed
+        elif refusal is None and _REFUSAL.search(text):
             refusal = (n, _clip(text))
         elif _ERRORISH.search(text):
             generic = (n, _clip(text))

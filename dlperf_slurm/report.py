@@ -5,7 +5,7 @@
                                latency, GPU memory and spread; a cross-suite table as in DLPerf's README.
 ``summaries/<name>.csv``       every cell (one row each); ``<name>.runs.csv``: every run.
 ``summaries/<name>.json``      both, with the sources and the method.
-``summaries/<name>.<suite>.svg``  throughput and scaling efficiency against the number of GPUs, ideal dashed.
+``summaries/<name>.<suite>.svg``  throughput and scaling efficiency against GPUs, ideal dashed; none: one count.
 
 The tables themselves are built in :mod:`dlperf_slurm.tables`. Every format is one writer in :data:`WRITERS`.
 tabulate is imported inside the functions that need it; the CSV is the csv module's, the SVG our own text.
@@ -21,12 +21,12 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm import plots as plotting
-from dlperf_slurm import accuracy, health, measure, network, processes, stragglers, studytables, system, wdltable
+from dlperf_slurm import accuracy, health, measure, network, processes, stats, stragglers, studytables, system, wdltable
 from dlperf_slurm.files import atomic_write, no_more_open_than, remove_stale_tmp
 from dlperf_slurm.model import Status
 from dlperf_slurm.parsecache import OutputState, digest
@@ -80,14 +80,16 @@ def _csv_value(v: Any) -> Any:
 _CSV_PLAIN = frozenset({str, int, bool, type(None)})  # what _csv_value gives back as it is: most fields
 
 
-def csv_text(rows: Sequence[RunRow | CellRow], cls: type) -> str:
+def csv_text(rows: Sequence[RunRow | CellRow], cls: type, more: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """``rows`` as CSV text: a header of :func:`~dlperf_slurm.rows.columns`, one line per row (minimal quoting,
-    ``\\n`` line ends)."""
+    ``\\n`` line ends); ``more``: cell id -> columns after those (the same for every row that has them)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns(cls))
+    extra = list(dict.fromkeys(k for cols in (more or {}).values() for k in cols))
+    w.writerow([*columns(cls), *extra])
     plain = _CSV_PLAIN
-    w.writerows([v if type(v) in plain else _csv_value(v) for v in as_dict(r).values()] for r in rows)
+    w.writerows([*(v if type(v) in plain else _csv_value(v) for v in as_dict(r).values()),
+                 *(_csv_value((more or {}).get(r.cell_id, {}).get(k)) for k in extra)] for r in rows)
     return buf.getvalue()
 
 
@@ -122,8 +124,8 @@ def markdown(result: Result) -> str:
                  "precision, XLA, batch per GPU, variant and launcher, or where no 1n1g cell has the launcher, of "
                  "the one 1n1g cell that differs in launcher alone (empty without one); efficiency = speedup / GPUs. "
                  "Only OK runs enter the statistics; a cell without one shows its dominant failure or its progress. "
-                 "Flags: `few OK` (fewer than 5 of 7 runs OK), `CV>5%`. GPU memory: peak NVML \"used\" over every "
-                 "GPU / GPU 0, MiB.")
+                 f"Flags: `few OK` ({stats.few_ok_rule(c.n for c in cells)}: 5 of 7 as a ratio of the planned runs), "
+                 "`CV>5%`. GPU memory: peak NVML \"used\" over every GPU / GPU 0, MiB.")
     lines.append("")
     if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
@@ -237,8 +239,10 @@ def write_markdown(result: Result, out: Path, stem: str) -> list[Path]:
 
 @writer("csv")
 def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
-    """``<stem>.csv``: one row per cell; ``<stem>.runs.csv``: one row per run."""
-    return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow)),
+    """``<stem>.csv``: one row per cell (with accuracy runs, their final top-1/top-5 and time to target after the
+    cell's columns: :func:`dlperf_slurm.accuracy.csv_columns`); ``<stem>.runs.csv``: one row per run."""
+    more = accuracy.csv_columns(accuracy.table(result.cells, result.runs))
+    return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow, more)),
             _write(out / f"{stem}.runs.csv", csv_text(result.runs, RunRow))]
 
 
@@ -295,7 +299,8 @@ def write_html(result: Result, out: Path, stem: str) -> list[Path]:
     from dlperf_slurm import htmlreport
     from dlperf_slurm.sysversions import system_section
 
-    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend)
+    text = htmlreport.render(result, plots=result.with_plots, system=system_section(result), trend=result.trend,
+                             markdown=markdown(result))
     return [_write(out / f"{stem}.html", text)]
 
 
@@ -308,7 +313,7 @@ def write_plots(result: Result, out: Path, stem: str) -> list[Path]:
     paths = []
     for suite in sorted({c.suite for c in result.cells}):
         gs = plotting.plottable(result.cells, suite)
-        if not gs:
+        if not gs or plotting.one_shape(gs):  # one GPU count: no plot (the HTML report says why)
             continue
         path = out / f"{stem}.{_slug(suite.replace('/', '_'))}.svg"
         paths.append(path)
@@ -334,8 +339,8 @@ def write_all(result: Result, out_dir: str | os.PathLike = "summaries", plots: b
     written last time), a writer whose inputs did not change writes nothing (its files are still listed) and
     ``state`` records what is current (the plots keep their own digest per file). ``jobs``: collect's ``-j`` (1:
     every writer in this process)."""
-    # a campaign's summaries are no more open than its folder (the site's [provenance] umask made it so)
-    with no_more_open_than([c.where for c in result.collections if c.source == "manifest" and Path(c.where).is_dir()]):
+    # a campaign's summaries are no more open than its folder (a manifest's, a matrix's, a --from tree's)
+    with no_more_open_than([c.where for c in result.collections if Path(c.where).is_dir()]):
         return _write_all(result, Path(out_dir), plots, state, jobs)
 
 

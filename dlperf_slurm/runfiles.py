@@ -1,14 +1,20 @@
 """What a run's files say besides its log's verdict, for :func:`dlperf_slurm.outcome.decide`: a kill banner or a
 cgroup OOM line in the scheduler's own output file (:func:`read_banner`), and when the job script started, from
-its log's provenance line (:func:`log_start`)."""
+its log's provenance line (:func:`log_start`); whether the log changed after the run ended (:func:`changed_after_end`);
+and the log's verdict read by its suite's parser (:func:`read_log`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from dlperf_slurm.model import Status
+from dlperf_slurm import storage
+from dlperf_slurm.model import Cell, ParseContext, RunResult, Status
 from dlperf_slurm.storage import open_log
+
+#: a log written this long after its exit marker (both stamped by the same file server) was changed after the run
+WRITTEN_AFTER_S = 2.0
 
 
 def read_banner(paths: Sequence[str | Path]) -> tuple[Status, str] | None:
@@ -55,3 +61,53 @@ def log_start(path: str | Path) -> float | None:
         except (KeyError, TypeError, ValueError):
             return None
     return None
+
+
+def changed_after_end(log: str | Path, marker: str | Path | None, read_ok_before: bool = False) -> str:
+    """Why the log of an ended run is not what the run wrote ('' when nothing says so): written to after the job
+    script's exit marker (the script writes the marker last; both files' times come from the file server that
+    holds them), or read OK before and changed since (``read_ok_before``: the manifest's verdict of an earlier
+    identity of this log). A run whose log was truncated or emptied afterwards ran; its log no longer shows it."""
+    try:
+        log_st = os.stat(log)
+    except OSError:
+        return ""
+    size = f"now {log_st.st_size:,} bytes"
+    if marker:
+        try:
+            late = log_st.st_mtime - os.stat(marker).st_mtime
+        except OSError:
+            late = 0.0
+        if late > WRITTEN_AFTER_S:
+            return f"the log was written {late:,.0f} s after its run ended (its exit marker); {size}"
+    return f"the log read OK before and has changed since; {size}" if read_ok_before else ""
+
+
+def read_log(cell: Cell, log: str | Path, *, warmup_steps: int, measure_steps: int,
+             options: Mapping[str, Any] | None = None, lines: Iterable[str] | None = None) -> RunResult:
+    """The log's verdict and figures, read by the cell's suite parser (from ``lines`` when given: ``collect
+    --explain``'s). Never raises for a bad log: a parser exception is a PARSE_ERROR result, no log LAUNCH_FAILED."""
+    from dlperf_slurm import parsing, suites
+
+    problem, data = storage.read_head(log)  # a small log is read once, here
+    if problem:
+        return RunResult(status=Status.LOG_MISSING, reason=problem)
+    try:
+        suite = suites.get(cell.suite)
+        ctx = ParseContext(nodes=cell.nodes, gpus_per_node=cell.gpus_per_node, batch_size=cell.batch_size,
+                           warmup_steps=warmup_steps, measure_steps=measure_steps,
+                           precision=cell.precision, options={**suite.options, **(options or {})},
+                           program_batch=cell.program_batch)
+        res = suite.parse(parsing.read_lines(log, data) if lines is None else lines, ctx)
+    except FileNotFoundError:
+        return RunResult(status=Status.LAUNCH_FAILED, reason="no log")
+    except Exception as err:  # noqa: BLE001 - one bad log must never stop status or collect
+        return RunResult(status=Status.PARSE_ERROR, reason=f"parser failed: {type(err).__name__}: {err}"[:300])
+    if res.status == Status.LAUNCH_FAILED:  # no step its suite knows: what the log holds, which suites read it
+        from dlperf_slurm import recognise
+
+        try:
+            res.extra["unread"] = recognise.unread(log, cell.suite)
+        except OSError:
+            pass
+    return res

@@ -130,6 +130,8 @@ def _decide(spec: RunSpec, res: RunResult, has_log: bool) -> outcome.Outcome:
         return outcome.Outcome(recorded, spec.state_reason, spec.exit_code)  # decided once, with the log
     ev = outcome.Evidence(marker=outcome.read_marker(spec.marker), log=res if has_log else None, has_log=has_log,
                           banner=outcome.read_banner(spec.slurm_out) if spec.slurm_out else None)
+    if has_log:  # a log cut or emptied after its run ended: LOG_MISSING (row 11), not what the run wrote
+        ev.damage = outcome.changed_after_end(spec.log, spec.marker, not same_log and spec.log_status == Status.OK)
     if recorded is None and not has_log and ev.marker is None:
         return outcome.Outcome(Status.UNSUBMITTED, "no log yet")
     if recorded is not None:  # the scheduler's last word, as the manifest recorded it

@@ -125,6 +125,17 @@ def few_ok(n_ok: int, n: int) -> bool:
     return n > 0 and n_ok / n < MIN_OK_RATIO - 1e-12
 
 
+def min_ok(n: int) -> int:
+    """The fewest OK runs of ``n`` planned that are not :func:`few_ok` (3 of 3, 4 of 5, 5 of 7, 8 of 10)."""
+    return next(k for k in range(n + 1) if not few_ok(k, n)) if n > 0 else 0
+
+
+def few_ok_rule(planned: Iterable[int]) -> str:
+    """What ``few OK`` means for cells of these planned repeats: ``fewer than 3 of 3 runs OK``, per count."""
+    counts = sorted({int(n) for n in planned if n and n > 0})
+    return ", ".join(f"fewer than {min_ok(n)} of {n}" for n in counts) + " runs OK" if counts else "no run planned"
+
+
 def summarize(ok_values: Sequence[float], n: int) -> CellStats:
     """Statistics of a cell from its OK runs' values; ``n`` is the number of runs of the cell (OK or not)."""
     xs = _clean(ok_values)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.files import private_file
 
 ENV = "DLPERF_SLURM_STORE"
 SCHEMA_VERSION = 2
@@ -221,6 +222,8 @@ class Store:
                             "sqlite:///PATH or a file path")
         path = Path(self.url.removeprefix("sqlite:///") if self.url.startswith("sqlite:///") else self.url)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.absolute() == default_path().absolute():  # the user's own results: nobody else's to read (#32)
+            private_file(path)
         conn = sqlite3.connect(path, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
         return conn

@@ -10,7 +10,9 @@ group; the group most (run, node) records share comes first. A value that differ
 The JSON object (``"system"`` in ``summaries/<name>.json``; documented in docs/method.md, "The System section")::
 
     {"schema": "dlperf_slurm.system/1",
-     "node_groups": [{"nodes": [...], "runs": N, "gpu": {"model", "count", "driver"}, "cuda", "cudnn", "nccl",
+     "node_groups": [{"nodes": [...], "runs": N, "gpu": {"model", "count", "driver"}, "framework_cuda",
+                      "framework_cudnn", "framework_nccl" (the framework's own: "none (CPU build)"), "cuda", "cudnn",
+                      "nccl" (the node's toolkit and libraries),
                       "python", "framework": {dist: version}, "libraries": {dist: version},
                       "container": {"image", "digest"} | null, "modules": [...], "partition", "qos",
                       "program": "<git describe or commit>" | null, "tool": "<dlperf_slurm version>"}],
@@ -32,8 +34,12 @@ SCHEMA = "dlperf_slurm.system/1"
 #: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries): the probe's.
 FRAMEWORKS = provprobe.FRAMEWORKS
 #: The fields of a node's description, in the order the markdown shows them.
-FIELDS = ("gpu", "slurm_gpus", "driver", "cuda", "cudnn", "nccl", "framework", "libraries", "python", "container",
-          "modules", "partition", "qos", "program", "tool")
+FIELDS = ("gpu", "slurm_gpus", "driver", "framework_cuda", "framework_cudnn", "framework_nccl", "cuda", "cudnn", "nccl",
+          "framework", "libraries", "python", "container", "modules", "partition", "qos", "program", "tool")
+#: the framework's own CUDA stack, as its program reported it (the built-in workload's header: torch.version.cuda,
+#: the cuDNN and NCCL it loaded), apart from the node's toolkit (``cuda``: $CUDA_VERSION or nvcc on PATH, which a
+#: CPU build of the framework never uses)
+OWN = ("framework_cuda", "framework_cudnn", "framework_nccl")
 
 
 def _gpus(lines: Any) -> tuple[str | None, int, str | None]:
@@ -56,8 +62,34 @@ def _slurm_gpus(node: Mapping[str, Any]) -> str | None:
     return "none (no GPU asked of Slurm)" if str(count) == "0" else f"{count} a node"
 
 
-def _node(job: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
-    """One node's description (the values of :data:`FIELDS`), from its node event and the run's job event."""
+def _cudnn_text(v: Any) -> str | None:
+    """torch.backends.cudnn.version()'s integer as a version: 90100 -> 9.1.0, 8906 -> 8.9.6 (text as it is)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        major, rest = divmod(v, 10000 if v >= 10000 else 1000)
+        return f"{major}.{rest // 100}.{rest % 100}"
+    return str(v) if v not in (None, "") else None
+
+
+def framework_stack(versions: Any) -> dict[str, str | None]:
+    """:data:`OWN` from the framework's own report (the workload's header ``versions``: ``cuda``, ``cudnn``,
+    ``nccl`` beside ``torch``); all None where the program reported none (another framework's program). A CPU build
+    (no CUDA, or torch's ``+cpu``) says "none (CPU build)" for each, never the node's toolkit."""
+    if not isinstance(versions, Mapping) or "cuda" not in versions:
+        return dict.fromkeys(OWN)
+    fw = str(versions.get("torch") or "")
+    if not versions.get("cuda"):
+        # the workload since 85a9eb7 reports its build's CUDA whether or not the run used it (``cuda_used``
+        # beside it); an older one said none for any CPU run: then only torch's ``+cpu`` tells a CPU build
+        none = "none (CPU build)" if "+cpu" in fw or "cuda_used" in versions else "none used (a CPU run)"
+        return dict.fromkeys(OWN, none)
+    return {"framework_cuda": str(versions["cuda"]), "framework_cudnn": _cudnn_text(versions.get("cudnn")) or "none",
+            "framework_nccl": str(versions.get("nccl") or "none")}
+
+
+def _node(job: Mapping[str, Any], node: Mapping[str, Any], own: Mapping[str, str | None] | None = None
+          ) -> dict[str, Any]:
+    """One node's description (the values of :data:`FIELDS`), from its node event and the run's job event (and
+    ``own``: the framework's CUDA stack, :func:`framework_stack`)."""
     model, count, driver = _gpus(node.get(ev.GPUS))
     versions = {str(k): str(v) for k, v in (node.get(ev.VERSIONS) or {}).items()}
     container = node.get(ev.CONTAINER) or None
@@ -67,7 +99,8 @@ def _node(job: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(cuda, list):  # older job events: nvcc's last line
         cuda = cuda[-1] if cuda else None
     return {
-        "gpu": {"model": model, "count": count} if model else None, "driver": driver, "cuda": cuda,
+        "gpu": {"model": model, "count": count} if model else None, "driver": driver,
+        **(own or dict.fromkeys(OWN)), "cuda": cuda,
         "slurm_gpus": _slurm_gpus(node),
         "cudnn": node.get(ev.CUDNN), "nccl": node.get(ev.NCCL),
         "framework": {k: v for k, v in sorted(versions.items()) if k in FRAMEWORKS},
@@ -90,8 +123,9 @@ def _records(runs: Iterable[Any]) -> tuple[list[tuple[str, str, dict[str, Any]]]
         if not nodes:
             without.append(run.run)
             continue
+        own = framework_stack((getattr(run, "extra", None) or {}).get(ev.VERSIONS))
         for node in nodes:
-            out.append((run.run, str(node.get(ev.HOSTNAME) or "?"), _node(job, node)))
+            out.append((run.run, str(node.get(ev.HOSTNAME) or "?"), _node(job, node, own)))
     return out, without
 
 
@@ -165,13 +199,20 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
     if not groups:
         lines += ["No run recorded its system (no provenance lines in the logs).", ""]
     first: list[tuple[str, str]] = []
+    told = any(g.get(k) for g in groups for k in OWN)  # the framework's stack rows: where a program reported it
+
+    def own_rows(g: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        names = ("CUDA (framework: built with, runs with)", "cuDNN (framework)", "NCCL (framework)")
+        return [(name, g.get(k) or "not reported") for name, k in zip(names, OWN)] if told else []
+
     for i, g in enumerate(groups):
         title = "Nodes" if len(groups) == 1 else f"Node group {i + 1}" + (" (the majority)" if i == 0 else "")
         runs = f"{g['runs']} run" + ("s" if g["runs"] != 1 else "")
         gpu = g["gpu"]
         rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
                 ("GPUs from Slurm", g["slurm_gpus"]),
-                ("driver", gpu.get("driver")), ("CUDA", g["cuda"]), ("cuDNN", g["cudnn"]), ("NCCL", g["nccl"]),
+                ("driver", gpu.get("driver")), *own_rows(g),
+                ("CUDA toolkit (nvcc)", g["cuda"]), ("cuDNN (node)", g["cudnn"]), ("NCCL (node)", g["nccl"]),
                 ("framework", g["framework"]), ("libraries", g["libraries"]), ("Python", g["python"]),
                 ("container", g["container"] or "none"), ("modules", g["modules"]),
                 ("partition / QOS", " / ".join(str(x or "—") for x in (g["partition"], g["qos"]))),

@@ -80,6 +80,8 @@ def evidence(ctx: _Context, row: ManifestRun, info: JobInfo | None, asked: bool,
             if ctx.target is not None:
                 accuracy.apply_target(ev.log.extra, ctx.target, ctx.epochs or None)
             ev.started_at = outcome.log_start(log)
+            ev.damage = outcome.changed_after_end(log, m.abspath(row.marker),
+                                                  row.log_status == Status.OK and row.log_id != ev.log_id)
         if row.slurm_out:
             ev.banner = outcome.read_banner([row.slurm_out])
     return ev

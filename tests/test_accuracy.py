@@ -207,3 +207,33 @@ def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_pa
     first = res.extra["evals"][0]["top5"]
     decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
     assert decided.status == Status.NOT_CONVERGED and f"at top5 {first:.2%}, short of the target" in decided.reason
+
+
+def test_the_cells_csv_carries_final_top1_top5_and_time_to_target(tmp_path):
+    """The real workload logs (one reached its target, one did not) collected: the cells CSV people load into
+    pandas has the accuracy table's figures (they were in the markdown and JSON only)."""
+    import csv
+    import json
+    import shutil
+
+    from dlperf_slurm import cli
+
+    d = tmp_path / "tree" / "1n1g"
+    d.mkdir(parents=True)
+    for rep, name in enumerate(("reached.log", "not-converged.log")):
+        shutil.copyfile(FIXTURES / name, d / f"resnet50_b32_fp32_{rep}.log")
+    out = tmp_path / "out"
+    cli.main(["collect", "--from", str(tmp_path / "tree"), "--suite", "pytorch-ddp/resnet50", "--warmup-steps", "3",
+              "--measure-steps", "100", "--out", str(out), "--no-plots", "--no-store", "--quiet"])
+    (row,) = list(csv.DictReader(open(out / "tree.csv", encoding="utf-8")))
+    (acc,) = json.loads((out / "tree.json").read_text())["accuracy"]
+    assert float(row["top1"]) == pytest.approx(acc["top1"]) and float(row["top5"]) == pytest.approx(acc["top5"])
+    assert float(row["top1"]) >= 0.75 and float(row["time_to_target_s"]) == pytest.approx(acc["time_to_target_s"])
+    assert (row["target_metric"], float(row["target_value"]), row["n_not_converged"]) == ("top1", 0.75, "1"), row
+    assert list(row)[: len(report_columns())] == list(report_columns())  # the cell's own columns keep their place
+
+
+def report_columns() -> tuple[str, ...]:
+    from dlperf_slurm.rows import CellRow, columns
+
+    return columns(CellRow)

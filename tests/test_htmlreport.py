@@ -118,7 +118,8 @@ def _check(page: Page, summary: dict) -> None:
         assert log.splitlines()[-1] == last.strip() and "ResourceExhaustedError" in log
     # each cell's history: monday, tuesday, then wednesday (the OOM cell has no median this time: two points)
     assert page.trend_points == {cid: 3 if c["n_ok"] else 2 for cid, c in cells.items()}
-    assert page.system["driver"] == "550.54.15" and page.system["gpu"] == "NVIDIA A100-SXM4-80GB"
+    # the markdown's System rows (the GPU row: count x model, as nvidia-smi listed them)
+    assert page.system["driver"] == "550.54.15" and page.system["GPU"].endswith("× NVIDIA A100-SXM4-80GB")
     assert page.external == []
 
 

@@ -217,3 +217,34 @@ def test_collect_from_without_suite_on_the_command_line(tmp_path, capsys):
                      str(tmp_path / "out"), "--no-plots", "--quiet"]) == 2
     assert "read them: --suite pytorch-examples/resnet50" in capsys.readouterr().err
     assert (tmp_path / "out" / "t.json").read_bytes() == before
+
+
+# ------------------------------------------------------------------------------ an INFO line is no error
+
+
+TENSORPACK = Path(__file__).parent / "fixtures" / "real" / "tensorpack" / "0.11"
+#: NCCL's plugin probe, logged at INFO on every start of NCCL 2.18 and later without a net plugin
+NCCL_PROBE = ("n1:2313:2388 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+              "cannot open shared object file: No such file or directory")
+
+
+@pytest.mark.parametrize("name", ["tiny_1x1_gpu_b4_spe20.log", "tiny_1x1_python-queue_b4_spe10.log"])
+def test_a_warning_in_a_real_log_is_not_its_last_error(name):
+    """tensorpack's ``WRN /bin/sh: 1: nvidia-smi: not found`` (a CPU machine) was quoted as the run's last error."""
+    assert recognise.last_error(TENSORPACK / name) is None
+
+
+def test_info_lines_are_never_the_last_error_and_a_real_error_after_them_is(tmp_path):
+    """INFO lines from committed logs (PaddleNLP's ``[    INFO]``, MXNet's ``NCCL INFO``), NCCL's plugin probe
+    ("No such file or directory" at INFO): none is a run's last error; the error line that follows them is."""
+    paddle_log = sorted((Path(__file__).parent / "fixtures" / "real" / "PaddleNLP").rglob("*.log"))[0]
+    paddle = next(line for line in paddle_log.read_text(errors="replace").splitlines() if "INFO]" in line)
+    mxnet = "[1,0]<stdout>:61d7a676ab24:9763:9906 [0] NCCL INFO NET/IB : No device found."
+    info = [paddle, mxnet, NCCL_PROBE, paddle + " Error: not found"]  # (the last: error words at INFO)
+    log = tmp_path / "a.log"
+    log.write_text("\n".join(info) + "\n")
+    assert recognise.last_error(log) is None
+    log.write_text("\n".join([*info, "torchrun: command not found", *info]) + "\n")
+    assert recognise.last_error(log) == (len(info) + 1, "torchrun: command not found")
+    log.write_text("\n".join([*info, "ImportError: cannot import name 'INFO' from 'logging'", *info]) + "\n")
+    assert recognise.last_error(log)[1].startswith("ImportError")

@@ -472,6 +472,7 @@ def check_contract(stdout, model, world, launcher, warmup=2, measure=3, batch=4)
     assert (header["world_size"], header["launcher"], header["backend"]) == (world, launcher, "gloo")
     assert header["global_batch"] == batch * world and header["device"] == "cpu"
     assert set(header["versions"]) >= {"torch", "cuda", "nccl", "python"} and header["versions"]["cuda"] is None
+    assert header["versions"]["cuda_used"] is False  # a CPU build: none of its CUDA (System: "none (CPU build)")
     assert header["params"] > 0 and header["flops_per_sample"] > 0
     assert [s["step"] for s in steps] == list(range(1, n + 1))
     times = [s["time"] for s in steps]

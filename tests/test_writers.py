@@ -77,7 +77,7 @@ def test_log_axis_ticks_and_labels():
 
 def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
     root = tmp_path / "t"
-    make_tree(root, "tf-cnn/resnet50", repeats=1)
+    make_tree(root, "tf-cnn/resnet50", repeats=1, incomplete=None)  # two shapes with a figure: a plot
     code = ("import sys; from dlperf_slurm import collect, report; "
             f"res = collect.collect([collect.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
             f"paths = report.write_all(res, {str(tmp_path / 'out')!r}); "

@@ -16,6 +16,7 @@ from dlperf_slurm import manifest, parsecache, tracking
 from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, runs_from_campaign,
                                   runs_from_matrix, runs_from_tree, tree_suite)
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.files import no_more_open_than
 from dlperf_slurm.model import ACTIVE, METRICS, Target
 
 WATCH_SECONDS = 30.0  # --watch without a value
@@ -140,20 +141,23 @@ def collect_once(args, state: parsecache.OutputState | None = None
     collections = gather(args)
     name = summary_name(collections, args.name)
     side = parsecache.side_file(args.out, report._slug(name))
-    caches = parsecache.Caches(collections, side, read=not args.no_cache)
-    result = collect(collections, jobs=args.jobs, name=name, cache=caches)
-    for col in collections:
-        if col.source == "manifest" and not manifest.why_read_only(Path(col.where)):
-            keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
-    if state is None or state.path != side:
-        state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
-    result.trend = stored_trend(args, result)
-    state.begin()
-    paths = report.write_all(result, args.out, plots=not args.no_plots, state=state, jobs=args.jobs)
-    try:
-        state.save()
-    except (OSError, sqlite3.Error) as err:
-        parsecache.warn(f"{side} not written", err)
+    # the parse cache beside the summaries, and they, are no more open than the campaigns' folders (a private one's
+    # medians and paths stay private); the results store is its own: private by default (store.py)
+    with no_more_open_than([c.where for c in collections if Path(c.where).is_dir()]):
+        caches = parsecache.Caches(collections, side, read=not args.no_cache)
+        result = collect(collections, jobs=args.jobs, name=name, cache=caches)
+        for col in collections:
+            if col.source == "manifest" and not manifest.why_read_only(Path(col.where)):
+                keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
+        if state is None or state.path != side:
+            state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
+        result.trend = stored_trend(args, result)
+        state.begin()
+        paths = report.write_all(result, args.out, plots=not args.no_plots, state=state, jobs=args.jobs)
+        try:
+            state.save()
+        except (OSError, sqlite3.Error) as err:
+            parsecache.warn(f"{side} not written", err)
     return result, [p for p in paths if not state.is_kept(p)], [p for p in paths if state.is_kept(p)], state
 
 

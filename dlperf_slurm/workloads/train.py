@@ -129,16 +129,21 @@ def _cpu_name() -> str:
 
 
 def _versions(torch: Any, cuda: bool) -> dict[str, Any]:
-    nccl = None
-    if cuda:
+    """torch's own CUDA stack (None in a CPU build), used or not (``cuda_used``): System, apart from nvcc's."""
+    built = getattr(torch.version, "cuda", None)
+    nccl = cudnn = None
+    if built:
         try:
             v = torch.cuda.nccl.version()
             nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except Exception:  # noqa: BLE001 (NCCL not built in)
             nccl = None
-    cudnn = torch.backends.cudnn.version() if cuda and torch.backends.cudnn.is_available() else None
-    return {"torch": torch.__version__, "cuda": torch.version.cuda if cuda else None, "nccl": nccl,
-            "cudnn": cudnn, "python": platform.python_version()}
+        try:
+            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        except Exception:  # noqa: BLE001 (its library not loadable here)
+            cudnn = None
+    return {"torch": torch.__version__, "cuda": built, "nccl": nccl, "cudnn": cudnn, "cuda_used": bool(cuda),
+            "python": platform.python_version()}
 
 
 def _classify(exc: BaseException, compiling: bool) -> str:
