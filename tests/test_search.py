@@ -113,3 +113,21 @@ def test_search_refuses_an_axis_of_words(tmp_path, axis, words):
         assert not (logs / "s").exists() or not list((logs / "s").rglob("*.sbatch")), "probes were written"
     else:
         assert "search finds the largest value of a numeric axis" not in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_search_into_a_campaign_submitted_with_another_matrix_is_refused(tmp_path):
+    """One campaign, one matrix: a plain `submit` made campaign s with batch 1; a `search` of the same name
+    would put its found batch sizes into it. After its probes (their own campaign, s.search) it stops with one
+    line naming what changed, and the campaign holds its own runs alone."""
+    mx = tmp_path / "s.toml"
+    mx.write_text(MATRIX)
+    logs = tmp_path / "logs"
+    common = ["--executor", "local", "--no-site", "--templates", str(TEMPLATES)]
+    p = cli("--logs", str(logs), "submit", str(mx), *common, "--wait")
+    assert p.returncode == 0, p.stdout + p.stderr
+    before = sorted(r.key for r in manifest.load_manifest(logs / "s"))
+    p = cli("--logs", str(logs), "search", str(mx), *common, "--start", "8", "--limit", "64", "--probe-steps", "1,1")
+    assert p.returncode == 2, p.stdout + p.stderr
+    [line] = [x for x in p.stderr.splitlines() if x.strip()]
+    assert "was submitted with another matrix" in line and "give the matrix another name" in line, line
+    assert sorted(r.key for r in manifest.load_manifest(logs / "s")) == before

@@ -67,6 +67,13 @@ def cmd_search(args) -> int:
     if args.no_run or not cells:
         return 0 if all(s.ok is not None for s in found) else 1
     main = dataclasses.replace(m, cells=cells, dropped=[])
+    if (cdir / "manifest.sqlite").exists():  # one campaign, one matrix (as submit): the found cells are this one's
+        from dlperf_slurm.commands.submit import same_matrix
+
+        site = False if args.no_site else args.site
+        if why := same_matrix(main, cdir, site, Path(args.logs), offer=False):
+            raise UserError(why + "give the matrix another name for the search's campaign (name = ...), or "
+                            "--no-run to keep the probes alone")
     main_backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
     report = submit(main, cdir, main_backend, template_dir=args.templates)
     print(f"submitted {report.submitted} runs of the {len(cells)} cells at their largest value "
