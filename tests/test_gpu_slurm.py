@@ -385,7 +385,7 @@ def test_a_partitions_limits_are_said_before_anything_is_submitted(tmp_path):
                                                                                 'time = "01:00:00"')
     (tmp_path / "part.toml").write_text(text)
     logs = tmp_path / "logs"
-    for args in (["plan"], ["submit", "--executor", "slurm", "--dry-run"]):
+    for args in (["plan", "--wide"], ["submit", "--executor", "slurm", "--dry-run"]):  # --wide: a line a cell
         p = cli("--logs", str(logs), *args[:1], str(tmp_path / "part.toml"), *args[1:], "--no-site")
         assert p.returncode == 0, p.stdout + p.stderr
         assert ("resnet50.pytorch-ddp.1x1.b2.fp32.xla0: asks for time 01:00:00; partition debug's MaxTime is "
