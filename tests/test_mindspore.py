@@ -296,6 +296,9 @@ def test_msrun_streams_every_ranks_worker_log_into_the_run_log(tmp_path, stub_bi
     (work / "train.py").write_text("import os, sys\nsys.stdout.write(open(os.environ['FIXTURE']).read())\n")
     fixture = tmp_path / "vnet.log"
     fixture.write_text(VNET)
+    stand_in = tmp_path / "pkgs" / "mindspore"  # the job's import check asks the program's python for mindspore
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text("# a stand-in: the launcher and the program are stubs in this test\n")
     m = _load(tmp_path, "resnet50", f"""
         [axes]
         devices = ["2x2"]
@@ -308,6 +311,7 @@ def test_msrun_streams_every_ranks_worker_log_into_the_run_log(tmp_path, stub_bi
         measure_steps = 40
         [environment.env]
         FIXTURE = "{fixture}"
+        PYTHONPATH = "{stand_in.parent}"
         [health]
         enabled = false  # stand-in launchers on one machine: the gate's own srun step is tested in test_health.py
         """)

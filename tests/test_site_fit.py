@@ -119,7 +119,7 @@ BERT_4 = RELATIVE.replace('"1xhalf", ', "") + '[slurm]\ngpu_request = "none"\n'
 
 def _lines(tmp_path, capsys, *extra: str) -> tuple[list[str], list[str]]:
     path = write(tmp_path, BERT_4)
-    assert main(["plan", str(path), "--no-site", *extra]) == 0
+    assert main(["plan", str(path), "--no-site", "--wide", *extra]) == 0  # --wide: its lines unwrapped
     plan = [line for line in capsys.readouterr().out.splitlines() if line.startswith("cluster: ")]
     assert main(["--logs", str(tmp_path / "logs"), "submit", str(path), "--no-site", "--dry-run",
                  "--executor", "slurm"]) == 0
