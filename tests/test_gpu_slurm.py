@@ -443,7 +443,8 @@ def test_site_init_on_the_gpu_cluster_writes_what_the_cluster_said(tmp_path):
     assert "#   debug               1 node, 4 GPUs a node, MaxTime 00:15:00" in text, text
     assert "account ci-gpu QOS ci-limited" in text, text
     site = tomllib.loads(text)
-    assert site["slurm"] == {"partition": "gpu", "account": "root", "gpu_request": "gpus-per-node"}, site
+    assert site["slurm"] == {"partition": "gpu", "account": "root", "gpu_request": "gpus-per-node",
+                             "gpus_per_node": 4}, site
     assert site["systems"]["ci"]["gpus_per_node"] == 4
     assert site["systems"]["ci"]["partitions"]["debug"]["slurm"] == {"partition": "debug"}
     mx = REPO / "matrices" / "smoke.toml"

@@ -95,10 +95,12 @@ def site_text(conf: dict[str, str], parts: dict, account: str | None, assocs: li
         lines.append(f"# qos = {_toml(qos.split(',')[0])}  # your association's (Slurm uses it without this line)")
     if gpus:
         lines.append('gpu_request = "gpus-per-node"  # #SBATCH --gpus-per-node=G; "gres" for --gres=gpu:G')
+        if default and default.gpus_per_node:
+            lines.append(f"gpus_per_node = {default.gpus_per_node}  # its nodes' GPUs: what shapes such as 1xall mean")
     else:
         lines.append('gpu_request = "none"  # no node has GPU GRES: jobs ask Slurm for no GPU')
     lines.append("")
-    if gpus or len(parts) > 1:
+    if len(parts) > 1:
         lines.append(f"[systems.{cluster}]")
         if default and default.gpus_per_node:
             lines.append(f"gpus_per_node = {default.gpus_per_node}")
