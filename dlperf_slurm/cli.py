@@ -211,7 +211,7 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _compare_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compare", help="compare two campaigns cell by cell (new/base with a 95 % interval by "
+    p = sub.add_parser("compare", help="compare two campaigns cell by cell (new/base with a 95 %% interval by "
                        "Welch's t on log throughput; faster, slower, no change, or cannot tell); exits 1 when a cell "
                        "regressed, NEW lacks a cell BASE had, or they share no cell")
     p.add_argument("base", metavar="BASE", help="the reference: a campaign name (under --logs) or folder, "
