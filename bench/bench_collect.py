@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import logsynth as ls
 
-from dlperf_slurm import collect, parsecache, report
+from dlperf_slurm.collect import drive, parsecache
+from dlperf_slurm.report import writers
 
 SHAPES = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8)]
 REPEATS = 7
@@ -102,7 +103,7 @@ def maxrss_mib(who: int) -> float:
 _BIG = """
 import resource, sys, time
 from dlperf_slurm import parsing as lp, suites
-from dlperf_slurm.model import ParseContext
+from dlperf_slurm.model.result import ParseContext
 suite = suites.get("ngc-pytorch/resnet50")
 ctx = ParseContext(nodes=64, gpus_per_node=8, batch_size=128, warmup_steps=20, measure_steps=100)
 t = time.perf_counter()
@@ -160,7 +161,8 @@ def floors(trees, needles: tuple[str, ...]) -> tuple[float, float, int]:
     """Where a cold parse's time goes, one process, no suite parser: (seconds to read() every log into memory,
     seconds of the block reader alone — every log sieved for the lines holding ``needles`` or the Scanner's own,
     which are decoded —, those lines)."""
-    from dlperf_slurm.parsing import blocks, lines as lp
+    from dlperf_slurm.parsing import blocks
+    from dlperf_slurm.parsing import lines as lp
 
     files = [p for _, tree in trees for p in sorted(tree.rglob("*.log"))]
     t = time.perf_counter()
@@ -183,13 +185,13 @@ def collect_once(trees, out: Path, jobs, spell=None, keep: bool = False) -> dict
     with no garbage of the earlier ones to trace (their 10,000 rows each slowed the later ones' writers by 1-2 s)."""
     gc.collect()
     t0 = time.perf_counter()
-    cols = [collect.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
+    cols = [drive.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
     t_gather = time.perf_counter() - t0
     side = parsecache.side_file(out, "bench")
-    res = collect.collect(cols, jobs=jobs, name="bench", cache=parsecache.Caches(cols, side))
+    res = drive.collect(cols, jobs=jobs, name="bench", cache=parsecache.Caches(cols, side))
     t = time.perf_counter()
     state = parsecache.OutputState.load(side)
-    paths = report.write_all(res, out, plots=True, state=state)
+    paths = writers.write_all(res, out, plots=True, state=state)
     state.save()
     t_write = time.perf_counter() - t
     return {"gather": t_gather, "parse": res.seconds, "write": t_write, "total": time.perf_counter() - t0,

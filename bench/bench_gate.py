@@ -1,6 +1,6 @@
 """How often ``compare``'s verdicts call a change where there is none, and how often they catch a real one: the
 rule before issue #32 (the percentile bootstrap of the median ratio, 2000 resamples, re-implemented here as it
-was in dlperf_slurm/compare.py) and the rule now (:func:`dlperf_slurm.compare.compare_cell`: Welch's t on log
+was in dlperf_slurm/compare/rule.py) and the rule now (:func:`dlperf_slurm.compare.rule.compare_cell`: Welch's t on log
 throughput, "cannot tell" where the repeats cannot), side by side. Prints tables; asserts nothing.
 
     python bench/bench_gate.py [--trials 2000] [--seed 0] [--threshold 0.05] [--quick] [--summaries S.json ...]
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a source checkout
 sys.path.insert(0, str(ROOT / "tests"))
 
-from dlperf_slurm import compare as cmp  # noqa: E402
+from dlperf_slurm.compare import rule as cmp  # noqa: E402
 
 RESAMPLES, CONFIDENCE = 2000, 0.95
 CALLS = ("faster", "slower")

@@ -31,8 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from dlperf_slurm import events as ev  # noqa: E402
-from dlperf_slurm import manifest, outcome  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.outcome import evidence  # noqa: E402
 
 MATRIX = """suite = "pytorch-ddp/resnet50"
 name = "{name}"
@@ -69,8 +70,8 @@ def one_job(root: Path, name: str, args: argparse.Namespace, enabled: bool, watc
     (run,) = manifest.load_manifest(root / "logs" / name)
     if p.returncode != 0 or run.status != Status.OK:
         raise SystemExit(f"{name}: {run.status} {run.reason}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    start = outcome.log_start(run.log)
-    end = float((outcome.read_marker(run.marker) or {})["end"])
+    start = evidence.log_start(run.log)
+    end = float((evidence.read_marker(run.marker) or {})["end"])
     gate = [e for e in map(ev.parse_line, run.log.read_text().splitlines()) if e and e[ev.EVENT] == ev.EV_HEALTH]
     return {"wall": end - start, "gate": gate[0][ev.SECONDS] if gate else None,
             "busbw": gate[0].get(ev.BUSBW_GBS) if gate else None}

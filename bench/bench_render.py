@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
 
-from dlperf_slurm import matrix, render
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.submit import render
 
 
 def make_matrix(path: Path, target: int, repeats: int) -> None:
@@ -50,8 +51,8 @@ def main() -> None:
         make_matrix(mpath, args.cells_target, args.repeats)
 
         t0 = time.perf_counter()
-        m = matrix.load(mpath, site=False)
-        runs = matrix.runs(m, tmp / "logs" / "bench")
+        m = loader.load(mpath, site=False)
+        runs = loader.runs(m, tmp / "logs" / "bench")
         t_plan = time.perf_counter() - t0
 
         t0 = time.perf_counter()

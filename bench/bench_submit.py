@@ -24,9 +24,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dlperf_slurm import manifest, submit, tracking, matrix as matrix_mod, render  # noqa: E402
+from dlperf_slurm.campaign import (
+    manifest,  # noqa: E402
+    tracking,  # noqa: E402
+)
+from dlperf_slurm.matrix import loader as matrix_mod  # noqa: E402
 from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor  # noqa: E402
 from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
+from dlperf_slurm.submit import (
+    journal,  # noqa: E402
+    render,  # noqa: E402
+)
 
 MATRIX = """suite = "pytorch-ddp/resnet50"
 name = "bench96"
@@ -66,7 +74,7 @@ def main() -> int:
         cdir = work / "logs" / "bench96"
         ex = SlurmExecutor(cdir)
         t = time.perf_counter()
-        report = submit.submit(m, cdir, ex, out=lambda s: None)
+        report = journal.submit(m, cdir, ex, out=lambda s: None)
         wall = time.perf_counter() - t
         runs = manifest.load_manifest(cdir)
         all_ids += [r.job_id for r in runs]

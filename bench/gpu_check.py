@@ -56,8 +56,8 @@ def matmul_ceiling(dtype_name: str, sizes=(4096, 6144, 8192, 12288), reps: int =
 
 def run_workload(model: str, precision: str, batch: int, compile_: int, warmup: int, measure: int,
                  out: Path) -> dict:
-    from dlperf_slurm import outcome
-    from dlperf_slurm.model import Cell
+    from dlperf_slurm.model.cell import Cell
+    from dlperf_slurm.outcome import evidence
 
     log = out / f"{model}_{precision}_b{batch}_c{compile_}.log"
     argv = [sys.executable, "-m", "dlperf_slurm.workloads.train", "--model", model, "--batch-size", str(batch),
@@ -68,7 +68,7 @@ def run_workload(model: str, precision: str, batch: int, compile_: int, warmup: 
         rc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, cwd=REPO).returncode
     cell = Cell(suite=f"pytorch-ddp/{model}", model=model, framework="pytorch", nodes=1, gpus_per_node=1,
                 batch_size=batch, precision=precision, xla=bool(compile_), launcher="torchrun")
-    res = outcome.read_log(cell, log, warmup_steps=warmup, measure_steps=measure)
+    res = evidence.read_log(cell, log, warmup_steps=warmup, measure_steps=measure)
     return {"rc": rc, "wall_s": time.time() - t0, "res": res, "log": log}
 
 

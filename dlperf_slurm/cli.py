@@ -296,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is None or not isinstance(err, sqlite3.Error):
             raise
-        from dlperf_slurm import storage
+        from dlperf_slurm import disk
 
-        print(f"dlperf-slurm: error: {storage.storage_problem(err)}", file=sys.stderr)
+        print(f"dlperf-slurm: error: {disk.storage_problem(err)}", file=sys.stderr)
         return 1

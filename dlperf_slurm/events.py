@@ -32,9 +32,9 @@ EV_STEP = "step"  # once per training step, numbered from 1
 EV_ERROR = "error"  # a failure, or the first non-finite loss (then training goes on)
 EV_MEMORY = "memory"  # GPU memory and utilization, gathered from every rank, after the last step
 EV_SUMMARY = "summary"  # the workload's own figures over the measured window, last
-EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.health judge)
+EV_HEALTH = "health"  # the health gate's verdict, once, before the launch (dlperf_slurm.probes.health judge)
 EV_EVAL = "eval"  # an evaluation on the held-out set (accuracy mode), after each epoch
-EV_NODE = "node"  # provenance of one node, from where the program runs (dlperf_slurm/provprobe.py), one a node
+EV_NODE = "node"  # provenance of one node, from where the program runs (dlperf_slurm/probes/provprobe.py), one a node
 
 EVENTS = (EV_JOB, EV_HEADER, EV_STEP, EV_ERROR, EV_MEMORY, EV_SUMMARY, EV_HEALTH, EV_EVAL, EV_NODE)
 
@@ -72,7 +72,7 @@ PARAMS = "params"
 FLOPS_PER_SAMPLE = "flops_per_sample"
 FLOPS_BASIS = "flops_basis"
 PEAK_TFLOPS_PER_GPU = "peak_tflops_per_gpu"
-CEILING_TFLOPS_PER_GPU = "ceiling_tflops_per_gpu"  # the measured matmul ceiling (dlperf_slurm.ceiling)
+CEILING_TFLOPS_PER_GPU = "ceiling_tflops_per_gpu"  # the measured matmul ceiling (dlperf_slurm.probes.ceiling)
 CEILING_BASIS = "ceiling_basis"  # how: dtype, best shape, cached or measured by this run
 PEAK_BASIS = "peak_basis"
 TF32 = "tf32"
@@ -155,7 +155,7 @@ CONTAINER = "container"  # {runtime, image, digest} where the node step ran in a
 PROGRAM = "program"  # {path, git, describe}: the program's own code version, where it runs
 ERROR = "error"  # the provenance script could not run: only this key (and EVENT) is set
 
-# health (dlperf_slurm.health; also NODES, BACKEND, GPUS, NOTES, ERROR, TIME)
+# health (dlperf_slurm.probes.health; also NODES, BACKEND, GPUS, NOTES, ERROR, TIME)
 RANKS = "ranks"  # every rank of the job took part in the all-reduce
 BYTES = "bytes"  # the all-reduce's buffer
 ITERS = "iters"  # timed all-reduces

@@ -45,7 +45,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Mapping
 
-from dlperf_slurm.model import Cell
+from dlperf_slurm.model.cell import Cell
 
 #: The kinds of container a matrix may name (``[environment.container] type``).
 CONTAINER_KINDS: tuple[str, ...] = ("none", "pyxis", "apptainer")

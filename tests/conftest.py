@@ -64,7 +64,8 @@ def golden(request, monkeypatch):
     """``golden(name, text)``: compare a rendered script with ``tests/golden/<name>.sbatch`` (with
     ``--update-golden``: write it there first). The tool version a script records is pinned to the package's
     (without the checkout's commit), so a golden does not change with every commit."""
-    from dlperf_slurm import __version__, render
+    from dlperf_slurm import __version__
+    from dlperf_slurm.submit import render
 
     monkeypatch.setattr(render, "tool_version", lambda: __version__)
 

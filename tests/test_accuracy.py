@@ -10,10 +10,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlperf_slurm import accuracy, compare, matrix, outcome, render, suites
+from dlperf_slurm import suites
+from dlperf_slurm.compare import rule
 from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.model import cell
+from dlperf_slurm.model.cell import Measure, Target
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.outcome import decision
+from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.parsing import evals as evallines
-from dlperf_slurm.model import Measure, ParseContext, RunResult, Status, Target
+from dlperf_slurm.submit import render
 from dlperf_slurm.workloads.loop import accuracy_loop
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accuracy"
@@ -29,7 +37,7 @@ tiny = true
 """
 
 
-def load(tmp_path: Path, measure: str, head: str = BASE) -> matrix.Matrix:
+def load(tmp_path: Path, measure: str, head: str = BASE) -> cell.Matrix:
     p = tmp_path / "m.toml"
     p.write_text(head + measure)
     return matrix.load(p, site=False)
@@ -143,17 +151,17 @@ def test_a_real_log_of_the_workload_that_reached_its_target():
 def test_a_run_that_ends_short_of_its_target_is_not_converged():
     res = _parse("not-converged.log")
     assert res.status == Status.OK and res.extra["reached"] is False
-    ev = outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True)
-    decided = outcome.decide(ev)
+    ev = decision.Evidence(marker={"exit_code": 0}, log=res, has_log=True)
+    decided = decision.decide(ev)
     assert decided.status == Status.NOT_CONVERGED
     assert "short of the target 99.90%" in decided.reason and f"of {res.extra['epochs_planned']} epochs" in decided.reason
 
 
 def test_compare_gates_a_cell_that_converged_before_and_not_now():
-    base = compare.sides_from_runs([{"cell_id": "c", "status": "OK", "throughput": 10.0, "unit": "img/s"}] * 3)
-    new = compare.sides_from_runs([{"cell_id": "c", "status": "NOT_CONVERGED", "throughput": 10.0,
+    base = rule.sides_from_runs([{"cell_id": "c", "status": "OK", "throughput": 10.0, "unit": "img/s"}] * 3)
+    new = rule.sides_from_runs([{"cell_id": "c", "status": "NOT_CONVERGED", "throughput": 10.0,
                                     "unit": "img/s"}] * 3)
-    (row,) = compare.compare(base, new)
+    (row,) = rule.compare(base, new)
     assert row.regressed and row.verdict == "now NOT_CONVERGED"
 
 
@@ -177,7 +185,7 @@ def test_table_keeps_not_converged_runs_out_of_the_medians_and_names_them():
 
 
 def test_shipped_accuracy_matrices_load_and_plan_says_accuracy_runs():
-    from dlperf_slurm.tables import plan_text
+    from dlperf_slurm.matrix.plan import plan_text
 
     root = Path(__file__).parent.parent / "matrices"
     smoke = matrix.load(root / "accuracy-smoke.toml", site=False)
@@ -198,14 +206,14 @@ def test_a_target_metric_no_evaluation_gives_is_not_converged_not_a_crash(tmp_pa
     ctx = ParseContext(nodes=1, gpus_per_node=1, batch_size=32, warmup_steps=3, measure_steps=100)
     res = suite.parse(io.StringIO(stripped), ctx)
     assert res.status == Status.OK and res.extra["evals"] and res.extra["reached"] is False
-    decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
+    decided = decision.decide(decision.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
     assert decided.status == Status.NOT_CONVERGED
     assert "without an evaluation of top5; target top5 99.90%" in decided.reason
     # only the last evaluation lacks top5: the last one that gives it is the final figure
     last_only = re.sub(r'("event":"eval","epoch":2[^\n]*?),"top5":[-+.\deE]+', r"\1", text)
     res = suite.parse(io.StringIO(last_only), ctx)
     first = res.extra["evals"][0]["top5"]
-    decided = outcome.decide(outcome.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
+    decided = decision.decide(decision.Evidence(marker={"exit_code": 0}, log=res, has_log=True))
     assert decided.status == Status.NOT_CONVERGED and f"at top5 {first:.2%}, short of the target" in decided.reason
 
 
@@ -234,6 +242,6 @@ def test_the_cells_csv_carries_final_top1_top5_and_time_to_target(tmp_path):
 
 
 def report_columns() -> tuple[str, ...]:
-    from dlperf_slurm.rows import CellRow, columns
+    from dlperf_slurm.model.rows import CellRow, columns
 
     return columns(CellRow)

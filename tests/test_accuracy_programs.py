@@ -22,9 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import accuracy, matrix, suites
+from dlperf_slurm import suites
 from dlperf_slurm.errors import MatrixError
-from dlperf_slurm.model import ParseContext, RunResult, Status, Target
+from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.model import cell
+from dlperf_slurm.model.cell import Target
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing import accuracy
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "real"
@@ -63,7 +68,7 @@ HEADS["tf-cnn/vgg16"] = HEADS["tf-cnn/resnet50"]  # the same program and flags: 
 
 
 def load(tmp_path: Path, suite: str, measure: str, *, data: str = "real", dummy: str = "false",
-         backend: str = "dali-cpu", head: str | None = None) -> matrix.Matrix:
+         backend: str = "dali-cpu", head: str | None = None) -> cell.Matrix:
     tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "m.toml"
     body = textwrap.dedent(head or HEADS[suite]).format(data=data, dummy=dummy, backend=backend)
@@ -71,7 +76,7 @@ def load(tmp_path: Path, suite: str, measure: str, *, data: str = "real", dummy:
     return matrix.load(p, site=False)
 
 
-def argv(m: matrix.Matrix, repeat: int = 0) -> list[str]:
+def argv(m: cell.Matrix, repeat: int = 0) -> list[str]:
     """The cell's program as the renderer gives one run of it: its repeat number in place of suites.REPEAT."""
     (cell,) = m.cells
     return [a.replace(suites.REPEAT, str(repeat)) for a in m.suite_of(cell).program(cell, m.measure,

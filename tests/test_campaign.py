@@ -21,8 +21,14 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import fakeslurm  # noqa: E402
 from testlib import REPO, TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, monitor, schedulers, submit  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm import schedulers  # noqa: E402
+from dlperf_slurm.campaign import (
+    manifest,  # noqa: E402
+    monitor,  # noqa: E402
+    records,
+)
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.submit import journal  # noqa: E402
 
 
 def statuses(cdir: Path) -> dict[str, str]:
@@ -152,7 +158,6 @@ def test_render_and_submit_say_how_many_cells_the_matrix_dropped(tmp_path, fake)
 
 
 # ------------------------------------------------------------------------------------------ fake Slurm
-
 
 
 def _three_groups(tmp_path, name="k", repeats=2):
@@ -398,7 +403,7 @@ def test_manifest_runs_are_frozen_records_of_every_column(tmp_path, fake):
         raw = [dict(r) for r in m.db.execute("SELECT * FROM runs ORDER BY ord")]
         runs = m.runs()
         assert [dataclasses.asdict(r) for r in runs] == raw and len(runs) == 2
-        assert all(isinstance(r, manifest.ManifestRun) and r.status == Status.PENDING and r.job_id for r in runs)
+        assert all(isinstance(r, records.ManifestRun) and r.status == Status.PENDING and r.job_id for r in runs)
         assert [r.key for r in m.runs(keys=[runs[1].key])] == [runs[1].key]
         with pytest.raises(dataclasses.FrozenInstanceError):
             runs[0].status = Status.OK  # type: ignore[misc]
@@ -427,8 +432,8 @@ def test_slurm_cancel_is_one_scancel(tmp_path, fake):
 def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     """An error once sbatch has succeeded (say, the disk fills while submitit moves its pickles) must not
     make the next submit send the same runs again."""
-    from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm.errors import SubmitAborted
+    from dlperf_slurm.matrix import loader as matrix_mod
     from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor
 
     class Flaky(SlurmExecutor):
@@ -439,10 +444,10 @@ def test_error_after_sbatch_keeps_the_jobs(tmp_path, fake):
     m = matrix_mod.load(_three_groups(tmp_path), site=False)
     cdir = tmp_path / "logs" / "k"
     with pytest.raises(SubmitAborted, match="No space left on device"):
-        submit.submit(m, cdir, Flaky(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+        journal.submit(m, cdir, Flaky(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
     runs = manifest.load_manifest(cdir)
     assert sum(r.status == Status.PENDING and r.job_id is not None for r in runs) == 2
-    submit.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
+    journal.submit(m, cdir, SlurmExecutor(cdir), template_dir=str(TEMPLATES), out=lambda s: None)
     runs = manifest.load_manifest(cdir)
     assert sorted(r.job_id for r in runs) == _fake_tasks(fake) and len(fakeslurm.load(fake)["submitted"]) == 3
 

@@ -18,7 +18,10 @@ import store_v1  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import collectstore, store  # noqa: E402
+from dlperf_slurm.store import (
+    database,  # noqa: E402
+    filing,  # noqa: E402
+)
 
 FAST = "[health]\nenabled = false\n"
 
@@ -56,7 +59,7 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     assert "0 cells added, 1 updated" in said and f"named smoke: {b / 'smoke'}" in said
     html = (a.parent / "summaries" / "smoke.html").read_text()  # the trend plot tells the two apart as history does
     assert "smoke#1: " in html and "smoke#2: " in html, html[html.find("<svg"):][:3000]
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         cells = st.cells()
     assert len(cells) == 2 and len({c.key for c in cells}) == 2
     assert [c.where for c in cells] == [str(a / "smoke"), str(b / "smoke")]  # in the order they ran
@@ -72,7 +75,7 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     shutil.rmtree(a / "smoke")
     _campaign(a, "smoke")
     assert "1 cells added, 0 updated" in _collect(a, "smoke", url)
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         assert st.count() == 3
 
 
@@ -97,7 +100,7 @@ def test_a_schema_1_store_migrates_with_every_row_and_its_campaigns_take_them_ov
     assert store_v1.record_collect(tuesday, url, "alpha:gpu") == (2, 0)
     with store_v1.Store(url) as old:
         before = {(c.campaign, c.cell_id): c for c in old.cells()}
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         after = {(c.campaign, c.cell_id): c for c in st.cells()}
         cur = st.conn.cursor()
         cur.execute("SELECT version FROM dlperf_schema")
@@ -110,19 +113,19 @@ def test_a_schema_1_store_migrates_with_every_row_and_its_campaigns_take_them_ov
                (o.median, o.ci_low, o.ci_high, o.n, o.n_ok, o.status, o.ok_values, o.statuses, o.versions,
                 o.first_collected, o.collected_at, o.system, o.partition)
         assert c.key == f"legacy:{c.campaign}" and c.ran_at == o.first_collected and c.matrix == ""
-    filed = collectstore.record_collect(monday, url, "alpha:gpu")
+    filed = filing.record_collect(monday, url, "alpha:gpu")
     assert (filed.added, filed.updated) == (0, 2)  # taken over: the same campaign, collected again
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         rows = st.cells(campaign="monday")
         assert st.count() == 4 and {c.key for c in rows} == {f"monday@{tmp_path / 't' / 'monday'}"}
         assert {c.first_collected for c in rows} == {c.first_collected for k, c in before.items() if k[0] == "monday"}
     other = sc.result(tmp_path / "elsewhere", "monday", 1.1)
-    filed = collectstore.record_collect(other, url, "alpha:gpu")
+    filed = filing.record_collect(other, url, "alpha:gpu")
     assert (filed.added, filed.updated) == (2, 0)
     assert [w for _k, w, _t in filed.namesakes[filed.campaigns[0].key]] == [str(tmp_path / "t" / "monday")]
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         assert st.count() == 6
-        store.Store(url).close()  # opening a migrated store again changes nothing
+        database.Store(url).close()  # opening a migrated store again changes nothing
         assert st.count() == 6
 
 
@@ -138,7 +141,7 @@ def test_last_good_is_of_the_same_matrix_system_and_partition(tmp_path):
     for campaign, matrix, system in runs:
         _campaign(logs, campaign, matrix_name=matrix, campaign=campaign)
         _collect(logs, campaign, url, "--system", system)
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         assert [(c.campaign, c.matrix, c.system_label) for c in st.cells()] == list(runs)  # in the order they ran
     for new in ("a2", str(tmp_path / "summaries" / "a2.json")):  # NEW as a campaign, or as its summary
         p = cli("--logs", str(logs), "compare", "last-good", new, "--store", url, "--out", str(tmp_path / "cmp"))

@@ -11,7 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, cli  # noqa: E402
 
-from dlperf_slurm import catalog, matrix, suites  # noqa: E402
+from dlperf_slurm import suites  # noqa: E402
+from dlperf_slurm.matrix import loader  # noqa: E402
+from dlperf_slurm.suites import catalog  # noqa: E402
 
 MATRICES = sorted((REPO / "matrices").glob("*.toml"))
 
@@ -33,9 +35,9 @@ def test_suites_lists_every_registered_suite():
 
 @pytest.mark.parametrize("path", MATRICES, ids=[p.name for p in MATRICES])
 def test_every_example_matrix_loads_and_expands(path):
-    m = matrix.load(path, site=False)
+    m = loader.load(path, site=False)
     assert m.cells and all(s.name in suites.names() for s in m.suites)
-    assert matrix.runs(m, REPO / "logs" / "_never_written")  # expansion only: nothing is written
+    assert loader.runs(m, REPO / "logs" / "_never_written")  # expansion only: nothing is written
 
 
 def test_output_into_a_closed_pipe_ends_quietly():

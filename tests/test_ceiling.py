@@ -1,4 +1,4 @@
-"""The measured matmul ceiling (dlperf_slurm.ceiling): measured once per device model and precision per campaign,
+"""The measured matmul ceiling (dlperf_slurm.probes.ceiling): measured once per device model and precision per campaign,
 read by every later run, and MFU against it in the cells — on this CPU, for real."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli  # noqa: E402
 
-from dlperf_slurm import ceiling  # noqa: E402
+from dlperf_slurm.probes import ceiling  # noqa: E402
 
 
 def test_a_real_cpu_measurement_is_a_positive_rate_from_the_best_shape():

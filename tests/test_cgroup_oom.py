@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dlperf_slurm import outcome
-from dlperf_slurm.model import Cell, JobInfo, Status
+from dlperf_slurm.model.cell import Cell
+from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.outcome import decision, evidence
 from dlperf_slurm.schedulers import slurmctl
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "slurm-cgroup"
@@ -29,10 +31,10 @@ def _sacct(job: str) -> JobInfo:
     raise AssertionError(f"{job} not in sacct-1844.txt")
 
 
-def _evidence(name: str, cell: Cell, job: JobInfo | None, asked: bool = True) -> outcome.Evidence:
-    return outcome.Evidence(job=job, asked=asked, marker=outcome.read_marker(REAL / f"{name}.exit"),
-                            log=outcome.read_log(cell, REAL / f"{name}.log", warmup_steps=1, measure_steps=2),
-                            has_log=True, banner=outcome.read_banner([REAL / f"{name}.slurm.out"]))
+def _evidence(name: str, cell: Cell, job: JobInfo | None, asked: bool = True) -> decision.Evidence:
+    return decision.Evidence(job=job, asked=asked, marker=evidence.read_marker(REAL / f"{name}.exit"),
+                            log=evidence.read_log(cell, REAL / f"{name}.log", warmup_steps=1, measure_steps=2),
+                            has_log=True, banner=evidence.read_banner([REAL / f"{name}.slurm.out"]))
 
 
 def test_an_srun_step_killed_by_the_cgroup_reads_oom_though_the_job_ended_failed():
@@ -41,7 +43,7 @@ def test_an_srun_step_killed_by_the_cgroup_reads_oom_though_the_job_ended_failed
     assert job.state == "FAILED"  # only the step (1844_0.1) is OUT_OF_MEMORY in sacct
     ev = _evidence("srun-step-oom", cell, job)
     assert ev.log.status == Status.OOM and "oom-kill" in ev.log.reason  # slurmstepd's banner, via srun's stderr
-    o = outcome.decide(ev)
+    o = decision.decide(ev)
     assert o.status == Status.OOM and "StepId=1845.1" in o.reason, o
 
 
@@ -51,14 +53,14 @@ def test_a_batch_step_killed_by_the_cgroup_reads_oom_from_sacct_or_from_the_bann
     assert ev.log.status != Status.OOM  # the log has torchrun's SIGKILL only: no OOM word
     assert ev.banner == (Status.OOM, next(line for line in (REAL / "batch-step-oom.slurm.out").read_text()
                                           .splitlines() if "oom-kill" in line))
-    assert ev.job.status == Status.OOM and outcome.decide(ev).status == Status.OOM
+    assert ev.job.status == Status.OOM and decision.decide(ev).status == Status.OOM
     # no accounting (the scheduler keeps no record): the banner alone
     no_acct = _evidence("batch-step-oom", cell, None)
-    assert outcome.decide(no_acct).status == Status.OOM
+    assert decision.decide(no_acct).status == Status.OOM
     # accounting says OUT_OF_MEMORY, the banner is not there: sacct alone
     no_banner = _evidence("batch-step-oom", cell, _sacct("1844_3"))
     no_banner.banner = None
-    assert outcome.decide(no_banner).status == Status.OOM
+    assert decision.decide(no_banner).status == Status.OOM
 
 
 def test_a_failed_exit_marker_while_the_job_still_runs_waits_for_the_cgroups_verdict():
@@ -69,7 +71,7 @@ def test_a_failed_exit_marker_while_the_job_still_runs_waits_for_the_cgroups_ver
     ev = _evidence("batch-step-oom", cell, JobInfo(job_id="1844_3", status=Status.RUNNING, state="RUNNING"))
     ev.banner = None  # not written yet
     assert json.loads((REAL / "batch-step-oom.exit").read_text())["rc"] == 1
-    o = outcome.decide(ev)
+    o = decision.decide(ev)
     assert o.status == Status.RUNNING and "waiting for the scheduler" in o.reason, o
     ev.job = _sacct("1844_3")  # the next poll
-    assert outcome.decide(ev).status == Status.OOM
+    assert decision.decide(ev).status == Status.OOM

@@ -12,9 +12,11 @@ from xml.etree import ElementTree
 
 import pytest
 
-from dlperf_slurm import cli, collect, files, report, stats, suites, tables
+from dlperf_slurm import cli, disk, stats, suites
+from dlperf_slurm.collect import drive
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import Status
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.report import tables, writers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -107,14 +109,14 @@ CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_nod
 
 def test_typed_rows_are_the_published_columns(tmp_path):
     """The CSV columns are the rows' fields, in the order users' scripts read them; the JSON holds the same keys."""
-    from dlperf_slurm.rows import CellRow, RunRow, columns
+    from dlperf_slurm.model.rows import CellRow, RunRow, columns
 
     assert ",".join(columns(RunRow)) == RUN_COLUMNS and ",".join(columns(CellRow)) == CELL_COLUMNS
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50")
-    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     assert all(isinstance(r, RunRow) for r in res.runs) and all(isinstance(c, CellRow) for c in res.cells)
-    report.write_all(res, tmp_path / "out", plots=False)
+    writers.write_all(res, tmp_path / "out", plots=False)
     assert (tmp_path / "out" / "t.runs.csv").read_text().splitlines()[0] == RUN_COLUMNS
     assert (tmp_path / "out" / "t.csv").read_text().splitlines()[0] == CELL_COLUMNS
     doc = json.loads((tmp_path / "out" / "t.json").read_text())
@@ -125,13 +127,13 @@ def test_typed_rows_are_the_published_columns(tmp_path):
 def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys):
     """An output format is one function: registered, ``collect`` calls it with the typed rows (the plots are the
     only writer ``--no-plots`` leaves out)."""
-    from dlperf_slurm.rows import CellRow, RunRow
+    from dlperf_slurm.model.rows import CellRow, RunRow
 
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", repeats=1)
     seen = []
 
-    @report.writer("toy")
+    @writers.writer("toy")
     def toy(result, out, stem):
         seen.append(result)
         path = out / f"{stem}.toy"
@@ -139,12 +141,12 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
         return [path]
 
     try:
-        assert report.WRITERS["toy"] is toy and list(report.WRITERS)[:5] == ["md", "csv", "json", "html", "svg"]
+        assert writers.WRITERS["toy"] is toy and list(writers.WRITERS)[:5] == ["md", "csv", "json", "html", "svg"]
         out = tmp_path / "out"
         assert run_cli("collect", "--from", str(root), "--suite", "tf-cnn/resnet50", "--warmup-steps", "5",
                        "--measure-steps", "20", "--out", str(out), "--no-plots", "--jobs", "1", "--quiet") == 0
     finally:
-        del report.WRITERS["toy"]
+        del writers.WRITERS["toy"]
     (result,) = seen
     assert len(result.runs) == 3 and all(isinstance(r, RunRow) for r in result.runs)
     assert len(result.cells) == 3 and all(isinstance(c, CellRow) for c in result.cells)
@@ -152,7 +154,7 @@ def test_collect_calls_every_registered_writer_with_typed_rows(tmp_path, capsys)
     # the summaries, and (hidden) the parse cache and writer state of `collect --from` (issue #13)
     assert sorted(p.name for p in out.iterdir()) == [".t.cache.sqlite", "t.csv", "t.html", "t.json", "t.md",
                                                      "t.runs.csv", "t.toy"]
-    assert "toy" not in report.WRITERS
+    assert "toy" not in writers.WRITERS
 
 
 def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
@@ -164,7 +166,7 @@ def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
             for prec, xla in (("fp32", ""), ("amp", ""), ("amp", "_xla")):
                 spec = ls.Spec(nodes=n, gpus=g, batch=batch, warmup=5, measure=20, thr=50.0 * n * g)
                 (d / f"r50_b{batch}_{prec}{xla}_0.log").write_text(ls.dll_rn50(spec)[0])
-    res = collect.collect([collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([drive.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
     keys = {(c.precision, c.xla, c.batch_size, c.shape) for c in res.cells}
     assert len(res.cells) == 2 * 3 * 2 and ("amp", True, 128, "1n2g") in keys
     for c in res.cells:  # every 1n2g cell has its own 1n1g baseline: same precision, xla, batch
@@ -181,9 +183,9 @@ def test_import_keeps_subtrees_of_the_same_batch_and_precision_apart(tmp_path):
     root = tmp_path / "dlperf"
     exp = {sub: make_tree(root / sub, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="r50",
                           scale=scale) for sub, scale in (("fast", 1.0), ("slow", 0.5))}
-    col = collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
+    col = drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
     assert len({r.key for r in col.runs}) == len(col.runs) == 2 * 3 * len(SHAPES)
-    res = collect.collect([col], jobs=1)
+    res = drive.collect([col], jobs=1)
     assert len(res.cells) == 2 * len(SHAPES)
     for c in res.cells:
         sub = dict(p.split("=") for p in c.variant.split(", "))["tree"]
@@ -213,12 +215,12 @@ def test_import_refuses_a_folder_holding_the_logs_of_two_models(tmp_path, capsys
     assert "2 models: resnet101 (9 files, e.g. 1n1g/resnet101_b8_fp32_0.log), resnet50 (9 files" in err
     assert "point --from at it" in err and not out.exists()
     with pytest.raises(UserError, match="would pool into the same cells"):
-        collect.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
+        drive.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
     for model in exp:  # one folder per model under the same --from: two groups, each its own medians
         for log in root.glob(f"*/{model}_*.log"):
             (root / model / log.parent.name).mkdir(parents=True, exist_ok=True)
             log.rename(root / model / log.parent.name / log.name)
-    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     assert len(res.cells) == 2 * len(SHAPES)
     for c in res.cells:
         model = dict(p.split("=") for p in c.variant.split(", "))["tree"]
@@ -238,7 +240,7 @@ def test_import_refuses_a_window_a_matrix_would_refuse(tmp_path, capsys, window)
     assert f"{window[0]} {window[1]}: expected an integer >=" in capsys.readouterr().err
     assert not out.exists()
     with pytest.raises(UserError):
-        collect.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
+        drive.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
 
 
 @pytest.mark.parametrize("flag", [("--warmup-steps", "5"), ("--measure-steps", "20"),
@@ -270,11 +272,12 @@ def _write_run(run, spec: ls.Spec, rc: int | None = 0) -> dict:
 
 
 def test_campaign_while_running_then_finished(tmp_path, capsys):
-    from dlperf_slurm import manifest, matrix
+    from dlperf_slurm.campaign import manifest
+    from dlperf_slurm.matrix import loader
 
-    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    m = loader.load(_smoke_matrix(tmp_path), site=False)
     cdir = tmp_path / "logs" / "smoke"
-    runs = matrix.runs(m, cdir)
+    runs = loader.runs(m, cdir)
     man = manifest.Manifest(cdir, create=True)
     man.sync(m, runs)
 
@@ -341,11 +344,11 @@ def test_campaign_while_running_then_finished(tmp_path, capsys):
 
 
 def test_matrix_without_manifest_and_exit_markers(tmp_path):
-    from dlperf_slurm import matrix
+    from dlperf_slurm.matrix import loader
 
-    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    m = loader.load(_smoke_matrix(tmp_path), site=False)
     cdir = tmp_path / "camp"
-    runs = matrix.runs(m, cdir)
+    runs = loader.runs(m, cdir)
     spec = lambda g, r, **kw: ls.Spec(nodes=1, gpus=g, batch=4, warmup=2, measure=5, seed=r, **kw)
     _write_run(runs[0], spec(1, 0))  # OK
     _write_run(runs[1], spec(1, 1), rc=3)  # the window completed, then the job exited 3: FAILED
@@ -358,7 +361,7 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
     (runs[4].base.parent / (runs[4].base.name + ".slurm-77.out")).write_text(
         "slurmstepd: error: *** JOB 77 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n")
     # runs[5]: never ran
-    res = collect.collect([collect.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
+    res = drive.collect([drive.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
     st = {r.run: (r.status, r.reason) for r in res.runs}
     keys = [r.key for r in runs]
     assert st[keys[0]][0] == Status.OK
@@ -375,7 +378,7 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
 def test_missing_baseline_leaves_speedup_empty(tmp_path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", oom_shape=(1, 1), incomplete=None)
-    res = collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     cells = {c.shape: c for c in res.cells}
     assert cells["1n1g"].status == Status.OOM
     assert cells["1n2g"].n_ok == 3 and cells["1n2g"].speedup is None and cells["1n2g"].efficiency is None
@@ -393,7 +396,7 @@ def test_a_parser_crash_is_a_parse_error_run(tmp_path, monkeypatch):
         raise ZeroDivisionError("bug")
 
     monkeypatch.setattr(type(suites.get("horovod-synthetic/resnet50")), "parse", boom)
-    res = collect.collect([collect.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
+    res = drive.collect([drive.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
                                                   {"batches_per_iter": 5})], jobs=1)
     assert {r.status for r in res.runs} == {Status.PARSE_ERROR}
     assert "ZeroDivisionError: bug" in res.runs[0].reason
@@ -410,29 +413,29 @@ def test_cross_suite_table(tmp_path):
                 d.mkdir(parents=True, exist_ok=True)
                 spec = ls.Spec(nodes=n, gpus=g, batch=8, warmup=5, measure=20, log_steps=5, thr=thr * f * n * g)
                 (d / f"rn50_b8_{prec}_0.log").write_text(ls.write(suite, spec)[0])
-        cols.append(collect.runs_from_tree(root, suite, 5, 20))
-    res = collect.collect(cols, jobs=1, name="all")
+        cols.append(drive.runs_from_tree(root, suite, 5, 20))
+    res = drive.collect(cols, jobs=1, name="all")
     (model, headers, rows), = tables.cross_suite(res.cells)
     assert model == "resnet50" and headers[2:] == ["FP32 throughput", "speedup", "AMP throughput", "speedup"]
     assert [r[0] for r in rows] == ["ngc-pytorch/resnet50", "tf2/resnet50"] and rows[0][1] == "2n2g"
     ngc_amp = next(c for c in res.cells if c.suite == "ngc-pytorch/resnet50" and c.shape == "2n2g"
                    and c.precision == "amp")
     assert rows[0][4] == f"{stats.fmt(ngc_amp.median)} (b8)" and rows[0][5] == stats.fmt(ngc_amp.speedup)
-    text = report.terminal(res)
+    text = writers.terminal(res)
     assert "resnet50 across suites" in text
 
 
 def test_atomic_write_replaces_whole_files(tmp_path):
     p = tmp_path / "x.md"
-    files.atomic_write(p, "old")
-    files.atomic_write(p, "new", durable=True)
+    disk.atomic_write(p, "old")
+    disk.atomic_write(p, "new", durable=True)
     assert p.read_text() == "new" and [q.name for q in tmp_path.iterdir()] == ["x.md"]
     assert oct(p.stat().st_mode & 0o777) != "0o600"
 
 
 def test_cli_start_imports_no_heavy_module():
-    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'sqlite3', 'dlperf_slurm.submit',
-             'dlperf_slurm.collect', 'dlperf_slurm.report', 'dlperf_slurm.parsing', 'dlperf_slurm.tracking',
+    heavy = ('numpy', 'tabulate', 'submitit', 'torch', 'jinja2', 'sqlite3', 'dlperf_slurm.submit.journal',
+             'dlperf_slurm.collect.drive', 'dlperf_slurm.report.writers', 'dlperf_slurm.parsing', 'dlperf_slurm.campaign.tracking',
              'dlperf_slurm.schedulers.slurm')
     code = ("import sys; from dlperf_slurm import cli; cli.build_parser(); "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
@@ -447,19 +450,19 @@ def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
         root = tmp_path / name
         exp = make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, batch=8, scale=scale)
         expected[name] = {k: stats.median(v) for k, v in exp.items()}
-        cols.append(collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
-    res = collect.collect(cols, jobs=1)
+        cols.append(drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
+    res = drive.collect(cols, jobs=1)
     assert len(res.cells) == 2 * len(SHAPES) and all(c.n == 3 for c in res.cells)
     for c in res.cells:  # each campaign's own medians and its own 1n1g baseline
         assert c.median == pytest.approx(expected[c.campaign][(c.nodes, c.gpus_per_node)], rel=1e-9)
         assert c.speedup == pytest.approx(c.median / expected[c.campaign][(1, 1)], rel=1e-9)
     (_, _, rows), = tables.cross_suite(res.cells)
     assert [r[0] for r in rows] == ["tf-cnn/resnet50 (monday)", "tf-cnn/resnet50 (tuesday)"]
-    assert "campaign monday" in report.markdown(res)
+    assert "campaign monday" in writers.markdown(res)
 
 
 def test_cell_tflops_and_mfu_from_the_logged_flops_per_sample():
-    from dlperf_slurm.cells import _compute_rate
+    from dlperf_slurm.collect.cells import _compute_rate
 
     ok = [{}, {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 312.0}]  # the OK runs' extra
     rate = _compute_rate(2400.0, 8, ok)  # 2400 img/s on 8 GPUs = 300 img/s per GPU
@@ -471,7 +474,7 @@ def test_cell_tflops_and_mfu_from_the_logged_flops_per_sample():
 
 
 def test_mfu_against_the_measured_ceiling_and_the_flags_instead_of_a_wrong_mfu():
-    from dlperf_slurm.cells import _compute_rate, _rate_flags
+    from dlperf_slurm.collect.cells import _compute_rate, _rate_flags
 
     ok = [{"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 989.0, "ceiling_tflops_per_gpu": 780.0},
           {"flops_per_sample": 24.54e9, "peak_tflops_per_gpu": 989.0, "ceiling_tflops_per_gpu": 790.0}]
@@ -492,8 +495,8 @@ def test_a_failed_cells_reason_is_one_of_its_status():
     reason beside it must be an OOM's, not the TIMEOUT's that happens to repeat."""
     from dataclasses import fields
 
-    from dlperf_slurm.cells import cells_of
-    from dlperf_slurm.rows import RunRow
+    from dlperf_slurm.collect.cells import cells_of
+    from dlperf_slurm.model.rows import RunRow
 
     def run(repeat, status, reason):
         base = {f.name: None for f in fields(RunRow)}
@@ -525,11 +528,11 @@ def _collect_matrix(tmp_path: Path, matrix_file: Path, speed) -> dict[str, dict]
     """Every run of ``matrix_file`` logged as MXNet's Speedometer (one line a batch, the node's samples/s) or with
     logsynth's pytorch-ddp events, ended rc 0, then ``collect --matrix``; ``speed(cell, repeat)`` -> the run's
     global samples/s. Returns the summary's cells by id."""
-    from dlperf_slurm import matrix
+    from dlperf_slurm.matrix import loader
 
-    m = matrix.load(matrix_file, site=False)
+    m = loader.load(matrix_file, site=False)
     cdir = tmp_path / "logs" / m.name
-    for r in matrix.runs(m, cdir):
+    for r in loader.runs(m, cdir):
         c, value = r.cell, speed(r.cell, r.repeat)
         r.log.parent.mkdir(parents=True, exist_ok=True)
         if c.suite.startswith("pytorch-ddp/"):
@@ -598,8 +601,8 @@ def test_a_launcher_axis_compares_each_launcher_against_its_own_1n1g_cell(tmp_pa
 def test_the_pool_follows_the_work_and_the_free_cpus(tmp_path, monkeypatch):
     """No pool for a few small logs; a given --jobs is kept; by default, one process per WORKER_SECONDS of
     estimated work, up to the CPUs the load leaves free."""
-    from dlperf_slurm import runparse
-    from dlperf_slurm.model import Cell
+    from dlperf_slurm.collect import runparse
+    from dlperf_slurm.model.cell import Cell
 
     cell = Cell(suite="tf2/resnet50", model="resnet50", framework="tf2", nodes=1, gpus_per_node=1, batch_size=8,
                 precision="fp32", xla=False, launcher="", params=())

@@ -6,8 +6,8 @@ written; old manifests are upgraded; --watch collects again as runs end."""
 from __future__ import annotations
 
 import io
-import os
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, manifest, parsecache, suites
+from dlperf_slurm import cli, suites
+from dlperf_slurm.campaign import folders, manifest, schema
+from dlperf_slurm.collect import parsecache
 from dlperf_slurm.commands import collect as collectcli
-from dlperf_slurm.model import Status
+from dlperf_slurm.model.status import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
@@ -147,7 +149,7 @@ def test_a_broken_cache_file_is_a_warning(tmp_path, capsys):
 
 
 def test_a_result_json_cannot_carry_is_not_cached():
-    from dlperf_slurm.model import RunResult
+    from dlperf_slurm.model.result import RunResult
 
     res = RunResult(status=Status.OK, throughput=float("nan"), extra={"window": {"start": 1}, "x": [1.0, 2]})
     assert parsecache.decode(parsecache.encode(res)).__repr__() == repr(res)
@@ -159,11 +161,11 @@ def test_a_result_json_cannot_carry_is_not_cached():
 
 
 def _campaign(tmp_path: Path):
-    from dlperf_slurm import matrix
+    from dlperf_slurm.matrix import loader
 
-    m = matrix.load(_smoke_matrix(tmp_path), site=False)
+    m = loader.load(_smoke_matrix(tmp_path), site=False)
     cdir = tmp_path / "logs" / "smoke"
-    runs = matrix.runs(m, cdir)
+    runs = loader.runs(m, cdir)
     man = manifest.Manifest(cdir, create=True)
     man.sync(m, runs)
     return man, cdir, {(r.cell.gpus_per_node, r.repeat): r for r in runs}
@@ -192,7 +194,7 @@ def test_campaign_cache_lives_in_the_manifest_and_a_running_log_is_read_as_it_gr
             "--quiet", "--no-plots"]
     assert cli.main(argv) == 0
     assert "6 read, 0 from the parse cache" in capsys.readouterr().out
-    db = sqlite3.connect(cdir / manifest.MANIFEST)
+    db = sqlite3.connect(cdir / folders.MANIFEST)
     assert db.execute("SELECT COUNT(*) FROM parse_cache").fetchone()[0] == 6
     assert not db.execute("SELECT COUNT(*) FROM parse_cache WHERE log LIKE '/%'").fetchone()[0]  # relative
     runs = {r["run"]: r for r in json.loads((out / "smoke.json").read_text())["runs"]}
@@ -217,8 +219,8 @@ def test_campaign_cache_lives_in_the_manifest_and_a_running_log_is_read_as_it_gr
 
 def test_runs_without_a_log_are_not_counted_as_cache_hits(tmp_path, capsys):
     # a matrix not submitted yet: four runs, no log, no cache; the line said "0 read, 4 from the parse cache"
-    matrix = Path(__file__).parent.parent / "matrices" / "accuracy-smoke.toml"
-    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "--matrix", str(matrix), "--no-site", "--out",
+    loader = Path(__file__).parent.parent / "matrices" / "accuracy-smoke.toml"
+    assert cli.main(["--logs", str(tmp_path / "logs"), "collect", "--matrix", str(loader), "--no-site", "--out",
                      str(tmp_path / "out"), "--no-refresh", "--no-store", "--no-plots", "--quiet"]) == 0
     assert "parsed 4 runs (0.0 MB of logs; 0 read, 0 from the parse cache)" in capsys.readouterr().out
 
@@ -237,7 +239,7 @@ def test_an_old_manifest_is_upgraded_and_keeps_working(tmp_path, capsys):
             "--quiet", "--no-plots"]
     assert cli.main(argv) == 0
     m = manifest.Manifest(cdir)
-    assert m.meta("schema_version") == manifest.SCHEMA_VERSION == 5  # 4: runs.log_id, 5: each run's window
+    assert m.meta("schema_version") == schema.SCHEMA_VERSION == 5  # 4: runs.log_id, 5: each run's window
     assert {"log_id", "warmup_steps", "measure_steps"} <= {r[1] for r in m.db.execute("PRAGMA table_info(runs)")}
     assert m.db.execute("SELECT COUNT(*) FROM parse_cache").fetchone()[0] == 6
     m.close()

@@ -14,9 +14,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import compare as cmp  # noqa: E402
-from dlperf_slurm import comparetext as forms  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.compare import forms as forms  # noqa: E402
+from dlperf_slurm.compare import rule as cmp  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 
 def side(values, statuses=None):
@@ -98,12 +98,12 @@ def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_see
     import subprocess
     from collections import Counter
 
-    from dlperf_slurm import outcome
+    from dlperf_slurm.outcome import decision
 
     cases = [("OOM", "TIMEOUT"), ("TIMEOUT", "OOM", "FAILED", "FAILED"), ("OOM", "TIMEOUT", "PENDING")]
     for statuses in cases:
-        assert side([], statuses).status == outcome.cell_status(Counter(statuses))
-    code = ("from dlperf_slurm.compare import Side; "
+        assert side([], statuses).status == decision.cell_status(Counter(statuses))
+    code = ("from dlperf_slurm.compare.rule import Side; "
             f"print([str(Side((), s).status) for s in {cases!r}])")
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=Path(__file__).parent.parent, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
@@ -156,7 +156,8 @@ def _summaries(tmp_path: Path, groups: dict[str, tuple[str, ...]]) -> Path:
     sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
     import logsynth as ls
 
-    from dlperf_slurm import collect, report
+    from dlperf_slurm.collect import drive
+    from dlperf_slurm.report import writers
 
     cols = {}
     for name, scale, batch in (("monday", 1.0, 8), ("tuesday", 0.5, 8), ("wednesday", 0.9, 8), ("other", 1.0, 16)):
@@ -166,10 +167,10 @@ def _summaries(tmp_path: Path, groups: dict[str, tuple[str, ...]]) -> Path:
             for r in range(5):
                 spec = ls.Spec(nodes=1, gpus=g, batch=batch, thr=scale * 100.0 * g, seed=r + g, warmup=5, measure=20)
                 (d / f"r50_b{batch}_fp32_{r}.log").write_text(ls.tf_cnn(spec)[0])
-        cols[name] = collect.runs_from_tree(d.parent, "tf-cnn/resnet50", 5, 20, name=name)
+        cols[name] = drive.runs_from_tree(d.parent, "tf-cnn/resnet50", 5, 20, name=name)
     out = tmp_path / "summaries"
     for stem, names in groups.items():
-        report.write_all(collect.collect([cols[n] for n in names], jobs=1, name=stem), out, plots=False)
+        writers.write_all(drive.collect([cols[n] for n in names], jobs=1, name=stem), out, plots=False)
     return out
 
 

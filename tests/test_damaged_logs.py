@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import runparse
-from dlperf_slurm.model import Cell, Status
-from dlperf_slurm.storage import log_identity
-from dlperf_slurm.submit import RETRYABLE
+from dlperf_slurm.collect import runparse
+from dlperf_slurm.disk import log_identity
+from dlperf_slurm.model.cell import Cell
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.submit.journal import RETRYABLE
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli  # noqa: E402

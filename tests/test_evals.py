@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import accuracy, cli, measure
-from dlperf_slurm.model import Measure, Status, Target
+from dlperf_slurm import cli
+from dlperf_slurm.matrix import measure
+from dlperf_slurm.model.cell import Measure, Target
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing import accuracy
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 GLUONCV = {  # gluon-cv's model-zoo logs of resnet50_v1b, 8 GPUs x 128: one and two epochs evaluated
@@ -90,7 +93,7 @@ def test_the_log_s_own_target_stands_over_the_campaign_s():
 
 
 def test_a_log_without_evaluations_read_against_a_target_did_not_converge():
-    from dlperf_slurm.model import RunResult
+    from dlperf_slurm.model.result import RunResult
 
     res = RunResult(status=Status.OK, extra={})
     accuracy.apply_target(res.extra, Target("top1", 0.7), 5)

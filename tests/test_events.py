@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import render
+from dlperf_slurm.submit import render
 
 REPO = Path(__file__).resolve().parents[1]
 PKG = REPO / "dlperf_slurm"

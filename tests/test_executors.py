@@ -13,13 +13,14 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import fakeslurm  # noqa: E402
 from testlib import TEMPLATES, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import matrix as matrix_mod  # noqa: E402
-from dlperf_slurm import render  # noqa: E402
 from dlperf_slurm.errors import SchedulerError  # noqa: E402
+from dlperf_slurm.matrix import loader as matrix_mod  # noqa: E402
 from dlperf_slurm.schedulers.local import LocalScheduler as LocalExecutor  # noqa: E402
-from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor, submitit_parameters  # noqa: E402
-from dlperf_slurm.submit import plan  # noqa: E402
+from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor  # noqa: E402
+from dlperf_slurm.schedulers.slurm import submitit_parameters
 from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
+from dlperf_slurm.submit import render  # noqa: E402
+from dlperf_slurm.submit.journal import plan  # noqa: E402
 
 
 def _matrix(tmp_path, **kw):
@@ -89,7 +90,6 @@ def test_submitit_parameters_come_from_render_directives(tmp_path):
     # submitit's own --output and --signal=USR2@90 are replaced (same keys), and the group is submitted held
     extra = p["additional_parameters"]
     assert extra["output"] == "/o/tok_%a.out" and extra["signal"] == "B:CONT@1" and extra["hold"] is True
-
 
 
 def test_one_sbatch_per_array_not_per_run(tmp_path, fake):

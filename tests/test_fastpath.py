@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
-from dlperf_slurm.model import ParseContext
+from dlperf_slurm.model.result import ParseContext
 from dlperf_slurm.parsing import blocks, hsblocks, lines, npblocks, reading
 
 TESTS = Path(__file__).parent

@@ -144,13 +144,14 @@ def test_summaries_on_a_full_disk_are_one_line_naming_the_file(small_fs, tmp_pat
     import re
 
     from dlperf_slurm import cli as dlcli
-    from dlperf_slurm import processes, report
+    from dlperf_slurm.collect import processes
+    from dlperf_slurm.report import writers
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_collect import make_tree
 
     make_tree(tmp_path / "t", "tf-cnn/resnet50")
-    monkeypatch.setattr(report, "BESIDE_RUNS", 1)
+    monkeypatch.setattr(writers, "BESIDE_RUNS", 1)
     monkeypatch.setattr(processes, "free_cpus", lambda: 2.0)
     forks = []
     real = processes.beside
@@ -478,7 +479,7 @@ def test_the_health_judge_on_a_full_disk_leaves_no_temporary_file(small_fs, tmp_
     probe.write_text("")  # no node reported: the gate fails (exit 3)
     marker = small_fs / "r.exit.health"
     filler = fill(small_fs)
-    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.health", "judge", "--probe-out", str(probe), "--hosts",
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.probes.health", "judge", "--probe-out", str(probe), "--hosts",
                         "n1", "--ranks", "1", "--marker", str(marker)], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     left = sorted(x.name for x in small_fs.iterdir() if x != filler)
@@ -494,7 +495,7 @@ def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path, monkey
     UTF-8 text, a few binary bytes and random bytes mixed."""
     import random
 
-    from dlperf_slurm import storage
+    from dlperf_slurm.parsing import head as loghead
     from dlperf_slurm.parsing import hsblocks
 
     if hyperscan and hsblocks.hyperscan is None:
@@ -504,7 +505,7 @@ def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path, monkey
     def by_rule(head: bytes) -> bool:
         bad = sum(1 for b in head if b < 32 and b not in b"\t\n\r\x1b\x08\x0c")
         bad += head.decode("utf-8", errors="replace").count("\ufffd")
-        return bad > storage.NOT_TEXT_SHARE * len(head)
+        return bad > loghead.NOT_TEXT_SHARE * len(head)
 
     rng = random.Random(5)
     text = (Path(__file__).read_text() + "überall ünïcödé ✓\n").encode()
@@ -517,7 +518,7 @@ def test_not_text_counts_each_binary_byte_as_the_byte_rule_says(tmp_path, monkey
                        else rng.choice(b"\x00\x1f"))  # every seventh: ASCII, its binary bytes NUL and US alone
         p = tmp_path / f"{k}.log"
         p.write_bytes(bytes(head))
-        got = "not text" in storage.unreadable(p)
+        got = "not text" in loghead.unreadable(p)
         assert got == by_rule(bytes(head)), (k, share)
         seen.add(got)
     assert seen == {True, False}

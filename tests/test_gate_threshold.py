@@ -14,9 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli, tiny_matrix_text  # noqa: E402
 
-from dlperf_slurm import matrix, render  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.matrix import loader  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.submit import render  # noqa: E402
 
 SITE = """[health]
 min_busbw_gbs = 50
@@ -49,25 +50,25 @@ def _matrix(tmp_path: Path, health: str = "") -> Path:
 
 
 def test_the_systems_expected_busbw_is_the_threshold_and_a_differing_one_is_said(tmp_path, site):
-    m = matrix.load(_matrix(tmp_path), site=site, system="alpha")
+    m = loader.load(_matrix(tmp_path), site=site, system="alpha")
     assert (m.health.min_busbw_gbs, m.health.expected_by) == (180.0, "alpha")
     assert m.overridden == (f"{site}:2: [health] min_busbw_gbs = 50 is not used: the health gate's "
                             "threshold is system alpha's expected busbw_gbs, 180 GB/s",)
     mx = _matrix(tmp_path, "min_busbw_gbs = 100")  # the matrix's own figure does not win over the system's
-    m = matrix.load(mx, site=site, system="alpha:slow")
+    m = loader.load(mx, site=site, system="alpha:slow")
     assert (m.health.min_busbw_gbs, m.health.expected_by) == (90.0, "alpha:slow")  # the partition's, over alpha's
     assert m.overridden == (f"{site}:2: [health] min_busbw_gbs = 50 is not used: the health gate's "
                             "threshold is system alpha:slow's expected busbw_gbs, 90 GB/s",
                             f"{mx}:16: [health] min_busbw_gbs = 100 is not used: the health gate's "
                             "threshold is system alpha:slow's expected busbw_gbs, 90 GB/s")
-    m = matrix.load(_matrix(tmp_path / "same", "min_busbw_gbs = 180"), site=site, system="alpha:same")
+    m = loader.load(_matrix(tmp_path / "same", "min_busbw_gbs = 180"), site=site, system="alpha:same")
     assert m.health.min_busbw_gbs == 180 and len(m.overridden) == 1  # the same figure: only the site's 50 is said
     # no expected busbw: the [health] layers, site < system < matrix (the matrix's wins, said as every key is)
-    m = matrix.load(mx, site=site, system="beta")
+    m = loader.load(mx, site=site, system="beta")
     assert (m.health.min_busbw_gbs, m.health.expected_by) == (100.0, "")
     assert m.overridden == (f"{mx}:16: [health] min_busbw_gbs = 100 wins over system beta's 20",)
-    assert matrix.load(_matrix(tmp_path), site=site, system="beta").health.min_busbw_gbs == 20
-    assert matrix.load(_matrix(tmp_path), site=site).health.min_busbw_gbs == 50  # no system: the site's default
+    assert loader.load(_matrix(tmp_path), site=site, system="beta").health.min_busbw_gbs == 20
+    assert loader.load(_matrix(tmp_path), site=site).health.min_busbw_gbs == 50  # no system: the site's default
 
 
 def test_plan_and_render_say_it_and_the_script_passes_it_to_the_gate(tmp_path, site, capsys):
@@ -77,11 +78,11 @@ def test_plan_and_render_say_it_and_the_script_passes_it_to_the_gate(tmp_path, s
     assert "busbw 180 GB/s expected" in out and "min_busbw_gbs = 100 is not used" in out
     assert main(["render", str(mx), "--site", str(site), "--system", "alpha", "--out", str(tmp_path / "r")]) == 0
     assert capsys.readouterr().err.count("is not used") == 2
-    m = matrix.load(mx, site=site, system="alpha")
-    text = render.render_run(m, matrix.runs(m, tmp_path / "logs")[0])
+    m = loader.load(mx, site=site, system="alpha")
+    text = render.render_run(m, loader.runs(m, tmp_path / "logs")[0])
     assert "--min-busbw-gbs 180.0 --expected-by alpha --marker" in text
-    m = matrix.load(mx, site=site, system="beta")
-    assert "--min-busbw-gbs 100.0 --marker" in render.render_run(m, matrix.runs(m, tmp_path / "logs")[0])
+    m = loader.load(mx, site=site, system="beta")
+    assert "--min-busbw-gbs 100.0 --marker" in render.render_run(m, loader.runs(m, tmp_path / "logs")[0])
 
 
 def test_a_run_on_a_system_expecting_more_than_the_gate_measures_is_unhealthy(tmp_path, site):

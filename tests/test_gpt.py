@@ -17,7 +17,9 @@ import pytest
 
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.suites import gpt, gpt_log
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -386,7 +388,7 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     and, with no arguments dump in the log, the model's size: cells turns flops_per_sample and peak_tflops_per_gpu
     into TFLOP/s per GPU and MFU. Here beside the real Megatron lines of a 2024 build (issue #756)."""
     from dlperf_slurm import events as ev
-    from dlperf_slurm.cells import _compute_rate
+    from dlperf_slurm.collect.cells import _compute_rate
     from dlperf_slurm.workloads.peaks import peak_tflops
 
     job = ev.format_line(ev.EV_JOB, **{ev.GPUS: ["0, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz"],
@@ -413,7 +415,7 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
 def test_global_batch_is_the_batch_the_program_is_given(name):
     # issue 20.6: with tensor/pipeline parallelism the global batch is not GPUs x batch per GPU (a tp8 cell of
     # micro batch 8 gives the program 8, not 64): plan, the summaries and the parse all take the program's figure
-    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.matrix import loader as matrix_mod
 
     m = matrix_mod.load(Path(__file__).parents[1] / "matrices" / f"{name}.toml", site=False)
     suite = m.suites[0]

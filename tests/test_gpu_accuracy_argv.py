@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from dlperf_slurm import matrix, suites
+from dlperf_slurm import suites
 from dlperf_slurm.errors import UserError
-
+from dlperf_slurm.matrix import loader
 
 # ------------------------------------------------------------------------------------- hugectr/wdl (argv only)
 WDL = """suite = "hugectr/wdl"
@@ -30,7 +30,7 @@ def test_hugectr_wdl_accuracy_argv_evaluates_every_epoch_of_iterations(tmp_path)
     --seed; its reader repeats the data set, so an epoch is iters_per_epoch iterations)."""
     p = tmp_path / "w.toml"
     p.write_text(WDL.format(options="iters_per_epoch = 4000\nmemwatch = false"))
-    m = matrix.load(p, site=False)
+    m = loader.load(p, site=False)
     argv = suites.get("hugectr/wdl").program(m.cells[0], m.measure, m.options["hugectr/wdl"])
     f = dict(zip(argv[2::2], argv[3::2]))
     assert (f["--max_iter"], f["--eval_interval"], f["--eval_batchs"]) == ("12000", "4000", "20")
@@ -43,7 +43,7 @@ def test_hugectr_wdl_accuracy_run_needs_its_epoch_and_evaluation(tmp_path, optio
     p = tmp_path / "w.toml"
     p.write_text(WDL.format(options=options))
     with pytest.raises(UserError) as e:
-        matrix.load(p, site=False)
+        loader.load(p, site=False)
     assert key in str(e.value), str(e.value)
 
 
@@ -68,7 +68,7 @@ def test_arcface_accuracy_argv_verifies_every_epoch_of_batches(tmp_path, paralle
     config.max_steps batches and verify every --verbose batches (mbatch % verbose == 0, mbatch from 1)."""
     p = tmp_path / "f.toml"
     p.write_text(FACE.format(parallel=parallel, options="iters_per_epoch = 5686"))
-    m = matrix.load(p, site=False)
+    m = loader.load(p, site=False)
     argv = suites.get("mxnet/insightface").program(m.cells[0], m.measure, m.options["mxnet/insightface"])
     assert f"config.max_steps={16 * 5686}" in argv and argv[argv.index("--verbose") + 1] == "5686"
     assert argv[argv.index("--") + 1].endswith(script)
@@ -81,5 +81,5 @@ def test_arcface_accuracy_run_needs_its_epoch_and_no_partial_fc(tmp_path, parall
     p.write_text(FACE.format(parallel=parallel, options=options).replace('devices = ["1x8"]', 'devices = ["1x8"]\n'
                  + ('launcher = ["horovodrun"]' if parallel == "partial_fc" else "")))
     with pytest.raises(UserError) as e:
-        matrix.load(p, site=False)
+        loader.load(p, site=False)
     assert key in str(e.value), str(e.value)

@@ -25,8 +25,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, cli, cluster_up, collect_summary, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 GPUS = 4  # what .ci/run's GPU phase gives every node
 GPUBED = REPO / "tests" / "slurm" / "gpubed"
@@ -188,7 +188,8 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, layout, tmp_p
     it, at its local rank). Two ranks of a node on one device, a rank that sees none, or a device Slurm did not
     bind to the job on that node (``scontrol -d show job``), fail."""
     from dlperf_slurm import launchers as registry
-    from dlperf_slurm import matrix, render
+    from dlperf_slurm.matrix import loader
+    from dlperf_slurm.submit import render
     from dlperf_slurm.suites import Suite, registered
 
     venv, per_node = LAUNCHERS[launcher]
@@ -237,8 +238,8 @@ def test_every_launcher_puts_each_rank_on_its_own_device(launcher, layout, tmp_p
         """) + "".join(f'{k} = "{v}"\n' for k, v in env.items())
     (tmp_path / "m.toml").write_text(text)
     with registered(DeviceSuite):
-        m = matrix.load(tmp_path / "m.toml", site=False)
-        [run] = matrix.runs(m, tmp_path / "c")
+        m = loader.load(tmp_path / "m.toml", site=False)
+        [run] = loader.runs(m, tmp_path / "c")
         [script] = render.write_scripts(m, [run])
     assert f"#SBATCH --gpus-per-node={gpus}" in script.read_text()
     blocker = None
@@ -418,7 +419,6 @@ def test_a_cpu_only_slurm_refuses_a_gpu_campaign_in_one_line_naming_the_remedy(t
     assert "Traceback" not in p.stderr
     assert not list(logs.rglob("*.sbatch"))
     assert os.environ.get("SLURM_JOB_ID") is None  # nothing of ours ran as a job here
-
 
 
 # ------------------------------------------------------------------------------------------ site init

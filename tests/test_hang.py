@@ -15,8 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 
 def _alive(env_value: str) -> list[int]:

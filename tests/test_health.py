@@ -15,11 +15,15 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import events as ev
-from dlperf_slurm import health, healthprobe, manifest, matrix, render, submit
+from dlperf_slurm.campaign import manifest
 from dlperf_slurm.errors import MatrixError
-from dlperf_slurm.model import Health, Status
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.config import Health
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.probes import health, healthprobe
 from dlperf_slurm.schedulers.local import LocalScheduler
 from dlperf_slurm.schedulers.slurm import options
+from dlperf_slurm.submit import journal, render
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, cli, tiny_matrix_text  # noqa: E402
@@ -103,11 +107,11 @@ def test_a_rendezvous_that_cannot_be_reached_blames_no_node():
 
 
 def test_the_run_of_an_unreachable_gate_reads_so_and_its_retry_excludes_nothing(tmp_path):
-    from dlperf_slurm import outcome
+    from dlperf_slurm.outcome import decision
 
     v = health.judge({}, ["n1", "n2"], 2, unreachable=health.scheduler_unreachable(SRUN_NO_CONTROLLER))
     marker = {"rc": 3, "signal": "", "end": 1.0, "health": health.marker_verdict(v)}
-    o = outcome.decide(outcome.Evidence(marker=marker, asked=True, has_log=True))
+    o = decision.decide(decision.Evidence(marker=marker, asked=True, has_log=True))
     assert o.status == Status.UNHEALTHY and "no node's fault" in o.reason and "blamed:" not in o.reason
 
 
@@ -203,7 +207,7 @@ def test_no_gpu_on_a_cpu_node(monkeypatch, tmp_path):
 def test_the_real_gloo_probe_on_this_machine(tmp_path):
     """Two ranks forked by one probe, a real gloo all-reduce, then the judge: a measured bus bandwidth."""
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.health", "probe", "--nodes", "1", "--ranks-per-node", "2",
+    p = subprocess.run([sys.executable, "-m", "dlperf_slurm.probes.health", "probe", "--nodes", "1", "--ranks-per-node", "2",
                         "--master", "127.0.0.1", "--port", "47311", "--timeout", "30", "--size-mb", "4"],
                        capture_output=True, text=True, env=env, timeout=60)
     records, other = health.read_records(p.stdout)
@@ -226,27 +230,27 @@ def _write(tmp_path: Path, text: str, name: str = "h.toml") -> Path:
 
 
 def test_health_from_the_site_file_and_the_matrix(tmp_path):
-    assert matrix.load(_write(tmp_path, MX), site=False).health == Health()  # on, 30 s, no threshold
+    assert loader.load(_write(tmp_path, MX), site=False).health == Health()  # on, 30 s, no threshold
     site = _write(tmp_path, "[health]\nmin_busbw_gbs = 460\ntimeout_s = 20\n", "site.toml")
-    m = matrix.load(_write(tmp_path, MX + "[health]\ntimeout_s = 10\n"), site=site)
+    m = loader.load(_write(tmp_path, MX + "[health]\ntimeout_s = 10\n"), site=site)
     assert (m.health.min_busbw_gbs, m.health.timeout_s, m.health.enabled) == (460.0, 10, True)
     for bad, words in (("enabled = 1", "true or false"), ("timeout_s = 0", ">= 1"), ("min_busbw = 4", "min_busbw"),
                        ("min_busbw_gbs = -1", ">= 0"), ('python = "py; reboot"', "not allowed")):
         with pytest.raises(MatrixError, match=words):
-            matrix.load(_write(tmp_path, MX + f"[health]\n{bad}\n"), site=False)
+            loader.load(_write(tmp_path, MX + f"[health]\n{bad}\n"), site=False)
 
 
 def test_the_gate_in_the_job_script(tmp_path):
-    m = matrix.load(_write(tmp_path, MX + "[health]\nmin_busbw_gbs = 1.5\n"), site=False)
-    run = matrix.runs(m, tmp_path / "logs")[0]
+    m = loader.load(_write(tmp_path, MX + "[health]\nmin_busbw_gbs = 1.5\n"), site=False)
+    run = loader.runs(m, tmp_path / "logs")[0]
     text = render.render_run(m, run)
-    gate, launch = text.index("python3 -m dlperf_slurm.health judge"), text.index("# launch (torchrun)")
+    gate, launch = text.index("python3 -m dlperf_slurm.probes.health judge"), text.index("# launch (torchrun)")
     assert gate < launch and f'-eq {health.UNHEALTHY_EXIT} ]' in text and "--min-busbw-gbs 1.5" in text
     assert "--ranks 2" in text and "--ranks-per-node 2 --expect-gpus 0" in text
     assert "timeout -k 5 30 srun --nodes=1 --ntasks=1 --ntasks-per-node=1" in text  # one probe per node, whatever
     # the allocation's task count (srun would inherit SLURM_NTASKS and start one per GPU otherwise)
-    off = matrix.load(_write(tmp_path, MX + "[health]\nenabled = false\n"), site=False)
-    assert "dlperf_slurm.health" not in render.render_run(off, matrix.runs(off, tmp_path / "logs")[0])
+    off = loader.load(_write(tmp_path, MX + "[health]\nenabled = false\n"), site=False)
+    assert "dlperf_slurm.probes.health" not in render.render_run(off, loader.runs(off, tmp_path / "logs")[0])
 
 
 def test_a_failed_gate_under_the_local_executor_is_unhealthy_and_never_trains(tmp_path):
@@ -263,15 +267,15 @@ def test_a_failed_gate_under_the_local_executor_is_unhealthy_and_never_trains(tm
 
 
 def test_the_retry_of_an_unhealthy_run_excludes_the_blamed_nodes(tmp_path):
-    m = matrix.load(_write(tmp_path, MX.replace('["1x2"]', '["1x2", "1x1"]')), site=False)
-    runs = matrix.runs(m, tmp_path / "logs")
+    m = loader.load(_write(tmp_path, MX.replace('["1x2"]', '["1x2", "1x1"]')), site=False)
+    runs = loader.runs(m, tmp_path / "logs")
     bad, failed = runs
     bad.marker.parent.mkdir(parents=True)
     bad.marker.write_text(json.dumps({"rc": 3, "health": {"ok": False, "blamed": ["n2", "n1;x"]}}))
     statuses = {bad.key: Status.UNHEALTHY, failed.key: Status.FAILED}
-    excl = submit.blamed_nodes(runs, statuses)
+    excl = journal.blamed_nodes(runs, statuses)
     assert excl == {bad.key: ("n2",)}
-    groups, _ = submit.plan(m, runs, LocalScheduler(tmp_path / "logs"), excl)
+    groups, _ = journal.plan(m, runs, LocalScheduler(tmp_path / "logs"), excl)
     by_run = {g.runs[0].key: g.resources for g in groups}
     assert by_run[bad.key].exclude == ("n2",) and options(by_run[bad.key])["exclude"] == "n2"
     assert by_run[failed.key].exclude == () and "exclude" not in options(by_run[failed.key])

@@ -16,8 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli, cluster_up, tiny_matrix_text, wait_campaign, wait_until  # noqa: E402
 
-from dlperf_slurm import events, manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm import events  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]

@@ -4,8 +4,8 @@ them; compare --base last-good."""
 from __future__ import annotations
 
 import json
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,9 +13,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import synthcampaigns as sc  # noqa: E402
 
-from dlperf_slurm import compare as cmp  # noqa: E402
-from dlperf_slurm import history, store  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
+from dlperf_slurm.compare import rule as cmp  # noqa: E402
+from dlperf_slurm.store import (
+    database,  # noqa: E402
+    history,  # noqa: E402
+)
 
 A100 = "0, NVIDIA A100-SXM4-80GB, {driver}, 81920 MiB, 1410 MHz"
 
@@ -94,7 +97,7 @@ def test_compare_base_last_good(three, capsys):
     doc = json.loads((three / "cmp" / "compare.monday.wednesday.json").read_text())
     assert [c["verdict"] for c in doc["cells"]] == ["slower", "slower"]
     # tuesday's own last good is monday too; with only the regressed campaign before it there is none
-    with store.Store(str(three / "results.sqlite")) as st:
+    with database.Store(str(three / "results.sqlite")) as st:
         cells = st.cells()
     key = {c.campaign: c.key for c in cells}
     assert history.last_good(cells, key["wednesday"], {c.cell_id for c in cells}) == key["monday"]
@@ -157,7 +160,7 @@ def test_campaign_to_campaign_variation_widens_the_verdict_and_is_shown(tmp_path
                      "--out", str(tmp_path / "summaries")]) == 0
         time.sleep(0.01)
     capsys.readouterr()
-    with store.Store(str(tmp_path / "results.sqlite")) as st:
+    with database.Store(str(tmp_path / "results.sqlite")) as st:
         cells = st.cells()
     (steps,) = [history.judge(s) for s in history.series(cells).values()]
     assert [s.cell.campaign for s in steps] == [f"c{i}" for i in range(6)]

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix, parsing as lp, render, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import parsing as lp
+from dlperf_slurm import suites
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.submit import render
 from dlperf_slurm.workloads import pyconfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,8 +268,8 @@ def test_pyconfig_takes_launcher_flags_off_the_command_line(tmp_path):
     ("mxnet-insightface", "insightface.mxnet.4x8.b64.fp32.xla0.launcher-horovodrun.parallel-partial_fc", ""),
     ("mxnet-insightface", "insightface.mxnet.2x8.b64.fp32.xla0.launcher-dmlc.parallel-data", "_2x8_dmlc")])
 def test_golden_scripts(name, cell, suffix, golden):
-    m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
-    run = [r for r in matrix.runs(m, Path("logs") / m.name) if r.cell.id == cell][-1]  # its last repeat
+    m = loader.load(ROOT / "matrices" / f"{name}.toml", site=False)
+    run = [r for r in loader.runs(m, Path("logs") / m.name) if r.cell.id == cell][-1]  # its last repeat
     text = render.render_run(m, run)
     golden(f"insightface_{name}{suffix}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
@@ -292,7 +297,7 @@ def test_search_num_classes_renders_each_probe_with_its_num_classes(tmp_path, su
     (the fixture's table) makes the search land on that value."""
     import dataclasses
 
-    from dlperf_slurm import search
+    from dlperf_slurm.matrix import search
 
     rows = [[x.strip() for x in line.strip().strip("|").split("|")]
             for line in (REAL / "dlperf_insightface_report_v1_max_num_classes.md").read_text().splitlines()
@@ -300,14 +305,14 @@ def test_search_num_classes_renders_each_probe_with_its_num_classes(tmp_path, su
     published = {f"{r[0]}x{r[1]}": int(r[column]) for r in rows}
     (tmp_path / "m.toml").write_text(f'suite = "{suite}"\nname = "maxc"\n[axes]\ndevices = {list(published)!r}\n'
                                      f'batch_size = [64]\nparallel = ["partial_fc"]\n{extra}\n'.replace("'", '"'))
-    m = matrix.load(tmp_path / "m.toml", site=False)
+    m = loader.load(tmp_path / "m.toml", site=False)
     key = "dataset.emore.num_classes" if suite.startswith("oneflow") else "config.num_classes"
     seen: list[tuple[str, int]] = []
 
     def probe(cells, measure):
         pm = dataclasses.replace(m, cells=cells, dropped=[], measure=measure)
         out = {}
-        for run in matrix.runs(pm, Path("logs") / pm.name):
+        for run in loader.runs(pm, Path("logs") / pm.name):
             text = render.render_run(pm, run)
             (value,) = {int(v) for v in re.findall(rf"--set {re.escape(key)}=(\d+)", text)}
             assert value == run.cell.param("num_classes", suites.get(suite).axis_defaults["num_classes"])

@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 from testlib import REPO, collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _of, _of_marks = framework_on_cluster("oneflow")
 _mx, _mx_marks = framework_on_cluster("mxnet")

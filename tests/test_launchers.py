@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import launchers as registry
-from dlperf_slurm import matrix, render
 from dlperf_slurm.errors import MatrixError
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model import cell
+from dlperf_slurm.submit import render
 from dlperf_slurm.suites import Suite, registered
 
 HERE = Path(__file__).resolve().parent
@@ -85,7 +87,7 @@ def _container_table(kind: str, image: str | None = None, mounts=None) -> str:
             f"mounts = {json.dumps(mounts)}\n")
 
 
-def _load(tmp_path: Path, launchers, kind: str = "none", devices: str = "1x2", **container) -> matrix.Matrix:
+def _load(tmp_path: Path, launchers, kind: str = "none", devices: str = "1x2", **container) -> cell.Matrix:
     text = textwrap.dedent(f"""\
         suite = "test-stub/train"
         name = "stub"
@@ -102,7 +104,7 @@ def _load(tmp_path: Path, launchers, kind: str = "none", devices: str = "1x2", *
         """) + _container_table(kind, **container)
     p = tmp_path / "m.toml"
     p.write_text(text)
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +124,10 @@ def stub_bin(tmp_path_factory) -> Path:
     return bindir
 
 
-def _run_script(tmp_path: Path, m: matrix.Matrix, stub_bin: Path, slurm: bool):
+def _run_script(tmp_path: Path, m: cell.Matrix, stub_bin: Path, slurm: bool):
     """Render the matrix's one run and run it with bash, under a stub Slurm allocation or on a plain shell;
     returns (exit status, the stubs' records, the run's log)."""
-    [run] = matrix.runs(m, tmp_path / ("slurm" if slurm else "local"))
+    [run] = loader.runs(m, tmp_path / ("slurm" if slurm else "local"))
     [script] = render.write_scripts(m, [run])
     log = tmp_path / f"stubs-{'slurm' if slurm else 'local'}.jsonl"
     env = {k: v for k, v in os.environ.items()
@@ -186,7 +188,7 @@ def _assert_program_ran_inside(records, launcher: str, kind: str, cell, log: str
 
 
 def test_matrix_accepts_exactly_the_registry_names(tmp_path, monkeypatch):
-    assert not hasattr(matrix, "LAUNCHERS") and not hasattr(render, "LAUNCHERS")
+    assert not hasattr(loader, "LAUNCHERS") and not hasattr(render, "LAUNCHERS")
     for name in registry.names():
         m = _load(tmp_path, [name])
         assert [c.launcher for c in m.cells] == [name]
@@ -226,7 +228,7 @@ def test_a_launcher_must_say_how_it_enters_every_container_kind():
 def test_tasks_per_node_come_from_the_registry(tmp_path):
     for name in registry.names():
         m = _load(tmp_path, [name], devices="2x4")
-        [run] = matrix.runs(m, tmp_path)
+        [run] = loader.runs(m, tmp_path)
         want = 4 if registry.get(name).tasks == "per_gpu" else 1
         assert render.run_resources(m, run).tasks_per_node == want, name
 
@@ -278,8 +280,8 @@ def test_hostile_container_values_stay_inert(launcher, tmp_path, stub_bin):
     assert not pwned.exists(), "a hostile container value was executed"
     calls = [r for r in records if r["stub"] == "apptainer"]
     # the health gate's probe and the provenance node step enter the image too (apptainer exec ... python3 -m
-    # dlperf_slurm.health; apptainer exec ... /bin/sh -c <probe>): same words
-    [call] = [r for r in calls if "dlperf_slurm.health" not in r["argv"] and r["target"] != "/bin/sh"]
+    # dlperf_slurm.probes.health; apptainer exec ... /bin/sh -c <probe>): same words
+    [call] = [r for r in calls if "dlperf_slurm.probes.health" not in r["argv"] and r["target"] != "/bin/sh"]
     assert call["image"] == image and call["argv"][:4] == ["exec", "--nv", "--bind", mount]
     assert all(r["image"] == image and mount in r["argv"] for r in calls)
 
@@ -312,8 +314,8 @@ def test_a_node_that_cannot_import_the_framework_ends_the_run_before_the_launch(
     node) says so on every node, naming the node, the interpreter and the import error, and the run ends before
     its launch: LAUNCH_FAILED with the first node's line as its reason."""
     from dlperf_slurm import events as ev
-    from dlperf_slurm.model import Status
-    from dlperf_slurm.outcome import read_log
+    from dlperf_slurm.model.status import Status
+    from dlperf_slurm.outcome.evidence import read_log
 
     monkeypatch.setattr(_StubSuite, "imports", ("dlperf_no_such_framework",))
     m = _load(tmp_path, ["torchrun"], devices="2x1")
@@ -327,7 +329,7 @@ def test_a_node_that_cannot_import_the_framework_ends_the_run_before_the_launch(
         assert any(e.startswith(f"set-up failed: on node {node}, ") and e.endswith(want.format(e.split("(")[1]
                                                                                             .split(")")[0]))
                    for e in errors), errors
-    [run] = matrix.runs(m, tmp_path / "slurm")
+    [run] = loader.runs(m, tmp_path / "slurm")
     import dataclasses
 
     # the stub suite has no parser: the log read as the built-in workload's parser reads it (set-up errors alike)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix
 from dlperf_slurm.errors import MatrixError, UserError
+from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.model import cell, config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +22,7 @@ def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
     return p
 
 
-def load(tmp_path: Path, text: str, **kw) -> matrix.Matrix:
+def load(tmp_path: Path, text: str, **kw) -> cell.Matrix:
     return matrix.load(write(tmp_path, text), site=kw.pop("site", False), **kw)
 
 
@@ -43,7 +44,7 @@ def test_shipped_matrices_load():
     bert = matrix.load(ROOT / "matrices/bert.toml", site=False)
     # 4 shapes x fp32 {32,48} x xla off, plus AMP {64,96} x xla {off,on}
     assert len(bert.cells) == 4 * 2 + 4 * 2 * 2
-    assert bert.measure == matrix.Measure(repeats=7, warmup_steps=20, measure_steps=100)
+    assert bert.measure == cell.Measure(repeats=7, warmup_steps=20, measure_steps=100)
     rn = matrix.load(ROOT / "matrices/resnet50.toml", site=False)
     amp = [c for c in rn.cells if c.precision == "amp"]
     assert {c.batch_size for c in amp} == {256} and len(amp) == 5 * 2
@@ -317,7 +318,7 @@ def test_nan_at_step_option_renders_into_the_program_argv(tmp_path, options, exp
         assert "--nan-at-step" not in argv
     else:
         assert argv[argv.index("--nan-at-step") + 1] == expected
-    from dlperf_slurm import render
+    from dlperf_slurm.submit import render
 
     script = render.render_run(m, matrix.runs(m, tmp_path)[0])
     assert ("--nan-at-step 3" in script) == (expected == "3")
@@ -378,7 +379,7 @@ def test_gpu_hours_and_run_paths(tmp_path):
 @pytest.mark.parametrize("value, minutes", [("30", 30), ("05:30", 5.5), ("01:00:00", 60), ("1-00:00:00", 1440),
                                             ("2-12", 2 * 1440 + 720)])
 def test_time_to_minutes(value, minutes):
-    assert matrix.time_to_minutes(value) == pytest.approx(minutes)
+    assert config.time_to_minutes(value) == pytest.approx(minutes)
 
 
 def test_cli_reports_user_errors_in_one_line(tmp_path):
@@ -472,7 +473,7 @@ def test_runs_up_to_the_bound_load(tmp_path):
 
 
 def test_duplicate_axis_values_are_found_as_list_count_found_them():
-    from dlperf_slurm.axes import _duplicates
+    from dlperf_slurm.matrix.axes import _duplicates
 
     assert _duplicates([4, 8, 16]) == set() and _duplicates([4, 8, 4]) == {"4"}
     assert _duplicates([1, 1.0]) == {"1", "1.0"}  # equal values, as == (list.count) says

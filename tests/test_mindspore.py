@@ -10,11 +10,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from dlperf_slurm import cli, matrix, parsing as lp, suites
-from dlperf_slurm.model import ParseContext, Status
-
 from test_launchers import _run_script, stub_bin  # noqa: F401  (the stand-in launchers' fixture)
+
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model import cell
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -236,13 +239,13 @@ def test_real_mindspore_lossmonitor_stop_on_a_nan_loss_is_nonfinite(tmp_path):
 # ------------------------------------------------------------------------------- launch specification
 
 
-def _load(tmp_path: Path, suite: str, body: str) -> matrix.Matrix:
+def _load(tmp_path: Path, suite: str, body: str) -> cell.Matrix:
     p = tmp_path / "m.toml"
     p.write_text(f'suite = "mindspore/{suite}"\nname = "m"\n' + textwrap.dedent(body))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
-def _argv(m: matrix.Matrix, cell) -> list[str]:
+def _argv(m: cell.Matrix, cell) -> list[str]:
     return m.suite_of(cell).program(cell, m.measure, m.options_for(cell))
 
 
@@ -323,7 +326,7 @@ def test_msrun_streams_every_ranks_worker_log_into_the_run_log(tmp_path, stub_bi
     for rank in range(4):  # every line of every worker, labelled once
         got = [line[len(f"[rank{rank}]: "):] for line in log.splitlines() if line.startswith(f"[rank{rank}]: ")]
         assert got == VNET.splitlines(), (rank, log)
-    [run] = matrix.runs(m, tmp_path / "slurm")
+    [run] = loader.runs(m, tmp_path / "slurm")
     res = m.suite_of(run.cell).parse(lp.read_lines(run.log), ctx(nodes=2, gpus=2, batch=2, warmup=20, measure=40))
     assert res.status == Status.OK and res.extra["ranks_seen"] == 4 and res.extra["workers_seen"] == 1
 

@@ -29,8 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 from testlib import cli, framework_on_cluster, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _python, pytestmark = framework_on_cluster("mindspore")
 

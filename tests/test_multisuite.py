@@ -12,9 +12,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli  # noqa: E402
 
-from dlperf_slurm import manifest, matrix  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.model import cell  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 TWO = """
 suite = ["ngc-pytorch/resnet50", "paddle/resnet50"]
@@ -39,7 +41,7 @@ data_dir = "/scratch/imagenet"
 """
 
 
-def load(tmp_path: Path, text: str) -> matrix.Matrix:
+def load(tmp_path: Path, text: str) -> cell.Matrix:
     p = tmp_path / "m.toml"
     p.write_text(text)
     return matrix.load(p, site=False)

@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, matrix, parsing as lp, render, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.submit import render
 
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "real"
@@ -306,8 +311,8 @@ GOLDEN_CASES = {
 def test_golden(case, tmp_path, golden):
     p = tmp_path / "m.toml"
     p.write_text(textwrap.dedent(GOLDEN_CASES[case]))
-    m = matrix.load(p, site=False)
-    run = matrix.runs(m, Path("logs") / m.name)[0]
+    m = loader.load(p, site=False)
+    run = loader.runs(m, Path("logs") / m.name)[0]
     text = render.render_run(m, run)
     golden(f"{case}", text)
     check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
@@ -316,7 +321,7 @@ def test_golden(case, tmp_path, golden):
 
 def test_example_matrices_load():
     for name, suite in (("ngc-mxnet-resnet50", NGC), ("mxnet-gluon-resnet50", RN50), ("mxnet-gluon-bert", BERT)):
-        m = matrix.load(HERE.parent / "matrices" / f"{name}.toml", site=False)
+        m = loader.load(HERE.parent / "matrices" / f"{name}.toml", site=False)
         assert m.suites == (suite,) and not m.dropped and len(m.cells) >= 12, name
 
 
@@ -446,8 +451,8 @@ def test_the_block_path_reads_what_the_line_loop_reads(tmp_path, suite):
 def test_dmlc_one_node_under_the_local_executor(tmp_path):
     """The dmlc launcher without Slurm (``submit --executor local``): scheduler, server and the one worker of a 1x1
     cell on this machine, with the real MXNet (the mxnet venv; skipped without it)."""
-    import sys
     import os
+    import sys
     sys.path.insert(0, str(HERE / "frameworks"))
     import venvs
 

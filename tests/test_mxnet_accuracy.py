@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix, suites
+from dlperf_slurm import suites
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix import loader
 from dlperf_slurm.suites import RUN_DIR
 
 HERE = Path(__file__).resolve().parent
@@ -55,7 +56,7 @@ def _load(tmp_path, devices="1x1", precision="fp32", options='rec_dir = "/data/r
     p = tmp_path / "m.toml"
     p.write_text(ACCURACY.format(devices=devices, batch=batch, precision=precision, options=options, epochs=epochs,
                                  target=0.75, measure=20))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 def _flags(argv: list[str]) -> dict[str, str]:
@@ -85,7 +86,7 @@ def test_accuracy_device_cpu_and_flags(tmp_path):
 def test_throughput_runs_keep_dlperfs_train_horovod_py(tmp_path):
     p = tmp_path / "t.toml"
     p.write_text('suite = "mxnet-gluon/resnet50"\n[axes]\ndevices = ["1x8"]\nbatch_size = [128]\n')
-    m = matrix.load(p, site=False)
+    m = loader.load(p, site=False)
     argv = suites.get(SUITE).program(m.cells[0], m.measure, m.options[SUITE])
     assert argv[1].endswith("train_horovod.py") and "--num-epochs=1" in argv
 

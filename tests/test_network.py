@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlperf_slurm import network
-from dlperf_slurm.model import Status
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.report import network
 
 
 def test_ring_allreduce_by_hand():
@@ -125,9 +125,9 @@ def test_the_ddl_study_s_vgg16_cells_are_explained_with_vgg16_s_gradients():
     gradients, the study's "VGG is about 500 MB"), ResNet-50's 25,557,032."""
     from pathlib import Path
 
-    from dlperf_slurm import matrix
+    from dlperf_slurm.matrix import loader
 
-    m = matrix.load(Path(__file__).parents[1] / "matrices" / "ddl-network-study.toml", site=False)
+    m = loader.load(Path(__file__).parents[1] / "matrices" / "ddl-network-study.toml", site=False)
     multi = [c for c in m.cells if c.nodes > 1]
     assert {c.suite for c in multi} == {"tf-cnn/resnet50", "tf-cnn/vgg16"}
     for c in multi:
@@ -163,7 +163,8 @@ def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(
     import shutil
     from pathlib import Path
 
-    from dlperf_slurm import collect, events
+    from dlperf_slurm import events
+    from dlperf_slurm.collect import drive
 
     log = Path(__file__).parent / "fixtures/real/tf_cnn_benchmarks/8fb7907/tf_cnn_vgg16_synthetic_cpu_b2_lr1e-6.log"
     for shape in ("1n1g", "2n1g"):
@@ -175,7 +176,7 @@ def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(
     # 102,228,128 B -> 81.78 ms; no overlap allows 1666.7 / (1666.7 + that): 79 % and 95 %; the 2n1g cell (the
     # baseline's own log: 50 %) is under either: not the network
     for suite, params, no_overlap in (("tf-cnn/vgg16", 138_357_544, 0.7901), ("tf-cnn/resnet50", 25_557_032, 0.9532)):
-        res = collect.collect([collect.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
+        res = drive.collect([drive.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
         assert [(r.shape, str(r.status), r.throughput_time) for r in res.runs] == [("1n1g", "OK", 1.2),
                                                                                    ("2n1g", "OK", 1.2)]
         (e,) = network.explain(res.cells, res.runs)

@@ -24,8 +24,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli, cluster_up, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
 

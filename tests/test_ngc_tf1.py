@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, matrix, parsing as lp, render, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.submit import render
 
 HERE = Path(__file__).resolve().parent
 FIX = HERE / "fixtures" / "real" / "DeepLearningExamples" / "tf1-20.06"
@@ -283,8 +288,8 @@ GOLDEN_CASES = {
 def test_golden(case, tmp_path, golden):
     p = tmp_path / "m.toml"
     p.write_text(textwrap.dedent(GOLDEN_CASES[case]))
-    m = matrix.load(p, site=False)
-    (run,) = matrix.runs(m, Path("logs") / m.name)
+    m = loader.load(p, site=False)
+    (run,) = loader.runs(m, Path("logs") / m.name)
     text = render.render_run(m, run)
     golden(f"{case}", text)
     check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, parsing as lp, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.suites.oneflow import print_every
 
 FIX = Path(__file__).parent / "fixtures" / "real" / "oneflow"
@@ -149,13 +152,13 @@ def test_bert_flags_amp_xla_and_the_distributed_launch_form():
 
 
 def test_a_matrix_without_bert_data_stops_with_the_reason(tmp_path):
-    from dlperf_slurm import matrix
     from dlperf_slurm.errors import MatrixError
+    from dlperf_slurm.matrix import loader
 
     p = tmp_path / "m.toml"
     p.write_text('suite = "oneflow/bert-base"\n[axes]\ndevices = ["1x1"]\nbatch_size = [24]\n[options]\ndata_dir = ""\n')
     with pytest.raises(MatrixError, match="no synthetic mode"):
-        matrix.load(p, site=False)
+        loader.load(p, site=False)
 
 
 @pytest.mark.parametrize("warmup,measure,every", [(20, 100, 20), (2, 6, 2), (0, 100, 20), (5, 10, 5), (30, 90, 15)])

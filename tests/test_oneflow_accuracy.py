@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix, suites
+from dlperf_slurm import suites
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix import loader
 from dlperf_slurm.suites import RUN_DIR
 
 HERE = Path(__file__).resolve().parent
@@ -55,7 +56,7 @@ def _load(tmp_path, launcher="node_ips", devices="2x8", precision="fp32", option
     p = tmp_path / "m.toml"
     p.write_text(ACCURACY.format(devices=devices, batch=64, precision=precision, launcher=launcher, options=options,
                                  epochs=90, target=0.75, measure=18, env=""))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 def _flags(argv: list[str]) -> dict[str, str]:
@@ -91,7 +92,7 @@ def test_oneflow_launcher_accuracy_argv_is_models_train_py(tmp_path):
 def test_throughput_runs_keep_dlperfs_flags(tmp_path):
     p = tmp_path / "t.toml"
     p.write_text('suite = "oneflow/resnet50"\n[axes]\ndevices = ["1x8"]\nbatch_size = [128]\n')
-    m = matrix.load(p, site=False)
+    m = loader.load(p, site=False)
     argv = suites.get(SUITE).program(m.cells[0], m.measure, m.options[SUITE])
     assert "--num_epoch=1" in argv and not any(a.startswith("--val_data_dir") for a in argv)
 
@@ -164,4 +165,3 @@ def test_models_train_py_accuracy_run_under_the_local_executor(tmp_path):
     assert [(e["epoch"], e["top1"]) for e in run["extra"]["evals"]] == printed
     # the window, steps 2 -> 4, inside the first 6-step epoch; the steps counted across both epochs
     assert (run["window_start"], run["window_end"], run["steps_seen"]) == (2, 4, 12), run
-

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 from testlib import collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("oneflow")
 
@@ -141,4 +141,3 @@ def test_libai_one_node_two_ranks_under_oneflow_launch(campaign):
     script = runs["1n2g"].script.read_text()
     assert f"{_py} -m oneflow.distributed.launch --nnodes 1 --nproc_per_node 2" in script
     assert "tools/train_net.py --config-file" in script and "train.dist.device_type=cpu" in script
-

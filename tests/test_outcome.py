@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import outcome, suites
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ACTIVE, FINAL, JobInfo, ParseContext, RunResult, Status
-
+from dlperf_slurm import suites
+from dlperf_slurm.model.result import JobInfo, ParseContext, RunResult
+from dlperf_slurm.model.status import ACTIVE, FINAL, Status
+from dlperf_slurm.outcome import decision
 from dlperf_slurm.schedulers import local, slurmctl  # noqa: E402
 
 UNKNOWN = "unknown word"
@@ -51,13 +52,13 @@ def _log(verdict) -> RunResult | None:
     return res
 
 
-def _evidence(sched, marker, log, banner, cancel) -> outcome.Evidence:
+def _evidence(sched, marker, log, banner, cancel) -> decision.Evidence:
     job = None
     if sched == UNKNOWN:
         job = JobInfo(job_id="7", status=None, state="WEIRD_STATE")
     elif sched not in (NO_RECORD, NOT_ASKED):
         job = JobInfo(job_id="7", status=sched, state=str(sched), reason="Resources" if sched == Status.PENDING else "")
-    return outcome.Evidence(job=job, asked=sched != NOT_ASKED, marker=MARKERS[marker], log=_log(log),
+    return decision.Evidence(job=job, asked=sched != NOT_ASKED, marker=MARKERS[marker], log=_log(log),
                             has_log=log != "no log", banner=BANNERS[banner], cancel_requested=cancel,
                             time_limit_s=3600.0, started_at=0.0)
 
@@ -75,7 +76,7 @@ def test_the_space_is_complete():
 
 @pytest.fixture(scope="module")
 def decided():
-    return {case: outcome.decide(_evidence(*case)) for case in SPACE}
+    return {case: decision.decide(_evidence(*case)) for case in SPACE}
 
 
 def test_every_decision_is_a_status_or_undecided(decided):
@@ -134,7 +135,7 @@ def test_a_run_the_watchdog_stopped_is_a_hang_unless_memory_or_the_loss_explain_
 
 def test_a_failed_health_gate_is_unhealthy_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
-        killed = sched in outcome.KILLED or banner == "timeout"  # killed meanwhile: the kill explains the gate
+        killed = sched in decision.KILLED or banner == "timeout"  # killed meanwhile: the kill explains the gate
         if marker == "unhealthy" and sched not in (UNKNOWN, Status.OOM) and log not in (Status.OOM, Status.NONFINITE) \
                 and banner != "oom" and not killed:
             assert o.status == Status.UNHEALTHY, (sched, log, banner, o)
@@ -151,7 +152,7 @@ def test_a_passed_health_gate_changes_nothing(decided):
 
 def test_a_scheduler_kill_is_what_it_says_unless_memory_or_the_loss_explain_more(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
-        if sched in outcome.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom" \
+        if sched in decision.KILLED and log not in (Status.OOM, Status.NONFINITE) and banner != "oom" \
                 and marker != "hang":
             if sched == Status.NODE_FAIL and marker in ("rc0", "healthy") and log == Status.OK and banner == "none":
                 # the node failed after the script ended well and the window was complete: the figure stands
@@ -186,7 +187,7 @@ def test_unrecognised_only_when_the_program_finished(decided):
     for (sched, marker, log, banner, cancel), o in decided.items():
         if o is not None and o.status == Status.UNRECOGNISED:
             assert log == Status.LAUNCH_FAILED and marker in ("rc0", "healthy", "none"), (sched, marker, log, o)
-            assert sched not in (Status.FAILED, Status.OOM, *outcome.KILLED), (sched, marker, log, o)
+            assert sched not in (Status.FAILED, Status.OOM, *decision.KILLED), (sched, marker, log, o)
             assert "finds no training step it knows" in o.reason
         if o is not None and o.status == Status.LAUNCH_FAILED and marker in ("rc0", "healthy") and log != "no log":
             assert sched not in (Status.OK, NO_RECORD) or banner != "none", (sched, marker, log, banner, o)
@@ -202,22 +203,22 @@ def _no_step_log(progress: int, lines: int, error=None) -> RunResult:
 
 def test_a_tree_log_with_plenty_of_output_is_unrecognised_else_launch_failed():
     # row 3 (no exit marker, no scheduler: a DLPerf tree): plenty of output makes it UNRECOGNISED
-    plenty = outcome.decide(outcome.Evidence(log=_no_step_log(40, 200), has_log=True))
+    plenty = decision.decide(decision.Evidence(log=_no_step_log(40, 200), has_log=True))
     assert plenty.status == Status.UNRECOGNISED and plenty.rule == 3
     assert "no exit marker, plenty of output" in plenty.reason and "line 3: 'ips: 444.4 samples/s'" in plenty.reason
-    little = outcome.decide(outcome.Evidence(log=_no_step_log(0, 12, [12, "RuntimeError: x"]), has_log=True))
+    little = decision.decide(decision.Evidence(log=_no_step_log(0, 12, [12, "RuntimeError: x"]), has_log=True))
     assert little.status == Status.LAUNCH_FAILED and little.rule == 3
     # a failure exit stays a failure whatever the log holds
-    failed = outcome.decide(outcome.Evidence(log=_no_step_log(40, 200), has_log=True, asked=True,
+    failed = decision.decide(decision.Evidence(log=_no_step_log(40, 200), has_log=True, asked=True,
                                              marker=MARKERS["rc3"]))
     assert failed.status == Status.LAUNCH_FAILED and failed.rule == 12
 
 
 def test_the_retry_leaves_unrecognised_runs_and_force_reruns_them():
-    from dlperf_slurm.submit import RETRYABLE, SubmitReport, to_submit
+    from dlperf_slurm.submit.journal import RETRYABLE, SubmitReport, to_submit
 
     assert Status.UNRECOGNISED not in RETRYABLE and Status.LAUNCH_FAILED in RETRYABLE
-    assert Status.UNRECOGNISED in outcome.FAILURES  # never in a median: only OK runs are
+    assert Status.UNRECOGNISED in decision.FAILURES  # never in a median: only OK runs are
 
     class Run:  # what to_submit reads of a run
         def __init__(self, key):
@@ -241,11 +242,11 @@ def test_a_run_that_ended_well_short_of_the_window_says_how_to_fit_it():
                                                                                    batch_size=256, warmup_steps=312,
                                                                                    measure_steps=2000))
     assert log.status == Status.INCOMPLETE and log.steps_seen == 1560
-    o = outcome.decide(outcome.Evidence(job=None, asked=True, marker=MARKERS["rc0"], log=log, has_log=True))
+    o = decision.decide(decision.Evidence(job=None, asked=True, marker=MARKERS["rc0"], log=log, has_log=True))
     assert o.status == Status.INCOMPLETE
     assert o.reason.startswith("the run had 1560 steps, the window needs 2312; use --measure-steps")
     # still running, or killed without a trace: the log's own words, not advice to shorten the window
-    o = outcome.decide(outcome.Evidence(job=None, asked=False, marker=None, log=log, has_log=True))
+    o = decision.decide(decision.Evidence(job=None, asked=False, marker=None, log=log, has_log=True))
     assert o.status == Status.INCOMPLETE and "the log stops at step 1560 of 2312" in o.reason
 
 
@@ -261,7 +262,7 @@ def test_a_disk_full_while_it_ran_explains_a_run_that_did_not_end_well(decided):
         if ev.job is None or ev.job.status is None:
             continue
         ev.job = dataclasses.replace(ev.job, disk_full=full)
-        o = outcome.decide(ev)
+        o = decision.decide(ev)
         if before is None or before.rule < 10 or before.status == Status.OK or case[2] == "not read":
             assert o == before, (case, before, o)
             continue
@@ -287,15 +288,15 @@ def test_the_job_scripts_word_on_the_disk_decides_as_the_runners_does(decided):
         ev = _evidence(*case)
         if ev.marker is None or ev.job is None or ev.job.status is None:
             continue
-        by_job = outcome.decide(dataclasses.replace(ev, job=dataclasses.replace(ev.job, disk_full=full)))
-        by_marker = outcome.decide(dataclasses.replace(ev, marker={**ev.marker, "disk_full": full}))
+        by_job = decision.decide(dataclasses.replace(ev, job=dataclasses.replace(ev.job, disk_full=full)))
+        by_marker = decision.decide(dataclasses.replace(ev, marker={**ev.marker, "disk_full": full}))
         assert by_marker == by_job, (case, by_job, by_marker)
         seen += by_marker is not None and by_marker.rule == 10
     assert seen > 100, seen
     job = JobInfo(job_id="7", status=Status.FAILED, state="FAILED", reason="NonZeroExitCode")
     for log, has_log, want in ((None, False, Status.LAUNCH_FAILED), (_log(Status.LAUNCH_FAILED), True, Status.FAILED)):
         marker = {"rc": 1, "signal": "", "end": 100.0, "disk_full": full, "started": False}
-        o = outcome.decide(outcome.Evidence(job=job, asked=True, marker=marker, log=log, has_log=has_log))
+        o = decision.decide(decision.Evidence(job=job, asked=True, marker=marker, log=log, has_log=has_log))
         assert o.status == want and o.rule == 10 and full in o.reason, o
         assert ("not started" in o.reason) == (want == Status.LAUNCH_FAILED), o
 
@@ -368,31 +369,31 @@ ROWS = [
 @pytest.mark.parametrize("case, status, words", ROWS, ids=[f"{r[0][0]}-{r[0][1]}-{r[0][2]}-{r[0][3]}-{r[0][4]}"
                                                             for r in ROWS])
 def test_precedence_row(case, status, words):
-    o = outcome.decide(_evidence(*case))
+    o = decision.decide(_evidence(*case))
     assert o is not None and o.status == status and words in o.reason, o
 
 
 def test_time_limit_is_inferred_from_the_marker_when_the_scheduler_forgot_the_job():
     ev = _evidence(NO_RECORD, "term", Status.INCOMPLETE, "none", False)
     ev.marker = {"rc": 143, "signal": "TERM", "end": 3590.0}
-    o = outcome.decide(ev)
+    o = decision.decide(ev)
     assert o.status == Status.TIMEOUT and "at the time limit" in o.reason
 
 
 def test_apply_keeps_figures_only_for_results_and_evidence():
     for status in Status:
         res = _log(Status.OK)
-        outcome.apply(res, outcome.Outcome(status, "x"))
+        decision.apply(res, decision.Outcome(status, "x"))
         kept = res.throughput is not None
         assert kept == (status in (Status.OK, Status.NONFINITE)), status
 
 
 def test_cell_status_and_worst_failure():
-    assert outcome.cell_status({Status.OK: 1, Status.OOM: 6}) == Status.OK
-    assert outcome.cell_status({Status.RUNNING: 1, Status.OOM: 6}) == Status.RUNNING
-    assert outcome.cell_status({Status.SUBMITTING: 1, Status.OOM: 6}) == Status.PENDING
-    assert outcome.cell_status({Status.OOM: 2, Status.FAILED: 2}) == Status.OOM  # a tie: the more severe
-    assert outcome.cell_status({Status.OOM: 1, Status.FAILED: 2}) == Status.FAILED  # the most frequent
-    assert outcome.cell_status({}) == Status.UNSUBMITTED
-    assert outcome.worst_failure({Status.OK: 3, Status.TIMEOUT: 1, Status.CANCELLED: 1}) == Status.TIMEOUT
-    assert outcome.worst_failure({Status.OK: 3}) is None
+    assert decision.cell_status({Status.OK: 1, Status.OOM: 6}) == Status.OK
+    assert decision.cell_status({Status.RUNNING: 1, Status.OOM: 6}) == Status.RUNNING
+    assert decision.cell_status({Status.SUBMITTING: 1, Status.OOM: 6}) == Status.PENDING
+    assert decision.cell_status({Status.OOM: 2, Status.FAILED: 2}) == Status.OOM  # a tie: the more severe
+    assert decision.cell_status({Status.OOM: 1, Status.FAILED: 2}) == Status.FAILED  # the most frequent
+    assert decision.cell_status({}) == Status.UNSUBMITTED
+    assert decision.worst_failure({Status.OK: 3, Status.TIMEOUT: 1, Status.CANCELLED: 1}) == Status.TIMEOUT
+    assert decision.worst_failure({Status.OK: 3}) is None

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, parsing as lp, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
 
 FIX = Path(__file__).parent / "fixtures" / "paddle"
 RN50, BERT = suites.get("paddle/resnet50"), suites.get("paddle/bert-base")

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix, suites
+from dlperf_slurm import suites
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix import loader
 from dlperf_slurm.suites import REPEAT, RUN_DIR
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +53,7 @@ def _load(tmp_path, devices="1x1", precision="fp32", options='data_dir = "/data/
     p = tmp_path / "m.toml"
     p.write_text(ACCURACY.format(devices=devices, precision=precision, options=options, epochs=epochs,
                                  target=target, measure=measure))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 def _overrides(argv: list[str]) -> dict[str, str]:
@@ -91,7 +92,7 @@ def test_accuracy_amp_and_overrides_follow_the_suites(tmp_path):
 def test_throughput_runs_keep_dlperfs_paddlecv_train_py(tmp_path):
     p = tmp_path / "t.toml"
     p.write_text('suite = "paddle/resnet50"\n[axes]\ndevices = ["1x8"]\nbatch_size = [128]\n')
-    m = matrix.load(p, site=False)
+    m = loader.load(p, site=False)
     argv = suites.get(SUITE).program(m.cells[0], m.measure, m.options[SUITE])
     assert argv[1].endswith("PaddleCV/image_classification/train.py") and "--validate=False" in argv
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
-from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real"
@@ -420,7 +421,7 @@ def test_split_rank_labels():
 _RSS_PROBE = """
 import sys
 from dlperf_slurm import parsing as lp, suites
-from dlperf_slurm.model import ParseContext
+from dlperf_slurm.model.result import ParseContext
 n = int(sys.argv[1])
 
 def lines():

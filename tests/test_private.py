@@ -16,8 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import pgserver  # noqa: E402
 
-from dlperf_slurm import store  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
+from dlperf_slurm.store import database  # noqa: E402
 
 SMOKE = (Path(__file__).parent / "fixtures" / "real" / "dlperf_slurm-workload" / "85a9eb7"
          / "smoke_resnet50_tiny_1n1g_b4_fp32_0.log")
@@ -52,11 +52,11 @@ def collect(tree: Path, out: Path, *store_args: str) -> int:
 def test_the_default_store_and_a_private_campaigns_summaries_and_cache_are_the_users_alone(tmp_path, monkeypatch,
                                                                                          umask022):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv(store.ENV, raising=False)
+    monkeypatch.delenv(database.ENV, raising=False)
     tree = private_tree(tmp_path / "campaigns")
     out = tmp_path / "summaries"
     assert collect(tree, out) == 0
-    db = store.default_path()
+    db = database.default_path()
     assert db.is_relative_to(tmp_path) and (mode(db), mode(db.parent)) == ("0o600", "0o700")
     assert all(mode(p) == "0o600" for p in db.parent.iterdir()), {p.name: mode(p) for p in db.parent.iterdir()}
     written = [p for p in out.iterdir() if p.is_file()]
@@ -67,16 +67,16 @@ def test_the_default_store_and_a_private_campaigns_summaries_and_cache_are_the_u
 
 def test_an_older_default_store_left_open_is_tightened(tmp_path, monkeypatch, umask022):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv(store.ENV, raising=False)
-    db = store.default_path()
+    monkeypatch.delenv(database.ENV, raising=False)
+    db = database.default_path()
     db.parent.mkdir(parents=True)
-    with store.Store(str(tmp_path / "elsewhere.sqlite")):  # a store another path names keeps the umask's mode
+    with database.Store(str(tmp_path / "elsewhere.sqlite")):  # a store another path names keeps the umask's mode
         pass
     assert mode(tmp_path / "elsewhere.sqlite") == "0o644"
     shutil.copyfile(tmp_path / "elsewhere.sqlite", db)
     db.chmod(0o644)
     db.parent.chmod(0o755)
-    with store.Store(str(db)):
+    with database.Store(str(db)):
         pass
     assert (mode(db), mode(db.parent)) == ("0o600", "0o700")
 
@@ -90,7 +90,7 @@ def test_a_shared_postgresql_store_is_said_once_at_a_campaigns_first_collect(tmp
         import psycopg
 
         with psycopg.connect(server.url, autocommit=True) as conn:
-            conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
+            conn.execute(f"DROP TABLE IF EXISTS {database.TABLE}")
         tree = private_tree(tmp_path / "campaigns")
         assert collect(tree, tmp_path / "s", "--store", server.url) == 0
         first = capsys.readouterr().out

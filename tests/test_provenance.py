@@ -20,8 +20,9 @@ import secretlib  # noqa: E402
 from testlib import cli, tiny_matrix_text  # noqa: E402
 
 from dlperf_slurm import events as ev  # noqa: E402
-from dlperf_slurm import matrix, provprobe  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
+from dlperf_slurm.matrix import loader  # noqa: E402
+from dlperf_slurm.probes import provprobe  # noqa: E402
 
 # What explains performance, as sites set it (NCCL's and PyTorch's documented variables, a GPU UUID as
 # nvidia-smi -L prints one, Lmod's LOADEDMODULES): recorded exactly as it is.
@@ -89,14 +90,14 @@ def test_site_extends_and_narrows_the_list(tmp_path):
     assert provprobe.allowed("NCCL_DEBUG") and not provprobe.allowed("NCCL_DEBUG", deny=("NCCL_DEBUG",))
     site = tmp_path / "site.toml"
     site.write_text('[provenance]\nenv_allow = ["MY_SITE_*"]\nenv_deny = ["NCCL_DEBUG"]\numask = "027"\n')
-    m = matrix.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
+    m = loader.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
     assert (m.provenance.env_allow, m.provenance.env_deny, m.provenance.umask) == (("MY_SITE_*",), ("NCCL_DEBUG",),
                                                                                    "0027")
     for bad, words in (('env_allow = ["NCCL;rm"]', "is not a name pattern"), ("umask = 27", "octal umask"),
                        ('umask = "999"', "octal umask")):
         site.write_text(f"[provenance]\n{bad}\n")
         with pytest.raises(UserError, match=words) as err:
-            matrix.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
+            loader.load(Path(__file__).parent.parent / "matrices" / "smoke.toml", site=site)
         assert "site.toml" in str(err.value) and "\n" not in str(err.value)
 
 

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, parsing as lp, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
+from dlperf_slurm import cli, suites
+from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.status import Status
 
 FIX = Path(__file__).parent / "fixtures" / "real" / "pytorch-examples" / "49ec0bd"
 RN50 = suites.get("pytorch-examples/resnet50")
@@ -222,4 +225,3 @@ def test_torchvision_line_cut_by_buffering_is_glued(at):
     res = _parse(text, nodes=1, gpus=8, bs=32, warmup=42, measure=5)
     assert res.status == Status.OK and res.throughput == pytest.approx(plain.throughput)
     assert res.window == plain.window
-

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 sys.path.insert(0, str(Path(__file__).parent))
 from test_faults_local import campaign, ok_runs, one_line_error  # noqa: E402
-from testlib import TEMPLATES, REPO, cli, fill, small_tmpfs  # noqa: E402
+from testlib import REPO, TEMPLATES, cli, fill, small_tmpfs  # noqa: E402
 
 NOTE = "read as its manifest recorded it (scheduler not asked, nothing written)"
 

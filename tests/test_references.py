@@ -18,10 +18,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 import readme_tables  # noqa: E402
 from testlib import cli  # noqa: E402
 
-from dlperf_slurm import references, refcompare  # noqa: E402
 from dlperf_slurm import suites as suite_registry  # noqa: E402
-from dlperf_slurm.axes import PRECISIONS  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.compare import (
+    published,  # noqa: E402
+    references,  # noqa: E402
+)
+from dlperf_slurm.matrix.axes import PRECISIONS  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 FIX = Path(__file__).parent / "fixtures" / "real" / "references"
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -34,7 +37,7 @@ FIXTURE_DIR = {"dlperf-v100": "dlperf", "ngc-a100": "ngc"}
 
 
 def raw(name):
-    return tomllib.loads(resources.files("dlperf_slurm.references").joinpath(f"{name}.toml").read_text())
+    return tomllib.loads(resources.files("dlperf_slurm.compare.references").joinpath(f"{name}.toml").read_text())
 
 
 def readme(name, path):
@@ -57,7 +60,7 @@ def readme_rows(name, table):
 def test_the_sets_ship_and_load():
     assert set(references.names()) == {"dlperf-v100", "ngc-a100"}
     cfg = (Path(__file__).parent.parent / "setup.cfg").read_text()
-    assert "dlperf_slurm.references = *.toml" in cfg  # package data: pip install . ships the sets
+    assert "dlperf_slurm.compare.references = *.toml" in cfg  # package data: pip install . ships the sets
     for name in references.names():
         ref = references.load(name)
         assert ref.entries and ref.commit and ref.repository.startswith("https://github.com/")
@@ -177,11 +180,11 @@ def test_a_cell_without_an_ok_run_reads_what_collect_reads_whatever_the_hash_see
     import os
     import subprocess
 
-    code = ("from dlperf_slurm import references, refcompare; from dlperf_slurm.model import Status; "
+    code = ("from dlperf_slurm.compare import published, references; from dlperf_slurm.model.status import Status; "
             "multi = references.load('dlperf-v100').lookup('ngc-pytorch/resnet50', '2x8', 128, 'fp32', False)[0]; "
             "run = lambda st: {'cell_id': 'c', 'suite': multi.suite, 'nodes': 2, 'gpus_per_node': 8, "
             "'batch_size': 128, 'precision': 'fp32', 'xla': False, 'status': st, 'throughput': None}; "
-            "rows, _ = refcompare.compare([run(Status.TIMEOUT), run(Status.OOM)], references.load('dlperf-v100')); "
+            "rows, _ = published.compare([run(Status.TIMEOUT), run(Status.OOM)], references.load('dlperf-v100')); "
             "print(str(rows[0].status))")
     seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=Path(__file__).parent.parent, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
@@ -219,7 +222,7 @@ def test_a100_figures_and_a_campaign_on_the_same_gpu(tmp_path):
     e = ref.lookup("ngc-pytorch/resnet50", "1x8", 256, "fp32", False)[0]
     a100 = {"gpus": [f"{i}, NVIDIA A100-SXM4-80GB, 535.104.05, 81920 MiB, 1410 MHz" for i in range(8)],
             "container_image": "nvcr.io/nvidia/pytorch:21.03-py3", "versions": {"torch": "1.9.0a0+df837d0"}}
-    rows, unmatched = refcompare.compare(
+    rows, unmatched = published.compare(
         [_run("c", e.suite, 1, 8, 256, "fp32", False, Status.OK, e.value * 1.1, a100)], ref)
     (row,) = rows
     assert not unmatched and row.ratio == pytest.approx(1.1) and row.reference == e.value
@@ -234,12 +237,12 @@ def test_a100_figures_and_a_campaign_on_the_same_gpu(tmp_path):
     dlperf = {"gpus": ["0, Tesla V100-SXM2-16GB, 440.33.01, 16160 MiB, 1530 MHz"],
               "container_image": "nvcr.io/nvidia/pytorch:20.03-py3",
               "versions": {"torch": "1.5.0a0+8f84ded", "dlperf_slurm": "0.1.0"}}
-    (same,), _ = refcompare.compare([_run("c", e.suite, 1, 8, 128, "fp32", False, Status.OK, e.value, dlperf)], v100)
+    (same,), _ = published.compare([_run("c", e.suite, 1, 8, 128, "fp32", False, Status.OK, e.value, dlperf)], v100)
     assert {k: c["status"] for k, c in same.conditions.items()} == {
         "GPU": "same", "container": "same", "framework": "same", "precision": "same", "batch per device": "same",
         "XLA": "same", "data": "unknown"}
     assert same.statement.startswith("no recorded condition differs; not known here: data; same: GPU, container")
-    assert refcompare.ratio_text(row, ref) == "x1.10 of NVIDIA's DGX A100"
+    assert published.ratio_text(row, ref) == "x1.10 of NVIDIA's DGX A100"
     assert not row.below_gate  # no threshold given
 
 
@@ -277,7 +280,7 @@ def test_the_references_command_and_clear_errors(tmp_path):
         ref = references.load(name)
         assert max(map(len, fit.splitlines())) <= 100 and max(map(len, wide.splitlines())) > 100
         rows = [line for line in fit.splitlines() if line.startswith("| ") and "| suite " not in line]
-        assert [r.split("|")[5].strip() for r in rows] == [refcompare.figure(e.value) for e in ref.entries]
+        assert [r.split("|")[5].strip() for r in rows] == [published.figure(e.value) for e in ref.entries]
         assert "note, variant, xla left out" in " ".join(fit.split())
         assert all(f"{e.source}: {' > '.join(e.headings)}" in wide for e in ref.entries)
     p = cli("references", "ngc-a100", "--json")

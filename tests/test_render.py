@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm.schedulers.slurm import options as slurm_options
-from dlperf_slurm import launchers, matrix, render
+from dlperf_slurm import launchers
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model import cell
+from dlperf_slurm.schedulers.slurm import options as slurm_options
+from dlperf_slurm.submit import render
 from dlperf_slurm.suites import Suite, registered
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -447,16 +450,16 @@ CASES = {
 }
 
 
-def _matrix(tmp_path: Path, text: str, name: str = "m.toml") -> matrix.Matrix:
+def _matrix(tmp_path: Path, text: str, name: str = "m.toml") -> cell.Matrix:
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden(case, tmp_path, golden):
     m = _matrix(tmp_path, CASES[case])
-    run = matrix.runs(m, Path("logs") / m.name)[0]
+    run = loader.runs(m, Path("logs") / m.name)[0]
     text = render.render_run(m, run)
     golden(case, text)
     check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
@@ -470,21 +473,21 @@ def test_golden_files_cover_every_launcher():
 
 def test_directives_follow_the_cell_and_slurm_config(tmp_path):
     m = _matrix(tmp_path, CASES["srun_2x4_gres"])
-    run = matrix.runs(m, tmp_path)[0]
+    run = loader.runs(m, tmp_path)[0]
     d = slurm_options(render.run_resources(m, run))
     assert d["nodes"] == 2 and d["ntasks-per-node"] == 4 and d["gres"] == "gpu:4"
     assert "gpus-per-node" not in d and d["constraint"] == "a100" and d["cpus-per-task"] == 8
     text = render.render_run(m, run)
     assert "#SBATCH --gres=gpu:4\n" in text and "#SBATCH --reservation=bench\n" in text
     m = _matrix(tmp_path, CASES["torchrun_2x8_pyxis"], "t.toml")
-    d = slurm_options(render.run_resources(m, matrix.runs(m, tmp_path)[0]))
+    d = slurm_options(render.run_resources(m, loader.runs(m, tmp_path)[0]))
     assert d["ntasks-per-node"] == 1 and d["gpus-per-node"] == 8 and d["exclusive"] is True
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "matrices").glob("*.toml")), ids=lambda p: p.name)
 def test_every_shipped_matrix_renders_valid_bash(path, tmp_path):
-    m = matrix.load(path, site=False)
-    scripts = render.write_scripts(m, matrix.runs(m, tmp_path))
+    m = loader.load(path, site=False)
+    scripts = render.write_scripts(m, loader.runs(m, tmp_path))
     assert len(scripts) == m.runs
     for s in scripts[:: m.measure.repeats]:  # one per cell; repeats differ only in paths
         r = subprocess.run(["bash", "-n", str(s)], capture_output=True, text=True)
@@ -497,7 +500,7 @@ def test_user_template_folder_overrides_a_builtin(tmp_path):
     user = tmp_path / "tpl" / "launchers"
     user.mkdir(parents=True)
     (user / "horovodrun.sh.j2").write_text("my-horovodrun -np {{ world_size }} {{ program|qjoin }}\n")
-    text = render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
+    text = render.render_run(m, loader.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
     assert "\n( my-horovodrun -np 8 python3 " in text  # the launch, run beside the hang watchdog
 
 
@@ -509,7 +512,7 @@ def test_missing_user_template_folder_is_an_error(tmp_path, capsys):
     m = _matrix(tmp_path, CASES["horovodrun_1x8"])
     missing = tmp_path / "no-such-templates"
     with pytest.raises(UserError, match="no-such-templates: no such folder"):
-        render.render_run(m, matrix.runs(m, tmp_path)[0], str(missing))
+        render.render_run(m, loader.runs(m, tmp_path)[0], str(missing))
     rc = cli.main(["render", str(ROOT / "matrices" / "smoke.toml"), "--no-site", "--out", str(tmp_path / "out"),
                    "--templates", str(missing)])
     assert rc == 2 and "no such folder" in capsys.readouterr().err
@@ -572,7 +575,7 @@ def test_a_user_template_mistake_is_an_error_naming_its_file_and_line(tmp_path, 
     user.mkdir(parents=True)
     (user / "horovodrun.sh.j2").write_text(text)
     with pytest.raises(UserError) as err:
-        render.render_run(m, matrix.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
+        render.render_run(m, loader.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
     assert str(err.value).startswith(f"{user / 'horovodrun.sh.j2'}:2: template error: ") and needle in str(err.value)
 
 
@@ -602,7 +605,7 @@ def test_hostile_values_stay_inert(tmp_path, launcher):
         repeats = 1
         """)
     m = _matrix(tmp_path, text)
-    run = matrix.runs(m, tmp_path / "logs")[0]
+    run = loader.runs(m, tmp_path / "logs")[0]
     [script] = render.write_scripts(m, [run])
     # fake launchers: record argv and the hostile environment, run nothing
     bindir = tmp_path / "bin"
@@ -628,7 +631,7 @@ def test_hostile_values_stay_inert(tmp_path, launcher):
 
 def test_marker_records_failure_and_provenance_line(tmp_path):
     m = _matrix(tmp_path, CASES["oneflow_1x8"])
-    run = matrix.runs(m, tmp_path / "logs")[0]
+    run = loader.runs(m, tmp_path / "logs")[0]
     [script] = render.write_scripts(m, [run])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env["SECRET_API_TOKEN"] = "hunter2"
@@ -653,7 +656,7 @@ def test_tf2_time_history_interval_divides_the_window(tmp_path):
     --log_steps flag: classifier_trainer applies its flags after --params_override, so a
     train.time_history.log_steps override would lose to the flag's default (100)."""
     m = _matrix(tmp_path, CASES["tf_config_2x8_apptainer"] + "\n[measure]\nwarmup_steps = 30\nmeasure_steps = 120\n")
-    text = render.render_run(m, matrix.runs(m, tmp_path)[0])
+    text = render.render_run(m, loader.runs(m, tmp_path)[0])
     assert " --log_steps=30 " in text and "train.steps=150," in text and "log_steps=" not in text.replace(" --log_steps=30 ", "")
 
 
@@ -661,10 +664,10 @@ def test_a_campaign_folder_with_a_space_stays_one_sbatch_value(tmp_path):
     """sbatch refused a rendered script whose folder held a space ("Invalid directive found in batch script");
     a line break in it would end the #SBATCH line and run the rest as a command: refused."""
     m = _matrix(tmp_path, CASES["horovodrun_1x8"])
-    run = matrix.runs(m, tmp_path / "my runs")[0]
+    run = loader.runs(m, tmp_path / "my runs")[0]
     text = render.render_run(m, run)
     [line] = [x for x in text.splitlines() if x.startswith("#SBATCH --output=")]
     assert shlex.split(line) == ["#SBATCH", f"--output={run.base}.slurm-%j.out"], line
     assert "#SBATCH --nodes=1\n" in text  # plain values stay as they were
     with pytest.raises(UserError, match="line break"):
-        render.render_run(m, matrix.runs(m, tmp_path / "x\ntouch y")[0])
+        render.render_run(m, loader.runs(m, tmp_path / "x\ntouch y")[0])

@@ -13,28 +13,28 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import synthcampaigns as sc  # noqa: E402
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import runsgate  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
-from dlperf_slurm.model import FAILURES, Status  # noqa: E402
+from dlperf_slurm.model.status import FAILURES, Status  # noqa: E402
+from dlperf_slurm.outcome import exitstatus  # noqa: E402
 
 
 def test_every_run_failed_and_fail_on():
-    assert runsgate.reasons([Status.OOM, Status.OOM, Status.TIMEOUT]) == ["every run failed (3: OOM 2, TIMEOUT 1)"]
-    assert runsgate.reasons([Status.OOM, Status.OK]) == []  # one OK run: the campaign did not fail
-    assert runsgate.reasons([Status.OOM, Status.RUNNING]) == []  # still going: not (yet) failed
-    assert runsgate.reasons([]) == []
-    oom = runsgate.parse_fail_on("oom, Timeout")
+    assert exitstatus.reasons([Status.OOM, Status.OOM, Status.TIMEOUT]) == ["every run failed (3: OOM 2, TIMEOUT 1)"]
+    assert exitstatus.reasons([Status.OOM, Status.OK]) == []  # one OK run: the campaign did not fail
+    assert exitstatus.reasons([Status.OOM, Status.RUNNING]) == []  # still going: not (yet) failed
+    assert exitstatus.reasons([]) == []
+    oom = exitstatus.parse_fail_on("oom, Timeout")
     assert oom == {Status.OOM, Status.TIMEOUT}
-    assert runsgate.reasons([Status.OK, Status.OOM, Status.OK], oom) == ["1 of 3 runs OOM 1 (--fail-on OOM,TIMEOUT)"]
-    assert runsgate.reasons([Status.OK, Status.HANG], oom) == []
-    assert runsgate.parse_fail_on("any") == set(FAILURES)
-    assert runsgate.reasons([Status.OK, Status.HANG], runsgate.parse_fail_on("any")) == [
+    assert exitstatus.reasons([Status.OK, Status.OOM, Status.OK], oom) == ["1 of 3 runs OOM 1 (--fail-on OOM,TIMEOUT)"]
+    assert exitstatus.reasons([Status.OK, Status.HANG], oom) == []
+    assert exitstatus.parse_fail_on("any") == set(FAILURES)
+    assert exitstatus.reasons([Status.OK, Status.HANG], exitstatus.parse_fail_on("any")) == [
         "1 of 2 runs HANG 1 (--fail-on any)"]
-    assert runsgate.parse_fail_on(None) == frozenset() == runsgate.parse_fail_on("")
+    assert exitstatus.parse_fail_on(None) == frozenset() == exitstatus.parse_fail_on("")
     for bad in ("OOMM", "OK", "oom,,nope"):
         with pytest.raises(UserError, match="is no run status"):
-            runsgate.parse_fail_on(bad)
+            exitstatus.parse_fail_on(bad)
 
 
 def test_collect_of_a_tree_whose_every_run_failed_exits_1(tmp_path, capsys):

@@ -10,11 +10,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 import fakeslurm  # noqa: E402
 
-from dlperf_slurm.schedulers import slurmctl as scheduler  # noqa: E402
+from dlperf_slurm.campaign.monitor import Backoff  # noqa: E402
 from dlperf_slurm.errors import ControllerUnreachable, SubmissionRefused  # noqa: E402
-from dlperf_slurm.monitor import Backoff  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.schedulers import slurmctl as scheduler  # noqa: E402
 from dlperf_slurm.schedulers.slurmctl import Slurm  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -97,7 +97,6 @@ def test_backoff_doubles_caps_and_resets():
     assert [b.next() for _ in range(6)] == [1, 2, 4, 8, 8, 8]
     b.reset()
     assert b.next() == 1
-
 
 
 def _jobs(state, specs):

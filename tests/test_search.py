@@ -14,8 +14,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli  # noqa: E402
 
-from dlperf_slurm import manifest, search  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.matrix import search  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 MATRIX = """suite = "pytorch-ddp/resnet50"
 name = "s"

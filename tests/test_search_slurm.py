@@ -23,8 +23,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli, collect_summary, memory_enforced  # noqa: E402
 
-from dlperf_slurm import manifest, search, suites  # noqa: E402
-from dlperf_slurm.model import Cell, Measure, Status  # noqa: E402
+from dlperf_slurm import suites  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.matrix import search  # noqa: E402
+from dlperf_slurm.model.cell import Cell, Measure  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _why = memory_enforced()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.cgroup,

@@ -13,9 +13,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import cli, cluster_up, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest, matrix, render  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.model import cell  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.submit import render  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +52,7 @@ OMPI_ALLOW_RUN_AS_ROOT_CONFIRM = "1"
 """
 
 
-def load(tmp_path: Path, text: str) -> matrix.Matrix:
+def load(tmp_path: Path, text: str) -> cell.Matrix:
     p = tmp_path / "m.toml"
     p.write_text(text)
     return matrix.load(p, site=False)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import matrix
 from dlperf_slurm.cli import main
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix import loader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,14 +40,14 @@ def no_env(monkeypatch):
 
 def test_relative_shapes_from_the_site_files_gpus_per_node(tmp_path, no_env):
     site = write(tmp_path, "[slurm]\ngpus_per_node = 4\n", "site.toml")
-    m = matrix.load(write(tmp_path, RELATIVE), site=site)
+    m = loader.load(write(tmp_path, RELATIVE), site=site)
     assert shapes(m) == ["1x1", "1x2", "1x4", "2x4"]
     assert m.node_gpus == "shapes: 'all' is 4 GPUs a node, 'half' 2 ([slurm] gpus_per_node)"
 
 
 def test_relative_shapes_from_the_systems_hardware(tmp_path, no_env):
     site = write(tmp_path, "[systems.dgx]\ngpus_per_node = 8\n", "site.toml")
-    m = matrix.load(write(tmp_path, RELATIVE), site=site, system="dgx")
+    m = loader.load(write(tmp_path, RELATIVE), site=site, system="dgx")
     assert shapes(m) == ["1x1", "1x4", "1x8", "2x8"]
     assert "(system dgx's gpus_per_node)" in m.node_gpus
 
@@ -57,23 +57,23 @@ def test_relative_shapes_from_the_clusters_partition(tmp_path, no_env, fake):
 
     fakeslurm.update(fake, lambda s: s.update(partitions="gpu*|gpu|4|infinite|gpu:a100:4(S:0-1)|1-infinite\n"
                                                          "big|big|2|infinite|gpu:8|1-infinite"))
-    m = matrix.load(write(tmp_path, RELATIVE), site=False)
+    m = loader.load(write(tmp_path, RELATIVE), site=False)
     assert shapes(m) == ["1x1", "1x2", "1x4", "2x4"]
     assert m.node_gpus.endswith("(the nodes of partition gpu, as sinfo says)")
-    m = matrix.load(write(tmp_path, RELATIVE + '[slurm]\npartition = "big"\n'), site=False)
+    m = loader.load(write(tmp_path, RELATIVE + '[slurm]\npartition = "big"\n'), site=False)
     assert shapes(m) == ["1x1", "1x4", "1x8", "2x8"]
 
 
 def test_a_relative_shape_that_comes_to_a_given_one_is_kept_once(tmp_path, monkeypatch):
     monkeypatch.setenv("DLPERF_SLURM_GPUS_PER_NODE", "1")
-    m = matrix.load(write(tmp_path, RELATIVE.replace('"1xhalf", ', "")), site=False)
+    m = loader.load(write(tmp_path, RELATIVE.replace('"1xhalf", ', "")), site=False)
     assert shapes(m) == ["1x1", "2x1"]
 
 
 def test_nothing_to_resolve_a_relative_shape_by_is_one_line_naming_what_to_set(tmp_path, no_env, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm client
     with pytest.raises(UserError) as err:
-        matrix.load(write(tmp_path, RELATIVE), site=False)
+        loader.load(write(tmp_path, RELATIVE), site=False)
     text = str(err.value)
     assert "\n" not in text and "axes.devices" in text and "gpus_per_node = N under [slurm]" in text
     assert "no Slurm client" in text
@@ -81,13 +81,13 @@ def test_nothing_to_resolve_a_relative_shape_by_is_one_line_naming_what_to_set(t
 
 def test_a_cluster_partition_without_gpus_is_named(tmp_path, no_env, fake):
     with pytest.raises(UserError, match="partition debug have no GPU GRES"):
-        matrix.load(write(tmp_path, RELATIVE), site=False)
+        loader.load(write(tmp_path, RELATIVE), site=False)
 
 
 def test_cells_a_node_cannot_hold_are_dropped_counted_and_named(tmp_path, no_env, capsys):
     site = write(tmp_path, "[slurm]\ngpus_per_node = 4\n", "site.toml")
     path = write(tmp_path, RELATIVE.replace('"1xhalf", "1xall", "2xall"', '"1x8", "2x8", "1xall"'))
-    m = matrix.load(path, site=site)
+    m = loader.load(path, site=site)
     assert shapes(m) == ["1x1", "1x4"]
     assert [d.reason for d in m.dropped] == ["the nodes have 4 GPUs ([slurm] gpus_per_node); it asks 8"] * 2
     assert main(["plan", str(path), "--site", str(site)]) == 0
@@ -99,7 +99,7 @@ def test_cells_a_node_cannot_hold_are_dropped_counted_and_named(tmp_path, no_env
 def test_dlperf_bert_fits_a_4_gpu_site_as_an_8_gpu_one(tmp_path, no_env):
     four = write(tmp_path, "[slurm]\ngpus_per_node = 4\n", "four.toml")
     eight = write(tmp_path, "[slurm]\ngpus_per_node = 8\n", "eight.toml")
-    m4, m8 = matrix.load(ROOT / "matrices/bert.toml", site=four), matrix.load(ROOT / "matrices/bert.toml", site=eight)
+    m4, m8 = loader.load(ROOT / "matrices/bert.toml", site=four), loader.load(ROOT / "matrices/bert.toml", site=eight)
     assert (len(m4.cells), len(m4.dropped)) == (len(m8.cells), len(m8.dropped)) == (24, 0)
     assert sorted({f"{c.nodes}x{c.gpus_per_node}" for c in m4.cells}) == ["1x1", "1x4", "2x4", "4x4"]
     assert sorted({f"{c.nodes}x{c.gpus_per_node}" for c in m8.cells}) == ["1x1", "1x8", "2x8", "4x8"]
@@ -108,7 +108,7 @@ def test_dlperf_bert_fits_a_4_gpu_site_as_an_8_gpu_one(tmp_path, no_env):
 @pytest.mark.parametrize("value, needle", [(0, ">= 1"), (65, "1 to 64"), ("4", "expected an integer")])
 def test_gpus_per_node_is_checked(tmp_path, value, needle):
     with pytest.raises(UserError, match=needle):
-        matrix.load(write(tmp_path, RELATIVE + f"[slurm]\ngpus_per_node = {value!r}\n".replace("'", '"')),
+        loader.load(write(tmp_path, RELATIVE + f"[slurm]\ngpus_per_node = {value!r}\n".replace("'", '"')),
                     site=False)
 
 

@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
-from testlib import (REPO, TEMPLATES, cli, cluster_up, tiny_matrix_text, wait_campaign, wait_until,  # noqa: E402
-                     write_matrix)
+from testlib import REPO, TEMPLATES, cli, cluster_up, tiny_matrix_text, wait_campaign, wait_until, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, outcome, tracking  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
-
+from dlperf_slurm.campaign import (
+    manifest,  # noqa: E402
+    tracking,  # noqa: E402
+)
+from dlperf_slurm.model.status import Status  # noqa: E402
+from dlperf_slurm.outcome import evidence  # noqa: E402
 
 _why = cluster_up()
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.skipif(_why is not None, reason=_why or "")]
@@ -257,7 +259,7 @@ def test_a_hung_run_ends_early_as_hang(site):
     assert list(st.values()) == [Status.HANG], (run.reason, run.log.read_text()[-3000:])
     marker = json.loads(run.marker.read_text())
     assert marker["hang"]["bound_s"] == 5 and marker["rc"] != 0
-    ran = marker["end"] - outcome.log_start(run.log)
+    ran = marker["end"] - evidence.log_start(run.log)
     assert ran < 120, ran  # against a 600 s limit
     assert "at step 3" in run.reason and "s before its time limit" in run.reason
     assert run.sched_state == "FAILED"  # what Slurm saw: the script's non-zero exit, not a kill by Slurm

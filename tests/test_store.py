@@ -17,9 +17,13 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import pgserver  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 
-from dlperf_slurm import collectstore, store, sysversions  # noqa: E402
-from dlperf_slurm.errors import UserError  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
+from dlperf_slurm.errors import UserError  # noqa: E402
+from dlperf_slurm.report import system as sysversions  # noqa: E402
+from dlperf_slurm.store import (
+    database,  # noqa: E402
+    filing,  # noqa: E402
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +45,21 @@ def url(request, tmp_path):
     import psycopg
 
     with psycopg.connect(server.url, autocommit=True) as conn:  # each test its own empty store
-        conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
+        conn.execute(f"DROP TABLE IF EXISTS {database.TABLE}")
         conn.execute("DROP TABLE IF EXISTS dlperf_schema")
     return server.url
 
 
 def _counts(result, url: str, system: str) -> tuple[int, int]:
-    filed = collectstore.record_collect(result, url, system)
+    filed = filing.record_collect(result, url, system)
     return filed.added, filed.updated
 
 
 def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path):
     monday = sc.result(tmp_path / "trees", "monday", 1.0, oom=(2,))
-    filed = collectstore.record_collect(monday, url, "alpha:gpu")
+    filed = filing.record_collect(monday, url, "alpha:gpu")
     assert (filed.added, filed.updated) == (2, 0)
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         cells = {c.cell_id: c for c in st.cells()}
         first = {c.cell_id: c.first_collected for c in cells.values()}
     for row in monday.cells:  # what the store holds is what collect computed
@@ -69,7 +73,7 @@ def test_collect_adds_its_cells_and_collecting_again_updates_them(url, tmp_path)
     assert oom.status == "OOM" and oom.median is None and set(oom.statuses) == {"OOM"}
     assert _counts(monday, url, "alpha:gpu") == (0, 2)  # again: updated, never duplicated
     assert _counts(monday, url, "beta") == (2, 0)  # another system: its own rows
-    with store.Store(url) as st:
+    with database.Store(url) as st:
         assert st.count() == 4
         again = [c for c in st.cells(system="alpha")]
         assert {c.cell_id: c.first_collected for c in again} == first
@@ -87,11 +91,11 @@ def test_the_postgresql_store_at_scale(pg, tmp_path):
     import psycopg
 
     with psycopg.connect(pg.url, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
-    rows = collectstore.records(res, system="alpha")
-    campaigns = [[store.StoredCell(**{**r.__dict__, "campaign": f"c{k:03d}", "campaign_key": f"c{k:03d}@x"})
+        conn.execute(f"DROP TABLE IF EXISTS {database.TABLE}")
+    rows = filing.records(res, system="alpha")
+    campaigns = [[database.StoredCell(**{**r.__dict__, "campaign": f"c{k:03d}", "campaign_key": f"c{k:03d}@x"})
                   for r in rows] for k in range(200)]
-    with store.Store(pg.url) as st:
+    with database.Store(pg.url) as st:
         t0 = time.perf_counter()
         for cells in campaigns:
             assert st.add(cells) == (len(cells), 0)
@@ -118,7 +122,7 @@ def test_collect_cli_stores_by_default_in_the_data_folder_and_to_a_url(tmp_path,
     assert main([*args, "--system", "alpha:gpu"]) == 0 and "2 cells added" in capsys.readouterr().out
     assert main([*args, "--no-cache"]) == 0 and "0 cells added, 2 updated" in capsys.readouterr().out
     with sqlite3.connect(default) as conn:
-        assert conn.execute(f"SELECT COUNT(*), COUNT(DISTINCT system_name) FROM {store.TABLE}").fetchone() == (4, 2)
+        assert conn.execute(f"SELECT COUNT(*), COUNT(DISTINCT system_name) FROM {database.TABLE}").fetchone() == (4, 2)
     # the site file's [store] url, and the environment variable before it
     site = tmp_path / "site.toml"
     site.write_text(f'[store]\nurl = "{tmp_path / "site.sqlite"}"\n')
@@ -162,8 +166,8 @@ def test_a_server_killed_under_an_open_store_is_one_line(tmp_path):
         pytest.skip(why)
     server = pgserver.start()
     try:
-        rows = collectstore.records(sc.result(tmp_path / "trees", "monday", 1.0), system="alpha")
-        with store.Store(server.url) as st:
+        rows = filing.records(sc.result(tmp_path / "trees", "monday", 1.0), system="alpha")
+        with database.Store(server.url) as st:
             assert st.add(rows) == (2, 0)
             pid = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
             for victim in (pid, st.conn.info.backend_pid):
@@ -203,7 +207,7 @@ def test_history_and_last_good_from_the_postgresql_store(pg, tmp_path, capsys):
     import psycopg
 
     with psycopg.connect(pg.url, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE IF EXISTS {store.TABLE}")
+        conn.execute(f"DROP TABLE IF EXISTS {database.TABLE}")
     gpus = "0, NVIDIA A100-SXM4-80GB, {}, 81920 MiB, 1410 MHz"
     out = tmp_path / "s"
     for name, scale, driver in (("monday", 1.0, "535.104.05"), ("tuesday", 0.8, "550.54.15"),

@@ -7,9 +7,10 @@ from dataclasses import fields
 
 import pytest
 
-from dlperf_slurm import hostlist, stragglers
-from dlperf_slurm.model import Status
-from dlperf_slurm.rows import RunRow
+from dlperf_slurm import hostlist
+from dlperf_slurm.model.rows import RunRow
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.report import stragglers
 
 
 def row(cell: str, hosts: str, throughput: float, status: Status = Status.OK) -> RunRow:

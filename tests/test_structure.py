@@ -1,19 +1,20 @@
-"""The package's shape: no status string outside the module of nouns, small modules, an acyclic import graph
-that imports cleanly in dependency order in a fresh interpreter."""
+"""The package's shape: no status string outside the nouns, no SQL outside its owners, every module importing
+alone in a fresh interpreter, every subpackage installed, every command a module, and the import layers of
+setup.cfg's ``[importlinter]`` contracts kept (import-linter's check, run here and by .ci/run, with a twin that
+shows it fails on a lazy or a type-only import that runs back up)."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
-from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-from dlperf_slurm.model import Status
+from dlperf_slurm.model.status import Status
 
 PKG = Path(__file__).resolve().parents[1] / "dlperf_slurm"
-MAX_LINES = 400
 #: a scheduler backend's own state words (squeue/sacct's, the local runner's queue file) are its vocabulary,
 #: mapped to Status in one table per backend; they are not our statuses
 SCHEDULER_VOCABULARY = {"schedulers/slurmctl.py", "schedulers/local.py", "schedulers/local_runner.py"}
@@ -52,10 +53,10 @@ def test_no_status_string_literal_outside_the_module_of_nouns():
     found = []
     for name, path in MODULES.items():
         rel = str(path.relative_to(PKG))
-        if rel == "model.py" or rel in SCHEDULER_VOCABULARY:
+        if rel == "model/status.py" or rel in SCHEDULER_VOCABULARY:
             continue
         found += [f"{rel}:{line}: {word!r}" for line, word in _status_literals(ast.parse(path.read_text()))]
-    assert not found, "use dlperf_slurm.model.Status, not its string:\n" + "\n".join(found)
+    assert not found, "use dlperf_slurm.model.status.Status, not its string:\n" + "\n".join(found)
 
 
 def test_the_literal_check_can_fail():
@@ -63,113 +64,48 @@ def test_the_literal_check_can_fail():
     assert _status_literals(ast.parse("if 'OOM' in line: pass")) == []
 
 
-def test_no_module_over_the_size_limit():
-    big = {name: n for name, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not big, f"modules over {MAX_LINES} lines (split them by job): {big}"
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter over the package under ``root`` with the project's contracts (setup.cfg)."""
+    import shutil
+
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    return subprocess.run([exe, "--no-logo", "--no-cache", str(PKG.parent / "setup.cfg")], capture_output=True,
+                          text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
 
 
-def _imports(name: str, path: Path, lazy: bool = False) -> set[str]:
-    """The package modules ``name`` imports at module level, or with ``lazy`` anywhere (inside functions too:
-    lazy on purpose, for start-up speed, but an arrow all the same). ``if TYPE_CHECKING:`` blocks do not run.
-    (Imports by string are the registries' of their own submodules and cli's command table, checked below.)"""
-    out = set()
-    tree = ast.parse(path.read_text())
-    base = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    if lazy:
-        skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in
-                   ast.unparse(node.test) for n in ast.walk(node)}
-        stmts = [n for n in ast.walk(tree) if id(n) not in skipped]
-    else:
-        stmts = []
-        for node in tree.body:
-            if isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks do not run
-                continue
-            stmts += node.body if isinstance(node, ast.Try) else [node]
-    for st in stmts:
-        if isinstance(st, ast.Import):
-            targets = [a.name for a in st.names]
-        elif isinstance(st, ast.ImportFrom):
-            mod = st.module or ""
-            if st.level:
-                up = base.split(".")[: len(base.split(".")) - (st.level - 1)]
-                mod = ".".join(up + ([mod] if mod else []))
-            targets = [mod] + [f"{mod}.{a.name}" for a in st.names]
-        else:
-            continue
-        for t in targets:
-            if t in MODULES and t != name:
-                out.add(t)
-    # importing a submodule imports its packages first
-    return out | {p for t in out for p in _parents(t) if p != name and p in MODULES} - {name}
+def test_the_import_layers_hold():
+    """setup.cfg's contracts: the stages' layers (lazy and TYPE_CHECKING imports included), no circle in any
+    package, the job side importing only the standard library, events and probes, the nouns importing nothing."""
+    p = _lint_imports(PKG.parent)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    assert "0 broken" in p.stdout, p.stdout[-2000:]
 
 
-def _parents(mod: str) -> list[str]:
-    parts = mod.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts))]
+def test_the_layer_check_can_fail(tmp_path):
+    """The same check on a copy of the package with two imports that run back up: one inside a function of the
+    nouns, one under ``if TYPE_CHECKING:`` in submit (its sibling collect): both contracts break, naming them."""
+    import shutil
+
+    shutil.copytree(PKG, tmp_path / "dlperf_slurm", ignore=shutil.ignore_patterns("__pycache__"))
+    status = tmp_path / "dlperf_slurm" / "model" / "status.py"
+    status.write_text(status.read_text() + "\n\ndef _up():\n    from dlperf_slurm import cli  # noqa\n")
+    guard = tmp_path / "dlperf_slurm" / "submit" / "guard.py"
+    guard.write_text(guard.read_text() + "\nif TYPE_CHECKING:\n    from dlperf_slurm.collect import drive  # noqa\n")
+    p = _lint_imports(tmp_path)
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert "dlperf_slurm.model.status -> dlperf_slurm.cli" in p.stdout, p.stdout[-3000:]
+    assert "dlperf_slurm.submit.guard -> dlperf_slurm.collect.drive" in p.stdout, p.stdout[-3000:]
 
 
-GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
-#: every arrow, function-level imports included
-FULL_GRAPH = {name: _imports(name, path, lazy=True) for name, path in MODULES.items()}
-#: the face: the parser (cli), the command handlers (commands/) and the ``python -m`` entry points
-FACE = {"dlperf_slurm.cli", "dlperf_slurm.__main__"} | {m for m in MODULES if m.startswith("dlperf_slurm.commands")}
-
-
-def _acyclic(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    # a package's __init__ may import its submodules (a registry filling itself): that edge is not a cycle
-    return {n: {d for d in deps if not d.startswith(n + ".")} for n, deps in graph.items()}
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str]:
-    try:
-        list(TopologicalSorter(_acyclic(graph)).static_order())
-    except CycleError as err:
-        return err.args[1]
-    return []
-
-
-def test_the_import_graph_has_no_cycle():
-    assert not (c := _cycle(GRAPH)), f"import cycle: {' -> '.join(c)}"
-
-
-def test_lazy_imports_make_no_cycle_either():
-    """Counting imports inside functions, the graph is still a DAG: every module has a floor (the longest chain of
-    imports below it) and every arrow, lazy or not, points to a lower floor; none runs back up."""
-    cycle = _cycle(FULL_GRAPH)
-    lazy = [f"{a} -> {b}" for a, b in zip(cycle, cycle[1:]) if b not in GRAPH[a]]
-    assert not cycle, f"import cycle: {' -> '.join(cycle)} (lazy: {', '.join(lazy) or 'none'})"
-    graph = _acyclic(FULL_GRAPH)
-    floor: dict[str, int] = {}
-    for m in TopologicalSorter(graph).static_order():
-        floor[m] = 1 + max((floor[d] for d in graph[m]), default=-1)
-    up = [f"{a} ({floor[a]}) -> {b} ({floor[b]})" for a, deps in graph.items() for b in deps if floor[b] >= floor[a]]
-    assert not up, f"imports back up the floors: {up}"
-
-
-def test_the_cycle_check_follows_lazy_imports(tmp_path):
-    # the check can fail: a function-level import that closes a loop is found, and named as lazy
-    b = tmp_path / "b.py"
-    b.write_text("def f():\n    from dlperf_slurm import cli\n")
-    graph = {"dlperf_slurm.cli": {"dlperf_slurm.search"},
-             "dlperf_slurm.search": _imports("dlperf_slurm.x", b, lazy=True) - {"dlperf_slurm"}}
-    assert _imports("dlperf_slurm.x", b) == set() and graph["dlperf_slurm.search"] == {"dlperf_slurm.cli"}
-    assert _cycle(graph)
-
-
-def test_no_stage_module_imports_the_command_line():
-    """Only the face imports cli or commands/ (lazy imports included): the stages never reach up into the command
-    line. And cli names each command's module by string: every subcommand has ``commands/<name>.py`` with
-    ``cmd_<name>``, and every command module (but the shared ``common``) is a subcommand."""
+def test_every_command_is_a_module_named_by_cli():
+    """cli names each command's module by string (``--help`` imports no stage): every subcommand has
+    ``commands/<name>.py`` with ``cmd_<name>``, and every command module (but the shared ``common``) is a
+    subcommand. (That no stage imports cli or commands/ is the layers contract's.)"""
     import argparse
     import importlib
 
     from dlperf_slurm import cli
 
-    up = sorted(f"{m} -> {d}" for m, deps in FULL_GRAPH.items() if m not in FACE for d in deps if d in FACE)
-    assert not up, f"stage modules import the command line: {up}"
-    inside = sorted(f"{m} -> {d}" for m, deps in FULL_GRAPH.items() if m not in FACE - {"dlperf_slurm.cli"}
-                    for d in deps if d.startswith("dlperf_slurm.commands"))
-    assert not inside, f"only cli (by name) and the command modules import dlperf_slurm.commands: {inside}"
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     names = set(sub.choices)
     for name in names:
@@ -178,14 +114,8 @@ def test_no_stage_module_imports_the_command_line():
     assert modules == names, f"command modules without a subcommand: {modules - names}"
 
 
-def test_every_module_imports_in_a_fresh_interpreter_in_dependency_order():
-    graph = _acyclic(GRAPH)
-    order = [m for m in TopologicalSorter(graph).static_order() if m not in ENTRY_POINTS]
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\nprint(len(sys.argv) - 1)"
-    p = subprocess.run([sys.executable, "-c", code, *order], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.strip() == str(len(MODULES) - len(ENTRY_POINTS & set(MODULES)))
-    # and each module alone, first in its interpreter (a hidden cycle shows as an ImportError here)
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    """Each module first in its interpreter (a hidden cycle or a missing import shows as an ImportError here)."""
     code = ("import importlib, sys\nbad = []\nfor m in sys.argv[1:]:\n    for k in [k for k in sys.modules if "
             "k.startswith('dlperf_slurm')]:\n        del sys.modules[k]\n    try:\n        importlib.import_module(m)\n"
             "    except Exception as e:\n        bad.append(f'{m}: {type(e).__name__}: {e}')\nprint('\\n'.join(bad))")
@@ -206,9 +136,9 @@ def test_every_subpackage_is_installed():
     assert packages <= listed, f"not in setup.cfg [options] packages: {sorted(packages - listed)}"
 
 
-#: the modules that hold SQL, each the one owner of its database: the campaign's manifest, the parse cache's
-#: store in it, and the results store across campaigns (store.py)
-SQL_OWNERS = {"manifest.py", "schema.py", "parsecache.py", "store.py"}  # schema.py: the manifest's DDL
+#: the modules that hold SQL, each the one owner of its database: the campaign's manifest (and its DDL), the
+#: parse cache's store in it, and the results store across campaigns
+SQL_OWNERS = {"campaign/manifest.py", "campaign/schema.py", "collect/parsecache.py", "store/database.py"}
 _SQL = re.compile(r"\b(?:SELECT\s.+\sFROM|INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                   r"CREATE\s+(?:TABLE|INDEX)|ALTER\s+TABLE|PRAGMA)\b", re.S)
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dlperf_slurm import runparse, system
-from dlperf_slurm.model import Cell
+from dlperf_slurm.collect import runparse
+from dlperf_slurm.model.cell import Cell
+from dlperf_slurm.report import system
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 SMOKE = REAL / "dlperf_slurm-workload" / "85a9eb7" / "smoke_resnet50_tiny_1n1g_b4_fp32_0.log"

@@ -12,9 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import matrix, store  # noqa: E402
 from dlperf_slurm.cli import main  # noqa: E402
 from dlperf_slurm.errors import UserError  # noqa: E402
+from dlperf_slurm.matrix import loader  # noqa: E402
+from dlperf_slurm.store import database  # noqa: E402
 
 SITE = """default_system = "alpha"
 [slurm]
@@ -51,7 +52,7 @@ def _matrix(tmp_path, slurm: str = "") -> Path:
 
 
 def test_layers_site_system_partition_matrix(tmp_path, site):
-    m = matrix.load(_matrix(tmp_path), site=site)  # the default system
+    m = loader.load(_matrix(tmp_path), site=site)  # the default system
     assert m.system.label == "alpha" and m.system.gpus_per_node == 8 and m.system.busbw_gbs == 180.0
     assert (m.slurm.partition, m.slurm.gpu_request, m.slurm.account, m.slurm.time) == ("gpu", "gres", "bench",
                                                                                         "01:00:00")
@@ -59,19 +60,19 @@ def test_layers_site_system_partition_matrix(tmp_path, site):
     assert m.health.min_busbw_gbs == 180 and m.health.expected_by == "alpha" and not m.dropped
     assert m.overridden == (f"{site}:12: [systems.alpha.health] min_busbw_gbs = 150 is not used: the health "
                             "gate's threshold is system alpha's expected busbw_gbs, 180 GB/s",)
-    m = matrix.load(_matrix(tmp_path), site=site, system="alpha:small")
+    m = loader.load(_matrix(tmp_path), site=site, system="alpha:small")
     assert (m.slurm.partition, m.slurm.constraint, m.slurm.gpu_request) == ("small", "a100", "gres")
     assert m.system.gpus_per_node == 2 and m.system.gpu_model == "A100-SXM4-80GB"  # the system's, kept
     assert [d.cell.shape for d in m.dropped] == ["1n4g", "2n8g"]
     assert m.dropped[0].reason == "system alpha:small has 2 GPUs per node, the cell asks 4"
-    m = matrix.load(_matrix(tmp_path), site=site, system="ci")
+    m = loader.load(_matrix(tmp_path), site=site, system="ci")
     assert m.slurm.gpu_request == "none" and m.slurm.partition is None and m.system.gpus_per_node is None
-    assert matrix.load(_matrix(tmp_path), site=False).system is None
+    assert loader.load(_matrix(tmp_path), site=False).system is None
 
 
 def test_a_matrix_key_the_system_sets_wins_and_is_reported(tmp_path, site, capsys):
     mx = _matrix(tmp_path, 'partition = "mine"\ngpu_request = "gres"\ntime = "00:20:00"')
-    m = matrix.load(mx, site=site)
+    m = loader.load(mx, site=site)
     assert m.slurm.partition == "mine"
     # gpu_request: the same value as the system's, nothing to say; time: the site's, not a system's
     assert m.overridden[1:] == (f"{mx}:7: [slurm] partition = 'mine' wins over system alpha's 'gpu'",)
@@ -104,10 +105,10 @@ def test_bad_systems_are_one_line(tmp_path, site, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(SITE.replace("gpus_per_node = 8", 'gpus_per_node = "eight"'))
     with pytest.raises(UserError, match=r"bad.toml:8: systems.alpha.gpus_per_node: expected a whole number"):
-        matrix.load(mx, site=bad)
+        loader.load(mx, site=bad)
     bad.write_text(SITE.replace("busbw_gbs = 180", "busbw = 180"))
     with pytest.raises(UserError, match=r"bad.toml:10: systems.alpha.busbw: unknown key \(did you mean 'busbw_gbs'"):
-        matrix.load(mx, site=bad)
+        loader.load(mx, site=bad)
 
 
 def test_a_campaign_submitted_for_a_system_is_stored_under_it(tmp_path, site, monkeypatch):
@@ -124,13 +125,13 @@ def test_a_campaign_submitted_for_a_system_is_stored_under_it(tmp_path, site, mo
     p = cli("--logs", logs, "collect", "sys", "--no-plots", "-q", "--out", str(tmp_path / "s"))
     assert p.returncode == 0 and "1 cells added" in p.stdout, p.stdout + p.stderr
     with sqlite3.connect(tmp_path / "results.sqlite") as conn:
-        assert conn.execute(f"SELECT system_name, partition_name, n_ok FROM {store.TABLE}").fetchall() == [("ci", "", 2)]
+        assert conn.execute(f"SELECT system_name, partition_name, n_ok FROM {database.TABLE}").fetchall() == [("ci", "", 2)]
 
 
 def test_no_example_matrix_carries_a_site_key():
     site_keys = ("gpu_request", "partition", "account", "qos", "constraint")
     for path in sorted((Path(__file__).parent.parent / "matrices").glob("*.toml")):
-        m = matrix.load(path, site=False)  # still loads
+        m = loader.load(path, site=False)  # still loads
         import tomllib
 
         slurm = tomllib.loads(path.read_text()).get("slurm", {})
@@ -145,5 +146,5 @@ def test_a_bad_value_a_system_gives_is_reported_at_its_own_line(tmp_path, site):
     bad.write_text(SITE.replace('constraint = "a100"', 'constraint = "a100;rm -rf ~"'))
     with pytest.raises(UserError, match=r"bad.toml:15: systems.alpha.partitions.small.slurm.constraint: "
                                         r"'a100;rm -rf ~' is not allowed here"):
-        matrix.load(_matrix(tmp_path), site=bad, system="alpha:small")
-    matrix.load(_matrix(tmp_path), site=bad, system="alpha")  # the partition's value is not alpha's
+        loader.load(_matrix(tmp_path), site=bad, system="alpha:small")
+    loader.load(_matrix(tmp_path), site=bad, system="alpha")  # the partition's value is not alpha's

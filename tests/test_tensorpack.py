@@ -11,9 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cells as cellsmod, matrix, parsing as lp, render, report, studytables, suites
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
-from dlperf_slurm.rows import RunRow
+from dlperf_slurm import parsing as lp
+from dlperf_slurm import suites
+from dlperf_slurm.collect import cells as cellsmod
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.rows import RunRow
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.report import studies, writers
+from dlperf_slurm.submit import render
 from dlperf_slurm.suites.tensorpack import humanized_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,7 +233,7 @@ def test_seed_table_rebuilt_from_runs():
                                      variant=variant, repeat=k, run=f"{cid}.r{k}", status=Status.OK,
                                      throughput=v + d, latency_ms=64e3 * g / (v + d)))
     cells = cellsmod.cells_of(runs)
-    tables = studytables.tensorpack_vs_tfcnn(cells)
+    tables = studies.tensorpack_vs_tfcnn(cells)
     assert [t for t, _, _ in tables] == [
         "variable_update parameter_server · fp32 · XLA off · batch 64/GPU",
         "variable_update replicated · fp32 · XLA off · batch 64/GPU"]
@@ -242,9 +249,9 @@ def test_seed_table_rebuilt_from_runs():
         name, collections = "tp", []
 
     Result.cells, Result.runs = cells, runs
-    text = report.markdown(Result)
+    text = writers.markdown(Result)
     assert "## Tensorpack vs tf_cnn_benchmarks" in text and "| tensorpack gpu (img/s)" in text
-    assert studytables.markdown([c for c in cells if c.suite != "tf-cnn/resnet50"]) == []
+    assert studies.markdown([c for c in cells if c.suite != "tf-cnn/resnet50"]) == []
 
 
 # ------------------------------------------------------------------------------------------- goldens
@@ -258,7 +265,7 @@ _GOLDEN_CELLS = {
 
 
 def test_matrix_plans_the_seed_campaign():
-    m = matrix.load(ROOT / "matrices" / "tensorpack-vs-tfcnn.toml", site=False)
+    m = loader.load(ROOT / "matrices" / "tensorpack-vs-tfcnn.toml", site=False)
     ids = {c.id for c in m.cells}
     assert set(_GOLDEN_CELLS.values()) <= ids
     tp = [c for c in m.cells if c.suite == "tensorpack/resnet50"]
@@ -270,8 +277,8 @@ def test_matrix_plans_the_seed_campaign():
 
 @pytest.mark.parametrize("name", sorted(_GOLDEN_CELLS))
 def test_golden_scripts(name, golden):
-    m = matrix.load(ROOT / "matrices" / "tensorpack-vs-tfcnn.toml", site=False)
-    run = next(r for r in matrix.runs(m, Path("logs") / m.name) if r.cell.id == _GOLDEN_CELLS[name])
+    m = loader.load(ROOT / "matrices" / "tensorpack-vs-tfcnn.toml", site=False)
+    run = next(r for r in loader.runs(m, Path("logs") / m.name) if r.cell.id == _GOLDEN_CELLS[name])
     text = render.render_run(m, run)
     golden(f"{name}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0

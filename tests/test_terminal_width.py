@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import synthcampaigns as sc  # noqa: E402
 
 from dlperf_slurm.cli import main  # noqa: E402
-from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table  # noqa: E402
+from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table  # noqa: E402
 
 MATRICES = sorted((Path(__file__).parent.parent / "matrices").glob("*.toml"))
 

@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cli, collect, matrix, render
-from dlperf_slurm.model import Status
+from dlperf_slurm import cli
+from dlperf_slurm.collect import drive
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model import cell
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.submit import render
 
 # ------------------------------------------------------------------------------- each run's own model dir
 
@@ -36,10 +40,10 @@ gpu_request = "none"
 """
 
 
-def _load(tmp_path: Path, suite: str, python: str = "python3") -> matrix.Matrix:
+def _load(tmp_path: Path, suite: str, python: str = "python3") -> cell.Matrix:
     p = tmp_path / "m.toml"
     p.write_text(textwrap.dedent(TF2_MATRIX.format(suite=suite, python=python)))
-    return matrix.load(p, site=False)
+    return loader.load(p, site=False)
 
 
 @pytest.mark.parametrize("suite", ["tf2/resnet50", "tf2/bert-base"])
@@ -47,7 +51,7 @@ def test_every_run_renders_its_own_model_dir(tmp_path, suite):
     # a campaign folder with a space and shell syntax in its name: the run's folder stays one inert word
     camp = tmp_path / "camp $(touch pwned) 'x'"
     m = _load(tmp_path, suite)
-    runs = matrix.runs(m, camp)
+    runs = loader.runs(m, camp)
     assert len(runs) == 4
     dirs = set()
     for run in runs:
@@ -68,9 +72,9 @@ def test_every_run_renders_its_own_model_dir(tmp_path, suite):
 def test_a_suite_that_names_no_run_dir_gets_none(tmp_path):
     p = tmp_path / "m.toml"
     p.write_text('suite = "pytorch-ddp/resnet50"\nname = "n"\n[axes]\ndevices = ["1x1"]\nbatch_size = [2]\n')
-    m = matrix.load(p, site=False)
-    text = render.render_run(m, matrix.runs(m, tmp_path)[0])
-    assert "DLPERF_RUN_DIR" not in text and f"{matrix.runs(m, tmp_path)[0].base}.work" not in text
+    m = loader.load(p, site=False)
+    text = render.render_run(m, loader.runs(m, tmp_path)[0])
+    assert "DLPERF_RUN_DIR" not in text and f"{loader.runs(m, tmp_path)[0].base}.work" not in text
 
 
 def test_the_job_script_gives_the_program_an_empty_model_dir(tmp_path):
@@ -88,7 +92,7 @@ def test_the_job_script_gives_the_program_an_empty_model_dir(tmp_path):
     fake.chmod(0o755)
     m = _load(tmp_path, "tf2/resnet50", python=str(fake))
     camp = tmp_path / "camp $(touch pwned) 'x'"  # the run's folder reaches the program as text, never as shell
-    run = next(r for r in matrix.runs(m, camp) if r.cell.nodes == 1 and r.repeat == 1)
+    run = next(r for r in loader.runs(m, camp) if r.cell.nodes == 1 and r.repeat == 1)
     (run.work_dir / "model").mkdir(parents=True)
     (run.work_dir / "model" / "checkpoint").write_text('model_checkpoint_path: "ctl_step_6.ckpt-1"\n')
     [script] = render.write_scripts(m, [run])
@@ -178,18 +182,18 @@ def test_collect_from_uses_dlperfs_window_and_gives_its_published_medians(dlperf
 
 def test_an_explicit_window_wins_over_the_suites(dlperf_tree):
     # the whole run, the slow first interval included: the mean of all six intervals' speeds
-    whole = collect.collect([collect.runs_from_tree(dlperf_tree, "tf2/resnet50", 0, 600)], jobs=1)
+    whole = drive.collect([drive.runs_from_tree(dlperf_tree, "tf2/resnet50", 0, 600)], jobs=1)
     one = next(c for c in whole.cells if c.shape == "1n1g")
     six = sorted((round(p / 2.9, 2) + sum(round(p + d, 2) for d in _SPREAD)) / 6 for p in DLPERF_RUNS["1n1g"].values())
     assert one.status == Status.OK and one.median == pytest.approx(six[2], rel=1e-9)
     assert one.median < DLPERF_PUBLISHED["1n1g"][0] - 30
     assert {(r.window_start, r.window_end) for r in whole.runs} == {(0, 600)}
     # the generic default (skip 20, time 100) is not on TimeHistory's 100-step grid: nothing can be timed
-    generic = collect.collect([collect.runs_from_tree(dlperf_tree, "tf2/resnet50", 20, 100)], jobs=1)
+    generic = drive.collect([drive.runs_from_tree(dlperf_tree, "tf2/resnet50", 20, 100)], jobs=1)
     assert {r.status for r in generic.runs} == {Status.UNMEASURED}
     assert "window 20->120" in generic.runs[0].reason
     # one flag given: the other one stays the suite's
-    mixed = collect.runs_from_tree(dlperf_tree, "tf2/resnet50", warmup_steps=200)
+    mixed = drive.runs_from_tree(dlperf_tree, "tf2/resnet50", warmup_steps=200)
     assert {(s.warmup_steps, s.measure_steps) for s in mixed.runs} == {(200, 500)}
 
 
@@ -197,7 +201,7 @@ def test_a_suite_without_a_dlperf_window_keeps_the_default(tmp_path):
     d = tmp_path / "t" / "1n1g"
     d.mkdir(parents=True)
     (d / "m_b8_fp32_0.log").write_text("nothing\n")
-    col = collect.runs_from_tree(tmp_path / "t", "pytorch-ddp/resnet50")
+    col = drive.runs_from_tree(tmp_path / "t", "pytorch-ddp/resnet50")
     assert {(s.warmup_steps, s.measure_steps) for s in col.runs} == {(20, 100)}
     assert not any("DLPerf" in n for n in col.notes)
 
@@ -227,8 +231,8 @@ def test_a_mirrored_strategy_line_is_no_error(tmp_path, monkeypatch, parser):
     log = tmp_path / "1n1g" / "rn50_b2_fp32_1.log"
     log.parent.mkdir()
     log.write_text("".join(head))
-    [run] = collect.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2).runs
-    res = collect.collect([collect.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2)], jobs=1).runs[0]
+    [run] = drive.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2).runs
+    res = drive.collect([drive.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2)], jobs=1).runs[0]
     assert run.key == res.run
     assert res.status == Status.LAUNCH_FAILED.value
     assert "no training step" in res.reason and "last error" not in res.reason, res.reason
@@ -245,7 +249,7 @@ def test_a_record_whose_message_went_to_the_next_line_is_timed_by_its_header(tmp
     keeps its header's time: the window is timed, one worker. A malformed short line with no whole header after it
     is no record's head (the line that follows it is read alone)."""
     from dlperf_slurm import parsing
-    from dlperf_slurm.model import ParseContext
+    from dlperf_slurm.model.result import ParseContext
     from dlperf_slurm.parsing import lines as lp
     from dlperf_slurm.suites import get
 

@@ -27,8 +27,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import REPO, cli, framework_on_cluster, wait_campaign  # noqa: E402
 
-from dlperf_slurm import manifest  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.campaign import (
+    manifest,
+    records,  # noqa: E402
+)
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 PY, pytestmark = framework_on_cluster("tf2")
 
@@ -102,7 +105,7 @@ def _wait(cdir: Path, timeout: float = 420) -> dict[str, str]:
     return wait_campaign(cdir, timeout)
 
 
-def _ended_ok(site, name: str) -> dict[str, manifest.RunRecord]:
+def _ended_ok(site, name: str) -> dict[str, records.RunRecord]:
     p = site[name]
     assert p.returncode == 0, p.stdout + p.stderr
     st = _wait(site["logs"] / name)
@@ -120,7 +123,7 @@ def _collect(site, name: str) -> dict[str, dict]:
     return {r["shape"]: r for r in doc["runs"]}
 
 
-def _work_dir(run: manifest.RunRecord) -> Path:
+def _work_dir(run: records.RunRecord) -> Path:
     """The run's own folder (``Run.work_dir``: beside its log, ``<run>.work``)."""
     return run.log.with_name(run.log.name[:-len(".log")] + ".work")
 

@@ -10,9 +10,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
-from dlperf_slurm import manifest, topup  # noqa: E402
-from dlperf_slurm.model import Status  # noqa: E402
-from dlperf_slurm.rows import CellRow  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.collect import topup  # noqa: E402
+from dlperf_slurm.model.rows import CellRow  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 
 def test_top_up_adds_repeats_only_to_the_cell_whose_interval_is_too_wide(tmp_path):

@@ -19,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
 from dlperf_slurm import cli as cli_mod  # noqa: E402
-from dlperf_slurm import manifest, schedulers  # noqa: E402
-from dlperf_slurm.model import JobInfo, Status  # noqa: E402
+from dlperf_slurm import schedulers  # noqa: E402
+from dlperf_slurm.campaign import manifest  # noqa: E402
+from dlperf_slurm.model.result import JobInfo  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 from dlperf_slurm.schedulers.base import Group, Resources, Scheduler  # noqa: E402
 
 

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm import cells as cellsmod
-from dlperf_slurm import matrix, parsing as lp, render, report, suites, wdltable
-from dlperf_slurm.model import Cell, Measure, ParseContext, Status
-from dlperf_slurm.rows import RunRow
+from dlperf_slurm import parsing as lp
+from dlperf_slurm import suites
+from dlperf_slurm.collect import cells as cellsmod
+from dlperf_slurm.matrix import loader
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext
+from dlperf_slurm.model.rows import RunRow
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.report import widedeep, writers
+from dlperf_slurm.submit import render
 from dlperf_slurm.suites.wdl import workspace_mb
 from dlperf_slurm.workloads import memwatch
 
@@ -256,8 +262,8 @@ def test_memwatch_runs_the_program_and_reports(tmp_path):
 
 @pytest.mark.parametrize("name", ["oneflow-wdl", "hugectr-wdl"])
 def test_golden_scripts(name, golden):
-    m = matrix.load(ROOT / "matrices" / f"{name}.toml", site=False)
-    run = matrix.runs(m, Path("logs") / m.name)[-1]  # the largest cell
+    m = loader.load(ROOT / "matrices" / f"{name}.toml", site=False)
+    run = loader.runs(m, Path("logs") / m.name)[-1]  # the largest cell
     text = render.render_run(m, run)
     golden(f"wdl_{name}", text)
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
@@ -311,7 +317,7 @@ def test_dlperfs_published_wdl_tables_from_runs():
                                      throughput=16384e3 / (float(lat) + d) if ok else None,
                                      mem_gpu0_mib=float(mem.replace(",", "")) if ok else None))
         cells = cellsmod.cells_of(runs)
-        ((_, headers, got),) = wdltable.tables(cells)
+        ((_, headers, got),) = widedeep.tables(cells)
         assert headers[-1] == "mem ratio (oneflow / hugectr)"
         assert len(got) == len(rows)
         for mine, theirs in zip(got, rows):
@@ -321,9 +327,9 @@ def test_dlperfs_published_wdl_tables_from_runs():
             for a, b in ((mine[3], theirs[3]), (mine[4], theirs[4])):
                 assert (a == b == "OOM") or a.replace(",", "") == b.replace(",", "")
             assert mine[5] == theirs[5].replace(" ", ""), (title, mine, theirs)
-        text = "\n".join(wdltable.markdown(cells))
+        text = "\n".join(widedeep.markdown(cells))
         assert "OOM" in text or title.startswith("1 node 1")
-    assert wdltable.markdown([c for c in cells if c.model != "wdl"]) == []
+    assert widedeep.markdown([c for c in cells if c.model != "wdl"]) == []
 
 
 def test_summary_markdown_has_the_wdl_section_only_with_wdl_cells():
@@ -336,11 +342,11 @@ def test_summary_markdown_has_the_wdl_section_only_with_wdl_cells():
         name, cells, collections = "w", cellsmod.cells_of(runs), []
 
     Result.runs = runs
-    text = report.markdown(Result)
+    text = writers.markdown(Result)
     assert "## Wide & Deep" in text and re.search(r"\| 3200000 +\| 56\.600 +\| 2,557 +\|", text)
     Result.cells = [dataclasses.replace(c, model="resnet50") for c in Result.cells]
-    assert "## Wide & Deep" not in report.markdown(Result)
-    json.dumps(wdltable.as_dicts(cellsmod.cells_of(runs)))
+    assert "## Wide & Deep" not in writers.markdown(Result)
+    json.dumps(widedeep.as_dicts(cellsmod.cells_of(runs)))
 
 
 @pytest.mark.parametrize("path", [_real(n) for n in LOGS], ids=lambda p: p.name)
@@ -406,10 +412,10 @@ def test_collect_of_a_two_framework_campaign_gives_the_wdl_table(tmp_path):
 
     path = tmp_path / "wdl.toml"
     path.write_text(_E2E)
-    m = matrix.load(path, site=False)
+    m = loader.load(path, site=False)
     published = {("oneflow", 3200000): (56.601, 2557.0), ("hugectr", 3200000): (65.664, 4427.0),
                  ("oneflow", 51200000): (56.805, 11891.0), ("hugectr", 51200000): (None, None)}
-    for run in matrix.runs(m, tmp_path / "logs" / m.name):
+    for run in loader.runs(m, tmp_path / "logs" / m.name):
         ms, mib = published[(run.cell.framework, run.cell.param("deep_vocab_size"))]
         run.log.parent.mkdir(parents=True, exist_ok=True)
         if ms is not None:

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "slurm"))
 from testlib import collect_summary, framework_on_cluster, nvidia_libs, submit_and_wait  # noqa: E402
 
-from dlperf_slurm.model import Status  # noqa: E402
+from dlperf_slurm.model.status import Status  # noqa: E402
 
 _py, pytestmark = framework_on_cluster("oneflow")
 OF = HERE / "frameworks" / "oneflow"

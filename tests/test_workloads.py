@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm.workloads import distenv, gpumem, loop
 from dlperf_slurm.events import PREFIX, emit, format_line, parse_line
+from dlperf_slurm.workloads import distenv, gpumem, loop
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_REASON = "no CUDA device (CPU run): GPU memory not measured"
@@ -541,7 +541,8 @@ def test_nan_at_step_run_exits_0_and_parses_nonfinite_at_that_step():
     pytest.importorskip("torch")
     from dlperf_slurm import parsing as lp
     from dlperf_slurm import suites
-    from dlperf_slurm.model import ParseContext, Status
+    from dlperf_slurm.model.result import ParseContext
+    from dlperf_slurm.model.status import Status
 
     out = _run([sys.executable, *TRAIN, *_args("resnet50", extra=("--nan-at-step", "2"))])  # asserts exit 0
     events = [e for e in map(parse_line, out.splitlines()) if e]
@@ -634,7 +635,7 @@ def test_num_classes_and_image_size_reach_the_resnet_from_the_matrix():
     import dataclasses
 
     from dlperf_slurm import suites
-    from dlperf_slurm.model import Cell, Measure
+    from dlperf_slurm.model.cell import Cell, Measure
     from dlperf_slurm.workloads import train
     from dlperf_slurm.workloads.workload import WorkloadConfig, build
 

@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
-from dlperf_slurm import collect, plots, report, stats
-from dlperf_slurm.rows import CellRow, RunRow, columns
-
 from test_collect import make_tree
+
+from dlperf_slurm import stats
+from dlperf_slurm.collect import drive
+from dlperf_slurm.model.rows import CellRow, RunRow, columns
+from dlperf_slurm.report import plots, writers
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -22,7 +24,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def _result(tmp_path: Path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50")  # with an OOM cell and a run cut short: empty fields
-    return collect.collect([collect.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    return drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
 
 
 def test_csv_fields_read_back_as_written(tmp_path):
@@ -30,7 +32,7 @@ def test_csv_fields_read_back_as_written(tmp_path):
     odd = dataclasses.replace(res.runs[0], reason='exit 1, "killed"\nsecond line', throughput=1e-05,
                               latency_ms=float("nan"), window_start=None, extra={"b": [1, 2.5], "a": None})
     res.runs.append(odd)
-    report.write_csv(res, tmp_path, "t")
+    writers.write_csv(res, tmp_path, "t")
     text = (tmp_path / "t.runs.csv").read_text()
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == list(columns(RunRow)) and len(rows) == 1 + len(res.runs) and "\r" not in text
@@ -78,9 +80,9 @@ def test_log_axis_ticks_and_labels():
 def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", repeats=1, incomplete=None)  # two shapes with a figure: a plot
-    code = ("import sys; from dlperf_slurm import collect, report; "
-            f"res = collect.collect([collect.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
-            f"paths = report.write_all(res, {str(tmp_path / 'out')!r}); "
+    code = ("import sys; from dlperf_slurm.collect import drive; from dlperf_slurm.report import writers; "
+            f"res = drive.collect([drive.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
+            f"paths = writers.write_all(res, {str(tmp_path / 'out')!r}); "
             "print(sorted(p.suffix for p in paths), [m for m in ('pandas', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)
@@ -92,13 +94,13 @@ def test_markdown_names_the_flavour_its_tables_show(tmp_path):
     for that suite, not that every figure is the time flavour."""
     root = tmp_path / "t"
     make_tree(root, "tf2/resnet50", repeats=1, oom_shape=None, incomplete=None)
-    res = collect.collect([collect.runs_from_tree(root, "tf2/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([drive.runs_from_tree(root, "tf2/resnet50", 5, 20)], jobs=1)
     assert {c.published for c in res.cells} == {"speed"}
-    method = next(line for line in report.markdown(res).splitlines() if line.startswith("Method"))
+    method = next(line for line in writers.markdown(res).splitlines() if line.startswith("Method"))
     assert "speed flavour, the mean of the printed per-step throughputs over the window: tf2/resnet50" in method
     assert "(time flavour;" not in method
     res = _result(tmp_path)  # tf-cnn publishes the time flavour
-    method = next(line for line in report.markdown(res).splitlines() if line.startswith("Method"))
+    method = next(line for line in writers.markdown(res).splitlines() if line.startswith("Method"))
     assert "(time flavour; the speed flavour" in method
 
 
@@ -109,18 +111,18 @@ def test_the_json_written_beside_the_other_writers_is_the_one_written_in_turn(tm
     import json
     import os
 
-    from dlperf_slurm import parsecache, processes
+    from dlperf_slurm.collect import parsecache, processes
 
     res = _result(tmp_path)
     forks = []
     real = processes.beside
     monkeypatch.setattr(processes, "beside", lambda *a: forks.append(os.getpid()) or real(*a))
     monkeypatch.setattr(processes, "free_cpus", lambda: 2.0)
-    one = report.write_all(res, tmp_path / "one", plots=False, jobs=1)
+    one = writers.write_all(res, tmp_path / "one", plots=False, jobs=1)
     assert forks == []
-    monkeypatch.setattr(report, "BESIDE_RUNS", 1)
+    monkeypatch.setattr(writers, "BESIDE_RUNS", 1)
     state = parsecache.OutputState(tmp_path / "two" / ".state")
-    two = report.write_all(res, tmp_path / "two", plots=False, state=state)
+    two = writers.write_all(res, tmp_path / "two", plots=False, state=state)
     assert len(forks) == 1
     assert [p.name for p in one] == [p.name for p in two] and any(p.suffix == ".json" for p in two)
     for a, b in zip(one, two):
@@ -133,7 +135,7 @@ def test_the_json_written_beside_the_other_writers_is_the_one_written_in_turn(tm
     assert len(state.now) == len(two)
     state.begin()  # the next collect of the same result: every file current, none rewritten, none forked for
     seen = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in two}
-    assert report.write_all(res, tmp_path / "two", plots=False, state=state) == two and len(forks) == 1
+    assert writers.write_all(res, tmp_path / "two", plots=False, state=state) == two and len(forks) == 1
     assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in two} == seen
 
 
@@ -147,7 +149,7 @@ def test_a_writer_process_failure_reaches_the_caller(tmp_path):
 
     import pytest
 
-    from dlperf_slurm import processes
+    from dlperf_slurm.collect import processes
 
     def full(path):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
@@ -183,7 +185,7 @@ def test_run_all_falls_back_to_this_process_and_says_its_own_failure_first(monke
 
     import pytest
 
-    from dlperf_slurm import processes
+    from dlperf_slurm.collect import processes
 
     here = os.getpid()
     calls = {"a": lambda: ("a", os.getpid()), "b": lambda: ("b", os.getpid())}
@@ -218,7 +220,7 @@ def test_a_writer_child_dies_with_its_killed_parent(tmp_path):
     import time
 
     code = ("import os, sys, time\n"
-            "from dlperf_slurm import processes\n"
+            "from dlperf_slurm.collect import processes\n"
             "def slow(d):\n"
             "    open(d + '/child.pid', 'w').write(str(os.getpid()))\n"
             "    time.sleep(3)\n"

@@ -8,8 +8,8 @@ from dlperf_slurm.errors import UserError
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from dlperf_slurm import monitor
-    from dlperf_slurm.manifest import campaigns, find_campaign
+    from dlperf_slurm.campaign import monitor
+    from dlperf_slurm.campaign.folders import campaigns, find_campaign
 
     if not args.campaign:  # cancelling is not undone: "the latest campaign" must be the only one
         names = [c.name for c in campaigns(args.logs)]

@@ -12,12 +12,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-from dlperf_slurm import manifest, parsecache, tracking
-from dlperf_slurm.collect import (Collection, Result, collect, keep_verdicts, runs_from_campaign,
-                                  runs_from_matrix, runs_from_tree, tree_suite)
+from dlperf_slurm.campaign import folders, manifest, tracking
+from dlperf_slurm.collect import parsecache
+from dlperf_slurm.collect.drive import (
+    Collection,
+    Result,
+    collect,
+    keep_verdicts,
+    runs_from_campaign,
+    runs_from_matrix,
+    runs_from_tree,
+    tree_suite,
+)
+from dlperf_slurm.disk import no_more_open_than
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.files import no_more_open_than
-from dlperf_slurm.model import ACTIVE, METRICS, Target
+from dlperf_slurm.model.cell import METRICS, Target
+from dlperf_slurm.model.status import ACTIVE
 
 WATCH_SECONDS = 30.0  # --watch without a value
 
@@ -49,7 +59,7 @@ def _options(items: Sequence[str] | None) -> dict[str, Any]:
 def tree_options(suite_name: str, items: list[str] | None) -> dict:
     """``--option KEY=VALUE`` for a ``--from`` tree, checked as a matrix's ``[options]`` are."""
     from dlperf_slurm import suites
-    from dlperf_slurm.matrix import option_problem
+    from dlperf_slurm.matrix.loader import option_problem
 
     options = _options(items)
     try:
@@ -105,12 +115,12 @@ def gather(args) -> list[Collection]:
         site = False if args.no_site else args.site
         collections.append(runs_from_matrix(args.matrix, cdir, logs=args.logs, site=site))
     if not collections and not names:
-        names = [str(manifest.find_campaign(args.logs, None))]
+        names = [str(folders.find_campaign(args.logs, None))]
     for name in names:
-        cdir = manifest.find_campaign(args.logs, name)
-        why = manifest.why_read_only(cdir)  # a colleague's campaign, a read-only mount, a full disk: read as it is
+        cdir = folders.find_campaign(args.logs, name)
+        why = folders.why_read_only(cdir)  # a colleague's campaign, a read-only mount, a full disk: read as it is
         if why and str(cdir) not in _SAID:  # said once the collect is written (an error of its own comes alone)
-            _SAID[str(cdir)] = manifest.read_only_note(cdir, why)
+            _SAID[str(cdir)] = folders.read_only_note(cdir, why)
         elif not why and not args.no_refresh:
             tracking.refresh_statuses(cdir)
         collections.append(runs_from_campaign(cdir))
@@ -136,24 +146,24 @@ def collect_once(args, state: parsecache.OutputState | None = None
                  ) -> tuple[Result, list[Path], list[Path], parsecache.OutputState]:
     """One collect: ``(result, paths written, paths unchanged, what the writers wrote)``; ``state``: what they
     wrote in the previous round (default: read from beside the summaries)."""
-    from dlperf_slurm import report
+    from dlperf_slurm.report import writers
 
     collections = gather(args)
     name = summary_name(collections, args.name)
-    side = parsecache.side_file(args.out, report._slug(name))
+    side = parsecache.side_file(args.out, writers._slug(name))
     # the parse cache beside the summaries, and they, are no more open than the campaigns' folders (a private one's
     # medians and paths stay private); the results store is its own: private by default (store.py)
     with no_more_open_than([c.where for c in collections if Path(c.where).is_dir()]):
         caches = parsecache.Caches(collections, side, read=not args.no_cache)
         result = collect(collections, jobs=args.jobs, name=name, cache=caches)
         for col in collections:
-            if col.source == "manifest" and not manifest.why_read_only(Path(col.where)):
+            if col.source == "manifest" and not folders.why_read_only(Path(col.where)):
                 keep_verdicts(col.where, [r for r in result.runs if r.campaign == col.name])
         if state is None or state.path != side:
             state = parsecache.OutputState(side) if args.no_cache else parsecache.OutputState.load(side)
         result.trend = stored_trend(args, result)
         state.begin()
-        paths = report.write_all(result, args.out, plots=not args.no_plots, state=state, jobs=args.jobs)
+        paths = writers.write_all(result, args.out, plots=not args.no_plots, state=state, jobs=args.jobs)
         try:
             state.save()
         except (OSError, sqlite3.Error) as err:
@@ -163,32 +173,32 @@ def collect_once(args, state: parsecache.OutputState | None = None
 
 def cmd_collect(args) -> int:
     """Exits 1 when the store cannot be written, when every run collected failed, or with ``--fail-on`` a run has
-    one of its statuses (:mod:`dlperf_slurm.runsgate`; the summaries are written first)."""
-    from dlperf_slurm import runsgate
+    one of its statuses (:mod:`dlperf_slurm.outcome.exitstatus`; the summaries are written first)."""
+    from dlperf_slurm.outcome import exitstatus
 
-    fail_on = runsgate.parse_fail_on(getattr(args, "fail_on", None))
+    fail_on = exitstatus.parse_fail_on(getattr(args, "fail_on", None))
     if args.watch is not None and not 0 <= args.watch < float("inf"):  # NaN too: time.sleep refuses them all
         raise UserError(f"--watch {args.watch:g}: expected SECONDS >= 0 (none or 0: every {WATCH_SECONDS:g} s)")
     if args.explain is not None:  # one run's figures and status, where they come from; nothing is written
-        from dlperf_slurm import explain
+        from dlperf_slurm.collect import explain
 
         print(explain.explain(gather(args), args.explain))
         say_read_only()
         return 0
     if args.watch is not None:
         return watch(args, args.watch or WATCH_SECONDS, fail_on=fail_on)
-    from dlperf_slurm import report
+    from dlperf_slurm.report import writers
 
     t0 = time.perf_counter()
     result, wrote, kept, state = collect_once(args)
     say_read_only()
     if not args.quiet:
-        print(report.terminal(result, wide=args.wide))
+        print(writers.terminal(result, wide=args.wide))
         print()
     parts = [_parsed(result), f"{_written(wrote, kept, state.removed)} ({time.perf_counter() - t0:.1f} s in all)"]
     print("; ".join(parts) if args.wide else _fit_lines(parts))
     stored = store_result(args, result)
-    return max(stored, runsgate.exit_status("collect", [r.status for r in result.runs], fail_on))
+    return max(stored, exitstatus.exit_status("collect", [r.status for r in result.runs], fail_on))
 
 
 def system_of(args, result: Result) -> str | None:
@@ -212,20 +222,21 @@ def stored_trend(args, result: Result) -> dict:
     when it cannot be read: :func:`store_result` says why)."""
     if getattr(args, "no_store", False):
         return {}
-    from dlperf_slurm import collectstore, history, htmlreport, store
+    from dlperf_slurm.report import htmlpage
+    from dlperf_slurm.store import database, filing, history
 
-    name, partition, _ = collectstore.placement(result, system_of(args, result))
+    name, partition, _ = filing.placement(result, system_of(args, result))
     try:
-        with store.Store(store.url_for(args)) as st:
+        with database.Store(database.url_for(args)) as st:
             stored = st.cells(system=name, partition=partition, cell_ids={c.cell_id for c in result.cells})
     except UserError:
         return {}
-    mine = collectstore.identities(result)  # this collect's campaigns: name -> identity
+    mine = filing.identities(result)  # this collect's campaigns: name -> identity
     here = {cid.key for cid in mine.values()}
     labels = history.label_campaigns([*((s.campaign, s.key, s.when) for s in stored),  # one name twice: NAME#1..
                                       *((name, cid.key, cid.ran_at or "~") for name, cid in mine.items())])
     labels.update({name: labels.get(cid.key, name) for name, cid in mine.items()})
-    return htmlreport.trend_of([s for s in stored if s.key not in here], result, labels)
+    return htmlpage.trend_of([s for s in stored if s.key not in here], result, labels)
 
 
 def store_result(args, result: Result, say: bool = True) -> int:
@@ -233,11 +244,11 @@ def store_result(args, result: Result, say: bool = True) -> int:
     cannot be reached fails the command (exit 1) after the summaries are written."""
     if getattr(args, "no_store", False):
         return 0
-    from dlperf_slurm import collectstore, store
+    from dlperf_slurm.store import database, filing
 
     try:
-        url = store.url_for(args)
-        filed = collectstore.record_collect(result, url, system_of(args, result))
+        url = database.url_for(args)
+        filed = filing.record_collect(result, url, system_of(args, result))
     except UserError as err:
         print(f"dlperf-slurm: error: {err} (the summaries are written; --no-store skips the store)", file=sys.stderr)
         return 1
@@ -249,7 +260,7 @@ def store_result(args, result: Result, say: bool = True) -> int:
 def _fit_lines(parts: Sequence[str]) -> str:
     """The summary line's parts on lines of the terminal tables' width, one part a line (the next ones indented),
     a part too long broken after its commas (a path is never cut)."""
-    from dlperf_slurm.tables import TERMINAL_WIDTH
+    from dlperf_slurm.termtext import TERMINAL_WIDTH
 
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -302,8 +313,8 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
     """Collect every ``every`` seconds (with the parse cache: only logs that changed are read, only summaries
     whose inputs changed are written) and keep one progress line up to date; stop once no run of a campaign or
     matrix is pending or running (a ``--from`` tree: at Ctrl-C), or after ``rounds`` rounds. Exits as ``collect``
-    does (:mod:`dlperf_slurm.runsgate`) by the last round's runs."""
-    from dlperf_slurm import runsgate
+    does (:mod:`dlperf_slurm.outcome.exitstatus`) by the last round's runs."""
+    from dlperf_slurm.outcome import exitstatus
 
     out = out or sys.stdout
     result = None
@@ -336,4 +347,4 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
         pass
     if tty:
         out.write("\n")
-    return runsgate.exit_status("collect", [r.status for r in result.runs], fail_on) if result is not None else 0
+    return exitstatus.exit_status("collect", [r.status for r in result.runs], fail_on) if result is not None else 0

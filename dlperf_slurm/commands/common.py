@@ -11,9 +11,9 @@ from dlperf_slurm.errors import UserError
 
 
 def load_matrix(args: argparse.Namespace):
-    from dlperf_slurm import matrix
+    from dlperf_slurm.matrix import loader
 
-    return matrix.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
+    return loader.load(args.matrix, site=False if args.no_site else args.site, system=args.system)
 
 
 def note_dropped(m, matrix_arg: str) -> None:
@@ -33,7 +33,7 @@ def note_dropped(m, matrix_arg: str) -> None:
 def make_folder(path: Path, umask: str | None = None) -> None:
     """The campaign folder (``--out``, ``--logs``), made under the site's umask (``[provenance] umask``), or one
     line saying why it cannot be made."""
-    from dlperf_slurm.files import no_more_open_than
+    from dlperf_slurm.disk import no_more_open_than
 
     try:
         with no_more_open_than([path], umask):

@@ -1,7 +1,8 @@
-"""``compare``: two campaigns cell by cell (:mod:`dlperf_slurm.compare`), or a campaign against a published
-reference set (:mod:`dlperf_slurm.refcompare`), or against the last good campaign of the results store
-(:mod:`dlperf_slurm.history`); exits 1 when a cell regressed, fell below the gate, or went missing, or when the two
-share no cell (:class:`dlperf_slurm.compare.Gate`)."""
+"""``compare``: two campaigns cell by cell (:mod:`dlperf_slurm.compare.rule`), or a campaign against a published
+reference set (:mod:`dlperf_slurm.compare.published`), or against the last good campaign of the results store
+(:mod:`dlperf_slurm.store.history`); exits 1 when a cell regressed, fell below the gate, or went missing, or when the
+two
+share no cell (:class:`dlperf_slurm.compare.rule.Gate`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from dlperf_slurm import refcompare, references
-from dlperf_slurm.compare import CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, load_runs, load_side
-from dlperf_slurm.comparetext import junit, markdown, terminal
+from dlperf_slurm.compare import published, references
+from dlperf_slurm.compare.forms import junit, markdown, terminal
+from dlperf_slurm.compare.rule import CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, load_runs, load_side
+from dlperf_slurm.disk import atomic_write
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.files import atomic_write
 
 
 def cmd_compare(args) -> int:
@@ -28,7 +29,7 @@ def cmd_compare(args) -> int:
         raise UserError(f"compare {args.base}: NEW is missing (compare BASE NEW, or compare --base BASE NEW)")
     if args.threshold is not None and not 0 <= args.threshold < 1:
         raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
-    from dlperf_slurm.references import PREFIX
+    from dlperf_slurm.compare.references import PREFIX
 
     if args.new.startswith(PREFIX):
         raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
@@ -40,13 +41,13 @@ def cmd_compare(args) -> int:
         return cmd_compare_reference(args, ref, new_name, runs)
     if args.threshold is None:
         args.threshold = DEFAULT_THRESHOLD
-    from dlperf_slurm.history import LAST_GOOD
+    from dlperf_slurm.store.history import LAST_GOOD
 
     if args.base == LAST_GOOD:  # from the results store: the latest campaign of NEW's cells with no regression
-        from dlperf_slurm import history, store
+        from dlperf_slurm.store import database, history
 
         new_name, new = load_side(args.new, args.logs)
-        base_name, base, between = history.last_good_side(store.url_for(args), args.system, new_name,
+        base_name, base, between = history.last_good_side(database.url_for(args), args.system, new_name,
                                                           campaign_of(args.new, args.logs), new, args.threshold)
         print(f"--base {LAST_GOOD}: {base_name}")
     else:
@@ -74,11 +75,11 @@ def cmd_compare(args) -> int:
 
 def stored_between(args, base_name: str, new_name: str) -> dict[str, tuple[float, int]]:
     """BASE's cells' campaign-to-campaign variation from the results store, where it holds BASE and enough
-    campaigns alike (:func:`dlperf_slurm.history.between_from_store`); none, said in one line, where the store
+    campaigns alike (:func:`dlperf_slurm.store.history.between_from_store`); none, said in one line, where the store
     cannot be read (the comparison goes on by the runs' own spread)."""
-    from dlperf_slurm import history, store
+    from dlperf_slurm.store import database, history
 
-    url = store.url_for(args)
+    url = database.url_for(args)
     try:
         base_id, new_id = campaign_of(args.base, args.logs), campaign_of(args.new, args.logs)
         return history.between_from_store(url, base_name, base_id, new_id.key if new_id else None)
@@ -89,10 +90,10 @@ def stored_between(args, base_name: str, new_name: str) -> dict[str, tuple[float
 
 
 def campaign_of(what: str, logs: str):
-    """NEW's identity in the results store (:mod:`dlperf_slurm.campaignid`): a summary's record of its campaign,
+    """NEW's identity in the results store (:mod:`dlperf_slurm.campaign.identity`): a summary's record of its campaign,
     else the campaign folder's; None when neither says (a summary of an older collect)."""
-    from dlperf_slurm import campaignid
-    from dlperf_slurm.folders import find_campaign
+    from dlperf_slurm.campaign import identity
+    from dlperf_slurm.campaign.folders import find_campaign
 
     p = Path(what)
     if p.is_file():
@@ -100,14 +101,14 @@ def campaign_of(what: str, logs: str):
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
             return None
-        return campaignid.of_source(doc) if isinstance(doc, dict) else None
+        return identity.of_source(doc) if isinstance(doc, dict) else None
     cdir = find_campaign(logs, what)
-    return campaignid.identify(cdir.name, "manifest", str(cdir))
+    return identity.identify(cdir.name, "manifest", str(cdir))
 
 
 def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:
-    rows, unmatched = refcompare.compare(runs, ref, args.threshold)
-    text = refcompare.markdown(ref, new_name, rows, unmatched, args.threshold)
+    rows, unmatched = published.compare(runs, ref, args.threshold)
+    text = published.markdown(ref, new_name, rows, unmatched, args.threshold)
     print(text, end="")
     out = Path(args.out)
     stem = f"compare.ref-{ref.name}.{new_name}"

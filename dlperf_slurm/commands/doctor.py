@@ -22,9 +22,9 @@ def _active_jobs(prefix: str) -> list[str]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from dlperf_slurm import doctor
-    from dlperf_slurm import matrix as matrix_mod
+    from dlperf_slurm.campaign import doctor
     from dlperf_slurm.errors import UserError
+    from dlperf_slurm.matrix import loader as matrix_mod
 
     cdir = Path(args.campaign) if Path(args.campaign).is_dir() and "/" in args.campaign else \
         Path(args.logs) / args.campaign

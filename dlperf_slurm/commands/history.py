@@ -1,29 +1,29 @@
 """``history``: each cell's median over the campaigns of the results store, judged by compare's rule, with what
-changed between them (:mod:`dlperf_slurm.history`)."""
+changed between them (:mod:`dlperf_slurm.store.history`)."""
 
 from __future__ import annotations
 
 import sys
 
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.history import judge, parse_since, series, text
+from dlperf_slurm.store.history import judge, parse_since, series, text
 
 
 def cmd_history(args) -> int:
-    from dlperf_slurm import store
+    from dlperf_slurm.store import database
 
     if not 0 <= args.threshold < 1:
         raise UserError(f"--threshold {args.threshold}: expected a fraction in [0, 1), e.g. 0.05")
     since = parse_since(args.since)
-    system, partition = store.split_system(args.system)
-    url = store.url_for(args)
-    with store.Store(url) as st:
+    system, partition = database.split_system(args.system)
+    url = database.url_for(args)
+    with database.Store(url) as st:
         cells = st.cells(pattern=args.pattern, system=system or None, partition=partition or None, since=since)
     if not cells:
         what = " ".join(x for x in (f"matching {args.pattern}" if args.pattern else "",
                                     f"on {args.system}" if args.system else "",
                                     f"since {since}" if since else "") if x)
-        print(f"dlperf-slurm: no stored cell {what or 'at all'} in {store.describe(url)} (collect adds them)",
+        print(f"dlperf-slurm: no stored cell {what or 'at all'} in {database.describe(url)} (collect adds them)",
               file=sys.stderr)
         return 1
     steps = {key: judge(s, args.threshold) for key, s in series(cells).items()}

@@ -1,4 +1,5 @@
-"""``plan``: the cells of a matrix, the cells it dropped and the GPU-hours it asks for (:func:`tables.plan_text`,
+"""``plan``: the cells of a matrix, the cells it dropped and the GPU-hours it asks for
+(:func:`~dlperf_slurm.matrix.plan.plan_text`,
 fitting 100 columns unless ``--wide``); on a machine with a Slurm client, also the cells this cluster could never
 start (their partition's size or MaxTime, the QOS's GPU limits: :mod:`dlperf_slurm.schedulers.slurmlimits`)."""
 
@@ -11,7 +12,7 @@ from dlperf_slurm.commands.common import load_matrix
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from dlperf_slurm.tables import plan_text
+    from dlperf_slurm.matrix.plan import plan_text
 
     m = load_matrix(args)
     print(plan_text(m, wide=args.wide))
@@ -32,10 +33,10 @@ def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
     import textwrap
     from pathlib import Path
 
-    from dlperf_slurm import matrix as matrix_mod
     from dlperf_slurm.errors import ControllerUnreachable, UserError
+    from dlperf_slurm.matrix import loader as matrix_mod
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
-    from dlperf_slurm.tables import TERMINAL_WIDTH
+    from dlperf_slurm.termtext import TERMINAL_WIDTH
 
     def fit(lines: list[str], indent: str = "  ") -> list[str]:
         return lines if wide else [w for line in lines

@@ -9,9 +9,9 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from dlperf_slurm import references
-from dlperf_slurm.refcompare import figure
-from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table
+from dlperf_slurm.compare import references
+from dlperf_slurm.compare.published import figure
+from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table
 
 
 def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:

@@ -10,18 +10,19 @@ from dlperf_slurm.errors import UserError
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from dlperf_slurm import matrix, render
+    from dlperf_slurm.matrix import loader
+    from dlperf_slurm.submit import render
 
     m = load_matrix(args)
     note_dropped(m, args.matrix)
     out = (Path(args.out) if args.out else Path(args.logs) / m.name).resolve()  # as submit: sbatch from anywhere
     render.check_template_dir(args.templates)  # before any folder is made
-    from dlperf_slurm.manifest import MANIFEST
+    from dlperf_slurm.campaign.folders import MANIFEST
 
     if (out / MANIFEST).exists():  # what ran stays as it ran: a submitted campaign's scripts are its record
         raise UserError(f"{out} is a submitted campaign ({MANIFEST}): its scripts are the ones that ran; render "
                         "into another folder (--out DIR)")
     make_folder(out, m.provenance.umask)
-    paths = render.write_scripts(m, matrix.runs(m, out), args.templates)
+    paths = render.write_scripts(m, loader.runs(m, out), args.templates)
     print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
     return 0

@@ -1,4 +1,4 @@
-"""``search``: the largest value of one axis per cell (the search itself is :mod:`dlperf_slurm.search`), then
+"""``search``: the largest value of one axis per cell (the search itself is :mod:`dlperf_slurm.matrix.search`), then
 that value with the matrix's normal repeats."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 from dlperf_slurm.commands.common import load_matrix, note_dropped
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model import Cell, Measure, Status
-from dlperf_slurm.search import RESULT, SUFFIX, Search, found_cells, run_search
-from dlperf_slurm.tables import TERMINAL_WIDTH, fit_table
+from dlperf_slurm.matrix.search import RESULT, SUFFIX, Search, found_cells, run_search
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table
 
 
 def fit_line(line: str, wide: bool = False) -> str:
@@ -28,9 +29,10 @@ def results_table(found: list[Search], wide: bool = False) -> str:
 
 def cmd_search(args) -> int:
     """``python -m dlperf_slurm search MATRIX --axis batch_size ...``"""
-    from dlperf_slurm import monitor, schedulers
-    from dlperf_slurm.manifest import Manifest
-    from dlperf_slurm.submit import submit
+    from dlperf_slurm import schedulers
+    from dlperf_slurm.campaign import monitor
+    from dlperf_slurm.campaign.manifest import Manifest
+    from dlperf_slurm.submit.journal import submit
 
     m = load_matrix(args)
     note_dropped(m, args.matrix)
@@ -42,7 +44,7 @@ def cmd_search(args) -> int:
         raise UserError(f"--probe-steps {args.probe_steps!r}: expected WARMUP,MEASURE such as 2,3") from None
     backend = schedulers.choose(args.executor, pdir, jobs=args.jobs)
     if args.executor == "auto" and backend.name == "local":  # nothing runs here by surprise (as submit)
-        from dlperf_slurm.guard import local_refusal
+        from dlperf_slurm.submit.guard import local_refusal
 
         if why := local_refusal(m):
             raise UserError(why)

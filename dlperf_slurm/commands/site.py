@@ -15,10 +15,10 @@ from dlperf_slurm.errors import UserError
 
 
 def cmd_site(args: argparse.Namespace) -> int:
+    from dlperf_slurm.matrix.sitefile import user_site_file
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
     from dlperf_slurm.schedulers.slurmctl import Slurm
     from dlperf_slurm.schedulers.slurmlimits import Limits, user
-    from dlperf_slurm.sitefile import user_site_file
 
     if not SlurmScheduler.available():
         raise UserError("site init: no Slurm client on this machine (sbatch is not on PATH: `module load slurm`?); "
@@ -38,7 +38,7 @@ def cmd_site(args: argparse.Namespace) -> int:
     assocs = slurm.sacctmgr(["show", "assoc", "where", f"user={user()}", "format=account,partition,qos,defaultqos"])
     text = site_text(conf, parts, account, assocs or [], user())
     out.parent.mkdir(parents=True, exist_ok=True)
-    from dlperf_slurm.files import atomic_write
+    from dlperf_slurm.disk import atomic_write
 
     atomic_write(out, text)
     print(f"wrote {out} (cluster {conf.get('ClusterName', '?')}: {len(parts)} partitions); "

@@ -12,14 +12,16 @@ import sys
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Exits 1 when every run of the campaign failed, or with ``--fail-on`` a run has one of its statuses
-    (:mod:`dlperf_slurm.runsgate`)."""
+    (:mod:`dlperf_slurm.outcome.exitstatus`)."""
     import sqlite3
 
-    from dlperf_slurm import monitor, runsgate, schedulers, storage
-    from dlperf_slurm.folders import read_only_note
-    from dlperf_slurm.manifest import Manifest, find_campaign
+    from dlperf_slurm import disk, schedulers
+    from dlperf_slurm.campaign import monitor
+    from dlperf_slurm.campaign.folders import find_campaign, read_only_note
+    from dlperf_slurm.campaign.manifest import Manifest
+    from dlperf_slurm.outcome import exitstatus
 
-    fail_on = runsgate.parse_fail_on(getattr(args, "fail_on", None))
+    fail_on = exitstatus.parse_fail_on(getattr(args, "fail_on", None))
     cdir = find_campaign(args.logs, args.campaign)
     m = Manifest(cdir)  # read-only where this user cannot write it or its disk is full
     try:
@@ -31,7 +33,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             try:
                 monitor.refresh(m, exs)
             except sqlite3.OperationalError as err:  # the disk filled meanwhile: shown as recorded, said once
-                if storage.damaged(err) or not any(w in str(err).lower() for w in ("full", "disk i/o")):
+                if disk.damaged(err) or not any(w in str(err).lower() for w in ("full", "disk i/o")):
                     raise
                 print(read_only_note(cdir, f"its disk is full ({err})"), file=sys.stderr)
         notes = []
@@ -42,4 +44,4 @@ def cmd_status(args: argparse.Namespace) -> int:
         statuses = [r.status for r in m.runs()]
     finally:
         m.close()
-    return runsgate.exit_status("status", statuses, fail_on)
+    return exitstatus.exit_status("status", statuses, fail_on)

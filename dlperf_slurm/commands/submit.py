@@ -1,31 +1,39 @@
 """``submit``: submit a campaign (only what is missing), to Slurm or locally; ``--wait`` until it ends.
 
-Before anything is written or started (:mod:`dlperf_slurm.guard`, :mod:`dlperf_slurm.campaignmatrix`): the campaign
+Before anything is written or started (:mod:`dlperf_slurm.submit.guard`, :mod:`dlperf_slurm.campaign.revisions`): the
+campaign
 name holds this matrix (else one line, offering a new name or ``--new-revision``), the folder can be written,
 ``--executor auto`` without sbatch runs here only what suits this machine, and a large submission has ``--yes``.
 
-The work lives in the stage modules (submit.py, monitor.py, tracking.py, manifest.py, schedulers/), imported
+The work lives in the stage packages (submit/, campaign/, schedulers/; collect/ for ``--top-up``), imported
 inside the handler, so ``--help`` imports none of them, nor submitit."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm.commands.common import make_folder, note_dropped
 from dlperf_slurm.errors import UserError
+
+if TYPE_CHECKING:
+    from dlperf_slurm.collect.topup import TopUp
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     import re
 
-    from dlperf_slurm import guard, monitor, schedulers
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.manifest import MANIFEST, Manifest
-    from dlperf_slurm.model import FAILURES
-    from dlperf_slurm.submit import plural, submit
+    from dlperf_slurm import schedulers
+    from dlperf_slurm.campaign import monitor
+    from dlperf_slurm.campaign.folders import MANIFEST
+    from dlperf_slurm.campaign.manifest import Manifest
+    from dlperf_slurm.matrix import loader as matrix_mod
+    from dlperf_slurm.model.status import FAILURES
+    from dlperf_slurm.submit import guard
+    from dlperf_slurm.submit.journal import plural, submit
 
     site: Any = False if args.no_site else args.site
     m = matrix_mod.load(args.matrix, site=site, system=args.system)
@@ -52,9 +60,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
     top = None
     if args.top_up:
-        from dlperf_slurm.topup import TopUp
-
-        from dlperf_slurm.axes import MAX_REPEATS
+        from dlperf_slurm.collect.topup import TopUp
+        from dlperf_slurm.matrix.axes import MAX_REPEATS
 
         if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
             raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
@@ -62,7 +69,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         top = TopUp(args.ci_target, args.max_repeats)
     confirm = None
     if not args.dry_run:
-        from dlperf_slurm.render import check_template_dir
+        from dlperf_slurm.submit.render import check_template_dir
 
         check_template_dir(args.templates)  # before the campaign folder is made
         bounds = guard.limits(site)
@@ -72,7 +79,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             make_folder(cdir, m.provenance.umask)
 
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
-                    template_dir=args.templates, top_up=top, confirm=confirm)
+                    template_dir=args.templates, top_up=None if top is None else functools.partial(_top_up, top=top),
+                    confirm=confirm)
     if args.dry_run:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
@@ -93,16 +101,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def recorded(cdir: Path, site: Any) -> tuple[dict[str, Any] | None, str]:
-    """The identity a campaign's manifest recorded (:func:`dlperf_slurm.campaignmatrix.identity`; a campaign from
+    """The identity a campaign's manifest recorded (:func:`dlperf_slurm.campaign.revisions.identity`; a campaign from
     before that record: its copy of the matrix loaded again with ``site`` and the system it recorded; None when
     that copy is gone or loads no more) and the text of its copy of the matrix."""
-    from dlperf_slurm import campaignmatrix
-    from dlperf_slurm import matrix as matrix_mod
-    from dlperf_slurm.manifest import MATRIX_COPY, Manifest
+    from dlperf_slurm.campaign import revisions
+    from dlperf_slurm.campaign.manifest import MATRIX_COPY, Manifest
+    from dlperf_slurm.matrix import loader as matrix_mod
 
     man = Manifest(cdir)
     try:
-        ident, system = man.meta(campaignmatrix.META), man.meta("system")
+        ident, system = man.meta(revisions.META), man.meta("system")
     finally:
         man.close()
     try:
@@ -112,7 +120,7 @@ def recorded(cdir: Path, site: Any) -> tuple[dict[str, Any] | None, str]:
     if isinstance(ident, dict) or not text:
         return (ident if isinstance(ident, dict) else None), text
     try:
-        return campaignmatrix.identity(matrix_mod.load(cdir / MATRIX_COPY, site=site, system=system)), text
+        return revisions.identity(matrix_mod.load(cdir / MATRIX_COPY, site=site, system=system)), text
     except (UserError, OSError, ValueError):
         return None, text
 
@@ -121,14 +129,14 @@ def same_matrix(m, cdir: Path, site: Any, logs: Path, offer: bool = True) -> str
     """'' when the campaign at ``cdir`` was submitted with this matrix, else the one line that refuses it."""
     import re
 
-    from dlperf_slurm import campaignmatrix
+    from dlperf_slurm.campaign import revisions
 
     old, text = recorded(cdir, site)
     if not offer:
-        return campaignmatrix.refusal(m, cdir, old, text, "")
+        return revisions.refusal(m, cdir, old, text, "")
     nxt = revision(logs, re.sub(r"\.r\d+$", "", cdir.name), m, site)
     held = (logs / nxt / "manifest.sqlite").exists()
-    return campaignmatrix.refusal(m, cdir, old, text, "submit under a new name (--campaign NAME) or as a new "
+    return revisions.refusal(m, cdir, old, text, "submit under a new name (--campaign NAME) or as a new "
                                   f"revision of the campaign (--new-revision: {nxt}"
                                   + (", which holds this matrix)" if held else ")"))
 
@@ -136,7 +144,7 @@ def same_matrix(m, cdir: Path, site: Any, logs: Path, offer: bool = True) -> str
 def revision(logs: Path, name: str, m, site: Any) -> str:
     """``--new-revision``: the name to submit under: ``name`` while no campaign has it; the latest revision
     (``name``, ``name.r2``, ``name.r3``, ...) when it holds this matrix; else the next revision."""
-    from dlperf_slurm.manifest import MANIFEST
+    from dlperf_slurm.campaign.folders import MANIFEST
 
     def called(n: int) -> str:
         return name if n == 1 else f"{name}.r{n}"
@@ -146,3 +154,19 @@ def revision(logs: Path, name: str, m, site: Any) -> str:
         return name
     latest = (logs / called(taken[-1])).resolve()
     return latest.name if not same_matrix(m, latest, site, logs, offer=False) else called(taken[-1] + 1)
+
+
+def _top_up(cdir: Path, now: dict[str, int], top: TopUp, out=print) -> dict[str, int]:
+    """The cells of ``cdir`` to raise for ``--top-up`` and their new repeats (``now``: the repeats per cell today)."""
+    from dlperf_slurm.campaign.folders import MANIFEST
+    from dlperf_slurm.collect import topup
+
+    if not (cdir / MANIFEST).exists():
+        raise UserError(f"--top-up: {cdir} has no campaign yet; submit it first, top up once its runs have ended")
+    todo = topup.plan(topup.campaign_cells(cdir), now, top)
+    for cell_id, (n, why) in todo.items():
+        out(f"top-up: {cell_id}: {now.get(cell_id, 0)} -> {n} repeats ({why})")
+    if not todo:
+        out(f"top-up: every cell with an OK run has its median's 95% interval within {top.target:.1%} "
+            f"(or {top.cap} repeats already): nothing to add")
+    return {cell_id: n for cell_id, (n, _why) in todo.items()}

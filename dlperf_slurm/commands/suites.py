@@ -1,11 +1,12 @@
-"""``suites``: every registered suite, what it runs and how, and its example matrix (:mod:`dlperf_slurm.catalog`)."""
+"""``suites``: every registered suite, what it runs and how, and its example matrix
+(:mod:`dlperf_slurm.suites.catalog`)."""
 
 from __future__ import annotations
 
 import json
 
 from dlperf_slurm import suites
-from dlperf_slurm.catalog import describe, examples
+from dlperf_slurm.suites.catalog import describe, examples
 
 
 def cmd_suites(args) -> int:

@@ -28,9 +28,9 @@ import io
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from dlperf_slurm.disk import open_log
 from dlperf_slurm.parsing import hsblocks
 from dlperf_slurm.parsing.reading import MAX_LINE, RANK_BYTES, Short, split_rank, text_lines
-from dlperf_slurm.storage import open_log
 
 BLOCK = 1 << 19  # bytes read at a time; less than MAX_LINE, so a line inside one read is never cut into pieces
 

@@ -4,10 +4,12 @@ per program generation, each with the real log it was read from (tests/fixtures/
 A suite's parser names the formats its program prints (``Suite.evaluations``) and makes one :class:`Reader` per
 log: :meth:`Reader.read` takes a line's text (True: an evaluation line, consumed), :attr:`Reader.needles` go into its
 Scanner's needles (every such line holds one, so the block path delivers them), and :meth:`Reader.extra` gives the
-fields of ``RunResult.extra`` that the built-in workload's eval events give (:func:`dlperf_slurm.accuracy.extra`):
+fields of ``RunResult.extra`` that the built-in workload's eval events give
+(:func:`dlperf_slurm.parsing.accuracy.extra`):
 the accuracy table and the target check read them alike.
 
-Each evaluation is an :class:`dlperf_slurm.accuracy.Evaluation` with fractions and a 1-based epoch (a program that
+Each evaluation is an :class:`dlperf_slurm.parsing.accuracy.Evaluation` with fractions and a 1-based epoch (a program
+that
 counts epochs from 0 has 1 added), the step where the program says it, and the time where its line carries one.
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dlperf_slurm.accuracy import Evaluation, extra
+from dlperf_slurm.parsing.accuracy import Evaluation, extra
 
 _N = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 
@@ -253,6 +255,6 @@ class Reader:
 
     def extra(self) -> dict[str, Any]:
         """``RunResult.extra``'s fields for the evaluations read ({} without any): final top-1 and top-5, each
-        evaluation, epochs; a target is the campaign's (:func:`dlperf_slurm.accuracy.apply_target`). The time to
+        evaluation, epochs; a target is the campaign's (:func:`dlperf_slurm.parsing.accuracy.apply_target`). The time to
         target runs from the first training line the log stamps (one print interval after the first step's start)."""
         return extra(self.evals, first_step_time=self.start) if self.evals else {}

@@ -20,9 +20,16 @@ from typing import Any, TypeGuard
 from dlperf_slurm import events as ev
 from dlperf_slurm.events import PREFIX as DLPERF_PREFIX
 from dlperf_slurm.events import parse_event  # the one reader of our line format
-from dlperf_slurm.model import Status
-from dlperf_slurm.parsing.reading import (MAX_LINE, LogLines, Short, iter_text_lines, read_lines,  # noqa: F401
-                                          split_rank, text_lines)  # re-exported: what a parser reads with
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing.reading import (  # noqa: F401
+    MAX_LINE,
+    LogLines,
+    Short,
+    iter_text_lines,
+    read_lines,
+    split_rank,  # re-exported: what a parser reads with
+    text_lines,
+)
 
 MAX_FRAGMENT = 1 << 16  # a split record longer than this is given up (garbled)
 MAX_REASON = 300  # characters of a log line quoted in a reason

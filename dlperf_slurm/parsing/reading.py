@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from dlperf_slurm.storage import open_log
+from dlperf_slurm.disk import open_log
 
 MAX_LINE = 1 << 20  # characters per line piece: a longer physical line is read in pieces
 

@@ -1,6 +1,7 @@
 """The measurement window of method.md (skip ``warmup`` steps, time the next ``measure``) and :func:`finish`: a
-run's :class:`~dlperf_slurm.model.RunResult` and its *log verdict* from the log alone. The run's final status,
-which also weighs the scheduler's state and the exit marker, is decided in one place: :mod:`dlperf_slurm.outcome`.
+run's :class:`~dlperf_slurm.model.result.RunResult` and its *log verdict* from the log alone. The run's final status,
+which also weighs the scheduler's state and the exit marker, is decided in one place:
+:mod:`dlperf_slurm.outcome.decision`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlperf_slurm import events as ev
-from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.parsing import lines as _lines
 from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 

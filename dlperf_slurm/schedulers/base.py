@@ -8,7 +8,7 @@ A backend is one module with one :class:`Scheduler` subclass registered by name
   ``#SBATCH`` lines, or nothing at all for the local runner; what it writes is what it submits;
 - **submits** a :class:`Group` (runs with the same resources) as one unit, returning one job id per run;
 - **finds** the jobs of a submission an interrupted ``submit`` left unrecorded (by the group's name);
-- **queries** job states in one batched call, mapping its own state words to :class:`~dlperf_slurm.model.Status`;
+- **queries** job states in one batched call, mapping its own state words to :class:`~dlperf_slurm.model.status.Status`;
 - **settles** what its controller says against what the runs' exit markers say (ghost re-runs, holds it placed);
 - **cancels**; and knows its job-id grammar, its largest group and its output files.
 
@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterable, Sequence
 
-from dlperf_slurm.model import JobInfo, Matrix, Run, time_to_minutes
+from dlperf_slurm.model.cell import Matrix, Run
+from dlperf_slurm.model.config import time_to_minutes
+from dlperf_slurm.model.result import JobInfo
 
 
 def new_token() -> str:

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dlperf_slurm import launchers
-from dlperf_slurm.files import atomic_write
-from dlperf_slurm.model import JobInfo, Matrix, Run, Status
+from dlperf_slurm.disk import atomic_write
+from dlperf_slurm.model.cell import Matrix, Run
+from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.schedulers import register
 from dlperf_slurm.schedulers.base import Group, Resources, Scheduler
 
@@ -219,6 +221,3 @@ class LocalScheduler(Scheduler):
 
     def notes(self) -> list[str]:
         return ["scheduler: local runner state + exit markers"]
-
-
-

@@ -2,7 +2,7 @@
 script of a queue file (see :mod:`.local`), ``jobs`` at a time machine-wide (flock slots), each in its own
 session; a time limit or a cancel sends TERM to the whole run, then KILL after a grace period, as Slurm does.
 
-A full disk (:func:`dlperf_slurm.storage.disk_full`, checked every loop where the runs write their logs) never
+A full disk (:func:`dlperf_slurm.disk.disk_full`, checked every loop where the runs write their logs) never
 kills the runner: a running run that saw it keeps that as ``disk_full`` (its reason, when it does not end well), a
 held run is not started (FAILED, "not started: no space left on device ..."), and the queue file, which cannot be
 written then either, is written as soon as it can be: the runner keeps its state and exits only once it is on
@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from dlperf_slurm.disk import disk_full
 from dlperf_slurm.schedulers.local import _read_json, _write_json, local_job_id
-from dlperf_slurm.storage import disk_full
-
 
 KILL_WAIT_S = 5.0
 SAVE_WAIT_S = 24 * 3600.0  # how long a runner whose queue file cannot be written (a full disk) waits for space

@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from dlperf_slurm.errors import SchedulerError, UserError
-from dlperf_slurm.model import JobInfo, Matrix, Run, time_to_minutes
-from dlperf_slurm.schedulers import register
+from dlperf_slurm.model.cell import Matrix, Run
+from dlperf_slurm.model.config import time_to_minutes
+from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.schedulers import register, slurmlimits
 from dlperf_slurm.schedulers.base import Group, Resources, Scheduler, Settlement, resources
 from dlperf_slurm.schedulers.slurmctl import Slurm, explain, split_job_id
-from dlperf_slurm.schedulers import slurmlimits
 from dlperf_slurm.schedulers.slurmlimits import Limits, asks_gpus, cell_refusal, gpu_gres_refusal
 
 SUBMITIT_DIR = ".submitit"

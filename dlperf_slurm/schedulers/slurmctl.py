@@ -18,7 +18,8 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from dlperf_slurm.errors import ControllerUnreachable, SchedulerError, SubmissionRefused
-from dlperf_slurm.model import JobInfo, Status
+from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.model.status import Status
 
 # ------------------------------------------------------------------------------------------ errors
 

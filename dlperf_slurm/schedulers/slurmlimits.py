@@ -14,10 +14,10 @@ import pwd
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dlperf_slurm.model import time_to_minutes
+from dlperf_slurm.model.config import time_to_minutes
 
 if TYPE_CHECKING:
-    from dlperf_slurm.config import SlurmConfig
+    from dlperf_slurm.model.config import SlurmConfig
     from dlperf_slurm.schedulers.base import Resources
     from dlperf_slurm.schedulers.slurmctl import Slurm
 

@@ -11,7 +11,9 @@ import importlib
 import os
 from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
-from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult, Status  # noqa: F401  (suites use them)
+from dlperf_slurm.model.cell import Cell, Measure  # noqa: F401  (suites use them)
+from dlperf_slurm.model.result import ParseContext, RunResult  # noqa: F401  (suites use them)
+from dlperf_slurm.model.status import Status  # noqa: F401  (suites use them)
 
 # Every suite module: a lookup imports the one its suite's framework names (``tf-cnn/vgg16``: tf_cnn), or all of them
 # when the suite lives elsewhere (``deepspeed/gpt``: gpt); listing the registry imports all.

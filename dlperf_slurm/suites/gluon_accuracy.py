@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from dlperf_slurm.model import Cell, Measure
+from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.suites import RUN_DIR
 
 SCRIPT = "train_imagenet.py"

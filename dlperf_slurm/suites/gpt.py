@@ -27,9 +27,9 @@ import re
 import shlex
 from typing import Any, ClassVar, Iterable, Mapping
 
-from dlperf_slurm.model import Cell, Measure, ParseContext, RunResult
-from dlperf_slurm.suites import RUN_DIR, Suite, register
-from dlperf_slurm.suites import gpt_log
+from dlperf_slurm.model.cell import Cell, Measure
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.suites import RUN_DIR, Suite, gpt_log, register
 
 #: name -> (layers, hidden, heads): GPT-2 345M (Megatron's example), GPT-3 sizes as Megatron-DeepSpeed's examples
 PRESETS: dict[str, tuple[int, int, int]] = {

@@ -66,7 +66,7 @@ from typing import Any, Iterable
 
 from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.model.result import ParseContext, RunResult
 
 _NUM = lp.NUM
 _F = r"(" + _NUM + r")"

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.parsing import evals as lp_evals
-from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 from dlperf_slurm.suites.wdl import Gaps
 

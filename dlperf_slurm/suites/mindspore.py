@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.suites import Suite, register
 
 
@@ -172,7 +173,6 @@ def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigur
     return lp.WindowFigures(start=inside[0][0], end=inside[-1][1], seconds=seconds, throughput=gb * steps / seconds,
                             latency_ms=1000.0 * seconds / steps,
                             speed=sum(speeds) / len(speeds) if speeds else None, speed_points=len(speeds))
-
 
 
 @dataclass

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm import accuracy
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.suites import REPEAT, Suite, register
 
 
@@ -150,7 +150,6 @@ def _metric(body: str, key: str, start: int = 0) -> tuple[str, str, bool] | None
         e = body.find(" ", k + 1)
         return body[j:k], body[k + 1:] if e < 0 else body[k + 1:e], False
     return body[j:k], "", False
-
 
 
 @dataclass

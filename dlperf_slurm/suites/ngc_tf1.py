@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 
 _DLE = ("fed7ba99", "master")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from dlperf_slurm.model import Cell, Measure
+from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.suites import RUN_DIR
 
 OPTIONS = {"train_examples": 1281167, "val_examples": 50000, "num_classes": 1000,

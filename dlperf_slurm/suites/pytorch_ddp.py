@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from dlperf_slurm import accuracy
 from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.suites import REPEAT, Suite, register
 
 # header keys copied into RunResult.extra

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.parsing import evals as lp_evals
-from dlperf_slurm.model import ParseContext, RunResult, Status
 from dlperf_slurm.suites import Suite, register
 
 

@@ -1,7 +1,7 @@
 """``tensorpack/resnet50``: Tensorpack's multi-GPU benchmark, tensorpack/benchmarks ``ResNet-MultiGPU/
 resnet-multigpu.py`` (ResNet-50 on fake data, the trainers compared with tf_cnn_benchmarks), beside
 ``tf-cnn/resnet50`` in one campaign: the seed's table (rows GPUs, columns tensorpack per ``--fake-location`` vs
-tf_cnn_benchmarks) is ``dlperf_slurm.studytables``.
+tf_cnn_benchmarks) is ``dlperf_slurm.report.studies``.
 
 The program's argv: ``resnet-multigpu.py --fake-location {gpu,cpu,python-queue,python-dataset,zmq-consume}
 --variable-update {replicated,parameter_server,horovod} --batch N [--use-fp16] [--use-xla-compile]`` (axes
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites import Suite, register
 
 FAKE_LOCATIONS = ("gpu", "cpu", "python-queue", "python-dataset", "zmq-consume")
@@ -127,7 +127,6 @@ def humanized_seconds(text: str) -> float | None:
             return None
         total += v * _UNIT[unit]
     return total
-
 
 
 @dataclass(kw_only=True)

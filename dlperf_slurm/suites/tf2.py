@@ -28,7 +28,8 @@ import statistics
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
-from dlperf_slurm.model import ParseContext, RunResult, Status
+from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.model.status import Status
 from dlperf_slurm.suites import RUN_DIR, Suite, register
 
 MODEL_DIR = f"{RUN_DIR}/model"  # each run's own, emptied at every start

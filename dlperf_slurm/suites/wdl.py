@@ -2,7 +2,7 @@
 
 DLPerf's W&D table (reports/WideDeepLearning): per ``deep_vocab_size`` (3.2M .. 819.2M), latency per iteration (ms) and
 GPU memory (MiB) of OneFlow and HugeCTR side by side, batch 16384, hidden units 7, embedding vec size 16 or 32;
-``dlperf_slurm.wdltable`` builds that table from a campaign's cells. The figures of merit are latency and memory
+``dlperf_slurm.report.widedeep`` builds that table from a campaign's cells. The figures of merit are latency and memory
 (samples/s too). ``batch_size`` is per device, as everywhere in this tool: DLPerf's "batch_size = 16384" on 1n8g
 is a global batch of 16384, i.e. ``batch_size = 2048``.
 
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
+from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.parsing import evals as lp_evals
-from dlperf_slurm.model import ParseContext, RunResult
 from dlperf_slurm.suites import REPEAT, Suite, register
 
 MEMWATCH = "dlperf_slurm.workloads.memwatch"

@@ -26,9 +26,9 @@ appends ``--node_ips=A,B --ctrl_port=P``; oneflow_face's ``insightface_train.py`
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import os
-import functools
 import runpy
 import sys
 from typing import Any, Callable

@@ -59,7 +59,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "NONFINITE: a test of that path, never a result")
     p.add_argument("--ceiling", type=int, default=1, choices=(0, 1),
                    help="rank 0 reads (or measures once per campaign) the device's matmul ceiling, for MFU against "
-                        "what the device really does (dlperf_slurm.ceiling; needs DLPERF_CAMPAIGN_DIR)")
+                        "what the device really does (dlperf_slurm.probes.ceiling; needs DLPERF_CAMPAIGN_DIR)")
     p.add_argument("--hang-at-step", type=int, default=0, metavar="K",
                    help="every rank stops making progress at step K (0: off), as a stuck collective would: a test "
                         "of the hang watchdog, never a result")
@@ -231,7 +231,7 @@ def _ceiling(args: argparse.Namespace, env: distenv.DistEnv, rt: Runtime) -> tup
     where = os.environ.get("DLPERF_CAMPAIGN_DIR")
     if not args.ceiling or env.rank != 0 or not where:
         return None, None
-    from dlperf_slurm import ceiling  # noqa: PLC0415
+    from dlperf_slurm.probes import ceiling  # noqa: PLC0415
 
     try:
         c = ceiling.for_campaign(where, rt.device_name, args.precision, "cuda" if rt.cuda else "cpu")

@@ -115,7 +115,8 @@ def memory_enforced() -> str | None:
 
 def wait_campaign(cdir: Path, timeout: float = 300) -> dict[str, str]:
     """Wait (as ``status --wait`` does) until no run of the campaign is queued or running; its runs' statuses."""
-    from dlperf_slurm import manifest, monitor, schedulers
+    from dlperf_slurm import schedulers
+    from dlperf_slurm.campaign import manifest, monitor
 
     m = manifest.Manifest(cdir)
     try:
@@ -129,7 +130,7 @@ def submit_and_wait(tmp_path: Path, matrix_text: str, timeout: float = 300) -> t
     """Write the matrix, ``submit`` it to the test cluster through the CLI, wait for it: (logs folder, its runs)."""
     import tomllib
 
-    from dlperf_slurm import manifest
+    from dlperf_slurm.campaign import manifest
 
     name = tomllib.loads(matrix_text)["name"]
     mx = tmp_path / f"{name}.toml"
@@ -143,7 +144,7 @@ def submit_and_wait(tmp_path: Path, matrix_text: str, timeout: float = 300) -> t
 
 def collect_summary(logs: Path, name: str) -> dict:
     """``collect`` a campaign through the CLI (no plots); its JSON summary. A campaign whose every run failed exits
-    1 saying so, and nothing else (dlperf_slurm/runsgate.py): its summary is read as any other."""
+    1 saying so, and nothing else (dlperf_slurm/outcome/exitstatus.py): its summary is read as any other."""
     import json
 
     out = logs.parent / "summaries"

@@ -71,7 +71,7 @@ def main(argv) -> int:
     else:
         per_gpu(launcher)
     if launcher == "dmlc":  # once every node's worker has reported, fail: that stops each node's scheduler and
-        import time         # server (they wait for workers that never join), and srun then the other workers
+        import time  # server (they wait for workers that never join), and srun then the other workers
 
         deadline = time.time() + 60
         nodes = int(os.environ.get("SLURM_NNODES", "1"))

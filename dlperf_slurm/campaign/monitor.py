@@ -1,0 +1,166 @@
+"""Watching a campaign: ``status`` (the table), ``--wait`` (a progress bar until nothing is active) and
+``cancel``. Every one of them first brings the manifest in step with the schedulers (:mod:`.tracking`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from dlperf_slurm.campaign.folders import campaign_lock
+from dlperf_slurm.campaign.manifest import Manifest
+from dlperf_slurm.campaign.records import ManifestRun
+from dlperf_slurm.campaign.tracking import reconcile, refresh, used_schedulers
+from dlperf_slurm.errors import UserError
+from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FINAL, Status
+from dlperf_slurm.outcome.decision import worst_failure
+from dlperf_slurm.schedulers import for_campaign
+from dlperf_slurm.schedulers.base import Scheduler
+
+
+class Backoff:
+    """Poll intervals: ``initial`` doubling up to ``maximum``; :meth:`reset` after progress."""
+
+    def __init__(self, initial: float = 1.0, maximum: float = 30.0, factor: float = 2.0):
+        self.initial, self.maximum, self.factor = initial, maximum, factor
+        self.current = initial
+
+    def next(self) -> float:
+        value = self.current
+        self.current = min(self.maximum, self.current * self.factor)
+        return value
+
+    def reset(self) -> None:
+        self.current = self.initial
+
+
+def counts(rows: Iterable[ManifestRun]) -> dict[str, int]:
+    c: dict[str, int] = {}
+    for r in rows:
+        c[r.status] = c.get(r.status, 0) + 1
+    return c
+
+
+def fmt_counts(c: dict[str, int]) -> str:
+    keys = [k for k in DISPLAY_ORDER if c.get(k)] + sorted(k for k in c if k not in DISPLAY_ORDER and c[k])
+    return "  ".join(f"{k} {c[k]}" for k in keys)
+
+
+def progress_line(c: dict[str, int], width: int = 30) -> str:
+    total = sum(v for k, v in c.items() if k != Status.UNSUBMITTED) or 1
+    done = sum(v for k, v in c.items() if k in FINAL)
+    ok = c.get(Status.OK, 0)
+    n_ok = int(width * ok / total)
+    n_bad = int(width * done / total) - n_ok
+    bar = "#" * n_ok + "x" * max(0, n_bad)
+    bar += "." * (width - len(bar))
+    return f"[{bar}] {done}/{total} done  {fmt_counts(c)}"
+
+
+def wait_for_room(room, poll: Backoff | None = None) -> None:
+    """Poll ``room()`` (the scheduler's ``submit_room``: (free, the limit's words) or None) until a run may be
+    submitted again; one line says what it waits for."""
+    poll = poll or Backoff(2.0, 30.0)
+    told = False
+    while (r := room()) is not None and r[0] <= 0:
+        if not told:
+            print(f"dlperf-slurm: waiting for room to submit: {r[1]}", file=sys.stderr, flush=True)
+            told = True
+        time.sleep(poll.next())
+
+
+def wait(m: Manifest, schedulers: dict[str, Scheduler], out=None, poll: Backoff | None = None,
+         timeout: float | None = None) -> dict[str, int]:
+    """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar."""
+    poll = poll or Backoff(1.0, 30.0)
+    stream = sys.stderr
+    tty = stream.isatty()
+    last = None
+    deadline = None if timeout is None else time.time() + timeout
+    while True:
+        say = out if out is not None else (lambda s: print(f"dlperf-slurm: {s}", file=sys.stderr))
+        if refresh(m, schedulers, out=say):
+            poll.reset()
+        c = counts(m.runs())
+        line = progress_line(c)
+        if out is not None:
+            if line != last:
+                out(line)
+        elif tty:
+            stream.write("\r" + line + " " * 5)
+            stream.flush()
+        elif line != last:
+            print(line, file=stream, flush=True)
+        last = line
+        if not any(c.get(k) for k in (*ACTIVE, Status.SUBMITTING)):
+            if tty and out is None:
+                stream.write("\n")
+            return c
+        if deadline and time.time() > deadline:
+            raise UserError(f"timed out after {timeout:.0f} s waiting for the campaign's runs")
+        time.sleep(poll.next())
+
+
+def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
+    """Cancel the campaign's queued (and, unless pending_only, running) runs with one scancel."""
+    with campaign_lock(campaign_dir):
+        m = Manifest(campaign_dir)
+        try:
+            exs = for_campaign(campaign_dir, used_schedulers(m))
+            reconcile(m, exs, out)
+            refresh(m, exs, out=out)
+            wanted = (Status.PENDING, Status.REQUEUED) if pending_only else tuple(ACTIVE)
+            jobs = [(r, r.job_id) for r in m.runs() if r.status in wanted and r.job_id]  # each run with its job
+            by_ex: dict[str, list[str]] = {}
+            for r, job_id in jobs:
+                by_ex.setdefault(r.executor or "slurm", []).append(job_id)
+            now = time.time()
+            m.request_cancel([r.key for r, _ in jobs], now)
+            for name, ids in by_ex.items():
+                ex = exs.get(name)
+                if ex is None:
+                    raise UserError(f"cannot cancel {len(ids)} {name} runs: no {name} client on this machine")
+                ex.cancel(ids)
+            per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
+            out(f"cancel requested for {len(jobs)} runs" + (f" ({per})" if by_ex else ""))
+            return len(jobs)
+        finally:
+            m.close()
+
+
+def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True) -> str:
+    """The campaign's status: per cell, then per run; ``wide`` False: the tables fit the terminal (a long
+    reason cut, see :func:`dlperf_slurm.termtext.fit_table`)."""
+    from dlperf_slurm.termtext import fit_table
+
+    rows = m.runs()
+    lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
+    lines += [f"  {n}" for n in notes]
+    if any(r.status == Status.SUBMITTING for r in rows):
+        lines.append("  a submit was interrupted: run `submit` again with the same matrix to settle SUBMITTING runs "
+                     "(nothing is submitted twice)")
+    cells: dict[str, list[ManifestRun]] = {}
+    for r in rows:
+        cells.setdefault(r.cell_id, []).append(r)
+    table = []
+    for cell_id, rs in cells.items():
+        c = counts(rs)
+        n_ok = c.get(Status.OK, 0)
+        worst = worst_failure(c) or ""
+        table.append([cell_id, f"{n_ok}/{len(rs)}", fmt_counts(c), worst])
+    lines.append("")
+    lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide, cut=("failure", "statuses"),
+                           tablefmt="github")[0])
+    if show_runs:
+        lines.append("")
+        # --wide: every reason whole (a cut once hid "torchrun: command not found"); else fit_table cuts to the terminal
+        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
+        lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
+                               tablefmt="github")[0])
+    return "\n".join(lines)
+
+
+def _short(text: str, n: int | None = 110) -> str:
+    text = (text or "").replace("\n", " ")
+    return text if n is None or len(text) <= n else text[: n - 3] + "..."

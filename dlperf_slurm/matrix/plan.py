@@ -1,0 +1,56 @@
+"""``plan``'s text: a matrix's suites, one row per cell, the runs and GPU-hours it asks for and the cells it
+dropped, fitting a terminal (:mod:`dlperf_slurm.termtext`) unless ``--wide``."""
+
+from __future__ import annotations
+
+from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table, left_out_line
+
+
+def plan_text(m, wide: bool = False) -> str:
+    """``plan``'s output: the suites, one row per cell, the runs and GPU-hours asked, the cells dropped; fitting
+    :data:`TERMINAL_WIDTH` columns unless ``wide`` (what the cell id says is left out first, then the variant cut,
+    long lines wrapped)."""
+    import textwrap
+
+    def wrap(line: str, indent: str = "") -> list[str]:
+        if wide or len(line) <= TERMINAL_WIDTH:
+            return [line]
+        return textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent=indent + "  ", break_long_words=False,
+                             break_on_hyphens=False)
+
+    rows = [[c.id, c.shape, c.batch_size, c.global_batch, c.precision, int(c.xla), c.launcher,
+             ", ".join(f"{k}={v}" for k, v in (*((("setup", c.setup),) if c.setup else ()), *c.params, *c.env))
+             or "-", m.measure.repeats] for c in m.cells]
+    out = wrap(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
+                                         if not m.grouped else f"{len(m.suites)} suites"))
+    for s in m.suites if m.grouped else ():
+        out += wrap(f"  {s.name}: {s.description}", "  ")
+    if m.system is not None:
+        out += wrap(m.system.describe())
+    if m.node_gpus:
+        out += wrap(m.node_gpus)
+    for line in m.overridden:
+        out += wrap(f"  {line}", "  ")
+    if m.grouped:
+        rows = [[c.suite, *row] for c, row in zip(m.cells, rows, strict=True)]
+    text, dropped = fit_table(["suite"] * m.grouped + ["cell", "shape", "batch/dev", "global", "precision", "xla",
+                                                       "launcher", "variant", "repeats"], rows, wide=wide,
+                              drop=("global", "xla", "precision", "batch/dev", "shape", "suite", "variant"),
+                              tablefmt="github")
+    out.append(text)
+    if dropped:
+        out.append(left_out_line(dropped, "the cell id"))
+    ms = m.measure
+    how = ("accuracy runs" if ms.accuracy else f"window: skip {ms.warmup_steps} steps, measure {ms.measure_steps}")
+    out += ["", f"{len(m.cells)} cells x {ms.repeats} repeats = {m.runs} runs; {how}"]
+    if ms.accuracy:
+        out.append(f"up to {ms.epochs} epochs; rate over the first epoch after {ms.warmup_steps} steps")
+        if ms.target:
+            out.append(f"target {ms.target.text()}: a program stops there if it can, else collect reads when it was "
+                       "reached")
+    out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
+    if m.dropped:
+        out += ["", f"dropped {len(m.dropped)} cells:"]
+        for d in m.dropped:
+            out += wrap(f"  {d.cell.id}: {d.reason}", "  ")
+    return "\n".join(out)
