@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import logsynth as ls
 
-from dlperf_slurm.collect import drive, parsecache
+from dlperf_slurm.collect import drive, gather, parsecache
 from dlperf_slurm.report import writers
 
 SHAPES = [(1, 1), (1, 2), (1, 4), (1, 8), (2, 8)]
@@ -185,7 +185,7 @@ def collect_once(trees, out: Path, jobs, spell=None, keep: bool = False) -> dict
     with no garbage of the earlier ones to trace (their 10,000 rows each slowed the later ones' writers by 1-2 s)."""
     gc.collect()
     t0 = time.perf_counter()
-    cols = [drive.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
+    cols = [gather.runs_from_tree(spell(tree) if spell else tree, suite, 20, 100) for suite, tree in trees]
     t_gather = time.perf_counter() - t0
     side = parsecache.side_file(out, "bench")
     res = drive.collect(cols, jobs=jobs, name="bench", cache=parsecache.Caches(cols, side))

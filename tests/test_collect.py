@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 from dlperf_slurm import cli, disk, stats, suites
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.report import tables, writers
@@ -114,7 +114,7 @@ def test_typed_rows_are_the_published_columns(tmp_path):
     assert ",".join(columns(RunRow)) == RUN_COLUMNS and ",".join(columns(CellRow)) == CELL_COLUMNS
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50")
-    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     assert all(isinstance(r, RunRow) for r in res.runs) and all(isinstance(c, CellRow) for c in res.cells)
     writers.write_all(res, tmp_path / "out", plots=False)
     assert (tmp_path / "out" / "t.runs.csv").read_text().splitlines()[0] == RUN_COLUMNS
@@ -166,7 +166,7 @@ def test_import_keeps_precision_xla_and_subtrees_apart(tmp_path):
             for prec, xla in (("fp32", ""), ("amp", ""), ("amp", "_xla")):
                 spec = ls.Spec(nodes=n, gpus=g, batch=batch, warmup=5, measure=20, thr=50.0 * n * g)
                 (d / f"r50_b{batch}_{prec}{xla}_0.log").write_text(ls.dll_rn50(spec)[0])
-    res = drive.collect([drive.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 20)], jobs=1)
     keys = {(c.precision, c.xla, c.batch_size, c.shape) for c in res.cells}
     assert len(res.cells) == 2 * 3 * 2 and ("amp", True, 128, "1n2g") in keys
     for c in res.cells:  # every 1n2g cell has its own 1n1g baseline: same precision, xla, batch
@@ -183,7 +183,7 @@ def test_import_keeps_subtrees_of_the_same_batch_and_precision_apart(tmp_path):
     root = tmp_path / "dlperf"
     exp = {sub: make_tree(root / sub, "tf-cnn/resnet50", oom_shape=None, incomplete=None, file_model="r50",
                           scale=scale) for sub, scale in (("fast", 1.0), ("slow", 0.5))}
-    col = drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
+    col = gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)
     assert len({r.key for r in col.runs}) == len(col.runs) == 2 * 3 * len(SHAPES)
     res = drive.collect([col], jobs=1)
     assert len(res.cells) == 2 * len(SHAPES)
@@ -215,12 +215,12 @@ def test_import_refuses_a_folder_holding_the_logs_of_two_models(tmp_path, capsys
     assert "2 models: resnet101 (9 files, e.g. 1n1g/resnet101_b8_fp32_0.log), resnet50 (9 files" in err
     assert "point --from at it" in err and not out.exists()
     with pytest.raises(UserError, match="would pool into the same cells"):
-        drive.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
+        gather.runs_from_tree(root / "1n2g", "tf-cnn/resnet50", 5, 20)  # a shape folder itself, too
     for model in exp:  # one folder per model under the same --from: two groups, each its own medians
         for log in root.glob(f"*/{model}_*.log"):
             (root / model / log.parent.name).mkdir(parents=True, exist_ok=True)
             log.rename(root / model / log.parent.name / log.name)
-    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     assert len(res.cells) == 2 * len(SHAPES)
     for c in res.cells:
         model = dict(p.split("=") for p in c.variant.split(", "))["tree"]
@@ -240,7 +240,7 @@ def test_import_refuses_a_window_a_matrix_would_refuse(tmp_path, capsys, window)
     assert f"{window[0]} {window[1]}: expected an integer >=" in capsys.readouterr().err
     assert not out.exists()
     with pytest.raises(UserError):
-        drive.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
+        gather.runs_from_tree(root, "ngc-pytorch/resnet50", 5, 0)
 
 
 @pytest.mark.parametrize("flag", [("--warmup-steps", "5"), ("--measure-steps", "20"),
@@ -361,7 +361,7 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
     (runs[4].base.parent / (runs[4].base.name + ".slurm-77.out")).write_text(
         "slurmstepd: error: *** JOB 77 ON n1 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***\n")
     # runs[5]: never ran
-    res = drive.collect([drive.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
+    res = drive.collect([gather.runs_from_matrix(m.path, cdir, site=False)], jobs=1)
     st = {r.run: (r.status, r.reason) for r in res.runs}
     keys = [r.key for r in runs]
     assert st[keys[0]][0] == Status.OK
@@ -378,7 +378,7 @@ def test_matrix_without_manifest_and_exit_markers(tmp_path):
 def test_missing_baseline_leaves_speedup_empty(tmp_path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", oom_shape=(1, 1), incomplete=None)
-    res = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
     cells = {c.shape: c for c in res.cells}
     assert cells["1n1g"].status == Status.OOM
     assert cells["1n2g"].n_ok == 3 and cells["1n2g"].speedup is None and cells["1n2g"].efficiency is None
@@ -396,7 +396,7 @@ def test_a_parser_crash_is_a_parse_error_run(tmp_path, monkeypatch):
         raise ZeroDivisionError("bug")
 
     monkeypatch.setattr(type(suites.get("horovod-synthetic/resnet50")), "parse", boom)
-    res = drive.collect([drive.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
+    res = drive.collect([gather.runs_from_tree(root, "horovod-synthetic/resnet50", 5, 20,
                                                   {"batches_per_iter": 5})], jobs=1)
     assert {r.status for r in res.runs} == {Status.PARSE_ERROR}
     assert "ZeroDivisionError: bug" in res.runs[0].reason
@@ -413,7 +413,7 @@ def test_cross_suite_table(tmp_path):
                 d.mkdir(parents=True, exist_ok=True)
                 spec = ls.Spec(nodes=n, gpus=g, batch=8, warmup=5, measure=20, log_steps=5, thr=thr * f * n * g)
                 (d / f"rn50_b8_{prec}_0.log").write_text(ls.write(suite, spec)[0])
-        cols.append(drive.runs_from_tree(root, suite, 5, 20))
+        cols.append(gather.runs_from_tree(root, suite, 5, 20))
     res = drive.collect(cols, jobs=1, name="all")
     (model, headers, rows), = tables.cross_suite(res.cells)
     assert model == "resnet50" and headers[2:] == ["FP32 throughput", "speedup", "AMP throughput", "speedup"]
@@ -450,7 +450,7 @@ def test_two_campaigns_of_one_suite_never_pool_their_runs(tmp_path):
         root = tmp_path / name
         exp = make_tree(root, "tf-cnn/resnet50", oom_shape=None, incomplete=None, batch=8, scale=scale)
         expected[name] = {k: stats.median(v) for k, v in exp.items()}
-        cols.append(drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
+        cols.append(gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20, name=name))
     res = drive.collect(cols, jobs=1)
     assert len(res.cells) == 2 * len(SHAPES) and all(c.n == 3 for c in res.cells)
     for c in res.cells:  # each campaign's own medians and its own 1n1g baseline

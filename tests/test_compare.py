@@ -156,7 +156,7 @@ def _summaries(tmp_path: Path, groups: dict[str, tuple[str, ...]]) -> Path:
     sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
     import logsynth as ls
 
-    from dlperf_slurm.collect import drive
+    from dlperf_slurm.collect import drive, gather
     from dlperf_slurm.report import writers
 
     cols = {}
@@ -167,7 +167,7 @@ def _summaries(tmp_path: Path, groups: dict[str, tuple[str, ...]]) -> Path:
             for r in range(5):
                 spec = ls.Spec(nodes=1, gpus=g, batch=batch, thr=scale * 100.0 * g, seed=r + g, warmup=5, measure=20)
                 (d / f"r50_b{batch}_fp32_{r}.log").write_text(ls.tf_cnn(spec)[0])
-        cols[name] = drive.runs_from_tree(d.parent, "tf-cnn/resnet50", 5, 20, name=name)
+        cols[name] = gather.runs_from_tree(d.parent, "tf-cnn/resnet50", 5, 20, name=name)
     out = tmp_path / "summaries"
     for stem, names in groups.items():
         writers.write_all(drive.collect([cols[n] for n in names], jobs=1, name=stem), out, plots=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import cli
-from dlperf_slurm.collect import drive, explain
+from dlperf_slurm.collect import explain, gather
 from dlperf_slurm.errors import UserError
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -36,7 +36,7 @@ def _tree(tmp_path: Path, src: Path, rel: str, rc: int | None = None) -> tuple[P
 
 
 def _explain(root: Path, suite: str, what: str, warmup: int, measure: int) -> str:
-    return explain.explain([drive.runs_from_tree(root, suite, warmup, measure)], what)
+    return explain.explain([gather.runs_from_tree(root, suite, warmup, measure)], what)
 
 
 def _line(path: Path, n: int) -> str:
@@ -87,7 +87,7 @@ def test_a_failed_run_says_the_row_and_quotes_its_error(tmp_path):
 def test_an_unrecognised_run_by_its_key_on_the_command_line(tmp_path, capsys):
     src = real("pytorch_examples_rn50_2n8g.excerpt.log")
     root = _tree(tmp_path, src, "1n8g/r50_b128_fp32_1.log", rc=0)[0]
-    key = drive.runs_from_tree(root, "ngc-pytorch/resnet50", 2, 9).runs[0].key
+    key = gather.runs_from_tree(root, "ngc-pytorch/resnet50", 2, 9).runs[0].key
     assert cli.main(["collect", "--from", str(root), "--suite", "ngc-pytorch/resnet50", "--explain", key]) == 2
     assert "read them: --suite pytorch-examples/resnet50" in capsys.readouterr().err  # refused first (20.3)
     text = _explain(root, "ngc-pytorch/resnet50", key, 2, 9)

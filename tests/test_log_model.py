@@ -13,7 +13,7 @@ import pytest
 
 from dlperf_slurm import parsing as lp
 from dlperf_slurm import suites
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.result import ParseContext
 from dlperf_slurm.suites import recognise
@@ -79,7 +79,7 @@ def test_auto_picks_the_suite_of_the_model_the_logs_name_without_a_tie(tmp_path)
     for root in (plain,
                  _tree(tmp_path / "named", {"1n1g/vgg16_b2_fp32_1.log": VGG16[1],
                                             "1n1g/vgg16_b8_fp32_1.log": VGG16[2]})):
-        suite, (note,) = drive.tree_suite(root, "auto")
+        suite, (note,) = gather.tree_suite(root, "auto")
         assert suite == "tf-cnn/vgg16"
         assert "each read" not in note and "chose" not in note and "tf-cnn/resnet50" not in note, note
 
@@ -87,13 +87,13 @@ def test_auto_picks_the_suite_of_the_model_the_logs_name_without_a_tie(tmp_path)
 def test_a_named_suite_of_another_model_is_refused_in_one_line(tmp_path, capsys):
     root = _vgg16_tree(tmp_path / "ddl")
     with pytest.raises(UserError) as err:
-        drive.tree_suite(root, "tf-cnn/resnet50")
+        gather.tree_suite(root, "tf-cnn/resnet50")
     text = str(err.value)
     assert "\n" not in text and text.startswith(f"--from {root}: ")
     assert (f"tf-cnn/resnet50 reads none of 3 sampled logs: they were written for another model "
             f"({root / '1n1g' / 'm_b2_fp32_1.log'} says 'Model: vgg16', not resnet50): --suite tf-cnn/vgg16 "
             "(or leave --suite out: auto)") in text, text
-    assert drive.tree_suite(root, "tf-cnn/vgg16") == ("tf-cnn/vgg16", [])
+    assert gather.tree_suite(root, "tf-cnn/vgg16") == ("tf-cnn/vgg16", [])
     # the command line: exit 2, the one line, no traceback
     from dlperf_slurm.cli import main
 
@@ -111,6 +111,6 @@ def test_a_model_no_other_suite_names_is_read_as_before(tmp_path, path, model):
     assert {"tf-cnn/resnet50", "tf-cnn/vgg16"} <= set(recognise.readers(path))
     assert recognise.written_for(path, "tf-cnn/resnet50") is None
     root = _tree(tmp_path / "t", {"1n2g/m_b64_fp32_1.log": path})
-    assert drive.tree_suite(root, "tf-cnn/resnet50") == ("tf-cnn/resnet50", [])
-    run, = drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 0, 1)], jobs=1).runs
+    assert gather.tree_suite(root, "tf-cnn/resnet50") == ("tf-cnn/resnet50", [])
+    run, = drive.collect([gather.runs_from_tree(root, "tf-cnn/resnet50", 0, 1)], jobs=1).runs
     assert run.steps_seen > 0 and run.extra["log_model"] == model, (run.status, run.reason)

@@ -164,7 +164,7 @@ def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(
     from pathlib import Path
 
     from dlperf_slurm import events
-    from dlperf_slurm.collect import drive
+    from dlperf_slurm.collect import drive, gather
 
     log = Path(__file__).parent / "fixtures/real/tf_cnn_benchmarks/8fb7907/tf_cnn_vgg16_synthetic_cpu_b2_lr1e-6.log"
     for shape in ("1n1g", "2n1g"):
@@ -176,7 +176,7 @@ def test_collect_explains_a_multi_node_tf_cnn_vgg16_cell_with_vgg16_s_gradients(
     # 102,228,128 B -> 81.78 ms; no overlap allows 1666.7 / (1666.7 + that): 79 % and 95 %; the 2n1g cell (the
     # baseline's own log: 50 %) is under either: not the network
     for suite, params, no_overlap in (("tf-cnn/vgg16", 138_357_544, 0.7901), ("tf-cnn/resnet50", 25_557_032, 0.9532)):
-        res = drive.collect([drive.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
+        res = drive.collect([gather.runs_from_tree(tmp_path / "t", suite, 2, 10)], jobs=1)
         assert [(r.shape, str(r.status), r.throughput_time) for r in res.runs] == [("1n1g", "OK", 1.2),
                                                                                    ("2n1g", "OK", 1.2)]
         (e,) = network.explain(res.cells, res.runs)

@@ -45,7 +45,7 @@ from typing import Any
 import pytest
 
 from dlperf_slurm import suites
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.model.cell import METRICS, Target
 from dlperf_slurm.parsing import accuracy
 
@@ -116,7 +116,7 @@ def read(log: RealLog, suite: str, tmp_path: Path, target: Target | None = None)
     shape_dir.mkdir(parents=True)
     shutil.copyfile(log.path, shape_dir / f"model_b{log.batch}_{log.precision}_0.log")
     warmup, measure = log.window if log.window else (None, None)
-    col = drive.runs_from_tree(tmp_path / "tree", suite, warmup, measure, log.options or None, target=target)
+    col = gather.runs_from_tree(tmp_path / "tree", suite, warmup, measure, log.options or None, target=target)
     res = drive.collect([col], jobs=1)
     assert len(res.runs) == 1
     return res.runs[0]

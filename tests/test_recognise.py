@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.suites import recognise
@@ -42,7 +42,7 @@ def _tree(tmp_path: Path, src: Path, name: str, rc: int | None) -> Path:
 
 
 def _one(root: Path, suite: str):
-    res = drive.collect([drive.runs_from_tree(root, suite, 0, 1)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, suite, 0, 1)], jobs=1)
     assert len(res.runs) == 1
     return res.runs[0]
 
@@ -150,7 +150,7 @@ def test_auto_reads_the_suite_from_the_logs(tmp_path):
     root = _shape_tree(tmp_path / "dlperf", {
         "1n1g/rn50_b128_fp32_1.log": real("ngc-tf1/convnets_training_benchmark_gpu1_fp32_bs128.log"),
         "1n8g/rn50_b256_amp_1.log": real("ngc-tf1/convnets_training_benchmark_gpu8_amp_bs256.log")})
-    suite, notes = drive.tree_suite(root, None)
+    suite, notes = gather.tree_suite(root, None)
     assert suite == "ngc-tf1/resnet50"
     assert notes == ["--suite auto: ngc-tf1/resnet50 (its parser reads 2 of 2 sampled logs)"]
 
@@ -161,12 +161,12 @@ def test_auto_breaks_a_tie_of_suites_sharing_a_parser_by_the_path_and_says_so(tm
     shared = recognise.readers(src)
     assert len(shared) > 1 and "mxnet-gluon/resnet50" in shared
     root = _shape_tree(tmp_path / "mxnet-gluon", {"1n1g/r50_b64_fp32_1.log": src})
-    suite, (note,) = drive.tree_suite(root, "auto")
+    suite, (note,) = gather.tree_suite(root, "auto")
     assert suite == "mxnet-gluon/resnet50"
     assert "each read 1 of the 1 sampled logs; chose mxnet-gluon/resnet50: the logs' path names its framework" in note
     # a path that names none of them better: the first in name order, said as such
     plain = _shape_tree(tmp_path / "plain", {"1n1g/x_b64_fp32_1.log": src})
-    suite, (note,) = drive.tree_suite(plain, "auto")
+    suite, (note,) = gather.tree_suite(plain, "auto")
     assert suite == min(shared) and "first in name order" in note
 
 
@@ -177,30 +177,30 @@ def test_auto_tells_the_tf_cnn_models_apart_by_a_vgg_in_the_path_when_the_log_na
     src = real("tensorflow_issue23032_1gpu_b32.log")
     assert "Model:" not in src.read_text() and {"tf-cnn/resnet50", "tf-cnn/vgg16"} <= set(recognise.readers(src))
     root = _shape_tree(tmp_path / "ddl", {"1n1g/vgg_b32_fp32_1.log": src})
-    suite, (note,) = drive.tree_suite(root, "auto")
+    suite, (note,) = gather.tree_suite(root, "auto")
     assert suite == "tf-cnn/vgg16" and "chose tf-cnn/vgg16" in note, note
     plain = _shape_tree(tmp_path / "plain", {"1n1g/x_b32_fp32_1.log": src})
-    assert drive.tree_suite(plain, "auto")[0] == "tf-cnn/resnet50"  # no word for either: the first in name order
+    assert gather.tree_suite(plain, "auto")[0] == "tf-cnn/resnet50"  # no word for either: the first in name order
 
 
 def test_a_suite_that_reads_none_of_the_tree_is_refused_naming_those_that_do(tmp_path):
     root = _shape_tree(tmp_path / "t", {"1n8g/r50_b64_fp32_1.log": real("pytorch_examples_rn50_2n8g.excerpt.log")})
     with pytest.raises(UserError) as err:
-        drive.tree_suite(root, "ngc-pytorch/resnet50")
+        gather.tree_suite(root, "ngc-pytorch/resnet50")
     text = str(err.value)
     assert "\n" not in text and "ngc-pytorch/resnet50 finds no training step in any of 1 sampled logs" in text
     assert "pytorch-examples/resnet50 read them: --suite pytorch-examples/resnet50" in text
-    assert drive.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
+    assert gather.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
 
 
 def test_a_tree_no_suite_reads(tmp_path):
     root = _shape_tree(tmp_path / "t", {"1n1g/r50_b64_fp32_1.log": FAILURES / "heat_issue_2007_mpirun_root.log"})
     # a named suite stays: its runs say why (a launch failure quoting mpirun)
-    assert drive.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
+    assert gather.tree_suite(root, "pytorch-examples/resnet50") == ("pytorch-examples/resnet50", [])
     with pytest.raises(UserError, match="no registered suite finds a training step in any of 1 sampled logs"):
-        drive.tree_suite(root, None)
+        gather.tree_suite(root, None)
     with pytest.raises(UserError, match="unknown suite 'nope'"):
-        drive.tree_suite(root, "nope")
+        gather.tree_suite(root, "nope")
 
 
 def test_collect_from_without_suite_on_the_command_line(tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dlperf_slurm import cli
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.matrix import loader
 from dlperf_slurm.model import cell
 from dlperf_slurm.model.status import Status
@@ -182,18 +182,18 @@ def test_collect_from_uses_dlperfs_window_and_gives_its_published_medians(dlperf
 
 def test_an_explicit_window_wins_over_the_suites(dlperf_tree):
     # the whole run, the slow first interval included: the mean of all six intervals' speeds
-    whole = drive.collect([drive.runs_from_tree(dlperf_tree, "tf2/resnet50", 0, 600)], jobs=1)
+    whole = drive.collect([gather.runs_from_tree(dlperf_tree, "tf2/resnet50", 0, 600)], jobs=1)
     one = next(c for c in whole.cells if c.shape == "1n1g")
     six = sorted((round(p / 2.9, 2) + sum(round(p + d, 2) for d in _SPREAD)) / 6 for p in DLPERF_RUNS["1n1g"].values())
     assert one.status == Status.OK and one.median == pytest.approx(six[2], rel=1e-9)
     assert one.median < DLPERF_PUBLISHED["1n1g"][0] - 30
     assert {(r.window_start, r.window_end) for r in whole.runs} == {(0, 600)}
     # the generic default (skip 20, time 100) is not on TimeHistory's 100-step grid: nothing can be timed
-    generic = drive.collect([drive.runs_from_tree(dlperf_tree, "tf2/resnet50", 20, 100)], jobs=1)
+    generic = drive.collect([gather.runs_from_tree(dlperf_tree, "tf2/resnet50", 20, 100)], jobs=1)
     assert {r.status for r in generic.runs} == {Status.UNMEASURED}
     assert "window 20->120" in generic.runs[0].reason
     # one flag given: the other one stays the suite's
-    mixed = drive.runs_from_tree(dlperf_tree, "tf2/resnet50", warmup_steps=200)
+    mixed = gather.runs_from_tree(dlperf_tree, "tf2/resnet50", warmup_steps=200)
     assert {(s.warmup_steps, s.measure_steps) for s in mixed.runs} == {(200, 500)}
 
 
@@ -201,7 +201,7 @@ def test_a_suite_without_a_dlperf_window_keeps_the_default(tmp_path):
     d = tmp_path / "t" / "1n1g"
     d.mkdir(parents=True)
     (d / "m_b8_fp32_0.log").write_text("nothing\n")
-    col = drive.runs_from_tree(tmp_path / "t", "pytorch-ddp/resnet50")
+    col = gather.runs_from_tree(tmp_path / "t", "pytorch-ddp/resnet50")
     assert {(s.warmup_steps, s.measure_steps) for s in col.runs} == {(20, 100)}
     assert not any("DLPerf" in n for n in col.notes)
 
@@ -231,8 +231,8 @@ def test_a_mirrored_strategy_line_is_no_error(tmp_path, monkeypatch, parser):
     log = tmp_path / "1n1g" / "rn50_b2_fp32_1.log"
     log.parent.mkdir()
     log.write_text("".join(head))
-    [run] = drive.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2).runs
-    res = drive.collect([drive.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2)], jobs=1).runs[0]
+    [run] = gather.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2).runs
+    res = drive.collect([gather.runs_from_tree(tmp_path, "tf2/resnet50", 1, 2)], jobs=1).runs[0]
     assert run.key == res.run
     assert res.status == Status.LAUNCH_FAILED.value
     assert "no training step" in res.reason and "last error" not in res.reason, res.reason

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 from test_collect import make_tree
 
 from dlperf_slurm import stats
-from dlperf_slurm.collect import drive
+from dlperf_slurm.collect import drive, gather
 from dlperf_slurm.model.rows import CellRow, RunRow, columns
 from dlperf_slurm.report import plots, writers
 
@@ -24,7 +24,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def _result(tmp_path: Path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50")  # with an OOM cell and a run cut short: empty fields
-    return drive.collect([drive.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
+    return drive.collect([gather.runs_from_tree(root, "tf-cnn/resnet50", 5, 20)], jobs=1)
 
 
 def test_csv_fields_read_back_as_written(tmp_path):
@@ -94,7 +94,7 @@ def test_markdown_names_the_flavour_its_tables_show(tmp_path):
     for that suite, not that every figure is the time flavour."""
     root = tmp_path / "t"
     make_tree(root, "tf2/resnet50", repeats=1, oom_shape=None, incomplete=None)
-    res = drive.collect([drive.runs_from_tree(root, "tf2/resnet50", 5, 20)], jobs=1)
+    res = drive.collect([gather.runs_from_tree(root, "tf2/resnet50", 5, 20)], jobs=1)
     assert {c.published for c in res.cells} == {"speed"}
     method = next(line for line in writers.markdown(res).splitlines() if line.startswith("Method"))
     assert "speed flavour, the mean of the printed per-step throughputs over the window: tf2/resnet50" in method

@@ -49,7 +49,7 @@ def iso(t: float | None) -> str:
 
 def identify(name: str, source: str, where: str, logs: Iterable[str] = (), suites: Iterable[str] = ()
              ) -> CampaignId:
-    """A collection's identity (:class:`dlperf_slurm.collect.drive.Collection`'s ``name``, ``source`` and ``where``;
+    """A collection's identity (:class:`dlperf_slurm.collect.gather.Collection`'s ``name``, ``source`` and ``where``;
     ``logs`` and ``suites``: its runs', for a campaign without a manifest)."""
     from dlperf_slurm.campaign.folders import MANIFEST
 

@@ -55,6 +55,7 @@ def plan(cells: Sequence[CellRow], repeats_now: dict[str, int], top: TopUp) -> d
 
 def campaign_cells(campaign_dir: Path) -> list[CellRow]:
     """The campaign's cells as ``collect`` computes them from its logs."""
-    from dlperf_slurm.collect.drive import collect, runs_from_campaign
+    from dlperf_slurm.collect.drive import collect
+    from dlperf_slurm.collect.gather import runs_from_campaign
 
     return collect([runs_from_campaign(campaign_dir)], jobs=1).cells

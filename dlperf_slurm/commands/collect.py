@@ -14,16 +14,8 @@ from typing import Any, Sequence, TextIO
 
 from dlperf_slurm.campaign import folders, manifest, tracking
 from dlperf_slurm.collect import parsecache
-from dlperf_slurm.collect.drive import (
-    Collection,
-    Result,
-    collect,
-    keep_verdicts,
-    runs_from_campaign,
-    runs_from_matrix,
-    runs_from_tree,
-    tree_suite,
-)
+from dlperf_slurm.collect.drive import Result, collect, keep_verdicts
+from dlperf_slurm.collect.gather import Collection, runs_from_campaign, runs_from_matrix, runs_from_tree, tree_suite
 from dlperf_slurm.disk import no_more_open_than
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.cell import METRICS, Target

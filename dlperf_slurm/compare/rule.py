@@ -279,11 +279,11 @@ def load_runs(what: str, logs: str) -> tuple[str, list[dict[str, Any]]]:
         _one_campaign_per_cell(p, runs)
         return doc.get("name") or p.stem, runs
     from dlperf_slurm.campaign.folders import find_campaign
-    from dlperf_slurm.collect import drive
+    from dlperf_slurm.collect import drive, gather
     from dlperf_slurm.model.rows import as_dict
 
     cdir = find_campaign(logs, what)
-    result = drive.collect([drive.runs_from_campaign(cdir)])
+    result = drive.collect([gather.runs_from_campaign(cdir)])
     return cdir.name, [as_dict(r) for r in result.runs]
 
 
