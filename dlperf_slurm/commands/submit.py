@@ -24,33 +24,15 @@ if TYPE_CHECKING:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    import re
 
     from dlperf_slurm import schedulers
     from dlperf_slurm.campaign import monitor
     from dlperf_slurm.campaign.folders import MANIFEST
-    from dlperf_slurm.campaign.manifest import Manifest
-    from dlperf_slurm.matrix import loader as matrix_mod
-    from dlperf_slurm.model.status import FAILURES
     from dlperf_slurm.submit import guard
     from dlperf_slurm.submit.journal import plural, submit
 
     site: Any = False if args.no_site else args.site
-    m = matrix_mod.load(args.matrix, site=site, system=args.system)
-    note_dropped(m, args.matrix)
-    if args.campaign:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
-            raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
-        m.name = args.campaign
-    if args.new_revision:
-        m.name = revision(Path(args.logs), m.name, m, site)
-    cdir = (Path(args.logs) / m.name).resolve()
-    if args.jobs < 1:
-        raise UserError("--jobs must be at least 1")
-    if (cdir / MANIFEST).exists():
-        why = same_matrix(m, cdir, site, Path(args.logs))
-        if why:
-            raise UserError(why)
+    m, cdir = _campaign(args, site)
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
     if args.executor == "auto" and backend.name == "local" and (why := guard.local_refusal(m)):
         raise UserError(why)
@@ -58,15 +40,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         raise UserError(why)
     if args.executor == "auto" and backend.auto_note() and not args.dry_run:
         print(f"dlperf-slurm: {backend.auto_note()}", file=sys.stderr)
-    top = None
-    if args.top_up:
-        from dlperf_slurm.collect.topup import TopUp
-        from dlperf_slurm.matrix.axes import MAX_REPEATS
-
-        if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
-            raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
-                            f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
-        top = TopUp(args.ci_target, args.max_repeats)
+    top = _top_up_asked(args)
     confirm = None
     if not args.dry_run:
         from dlperf_slurm.submit.render import check_template_dir
@@ -89,8 +63,55 @@ def cmd_submit(args: argparse.Namespace) -> int:
         monitor.wait_for_room(lambda: backend.submit_room(m))
         report = submit(m, cdir, backend, retry_failed=args.retry_failed, template_dir=args.templates)
         print(f"submitted {report.submitted} more runs; {report.waiting} wait")
-    if not args.wait:
-        return 0
+    return _wait(cdir, backend) if args.wait else 0
+
+
+def _campaign(args: argparse.Namespace, site: Any) -> tuple[Any, Path]:
+    """The matrix to submit and its campaign's folder: ``--campaign`` or ``--new-revision``'s name; a campaign
+    that holds another matrix is refused (one campaign, one matrix)."""
+    import re
+
+    from dlperf_slurm.campaign.folders import MANIFEST
+    from dlperf_slurm.matrix import loader as matrix_mod
+
+    m = matrix_mod.load(args.matrix, site=site, system=args.system)
+    note_dropped(m, args.matrix)
+    if args.campaign:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", args.campaign):
+            raise UserError(f"--campaign {args.campaign!r}: use letters, digits, '_', '.', '-'")
+        m.name = args.campaign
+    if args.new_revision:
+        m.name = revision(Path(args.logs), m.name, m, site)
+    cdir = (Path(args.logs) / m.name).resolve()
+    if args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    if (cdir / MANIFEST).exists():
+        why = same_matrix(m, cdir, site, Path(args.logs))
+        if why:
+            raise UserError(why)
+    return m, cdir
+
+
+def _top_up_asked(args: argparse.Namespace) -> TopUp | None:
+    """``--top-up``'s bounds, checked (None without it)."""
+    if not args.top_up:
+        return None
+    from dlperf_slurm.collect.topup import TopUp
+    from dlperf_slurm.matrix.axes import MAX_REPEATS
+
+    if not 0 < args.ci_target < 1 or not 2 <= args.max_repeats <= MAX_REPEATS:
+        raise UserError(f"--ci-target must be between 0 and 1 and --max-repeats between 2 and "
+                        f"{MAX_REPEATS:,} (a matrix's bound on repeats)")
+    return TopUp(args.ci_target, args.max_repeats)
+
+
+def _wait(cdir: Path, backend: Any) -> int:
+    """``--wait``: until nothing is active; the status table; exit 1 when a run failed."""
+    from dlperf_slurm import schedulers
+    from dlperf_slurm.campaign import monitor
+    from dlperf_slurm.campaign.manifest import Manifest
+    from dlperf_slurm.model.status import FAILURES
+
     man = Manifest(cdir)
     try:
         final = monitor.wait(man, schedulers.for_campaign(cdir, monitor.used_schedulers(man), default=backend))

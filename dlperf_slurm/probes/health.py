@@ -84,6 +84,53 @@ def scheduler_unreachable(other: Sequence[str], ping: Any = None) -> str:
     return ""
 
 
+class _Reports:
+    """The nodes' probe reports read for :func:`judge`: the problems they show, the nodes to blame, what says
+    the scheduler or the rendezvous could not be reached (no node blamed), each node's GPUs and each rank's
+    all-reduce time."""
+
+    def __init__(self, hosts: Sequence[str], unreachable: str) -> None:
+        self.unreachable = unreachable
+        self.problems: list[str] = []
+        self.blamed: set[str] = set()
+        self.outage: list[str] = [unreachable] if unreachable else []
+        self.gpus: dict[str, str] = {}
+        self.times: dict[int, float] = {}
+        self.nbytes: Any = None
+        self.iters: Any = None
+        self.backend = ""
+
+    def read(self, host: str, rec: Mapping[str, Any] | None) -> None:
+        if rec is None:
+            if self.unreachable:
+                self.problems.append(f"{host}: no report from the probe: {self.unreachable}")
+                return
+            self.problems.append(f"{host}: no report from the probe (not started, crashed or past the time bound)")
+            self.blamed.add(host)
+            return
+        self.gpus[host] = str(rec.get("gpu_text") or "")
+        for p in rec.get("gpu_problems") or ():
+            self.problems.append(f"{host}: {p}")
+            self.blamed.add(host)
+        for r in rec.get("ranks") or ():
+            self._rank(host, r)
+        self.backend = rec.get("backend") or self.backend
+
+    def _rank(self, host: str, r: Mapping[str, Any]) -> None:
+        if r.get("error") and r.get("rendezvous"):  # the all-reduce's rendezvous, not this node
+            self.problems.append(f"{host}: rank {r.get('rank')}: the rendezvous at {r['rendezvous']} could not be "
+                                 f"reached: {r['error']}")
+            note = f"the all-reduce's rendezvous at {r['rendezvous']} could not be reached"
+            if note not in self.outage:
+                self.outage.append(note)
+        elif r.get("error"):
+            self.problems.append(f"{host}: rank {r.get('rank')}: {r['error']}")
+            self.blamed.add(host)
+        elif isinstance(r.get("seconds"), (int, float)) and r["seconds"] > 0:
+            self.times[int(r["rank"])] = float(r["seconds"])
+            self.nbytes, self.iters, self.backend = r.get("bytes"), r.get("iters"), r.get("backend", self.backend)
+
+
 def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks: int,
           min_busbw_gbs: float = 0.0, unreachable: str = "", expected_by: str = "") -> dict[str, Any]:
     """The gate's verdict from the node records (host -> record), the job's hosts and its rank count: the fields
@@ -92,40 +139,11 @@ def judge(records: Mapping[str, Mapping[str, Any]], hosts: Sequence[str], ranks:
     ``unreachable``: why the scheduler could not start the probes (:func:`scheduler_unreachable`); then a node
     without a report is not blamed, nor a rank whose rendezvous failed: the run is retried as it is, on the same
     nodes."""
-    problems: list[str] = []
-    blamed: set[str] = set()
-    outage: list[str] = [unreachable] if unreachable else []
-    gpus: dict[str, str] = {}
-    times: dict[int, float] = {}
-    nbytes = iters = None
-    backend = ""
+    r = _Reports(hosts, unreachable)
     for host in hosts:
-        rec = records.get(host)
-        if rec is None:
-            if unreachable:
-                problems.append(f"{host}: no report from the probe: {unreachable}")
-                continue
-            problems.append(f"{host}: no report from the probe (not started, crashed or past the time bound)")
-            blamed.add(host)
-            continue
-        gpus[host] = str(rec.get("gpu_text") or "")
-        for p in rec.get("gpu_problems") or ():
-            problems.append(f"{host}: {p}")
-            blamed.add(host)
-        for r in rec.get("ranks") or ():
-            if r.get("error") and r.get("rendezvous"):  # the all-reduce's rendezvous, not this node
-                problems.append(f"{host}: rank {r.get('rank')}: the rendezvous at {r['rendezvous']} could not be "
-                                f"reached: {r['error']}")
-                note = f"the all-reduce's rendezvous at {r['rendezvous']} could not be reached"
-                if note not in outage:
-                    outage.append(note)
-            elif r.get("error"):
-                problems.append(f"{host}: rank {r.get('rank')}: {r['error']}")
-                blamed.add(host)
-            elif isinstance(r.get("seconds"), (int, float)) and r["seconds"] > 0:
-                times[int(r["rank"])] = float(r["seconds"])
-                nbytes, iters, backend = r.get("bytes"), r.get("iters"), r.get("backend", backend)
-        backend = rec.get("backend") or backend
+        r.read(host, records.get(host))
+    problems, blamed, outage, gpus, times = r.problems, r.blamed, r.outage, r.gpus, r.times
+    nbytes, iters, backend = r.nbytes, r.iters, r.backend
     out: dict[str, Any] = {ev.RANKS: ranks, ev.NODES: list(hosts), ev.BACKEND: backend, ev.GPUS: gpus}
     busbw = None
     unavailable = sorted({str(r["unavailable"]) for r in records.values() if r.get("unavailable")})
