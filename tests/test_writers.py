@@ -80,8 +80,8 @@ def test_log_axis_ticks_and_labels():
 def test_the_writers_import_neither_pandas_nor_matplotlib(tmp_path):
     root = tmp_path / "t"
     make_tree(root, "tf-cnn/resnet50", repeats=1, incomplete=None)  # two shapes with a figure: a plot
-    code = ("import sys; from dlperf_slurm.collect import drive; from dlperf_slurm.report import writers; "
-            f"res = drive.collect([drive.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
+    code = ("import sys; from dlperf_slurm.collect import drive, gather; from dlperf_slurm.report import writers; "
+            f"res = drive.collect([gather.runs_from_tree({str(root)!r}, 'tf-cnn/resnet50', 5, 20)], jobs=1); "
             f"paths = writers.write_all(res, {str(tmp_path / 'out')!r}); "
             "print(sorted(p.suffix for p in paths), [m for m in ('pandas', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

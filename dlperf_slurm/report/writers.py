@@ -122,23 +122,7 @@ def markdown(result: Result) -> str:
                  f"{', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
     lines += system.markdown(system.describe(runs))
-    time_flavour = "global batch × measured steps / the log's own time between the window's ends"
-    speed = sorted({c.suite for c in cells if c.published == "speed"})
-    if speed:  # the tables show each suite's published flavour
-        timed = sorted({c.suite for c in cells if c.published != "speed"})
-        flavour = ("throughput = each suite's published flavour (the other is in the CSV/JSON): "
-                   + (f"time flavour, {time_flavour}: {', '.join(timed)}; " if timed else "")
-                   + f"speed flavour, the mean of the printed per-step throughputs over the window: {', '.join(speed)}")
-    else:
-        flavour = (f"throughput = {time_flavour} (time flavour; the speed flavour, the mean of the printed per-step "
-                   "throughputs, is in the CSV/JSON)")
-    lines.append(f"Method (docs/method.md): window: {win}; {flavour}; median over the OK runs of a cell (even count: "
-                 "mean of the two middle values); speedup = median / median of the 1n1g cell with the same suite, "
-                 "precision, XLA, batch per GPU, variant and launcher, or where no 1n1g cell has the launcher, of "
-                 "the one 1n1g cell that differs in launcher alone (empty without one); efficiency = speedup / GPUs. "
-                 "Only OK runs enter the statistics; a cell without one shows its dominant failure or its progress. "
-                 f"Flags: `few OK` ({stats.few_ok_rule(c.n for c in cells)}: 5 of 7 as a ratio of the planned runs), "
-                 "`CV>5%`. GPU memory: peak NVML \"used\" over every GPU / GPU 0, MiB.")
+    lines.append(_method_line(result, win))
     lines.append("")
     if any(c.tiny for c in cells):
         lines += [(f"> **{TINY}**: some runs used the tiny models (`--tiny`); their figures only show that the "
@@ -166,6 +150,38 @@ def markdown(result: Result) -> str:
     lines += accuracy.markdown(cells, runs)  # the accuracy table, only when accuracy runs are present
     lines += widedeep.markdown(cells)  # DLPerf's W&D table, only when W&D cells are present
     lines += studies.markdown(cells)  # Tensorpack vs tf_cnn, only when both suites have cells
+    lines += _group_tables(cells, launchers)
+    lines += stragglers.markdown(stragglers.analyse(runs))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _method_line(result: Result, win: str) -> str:
+    """The summary's method line: the window, the throughput flavour each suite's tables show, the statistics."""
+    cells = result.cells
+    time_flavour = "global batch × measured steps / the log's own time between the window's ends"
+    speed = sorted({c.suite for c in cells if c.published == "speed"})
+    if speed:  # the tables show each suite's published flavour
+        timed = sorted({c.suite for c in cells if c.published != "speed"})
+        flavour = ("throughput = each suite's published flavour (the other is in the CSV/JSON): "
+                   + (f"time flavour, {time_flavour}: {', '.join(timed)}; " if timed else "")
+                   + f"speed flavour, the mean of the printed per-step throughputs over the window: {', '.join(speed)}")
+    else:
+        flavour = (f"throughput = {time_flavour} (time flavour; the speed flavour, the mean of the printed per-step "
+                   "throughputs, is in the CSV/JSON)")
+    return (f"Method (docs/method.md): window: {win}; {flavour}; median over the OK runs of a cell (even count: "
+            "mean of the two middle values); speedup = median / median of the 1n1g cell with the same suite, "
+            "precision, XLA, batch per GPU, variant and launcher, or where no 1n1g cell has the launcher, of "
+            "the one 1n1g cell that differs in launcher alone (empty without one); efficiency = speedup / GPUs. "
+            "Only OK runs enter the statistics; a cell without one shows its dominant failure or its progress. "
+            f"Flags: `few OK` ({stats.few_ok_rule(c.n for c in cells)}: 5 of 7 as a ratio of the planned runs), "
+            "`CV>5%`. GPU memory: peak NVML \"used\" over every GPU / GPU 0, MiB.")
+
+
+def _group_tables(cells: Sequence[CellRow], launchers: bool) -> list[str]:
+    """The DLPerf-style tables: one per group of cells, with its memory note and its failed cells' reasons."""
+    from tabulate import tabulate
+
+    lines: list[str] = []
     shared = shared_suites(cells)
     for key, gc in groups(cells):
         lines.append(f"## {group_title(key, gc, launchers, shared)}")
@@ -182,8 +198,7 @@ def markdown(result: Result) -> str:
             for c in failed:
                 lines.append(f"- `{c.shape}` {c.display or c.status}: {_md_escape(c.reason)}")
         lines.append("")
-    lines += stragglers.markdown(stragglers.analyse(runs))
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def _md_escape(text: str) -> str:
