@@ -225,6 +225,22 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
     body.append(pre)
     body.append('<h2 id="tables">Tables</h2><p class="note">Throughput: the median over a cell\'s OK runs '
                 "(docs/method.md); speedup against the 1n1g cell; the median's distribution-free 95 % interval.</p>")
+    body += _group_tables(cells, launchers, shared)
+
+    body.append(rest)
+    if plots:
+        body += _plots(cells, shared)
+    if trend:
+        body += _trends(cells, trend)
+    body += _failures(runs)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(name)}: dlperf_slurm report</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _group_tables(cells: list[CellRow], launchers: bool, shared: set[str]) -> list[str]:
+    """The summary's tables, one per group of cells: each median with its interval, the memory note, failed cells."""
+    body: list[str] = []
     for key, gc in groups(cells):
         headers, rows = group_table(gc)
         html_rows = []
@@ -241,28 +257,40 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
         if failed:
             body.append("<ul>" + "".join(f'<li class="failed"><code>{_e(c.shape)}</code> {_e(c.display or c.status)}: '
                                          f"{_e(c.reason)}</li>" for c in failed) + "</ul>")
+    return body
 
-    body.append(rest)
-    if plots:
-        drawn = [(suite, gs) for suite in sorted({c.suite for c in cells}) if (gs := plotting.plottable(cells, suite))]
-        svgs = [(s, plotting.draw(gs, s, s in shared)) for s, gs in drawn if not plotting.one_shape(gs)]
-        if drawn:
-            body.append('<h2 id="plots">Plots</h2>')
-            body += [f'<figure class="plot" data-suite="{_e(s)}">{_svg_body(svg)}<figcaption>{_e(s)}</figcaption>'
-                     "</figure>" for s, svg in svgs]
-            body += [f'<p class="note" data-suite="{_e(s)}">{_e(s)}: {_e(why)}.</p>' for s, gs in drawn
-                     if (why := plotting.one_shape(gs))]
 
-    if trend:
-        body.append('<h2 id="history">History</h2><p class="note">Each cell\'s median over the campaigns the results '
-                    "store holds (bars: the 95 % interval; red: this campaign). <code>dlperf-slurm history</code> "
-                    "judges each change.</p><div class=\"trends\">")
-        units = {c.cell_id: c.unit for c in cells}
-        for cid, points in trend.items():
-            body.append(f'<figure data-cell="{_e(cid)}">{trend_svg(points, units.get(cid, ""))}'
-                        f"<figcaption>{_e(cid)}</figcaption></figure>")
-        body.append("</div>")
+def _plots(cells: list[CellRow], shared: set[str]) -> list[str]:
+    """Each suite's plots inline, or why a suite has none (one shape: nothing to scale against)."""
+    body: list[str] = []
+    drawn = [(suite, gs) for suite in sorted({c.suite for c in cells}) if (gs := plotting.plottable(cells, suite))]
+    svgs = [(s, plotting.draw(gs, s, s in shared)) for s, gs in drawn if not plotting.one_shape(gs)]
+    if drawn:
+        body.append('<h2 id="plots">Plots</h2>')
+        body += [f'<figure class="plot" data-suite="{_e(s)}">{_svg_body(svg)}<figcaption>{_e(s)}</figcaption>'
+                 "</figure>" for s, svg in svgs]
+        body += [f'<p class="note" data-suite="{_e(s)}">{_e(s)}: {_e(why)}.</p>' for s, gs in drawn
+                 if (why := plotting.one_shape(gs))]
+    return body
 
+
+def _trends(cells: list[CellRow], trend: Mapping[str, Sequence[Point]]) -> list[str]:
+    """Each cell's median over the stored campaigns, as a small plot."""
+    body: list[str] = []
+    body.append('<h2 id="history">History</h2><p class="note">Each cell\'s median over the campaigns the results '
+                "store holds (bars: the 95 % interval; red: this campaign). <code>dlperf-slurm history</code> "
+                "judges each change.</p><div class=\"trends\">")
+    units = {c.cell_id: c.unit for c in cells}
+    for cid, points in trend.items():
+        body.append(f'<figure data-cell="{_e(cid)}">{trend_svg(points, units.get(cid, ""))}'
+                    f"<figcaption>{_e(cid)}</figcaption></figure>")
+    body.append("</div>")
+    return body
+
+
+def _failures(runs: list[RunRow]) -> list[str]:
+    """Every failed run (up to MAX_FAILURES): its status, its reason and its log's last lines."""
+    body: list[str] = []
     failed_runs = [r for r in runs if r.status != Status.OK and r.status not in ACTIVE]
     body.append(f'<h2 id="failures">Failures ({len(failed_runs)} runs)</h2>')
     if not failed_runs:
@@ -275,9 +303,7 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
                     f"</summary><pre>{_e(log)}</pre></details>")
     if len(failed_runs) > MAX_FAILURES:
         body.append(f'<p class="note">and {len(failed_runs) - MAX_FAILURES} more failed runs (the CSV lists them).</p>')
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(name)}: dlperf_slurm report</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return body
 
 
 def _svg_body(svg: str) -> str:
