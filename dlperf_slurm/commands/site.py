@@ -52,29 +52,12 @@ def _toml(value: Any) -> str:
 
 def site_text(conf: dict[str, str], parts: dict, account: str | None, assocs: list[list[str]], who: str) -> str:
     """The site file's text (see the module docstring)."""
-    from dlperf_slurm.schedulers.slurmlimits import hms
 
     cluster = conf.get("ClusterName") or "cluster"
     default = next((p for p in parts.values() if p.default), None)
     gpus = any(p.gpus_per_node for p in parts.values())
     enforce = conf.get("AccountingStorageEnforce", "")
-    width = max(len(n) for n in parts) + len(" (default)")
-    lines = [f"# dlperf_slurm site file, written by `dlperf-slurm site init` on {time.strftime('%Y-%m-%d')} from "
-             f"Slurm cluster {cluster!r} for user {who}.",
-             "# What the cluster said (sinfo, scontrol show config, sacctmgr): edit it freely; `site init --force`",
-             "# writes it anew. A matrix's own [slurm] keys win over these.", "#", "# partitions:"]
-    for p in parts.values():
-        name = p.name + (" (default)" if p.default else "")
-        node = f"{p.nodes} node" + ("s" if p.nodes != 1 else "")
-        gres = f"{p.gpus_per_node} GPUs a node" if p.gpus_per_node else "no GPU GRES"
-        lines.append(f"#   {name:<{width}}  {node:>9}, {gres}, MaxTime "
-                     f"{hms(p.max_minutes) if p.max_minutes is not None else 'none'}"
-                     + (f", MaxNodes {p.max_nodes}" if p.max_nodes is not None else ""))
-    lines.append(f"# MaxArraySize {conf.get('MaxArraySize', '1001')}: submit splits larger job arrays to fit.")
-    if assocs:
-        seen = "; ".join(f"account {r[0]}" + (f" partition {r[1]}" if len(r) > 1 and r[1] else "")
-                         + (f" QOS {r[2]}" if len(r) > 2 and r[2] else "") for r in assocs if r and r[0])
-        lines.append(f"# your associations: {seen}")
+    lines = _header_lines(conf, parts, assocs, who, cluster)
     lines.append("")
     if len(parts) > 1:
         lines += [f"default_system = {_toml(cluster)}  # `--system {cluster}:PARTITION` picks another partition",
@@ -101,17 +84,7 @@ def site_text(conf: dict[str, str], parts: dict, account: str | None, assocs: li
         lines.append('gpu_request = "none"  # no node has GPU GRES: jobs ask Slurm for no GPU')
     lines.append("")
     if len(parts) > 1:
-        lines.append(f"[systems.{cluster}]")
-        if default and default.gpus_per_node:
-            lines.append(f"gpus_per_node = {default.gpus_per_node}")
-        for p in parts.values():
-            if p is default:
-                continue
-            lines += ["", f"[systems.{cluster}.partitions.{p.name}]"]
-            if p.gpus_per_node:
-                lines.append(f"gpus_per_node = {p.gpus_per_node}")
-            lines += [f"slurm = {{ partition = {_toml(p.name)} }}"]
-        lines.append("")
+        lines += _systems_lines(parts, default, cluster)
     lines += [
         "[environment]",
         "# The Python a job runs on the compute nodes must import dlperf_slurm and the suite's framework: a venv on",
@@ -124,3 +97,44 @@ def site_text(conf: dict[str, str], parts: dict, account: str | None, assocs: li
         "",
     ]
     return "\n".join(lines)
+
+
+def _header_lines(conf: dict[str, str], parts: dict, assocs: list[list[str]], who: str, cluster: str) -> list[str]:
+    """The site file's comment header: what the cluster said (its partitions, array size, your associations)."""
+    from dlperf_slurm.schedulers.slurmlimits import hms
+
+    width = max(len(n) for n in parts) + len(" (default)")
+    lines = [f"# dlperf_slurm site file, written by `dlperf-slurm site init` on {time.strftime('%Y-%m-%d')} from "
+             f"Slurm cluster {cluster!r} for user {who}.",
+             "# What the cluster said (sinfo, scontrol show config, sacctmgr): edit it freely; `site init --force`",
+             "# writes it anew. A matrix's own [slurm] keys win over these.", "#", "# partitions:"]
+    for p in parts.values():
+        name = p.name + (" (default)" if p.default else "")
+        node = f"{p.nodes} node" + ("s" if p.nodes != 1 else "")
+        gres = f"{p.gpus_per_node} GPUs a node" if p.gpus_per_node else "no GPU GRES"
+        lines.append(f"#   {name:<{width}}  {node:>9}, {gres}, MaxTime "
+                     f"{hms(p.max_minutes) if p.max_minutes is not None else 'none'}"
+                     + (f", MaxNodes {p.max_nodes}" if p.max_nodes is not None else ""))
+    lines.append(f"# MaxArraySize {conf.get('MaxArraySize', '1001')}: submit splits larger job arrays to fit.")
+    if assocs:
+        seen = "; ".join(f"account {r[0]}" + (f" partition {r[1]}" if len(r) > 1 and r[1] else "")
+                         + (f" QOS {r[2]}" if len(r) > 2 and r[2] else "") for r in assocs if r and r[0])
+        lines.append(f"# your associations: {seen}")
+    return lines
+
+
+def _systems_lines(parts: dict, default: Any, cluster: str) -> list[str]:
+    """A cluster of several partitions as a ``[systems]`` table: ``--system CLUSTER:PARTITION`` picks one."""
+    lines: list[str] = []
+    lines.append(f"[systems.{cluster}]")
+    if default and default.gpus_per_node:
+        lines.append(f"gpus_per_node = {default.gpus_per_node}")
+    for p in parts.values():
+        if p is default:
+            continue
+        lines += ["", f"[systems.{cluster}.partitions.{p.name}]"]
+        if p.gpus_per_node:
+            lines.append(f"gpus_per_node = {p.gpus_per_node}")
+        lines += [f"slurm = {{ partition = {_toml(p.name)} }}"]
+    lines.append("")
+    return lines
