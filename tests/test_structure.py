@@ -64,6 +64,37 @@ def test_the_literal_check_can_fail():
     assert _status_literals(ast.parse("if 'OOM' in line: pass")) == []
 
 
+#: a function longer than this is split where a name can be given to its part
+MAX_FUNCTION_LINES = 60
+#: the functions that stay longer, each with why (the list only shrinks: a function that got short leaves it)
+LONG_FUNCTIONS = {
+    "outcome/decision.py:decide": "the precedence table of the module's docstring, followed row by row in one "
+                                  "place: split, the rows' order would be spread over functions",
+}
+
+
+def _long_functions(tree: ast.AST, rel: str) -> dict[str, int]:
+    return {f"{rel}:{n.name}": n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.end_lineno is not None and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES}
+
+
+def test_no_function_over_the_length_limit():
+    long = {}
+    for path in MODULES.values():
+        long.update(_long_functions(ast.parse(path.read_text()), str(path.relative_to(PKG))))
+    new = {k: v for k, v in long.items() if k not in LONG_FUNCTIONS}
+    assert not new, f"functions over {MAX_FUNCTION_LINES} lines (give their parts names): {new}"
+    gone = sorted(set(LONG_FUNCTIONS) - set(long))
+    assert not gone, f"now {MAX_FUNCTION_LINES} lines or fewer (or renamed): take them off LONG_FUNCTIONS: {gone}"
+
+
+def test_the_length_check_can_fail():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(ast.parse(f"def f():\n{body}\n"), "m.py") == {"m.py:f": MAX_FUNCTION_LINES + 1}
+    assert _long_functions(ast.parse("def g():\n    return 1\n"), "m.py") == {}
+
+
 def _lint_imports(root: Path) -> subprocess.CompletedProcess:
     """import-linter over the package under ``root`` with the project's contracts (setup.cfg)."""
     import shutil

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dlperf_slurm.collect.runparse import RunSpec
@@ -131,7 +131,6 @@ def _quote(t: tuple | None, what: str, step: int | None) -> str:
 def explain(collections: Sequence[Any], what: str) -> str:
     """The text ``collect --explain`` prints for the run ``what`` names (:func:`find_run`)."""
     from dlperf_slurm import suites
-    from dlperf_slurm.outcome import decision
 
     spec = find_run(collections, what)
     row, win, tr = traced(spec)
@@ -154,23 +153,7 @@ def explain(collections: Sequence[Any], what: str) -> str:
         out += ["timed steps:", *([f"  {gathered}"] if gathered else [
             _quote(first, "first (window start)", row.window_start),
             _quote(last, "last (window end)", row.window_end)])]
-        seconds = win.get("seconds")
-        steps = row.window_steps
-        if row.throughput_time is not None and steps:
-            per_step = row.throughput_time * (seconds or 0) / steps if seconds else None
-            out.append(f"throughput, time flavour{' (published)' if published == 'time' else ''}: samples per step "
-                       f"x steps / seconds = {per_step:g} x {steps} / {seconds:.6g} s = {row.throughput_time:.2f} "
-                       f"{unit}" if per_step else f"throughput, time flavour: {row.throughput_time:.2f} {unit}")
-        if row.latency_ms is not None and steps and seconds:
-            out.append(f"latency: 1000 x {seconds:.6g} s / {steps} steps = {row.latency_ms:.2f} ms per step")
-        speeds = [t for t in tr if t[4] is not None and row.window_start < t[2] <= row.window_end]
-        if row.throughput_speed is not None:
-            raw = sum(t[4] for t in speeds) / len(speeds) if speeds else None
-            scale = f" x {row.throughput_speed / raw:g} (the suite's scale to samples/s)" \
-                if raw and abs(row.throughput_speed / raw - 1) > 1e-9 else ""
-            out.append(f"throughput, speed flavour{' (published)' if published == 'speed' else ''}: mean of the "
-                       f"{len(speeds)} per-step figures the log prints in steps ({row.window_start}, "
-                       f"{row.window_end}]{scale} = {row.throughput_speed:.2f} {unit}")
+        out += _formulas(row, win, tr, unit, published)
         out.append(f"published figure ({published} flavour): "
                    + (f"{row.throughput:.2f} {unit}" if row.throughput is not None else "none"))
     elif trace:  # no timed window: the steps the log does hold
@@ -178,6 +161,42 @@ def explain(collections: Sequence[Any], what: str) -> str:
                 _quote(trace[-1], "last", trace[-1][2])]
     elif gathered:
         out += [f"no timed window; {gathered}"]
+    out += _status_lines(row, x)
+    if row.reason:
+        out.append(f"reason: {row.reason}")
+    if not len(tr) and row.log_bytes is not None:
+        out.append("no step line: the parser read no training step from this log")
+    return "\n".join(out)
+
+
+def _formulas(row: Any, win: Mapping[str, Any], tr: Any, unit: str, published: str) -> list[str]:
+    """Each figure's formula with the log's numbers: the time flavour, the latency, the speed flavour."""
+    out: list[str] = []
+    seconds = win.get("seconds")
+    steps = row.window_steps
+    if row.throughput_time is not None and steps:
+        per_step = row.throughput_time * (seconds or 0) / steps if seconds else None
+        out.append(f"throughput, time flavour{' (published)' if published == 'time' else ''}: samples per step "
+                   f"x steps / seconds = {per_step:g} x {steps} / {seconds:.6g} s = {row.throughput_time:.2f} "
+                   f"{unit}" if per_step else f"throughput, time flavour: {row.throughput_time:.2f} {unit}")
+    if row.latency_ms is not None and steps and seconds:
+        out.append(f"latency: 1000 x {seconds:.6g} s / {steps} steps = {row.latency_ms:.2f} ms per step")
+    speeds = [t for t in tr if t[4] is not None and row.window_start < t[2] <= row.window_end]
+    if row.throughput_speed is not None:
+        raw = sum(t[4] for t in speeds) / len(speeds) if speeds else None
+        scale = f" x {row.throughput_speed / raw:g} (the suite's scale to samples/s)" \
+            if raw and abs(row.throughput_speed / raw - 1) > 1e-9 else ""
+        out.append(f"throughput, speed flavour{' (published)' if published == 'speed' else ''}: mean of the "
+                   f"{len(speeds)} per-step figures the log prints in steps ({row.window_start}, "
+                   f"{row.window_end}]{scale} = {row.throughput_speed:.2f} {unit}")
+    return out
+
+
+def _status_lines(row: Any, x: Mapping[str, Any]) -> list[str]:
+    """The log's verdict, and the row of the decision table that gave the status."""
+    from dlperf_slurm.outcome import decision
+
+    out: list[str] = []
     log_status = x.get("log_status")
     rule = x.get("rule")
     out.append(f"the log's verdict (its parser, method.md's order): {log_status}")
@@ -189,8 +208,4 @@ def explain(collections: Sequence[Any], what: str) -> str:
         again, status = x["table_now"]
         out.append(f"  (the manifest recorded it when the run ended; the table over the log and the exit marker "
                    f"alone, now: row {again} ({decision.RULES.get(again, '?')}) -> {status})")
-    if row.reason:
-        out.append(f"reason: {row.reason}")
-    if not len(tr) and row.log_bytes is not None:
-        out.append("no step line: the parser read no training step from this log")
-    return "\n".join(out)
+    return out
