@@ -72,6 +72,35 @@ def _executor(job_id: str | None) -> str | None:
     return "local" if job_id.startswith("local-") else "slurm" if re.match(r"^\d+(_\d+)?$", job_id) else None
 
 
+def _keep_damaged(path: Path) -> Path:
+    """A damaged manifest (and its journal files) moved aside, never deleted: the path it is kept at."""
+    keep = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, keep)
+    for side in ("-wal", "-shm", "-journal"):
+        if Path(f"{path}{side}").exists():
+            os.replace(f"{path}{side}", f"{keep}{side}")
+    return keep
+
+
+def _found_by_files(cdir: Path, m: manifest.Manifest) -> list[tuple]:
+    """The runs the campaign's files show were started (a log, an exit marker, the local runner's record), as
+    :meth:`~dlperf_slurm.campaign.manifest.Manifest.mark_found` takes them: their job, executor and attempts."""
+    now = time.time()
+    found = []
+    local_jobs = _local_jobs(cdir)
+    for r in m.runs():
+        log, marker = m.abspath(r.log), m.abspath(r.marker)
+        mk = evidence.read_marker(marker)
+        jid = _job_from_log(log) or local_jobs.get(r.key) or (str(mk.get("job")) if mk and mk.get("job") else None)
+        if mk is None and not log.exists() and r.key not in local_jobs:
+            continue
+        attempts = 1 + len(list(log.parent.glob(f"{log.name}.*")))
+        when = min((p.stat().st_mtime for p in (log, marker) if p.exists()), default=now)
+        found.append((Status.RUNNING, "rebuilt by doctor from the run's files", jid, _executor(jid) or "slurm",
+                      attempts, when, now, r.key))
+    return found
+
+
 def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Callable[[str], list[str]],
             out: Callable[[str], None] = print) -> int:
     """Rebuild ``cdir``'s manifest (see the module docstring). ``load_matrix``: the matrix copy -> Matrix;
@@ -92,31 +121,13 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
                         "manifest from; submit the campaign's matrix again with --campaign "
                         f"{cdir.name} (runs with logs are kept)")
     if problem != "missing":
-        keep = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, keep)
-        for side in ("-wal", "-shm", "-journal"):
-            if Path(f"{path}{side}").exists():
-                os.replace(f"{path}{side}", f"{keep}{side}")
-        out(f"{path}: damaged ({problem}); kept as {keep.name}")
+        out(f"{path}: damaged ({problem}); kept as {_keep_damaged(path).name}")
     mx = load_matrix(copy)
     runs = matrix_mod.runs(mx, cdir)
     m = manifest.Manifest(cdir, create=True)
     try:
         m.sync(mx, runs)
-        now = time.time()
-        found = []
-        local_jobs = _local_jobs(cdir)
-        for r in m.runs():
-            log, marker = m.abspath(r.log), m.abspath(r.marker)
-            mk = evidence.read_marker(marker)
-            jid = _job_from_log(log) or local_jobs.get(r.key) or (str(mk.get("job")) if mk and mk.get("job")
-                                                                    else None)
-            if mk is None and not log.exists() and r.key not in local_jobs:
-                continue
-            attempts = 1 + len(list(log.parent.glob(f"{log.name}.*")))
-            when = min((p.stat().st_mtime for p in (log, marker) if p.exists()), default=now)
-            found.append((Status.RUNNING, "rebuilt by doctor from the run's files", jid, _executor(jid) or "slurm",
-                          attempts, when, now, r.key))
+        found = _found_by_files(cdir, m)
         m.mark_found(found)
         used = tracking.used_schedulers(m)
         tracking.refresh(m, schedulers.for_campaign(cdir, used))

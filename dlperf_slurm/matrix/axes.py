@@ -228,20 +228,7 @@ def _axes(ctx: Source, suite: "Suite", table: dict[str, Any], prefix: str, requi
 def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups: tuple[str, ...] = (),
                 node_gpus: NodeGpus | None = None) -> Any:
     if key == "devices":
-        rel = _RELATIVE.match(v) if isinstance(v, str) else None
-        if rel:
-            return _relative(ctx, full, v, int(rel.group(1)), rel.group(2).lower(), node_gpus)
-        m = _DEVICES.match(v) if isinstance(v, str) else None
-        if not m:
-            raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', or a shape relative to the GPUs a node has: "
-                                  f"'1xall', '2xall', '1xhalf'; got {v!r}")
-        n, g = int(m.group(1)), int(m.group(2))
-        if n < 1 or g < 1:
-            raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
-        if n > MAX_NODES or g > MAX_GPUS_PER_NODE:
-            raise ctx.error(full, f"at most {MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs each, "
-                                  f"got {v!r}")
-        return (n, g)
+        return _shape(ctx, full, v, node_gpus)
     if key == "batch_size":
         if isinstance(v, bool) or not isinstance(v, int):
             raise ctx.error(full, f"expected an integer, got {v!r}")
@@ -288,6 +275,23 @@ def _axis_value(ctx: Source, suite: "Suite", key: str, full: str, v: Any, setups
         raise ctx.error(full, f"expected one of {', '.join(map(str, allowed))} ({suite.name}), got {v!r}"
                               f"{did_you_mean(str(v), map(str, allowed))}")
     return v
+
+
+def _shape(ctx: Source, full: str, v: Any, node_gpus: NodeGpus | None) -> tuple[int, int]:
+    """A ``devices`` value: ``NODESxGPUS``, or a shape relative to the GPUs a node has (``1xall``, ``1xhalf``)."""
+    rel = _RELATIVE.match(v) if isinstance(v, str) else None
+    if rel:
+        return _relative(ctx, full, v, int(rel.group(1)), rel.group(2).lower(), node_gpus)
+    m = _DEVICES.match(v) if isinstance(v, str) else None
+    if not m:
+        raise ctx.error(full, f"expected 'NODESxGPUS' such as '1x8', or a shape relative to the GPUs a node has: "
+                              f"'1xall', '2xall', '1xhalf'; got {v!r}")
+    n, g = int(m.group(1)), int(m.group(2))
+    if n < 1 or g < 1:
+        raise ctx.error(full, f"nodes and GPUs per node must be >= 1, got {v!r}")
+    if n > MAX_NODES or g > MAX_GPUS_PER_NODE:
+        raise ctx.error(full, f"at most {MAX_NODES:,} nodes of at most {MAX_GPUS_PER_NODE} GPUs each, got {v!r}")
+    return (n, g)
 
 
 def _relative(ctx: Source, full: str, v: str, n: int, word: str, node_gpus: NodeGpus | None) -> tuple[int, int]:
