@@ -220,6 +220,13 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
                        f"(min {fmt(c.min)}, max {fmt(c.max)}, {c.n_ok} OK runs)")
     svg.legend(l1, r1, [(t, c, False) for t, c, _, _ in lines])
 
+    _efficiency_panel(svg, lines, devs, suite, sx2)
+    return svg.done()
+
+
+def _efficiency_panel(svg: _Svg, lines: list, devs: list[int], suite: str, sx2: Callable[[float], float]) -> None:
+    """The right panel: each line's scaling efficiency against its 1n1g cell, the ideal 100 % dashed."""
+    (l2, r2) = PANELS[1]
     effs = [(t, color, [(c, c.efficiency) for c in g if c.efficiency is not None]) for t, color, g, b in lines
             if b is not None]  # per line: its cells with an efficiency, each with it
     effs = [e for e in effs if e[2]]
@@ -234,4 +241,3 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
             svg.marker(sx2(c.devices), sy2(100 * eff), color,
                        f"{text}: {c.shape}, efficiency {fmt(eff, 2, percent=True)}")
     svg.legend(l2, r2, [(t, c, False) for t, c, _ in effs] + [("ideal", "black", True)])
-    return svg.done()
