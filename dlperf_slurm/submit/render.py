@@ -164,18 +164,8 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
     files = sorted(suite.files(cell, matrix.measure, options).items())
     container = matrix.environment.container
     launcher = launchers.get(cell.launcher)
-    entry = launcher.entry(container.type)
-    container_prefix: list[str] = []
-    apptainer: list[str] = []
     plain_program = list(program)
-    if container.type == "apptainer":
-        binds = [a for m in container.mounts for a in ("--bind", m)]
-        nv = [] if matrix.slurm.gpu_request == "none" else ["--nv"]
-        apptainer = ["apptainer", "exec", *nv, *binds, *container.options, container.image]
-        if entry is launchers.Entry.WRAP_PROGRAM:
-            program = [*apptainer, *program]
-        else:  # WRAP_LAUNCHER
-            container_prefix = apptainer
+    program, container_prefix, apptainer = _in_container(matrix, launcher, program)
     return {
         "cell": cell.as_dict(),
         "campaign": matrix.name,
@@ -208,6 +198,20 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "health": {**dataclasses.asdict(matrix.health),
                    "gpus": 0 if matrix.slurm.gpu_request == "none" else cell.gpus_per_node},
     }
+
+
+def _in_container(matrix: Matrix, launcher: Any, program: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """How the launcher enters the matrix's container: the program each rank starts, what goes in front of the
+    launcher's own command (the whole launcher in the image), and the ``apptainer exec`` words themselves."""
+    container = matrix.environment.container
+    if container.type != "apptainer":
+        return program, [], []
+    binds = [a for m in container.mounts for a in ("--bind", m)]
+    nv = [] if matrix.slurm.gpu_request == "none" else ["--nv"]
+    apptainer = ["apptainer", "exec", *nv, *binds, *container.options, container.image]
+    if launcher.entry(container.type) is launchers.Entry.WRAP_PROGRAM:
+        return [*apptainer, *program], [], apptainer
+    return program, apptainer, apptainer  # WRAP_LAUNCHER
 
 
 def run_context(run: Run) -> dict[str, Any]:
