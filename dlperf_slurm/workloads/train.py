@@ -195,8 +195,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
 
-    from . import flops, gpumem  # noqa: PLC0415
-    from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
+    from . import gpumem  # noqa: PLC0415
+    from .workload import WorkloadConfig, build, make_step  # noqa: PLC0415
 
     cuda, device = rt.cuda, rt.device
     seed = args.seed + args.repeat  # each repeat its own initialisation and data order (repeat 0: --seed itself)
@@ -218,31 +218,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         warmup = min(warmup, per_epoch - 1)
         measure = per_epoch - warmup
     global_batch = args.batch_size * env.world_size
-    adt = amp_dtype(args.precision, device)
-    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
-    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
-    peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
-    ceiling_tflops, ceiling_basis = _ceiling(args, env, rt)
-    log(ev.EV_HEADER, **{
-        ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
-        ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
-        ev.DEVICE: ev.DEVICE_CUDA if cuda else ev.DEVICE_CPU, ev.DEVICE_NAME: rt.device_name,
-        ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
-        ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
-        ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
-        ev.WARMUP_STEPS: warmup, ev.MEASURE_STEPS: measure, ev.EPOCHS: args.epochs or None,
-        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch, ev.SEED: seed,
-        ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
-        ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
-        ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
-        ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
-        ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
-        ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
-        ev.CEILING_TFLOPS_PER_GPU: ceiling_tflops, ev.CEILING_BASIS: ceiling_basis,
-        ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
-        ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
-        ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
-        ev.NAN_AT_STEP: args.nan_at_step or None, ev.TIME: time.time()})
+    peak = _header(args, env, log, rt, work, seed=seed, channels_last=channels_last, workers=workers,
+                   window=(warmup, measure), global_batch=global_batch)
 
     model = work.model
     if rt.distributed:
@@ -255,9 +232,57 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     if cuda:  # each rank samples the GPU it uses; the memory event merges them per host:index
         sampler = gpumem.GpuMemSampler(visible_devices=gpumem.nvml_id_for(device.index))
         sampler.start()
-    if cuda:
         torch.cuda.reset_peak_memory_stats(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    if rt.distributed:
+        dist.barrier()
+    result, evals = _steps(args, env, log, rt, work, model, step, sampler, sync, total, global_batch)
+    _report(args, env, log, rt, sampler, result, evals, (warmup, measure), global_batch, work.flops_per_sample, peak)
+    return 0
 
+
+def _header(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, work: Any, *, seed: int,
+            channels_last: bool, workers: int, window: tuple[int, int], global_batch: int) -> float | None:
+    """Rank 0's header event: the run's settings, versions, model and the device's peak and measured ceiling;
+    returns the peak (TFLOP/s per GPU, None off CUDA or for a device not in the table)."""
+    import torch  # noqa: PLC0415
+
+    from . import flops  # noqa: PLC0415
+    from .workload import amp_dtype  # noqa: PLC0415
+
+    cuda = rt.cuda
+    adt = amp_dtype(args.precision, rt.device)
+    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
+    peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
+    ceiling_tflops, ceiling_basis = _ceiling(args, env, rt)
+    log(ev.EV_HEADER, **{
+        ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
+        ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
+        ev.DEVICE: ev.DEVICE_CUDA if cuda else ev.DEVICE_CPU, ev.DEVICE_NAME: rt.device_name,
+        ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
+        ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
+        ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
+        ev.WARMUP_STEPS: window[0], ev.MEASURE_STEPS: window[1], ev.EPOCHS: args.epochs or None,
+        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch, ev.SEED: seed,
+        ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
+        ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
+        ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
+        ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
+        ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
+        ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
+        ev.CEILING_TFLOPS_PER_GPU: ceiling_tflops, ev.CEILING_BASIS: ceiling_basis,
+        ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
+        ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
+        ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
+        ev.NAN_AT_STEP: args.nan_at_step or None, ev.TIME: time.time()})
+    return peak
+
+
+def _steps(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, work: Any, model: Any,
+           step: Any, sampler: Any, sync: Any, total: int, global_batch: int) -> tuple[Any, list]:
+    """The training steps (the window's, or the epochs of an accuracy run): the loop's result and evaluations.
+    A step that raises is rank 0's error event (the sampler stopped), then raised again."""
     current = {"step": 0}
 
     def counted_step() -> Any:
@@ -267,9 +292,6 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
                 time.sleep(3600)
         return step()
 
-    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-    if rt.distributed:
-        dist.barrier()
     evals: list = []
     try:
         if args.epochs:
@@ -290,7 +312,17 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         if sampler:
             sampler.stop()
         raise
+    return result, evals
 
+
+def _report(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, sampler: Any, result: Any,
+            evals: list, window: tuple[int, int], global_batch: int, flops_per_sample: Any,
+            peak: float | None) -> None:
+    """Every rank's memory to rank 0, which logs the memory and summary events."""
+    import torch  # noqa: PLC0415
+    import torch.distributed as dist  # noqa: PLC0415
+
+    cuda, device = rt.cuda, rt.device
     report = sampler.stop() if sampler else None
     # what each rank hands to rank 0 (not an event: _memory_event turns them into one)
     mine = {"rank": env.rank,
@@ -303,12 +335,11 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         dist.all_gather_object(gathered, mine)
     if env.is_rank0:
         log(ev.EV_MEMORY, **_memory_event(cuda, gathered, socket.gethostname()))
-        fields = summarize(result, warmup, measure, global_batch, work.flops_per_sample,
+        fields = summarize(result, window[0], window[1], global_batch, flops_per_sample,
                            peak * env.world_size if peak else None)
         if args.epochs:
             fields[ev.EPOCHS] = max((e.epoch for e in evals), default=0)
         log(ev.EV_SUMMARY, **fields, **{ev.GLOBAL_BATCH: global_batch, ev.TINY: args.tiny})
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
