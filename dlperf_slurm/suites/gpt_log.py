@@ -64,9 +64,11 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model import ParseContext, RunResult
+from dlperf_slurm.suites.gpt_flops import as_int, model_flops
+# re-exported: gpt.py's --vocab-size, the tests' FLOPs
+from dlperf_slurm.suites.gpt_flops import GPT2_VOCAB, flops_per_sample, model_size  # noqa: F401
 
 _NUM = lp.NUM
 _F = r"(" + _NUM + r")"
@@ -107,15 +109,6 @@ _DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*) \.{2,} (\S.*?)\s*$")
 _DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "padded_vocab_size", "vocab_size",
               "checkpoint_activations", "recompute_granularity", "global_batch_size", "train_batch_size",
               "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage"}
-_FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)",  # LiBai: hidden_layers
-          "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
-          "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
-          "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
-          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)"
-                                        r"|train\.dist\.tensor_parallel_size=(\d+)"}
-_FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
-                             r"|train\.activation_checkpoint\.enabled=True\b")
-GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
 KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
@@ -291,52 +284,8 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     return _finish(kinds, facts, ctx, dump, mem, smi_mib, no_memory_reason)
 
 
-def _int(v: Any) -> int | None:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def model_size(dump: dict[str, str], command: str) -> dict[str, Any]:
-    """The model's size and recomputation: the log's arguments dump first, then the launch command's flags."""
-    size: dict[str, Any] = {}
-    for key, pattern in _FLAGS.items():
-        v = _int(dump.get(key))
-        if v is None:
-            m = re.search(pattern, command)
-            v = int(m.group(1) or m.group(2)) if m else None
-        if v is not None:
-            size[key] = v
-    if "padded_vocab_size" in dump and _int(dump["padded_vocab_size"]):
-        size["vocab_size"] = _int(dump["padded_vocab_size"])
-    if "checkpoint_activations" in dump or "recompute_granularity" in dump:
-        size["full_recompute"] = (dump.get("checkpoint_activations") == "True"
-                                  or dump.get("recompute_granularity") == "full")
-    else:
-        size["full_recompute"] = bool(_FULL_RECOMPUTE.search(command))
-    return size
-
-
-def flops_per_sample(seq: int, layers: int, hidden: int, vocab: int, full_recompute: bool) -> float:
-    """Narayanan et al. 2021, eq. 3, per sample: 24 f s l h^2 (1 + s/(6h) + V/(16 l h)), f = 4 with full
-    recomputation else 3."""
-    f = 4 if full_recompute else 3
-    return 24.0 * f * seq * layers * hidden ** 2 * (1 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
-
-
-def _gpu_name(job: dict[str, Any] | None) -> str | None:
-    gpus = (job or {}).get(ev.GPUS)
-    if isinstance(gpus, list) and gpus:
-        parts = [p.strip() for p in str(gpus[0]).split(",")]
-        return parts[1] if len(parts) > 1 else None
-    return None
-
-
 def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: dict[str, str],
             mem: dict[str, float], smi_mib: list[float], no_memory_reason: str) -> RunResult:
-    from dlperf_slurm.workloads.peaks import peak_basis, peak_tflops
-
     name = next((n for n in KINDS if kinds[n].window.points), KINDS[0])
     k = kinds[name]
     x: dict[str, Any] = {"format": name}
@@ -344,7 +293,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
         o = kinds[other]
         if other != name and o.reported:
             x[f"{other}_reported_samples_per_s_mean"] = sum(o.reported) / len(o.reported)
-    gb = k.gbs[-1] if k.gbs else (_int(dump.get("global_batch_size")) or _int(dump.get("train_batch_size")))
+    gb = k.gbs[-1] if k.gbs else (as_int(dump.get("global_batch_size")) or as_int(dump.get("train_batch_size")))
     if not gb:
         gb = ctx.global_batch
         x["global_batch_basis"] = "the matrix's batch x GPUs (the log states no global batch)"
@@ -355,7 +304,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
     if k.skipped:
         x["skipped_iterations"] = k.skipped  # fp16 loss scaling: iterations whose update was skipped
     if "zero_optimization_stage" in dump:
-        x["zero_stage"] = _int(dump["zero_optimization_stage"])
+        x["zero_stage"] = as_int(dump["zero_optimization_stage"])
     x["clock"] = {"megatron": "sum of the printed per-interval iteration times",
                   "oneflow": "sum of each interval's samples / its throughput",
                   "libai": "LiBai's step timer: its mean s/iter x the iterations it timed (from the 3rd)",
@@ -363,30 +312,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
                   "deepspeed-pipe": "sum of each interval's steps x its printed iter time"}[name]
     res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
     x = res.extra  # finish copies what it is given
-    # model FLOPs, tokens/s
-    size = model_size(dump, str((facts.job or {}).get(ev.COMMAND) or ""))
-    seq = size.get("seq_length")
-    if seq and res.throughput is not None:
-        x["tokens_per_s"] = res.throughput * seq
-    if k.tflops:
-        per = [t * 1e12 * ctx.world_size / s for t, s in k.tflops if t and s and t > 0 and s > 0]
-        if per:
-            x["flops_per_sample"] = sum(per) / len(per)
-            x["flops_basis"] = "the program's own TFLOP/s per GPU x GPUs / its samples/s"
-            x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in k.tflops) / len(k.tflops)
-    if "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
-        tp = size.get("tensor_model_parallel_size") or 1
-        vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
-        x["flops_per_sample"] = flops_per_sample(seq, size["num_layers"], size["hidden_size"], vocab,
-                                                 size["full_recompute"])
-        x["flops_basis"] = ("24 f s l h^2 (1 + s/6h + V/16lh), Narayanan et al. 2021 eq. 3, f = "
-                            f"{4 if size['full_recompute'] else 3} (s={seq}, l={size['num_layers']}, "
-                            f"h={size['hidden_size']}, V={vocab})")
-    gpu = _gpu_name(facts.job)
-    if gpu and "flops_per_sample" in x:
-        peak = peak_tflops(gpu, peak_basis(ctx.precision, False))
-        if peak:
-            x["peak_tflops_per_gpu"], x["peak_basis"] = peak, f"{gpu}, {peak_basis(ctx.precision, False)}"
+    gpu = model_flops(x, res, k.tflops, dump, facts.job, ctx)
     # memory: the programs' own figures
     if smi_mib and res.mem_peak_mib is None:
         res.mem_peak_mib, res.mem_reason = max(smi_mib), ""  # oneflow_gpt's nvidia-smi samples: every GPU, used
