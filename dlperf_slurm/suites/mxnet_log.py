@@ -93,26 +93,30 @@ class _Step:
     durations: list[float] = field(default_factory=list)  # the interval's seconds, where the line states them
 
 
+# a step record read off a line: its format, epoch, step, its figure as printed (a rank's line again for another
+# metric repeats it), speed, loss, token rate (gluon-nlp), the interval's seconds where the line states them, and the
+# record's match (a stamp before it is the line's)
+_Line = tuple[str, int, int, str, float | None, float | None, float | None, float | None, re.Match]
+
+
 @dataclass(slots=True)
 class _Seen:
-    """What the whole log showed: its line forms, and how many of its step lines carry a stamp."""
+    """What the whole log showed: each step's lines (:attr:`steps`), its line forms, and how many of its step lines
+    carry a stamp; and its line handler (:meth:`handler`)."""
 
+    gb: float  # the global batch
+    evals: lp_evals.Reader
+    iso: lp.IsoClock = field(default_factory=lp.IsoClock)
+    steps: dict[tuple[int, int], _Step] = field(default_factory=dict)
+    keys: set = field(default_factory=set)  # (rank, epoch, step, figure) of the labelled lines read
+    ends: dict[int, int] = field(default_factory=dict)  # epoch -> its length, as train_horovod.py's "Time cost" says
     forms: set[str] = field(default_factory=set)
     stamped: int = 0
     unstamped: int = 0
 
-
-def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
-    gb = float(ctx.global_batch)
-    evals = lp_evals.Reader(evaluations)
-    steps: dict[tuple[int, int], _Step] = {}
-    seen: set = set()
-    iso = lp.IsoClock()
-    st = _Seen()
-
-    ends: dict[int, int] = {}  # epoch -> its length, as gluon-cv train_horovod.py's "Time cost" line states it
-
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def record(self, text: str) -> _Line | int | None:
+        """The step record on the line by the table of formats; a return code for a record that is no step (an
+        epoch's length, the Speed of an epoch of unknown length); None for a line with no record."""
         loss = tokens = seconds = None
         m = _SPEED.search(text)
         if m:
@@ -131,18 +135,18 @@ def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] 
             loss = lp.to_float(value)
         elif (m := _EPOCH_COST.search(text)) is not None:  # ... and the epoch's length before its Speed line
             epoch, n = int(m.group(1)), int(m.group(2))
-            ends[epoch] = max(ends.get(epoch, 0), n)
+            self.ends[epoch] = max(self.ends.get(epoch, 0), n)
             return lp.CONSUMED
         elif (m := _EPOCH_SPEED.search(text)) is not None:  # ... the Speed of the whole epoch
             form, epoch, value = "gluon-cv-epoch", int(m.group(1)), m.group(2)
-            step = ends.get(epoch) or max((s for e, s in steps if e == epoch), default=0)
+            step = self.ends.get(epoch) or max((s for e, s in self.steps if e == epoch), default=0)
             if step <= 0:
                 return lp.CONSUMED  # an epoch of unknown length: no step to time
             speed = lp.to_float(value)
         elif (m := _BERT.search(text)) is not None:
             form, epoch, step, value = "gluon-nlp", 0, int(m.group(1)), m.group(4)
             latency = lp.to_float(value)
-            speed = 1000.0 / latency * gb if latency and latency > 0 else None  # DLPerf: 1000 / latency x batch
+            speed = 1000.0 / latency * self.gb if latency and latency > 0 else None  # DLPerf: 1000 / latency x batch
             rate = lp.to_float(m.group(2))
             tokens = rate * _SCALE[m.group(3)] if rate is not None else None
             if (lm := _BERT_LOSS.search(text)) is not None:
@@ -155,21 +159,30 @@ def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] 
             if (lm := _BERT_LOSS.search(text)) is not None:
                 loss = lp.to_float(lm.group(1))
         else:
-            if rank in (None, 0) and evals.read(text):  # rank 0's evaluation (every rank may print it)
+            return None
+        return form, epoch, step, value, speed, loss, tokens, seconds, m
+
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
+        line = self.record(text)
+        if line is None:
+            if rank in (None, 0) and self.evals.read(text):  # rank 0's evaluation (every rank may print it)
                 return lp.CONSUMED
             return lp.FRAGMENT if not final and _cut(text) else lp.NOT_MINE
+        if isinstance(line, int):
+            return line
+        form, epoch, step, value, speed, loss, tokens, seconds, m = line
         if not final and form == "dllogger" and not _UNIT.match(text, m.end()):
             return lp.FRAGMENT  # dllogger's figure may be cut short: its unit (images/s) follows it
         if rank is not None:  # unlabelled lines cannot be told apart: each counts
             key = (rank, epoch, step, value)
-            if key in seen:
+            if key in self.keys:
                 return lp.CONSUMED  # the same rank's line again for another metric (MXNet's Speedometer)
-            seen.add(key)
-        rec = steps.get((epoch, step))
+            self.keys.add(key)
+        rec = self.steps.get((epoch, step))
         if rec is None:
-            if len(steps) >= _MAX_STEPS:
+            if len(self.steps) >= _MAX_STEPS:
                 return lp.CONSUMED
-            rec = steps[(epoch, step)] = _Step()
+            rec = self.steps[(epoch, step)] = _Step()
         rec.lines += 1
         if speed is not None:
             rec.speeds.append(speed)
@@ -180,24 +193,20 @@ def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] 
         if loss is not None:
             rec.loss = loss
         stamp = _STAMP.search(text, 0, m.start() + 1)
-        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        t = self.iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if t is not None:
-            st.stamped += 1
+            self.stamped += 1
             rec.stamp = t if rec.stamp is None else max(rec.stamp, t)  # the step has ended once its last rank says so
         else:
-            st.unstamped += 1
-        st.forms.add(form)
+            self.unstamped += 1
+        self.forms.add(form)
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, ranks="all", starts=_starts, wanted=_wanted,
-                       block_needles=("Batch", "Iteration: ", "[step ", "Speed:", "alidation")).run(lines)
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    offsets: dict[int, int] = {}
-    total = 0
-    for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
-        offsets[epoch] = total
-        total += max(max(s for e, s in steps if e == epoch), ends.get(epoch, 0))
-    use_stamps = st.stamped > 0 and st.unstamped == 0
+
+def _add_steps(window: lp.Window, steps: dict[tuple[int, int], _Step], offsets: dict[int, int], gb: float,
+               use_stamps: bool) -> tuple[list[int], dict[int, float]]:
+    """Every step into the window in step order: its speed the median of its lines', its time its last stamp or
+    the clock of global batch / speed. Returns the lines per step and each step's summed token rate."""
     clock, prev, per_step, tokens = 0.0, 0, [], {}
     for (epoch, s), rec in sorted(steps.items()):
         speeds, stamp, loss, toks, n, durations = rec.speeds, rec.stamp, rec.loss, rec.tokens, rec.lines, rec.durations
@@ -222,6 +231,22 @@ def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] 
                    span_seconds=None if use_stamps else seconds)
         if seconds is not None or (use_stamps and stamp is not None):
             prev = max(prev, step)
+    return per_step, tokens
+
+
+def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
+    st = _Seen(float(ctx.global_batch), lp_evals.Reader(evaluations))
+    gb, evals, steps, ends = st.gb, st.evals, st.steps, st.ends
+    facts = lp.Scanner(st.handler, ranks="all", starts=_starts, wanted=_wanted,
+                       block_needles=("Batch", "Iteration: ", "[step ", "Speed:", "alidation")).run(lines)
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    offsets: dict[int, int] = {}
+    total = 0
+    for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
+        offsets[epoch] = total
+        total += max(max(s for e, s in steps if e == epoch), ends.get(epoch, 0))
+    use_stamps = st.stamped > 0 and st.unstamped == 0
+    per_step, tokens = _add_steps(window, steps, offsets, gb, use_stamps)
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms),
                              "clock": "log stamps (a step ends at its last rank's line)" if use_stamps
                              else "sum of global batch / the step's median speed",
