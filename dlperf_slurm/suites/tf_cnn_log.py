@@ -52,8 +52,12 @@ _TFCNN_STARTS = ("-----", "total images/sec", "Running ", "Accuracy @ ", "Done w
 
 @dataclass(slots=True)
 class _TfCnnLog:
-    """What tf_cnn_benchmarks printed besides its step lines, and the running figures of its last step."""
+    """What tf_cnn_benchmarks printed besides its step lines, and the running figures of its last step; and its
+    line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    evals: lp_evals.Reader
+    measure: int  # the steps the matrix times
     warmup: int  # the warm-up steps it ran ("Round up warm up steps to N")
     devices: int | None = None  # "Devices: [...]"
     batches: int | None = None  # "Num batches: N": the steps it timed
@@ -64,30 +68,29 @@ class _TfCnnLog:
     running: dict[int, list[float]] = field(default_factory=dict)  # the last step's images/sec, over the workers
     trained: bool = False  # "Done with training": the end of a run that evaluated during training (no total)
 
+    def step_line(self, text: str, final: bool) -> int:
+        """A step line (``100<TAB>images/sec: 226.3 +/- 0.1 (jitter = 0.7)<TAB>7.878``): its loss, and its running
+        images/sec while it is the last step's."""
+        m = _TFCNN_STEP.match(text)
+        if not m:
+            return lp.NOT_MINE if final else lp.FRAGMENT
+        if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut
+            return lp.FRAGMENT
+        k = int(m.group(1))
+        self.window.add(self.warmup + k, loss=lp.to_float(m.group(3)))
+        if k <= self.measure:
+            v = lp.to_float(m.group(2))
+            run = self.running
+            if v is not None and (not run or k >= max(run)):
+                if run and k > max(run):
+                    run.clear()
+                run.setdefault(k, []).append(v)
+        return lp.CONSUMED
 
-def parse_tf_cnn(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]) -> RunResult:
-    st = _TfCnnLog(warmup=ctx.warmup_steps)
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    evals = lp_evals.Reader(evaluations)
-
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         c = text[:1]
         if c.isdigit() and "images/sec:" in text:
-            m = _TFCNN_STEP.match(text)
-            if not m:
-                return lp.NOT_MINE if final else lp.FRAGMENT
-            if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut
-                return lp.FRAGMENT
-            k = int(m.group(1))
-            window.add(st.warmup + k, loss=lp.to_float(m.group(3)))
-            if k <= ctx.measure_steps:
-                v = lp.to_float(m.group(2))
-                run = st.running
-                if v is not None and (not run or k >= max(run)):
-                    if run and k > max(run):
-                        run.clear()
-                    run.setdefault(k, []).append(v)
-            return lp.CONSUMED
+            return self.step_line(text, final)
         if "total images/sec:" in text:
             m = _TFCNN_TOTAL.search(text)
             if not final:  # the figure ends the line: it may be cut short, read it with what follows
@@ -95,43 +98,48 @@ def parse_tf_cnn(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str
             if not m:
                 return lp.NOT_MINE
             v = lp.to_float(m.group(1))
-            if v is not None and len(st.totals) < 4096:
-                st.totals.append(v)
+            if v is not None and len(self.totals) < 4096:
+                self.totals.append(v)
             return lp.CONSUMED
         if "Devices:" in text:
             m = _TFCNN_DEVICES.search(text)
-            if m and st.devices is None:
-                st.devices = max(1, len([d for d in m.group(1).split(",") if d.strip()]))
+            if m and self.devices is None:
+                self.devices = max(1, len([d for d in m.group(1).split(",") if d.strip()]))
             return lp.CONSUMED
         if "Round up warm up steps" in text:
             m = _TFCNN_ROUND.search(text)
             if m:
-                st.warmup = int(m.group(1))
+                self.warmup = int(m.group(1))
             return lp.CONSUMED
         if "Num batches:" in text:
             m = _TFCNN_BATCHES.search(text)
             if m:
-                st.batches = int(m.group(1))
+                self.batches = int(m.group(1))
             return lp.CONSUMED
         if "Num epochs:" in text:
             m = _TFCNN_EPOCHS.search(text)
             if m:
-                st.epochs = float(m.group(1))
+                self.epochs = float(m.group(1))
             return lp.CONSUMED
         if "Batch size:" in text and "global" in text:
             m = _TFCNN_BATCH.search(text)
             if m:
-                st.global_batch = int(m.group(1))
+                self.global_batch = int(m.group(1))
             return lp.CONSUMED
         if text.startswith("Done with training"):  # the end of a run that evaluates during training
-            st.trained = True
+            self.trained = True
             return lp.CONSUMED
         if text.startswith("Model:"):
-            st.model = _read_model(text, st.model)
+            self.model = _read_model(text, self.model)
             return lp.CONSUMED
-        return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
+        return lp.CONSUMED if self.evals.read(text) else lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
+
+def parse_tf_cnn(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]) -> RunResult:
+    st = _TfCnnLog(lp.Window(ctx.warmup_steps, ctx.measure_steps), lp_evals.Reader(evaluations), ctx.measure_steps,
+                   warmup=ctx.warmup_steps)
+    window, evals = st.window, st.evals
+    facts = lp.Scanner(st.handler, starts=lambda t: bool(_TFCNN_STEP.match(t)) or t.startswith(_TFCNN_STARTS),
                        needles=("images/sec", "Devices:", "Round up", "Num batches:", "Num epochs:", "Batch size:",
                                 "Done with", "Model:", *evals.needles)
                        ).run(lines)
@@ -193,56 +201,60 @@ _HVD_BATCH = re.compile(r"^Batch size: (\d+)\s*$")
 
 @dataclass(slots=True)
 class _HorovodLog:
-    """What the Horovod synthetic benchmark printed: its size, batch, per-iteration and total images/sec."""
+    """What the Horovod synthetic benchmark printed: its size, batch, per-iteration and total images/sec; and its
+    line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    warmup: int  # the warm-up batches
+    bpi: int  # batches per iteration
+    iters: int  # the iterations the window times
     size: int | None = None  # "Number of GPUs: N", or the total line's
     batch: int | None = None  # "Batch size: N"
     total: float | None = None  # "Total img/sec on N GPU(s): X"
     model: str | None = None  # "Model: resnet50"
     speeds: dict[int, float] = field(default_factory=dict)  # iteration -> "Iter #k: X img/sec per GPU"
 
-
-def parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    bpi = ctx.options.get("batches_per_iter", 10)
-    bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10
-    iters = max(1, ctx.measure_steps // bpi)
-    st = _HorovodLog()
-    window = lp.Window(ctx.warmup_steps, iters * bpi)
-
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if text.startswith("Iter #") or "Iter #" in text:
             m = _HVD_ITER.search(text)
             if not m:
                 return lp.NOT_MINE if final else lp.FRAGMENT
             x = int(m.group(1))
             v = lp.to_float(m.group(2))
-            window.add(ctx.warmup_steps + (x + 1) * bpi)
-            if x < iters and v is not None and x not in st.speeds:
-                st.speeds[x] = v
+            self.window.add(self.warmup + (x + 1) * self.bpi)
+            if x < self.iters and v is not None and x not in self.speeds:
+                self.speeds[x] = v
             return lp.CONSUMED
         if "Total img/sec on" in text:
             m = _HVD_TOTAL.search(text)
             if not m:
                 return lp.NOT_MINE if final else lp.FRAGMENT
-            st.size = st.size or int(m.group(1))
-            st.total = lp.to_float(m.group(2))
+            self.size = self.size or int(m.group(1))
+            self.total = lp.to_float(m.group(2))
             return lp.CONSUMED
         if text.startswith("Number of"):
             m = _HVD_SIZE.match(text)
             if m:
-                st.size = int(m.group(1))
+                self.size = int(m.group(1))
             return lp.CONSUMED
         if text.startswith("Batch size:"):
             m = _HVD_BATCH.match(text)
             if m:
-                st.batch = int(m.group(1))
+                self.batch = int(m.group(1))
             return lp.CONSUMED
         if text.startswith("Model:"):
-            st.model = _read_model(text, st.model)
+            self.model = _read_model(text, self.model)
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec")),
+
+def parse_horovod(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    bpi = ctx.options.get("batches_per_iter", 10)
+    bpi = bpi if isinstance(bpi, int) and not isinstance(bpi, bool) and bpi > 0 else 10
+    iters = max(1, ctx.measure_steps // bpi)
+    st = _HorovodLog(lp.Window(ctx.warmup_steps, iters * bpi), ctx.warmup_steps, bpi, iters)
+    window = st.window
+    facts = lp.Scanner(st.handler, starts=lambda t: t.startswith(("Iter #", "Img/sec", "Total img/sec")),
                        needles=("Iter #", "Total img/sec", "Number of", "Batch size:", "Model:")).run(lines)
     extra: dict[str, Any] = {"batches_per_iter": bpi}
     if st.model is not None:
