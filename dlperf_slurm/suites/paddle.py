@@ -287,7 +287,17 @@ class _State:
                 self.ips.append(v)
                 if speed is None and not static and v > 0:
                     speed, seconds = v * self.ips_scale, span * self.gb / (v * self.ips_scale)
-        t = self.time(text, m, cumulative, seconds)
+        stamp = _STAMP.search(text, 0, m.start() + 1)
+        t = self.iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        if t is not None:
+            self.stamps += 1
+        elif cumulative is not None:
+            self.timed += 1
+            t = cumulative
+        elif seconds is not None:
+            self.clock += seconds
+            self.timed += 1
+            t = self.clock
         self.prev = max(self.prev, step)
         self.forms.add(form)
         self.evals.trained(text)  # the first stamped one starts a time to target
@@ -337,21 +347,6 @@ class _State:
             if v and v > 0:
                 speed, seconds = self.gb / v, span * v
         return speed, seconds
-
-    def time(self, text: str, m: re.Match, cumulative: float | None, seconds: float | None) -> float | None:
-        """The step's time: its line's stamp, else a running-mean line's clock, else the batch times summed."""
-        stamp = _STAMP.search(text, 0, m.start() + 1)
-        t = self.iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
-        if t is not None:
-            self.stamps += 1
-        elif cumulative is not None:
-            self.timed += 1
-            t = cumulative
-        elif seconds is not None:
-            self.clock += seconds
-            self.timed += 1
-            t = self.clock
-        return t
 
 
 def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
