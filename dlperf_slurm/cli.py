@@ -91,6 +91,12 @@ def _lazy(command: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
+    _submit_command(sub)
+    _search_command(sub)
+    _campaign_commands(sub)
+
+
+def _submit_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("submit", help="submit a campaign (only what is missing), to Slurm or locally")
     _add_matrix_args(p)
     p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
@@ -118,6 +124,8 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
                    "when it holds this matrix)")
     p.set_defaults(func=_lazy("submit"))
 
+
+def _search_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
                        "then bisection; one short probe run each, resumable), then that value with the normal repeats")
     _add_matrix_args(p)
@@ -136,6 +144,9 @@ def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
                    "LOGS/NAME.search/search.json has it all)")
     p.set_defaults(func=_lazy("search"))
 
+
+def _campaign_commands(sub: argparse._SubParsersAction) -> None:
+    """The commands on a submitted campaign: status, cancel, doctor."""
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     p.add_argument("--cells", action="store_true", help="per cell only")

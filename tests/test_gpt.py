@@ -20,7 +20,7 @@ from dlperf_slurm import suites
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext
 from dlperf_slurm.model.status import Status
-from dlperf_slurm.suites import gpt, gpt_log
+from dlperf_slurm.suites import gpt, gpt_flops, gpt_log
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -304,10 +304,10 @@ def test_libai_on_cpu_turns_the_fused_cuda_ops_off_and_takes_more_overrides():
 
 def test_the_flops_formula_is_the_papers():
     # Narayanan et al. 2021 eq. 3 per sample: 96 s l h^2 (1 + s/6h + V/16lh) with recomputation
-    assert gpt_log.flops_per_sample(2048, 24, 2304, 50688, True) == pytest.approx(
+    assert gpt_flops.flops_per_sample(2048, 24, 2304, 50688, True) == pytest.approx(
         96 * 2048 * 24 * 2304 ** 2 * (1 + 2048 / (6 * 2304) + 50688 / (16 * 24 * 2304)))
-    assert gpt_log.flops_per_sample(1024, 24, 1024, 50304, False) == pytest.approx(
-        gpt_log.flops_per_sample(1024, 24, 1024, 50304, True) * 3 / 4)
+    assert gpt_flops.flops_per_sample(1024, 24, 1024, 50304, False) == pytest.approx(
+        gpt_flops.flops_per_sample(1024, 24, 1024, 50304, True) * 3 / 4)
 
 
 @pytest.mark.parametrize("suite", [MEG, DS], ids=["megatron", "deepspeed"])
@@ -355,7 +355,7 @@ def test_megatron_deepspeed_unwrapped_line_samples_per_second_and_tflops():
     assert x["flops_per_sample"] == pytest.approx(float(tflops) * 1e12 * world / float(sps))
     # the program's TFLOPs agree with the paper's formula for its model (32 x 4096, seq 4096, full recomputation)
     # with the Llama tokenizer's 32000 tokens (ALCF's train_llama_alcf_*.sh): a check of the GPUs, not a figure
-    assert x["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(int(seq), 32, 4096, 32000, True), rel=1e-3)
+    assert x["flops_per_sample"] == pytest.approx(gpt_flops.flops_per_sample(int(seq), 32, 4096, 32000, True), rel=1e-3)
     # the DeepSpeed engine's own figure of the same step (its running mean) is kept beside it, not mixed in
     engine = {int(st): float(v) for st, v in _fields(name, r"global_step=(\d+), RunningAvgSamplesPerSec=(\S+),")}
     assert x["deepspeed_reported_samples_per_s_mean"] == engine[200]
@@ -408,7 +408,7 @@ def test_mfu_inputs_from_the_gpus_the_job_saw_and_the_model_in_its_command():
     plain = re.sub(r" throughput per GPU \(TFLOP/s/GPU\): \S+ \|", "", text)
     res = MEG.parse(lp.iter_text_lines(plain), ParseContext(nodes=2, gpus_per_node=8, batch_size=1, warmup_steps=10,
                                                             measure_steps=2, precision="bf16"))
-    assert res.extra["flops_per_sample"] == pytest.approx(gpt_log.flops_per_sample(4096, 32, 4096, 50304, True))
+    assert res.extra["flops_per_sample"] == pytest.approx(gpt_flops.flops_per_sample(4096, 32, 4096, 50304, True))
 
 
 @pytest.mark.parametrize("name", ["megatron-gpt", "deepspeed-gpt", "oneflow-gpt"])

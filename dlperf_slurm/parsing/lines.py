@@ -225,7 +225,6 @@ class Scanner:
         # the text facts are looked for only in lines no handler took as a record.
         facts = self.facts
         handle = self._handle
-        starts = self._starts
         pending = self._pending
         all_ranks = self.all_ranks
         text_facts = self._text_facts
@@ -257,15 +256,8 @@ class Scanner:
                     continue
             if pending:
                 head = pending.pop(rank, None)
-                if head is not None:
-                    if not event and not starts(text) and len(head) + len(text) < MAX_FRAGMENT:
-                        if handle(head + text, rank, True) == CONSUMED:  # the record's tail: glue it back
-                            if ("Error" in text or "error" in text or "emory" in text or "EMORY" in text
-                                    or "OOM" in text or "oom" in text or "***" in text or "EXHAUSTED" in text):
-                                text_facts(text, rank)
-                            continue
-                    if handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
-                        facts.garbled += 1
+                if head is not None and self._glued(head, text, rank, event):
+                    continue
             if event:
                 r = handle(text, rank, False)
             elif wanted(text):
@@ -283,12 +275,31 @@ class Scanner:
                     text_facts(text, rank)
             elif r == FRAGMENT:
                 pending[rank] = text
-        for rank, head in list(pending.items()):
-            if handle(head, rank, True) != CONSUMED:
-                facts.garbled += 1
-        pending.clear()
+        self._flush()
         facts.lines = n
         return facts
+
+    def _glued(self, head: str, text: str, rank: int | None, event: bool) -> bool:
+        """Read the fragment ``head`` held for ``rank`` with that rank's next line: True where ``text`` was its
+        tail (glued back and read, the line is done), False where the head was read alone (``text`` is yet to be
+        read). Only lines that follow a held fragment come here, not the loop's every line."""
+        if not event and not self._starts(text) and len(head) + len(text) < MAX_FRAGMENT:
+            if self._handle(head + text, rank, True) == CONSUMED:  # the record's tail: glue it back
+                if ("Error" in text or "error" in text or "emory" in text or "EMORY" in text
+                        or "OOM" in text or "oom" in text or "***" in text or "EXHAUSTED" in text):
+                    self._text_facts(text, rank)
+                return True
+        if self._handle(head, rank, True) != CONSUMED:  # the head was whole after all, or is lost
+            self.facts.garbled += 1
+        return False
+
+    def _flush(self) -> None:
+        """At the end of the log: each held fragment read alone, as far as it goes."""
+        pending = self._pending
+        for rank, head in list(pending.items()):
+            if self._handle(head, rank, True) != CONSUMED:
+                self.facts.garbled += 1
+        pending.clear()
 
     def _starts(self, text: str) -> bool:
         return DLPERF_PREFIX in text or self.starts(text)

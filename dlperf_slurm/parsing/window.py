@@ -205,7 +205,19 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
     gb = float(global_batch if global_batch else ctx.global_batch)
     fig = figures if figures is not None else window.figures(gb)
     reached = window.reached if complete is None else complete
-    x: dict[str, Any] = dict(extra or {})
+    res = _result(window, facts, fig, dict(extra or {}), tiny=tiny, no_memory_reason=no_memory_reason,
+                  speed_scale=speed_scale)
+    _verdict(res, window, facts, fig, reached)
+    if res.status not in (Status.OK, Status.NONFINITE):
+        # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
+        if res.status != Status.OOM or not reached:
+            res.throughput = res.throughput_speed = res.latency_ms = None
+    return res
+
+
+def _result(window: Window, facts: Facts, fig: WindowFigures | None, x: dict[str, Any], *, tiny: bool,
+            no_memory_reason: str, speed_scale: float) -> RunResult:
+    """The run's figures, memory and what the log says besides (``x``, the result's extra), status OK so far."""
     if facts.garbled:
         x["garbled_lines"] = facts.garbled
     if facts.ranks:
@@ -231,6 +243,12 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
         res.throughput_speed = fig.speed * speed_scale if fig.speed is not None else None
         res.window = {"start": fig.start, "end": fig.end, "steps": fig.steps, "seconds": fig.seconds,
                       "speed_points": fig.speed_points}
+    return res
+
+
+def _verdict(res: RunResult, window: Window, facts: Facts, fig: WindowFigures | None, reached: bool) -> None:
+    """The log verdict: ``res``'s status and reason, in :func:`finish`'s order."""
+    x = res.extra
     where = f"at step {window.max_step} of {window.end_step}"
     why = _why(facts)
     if facts.oom is not None:
@@ -264,8 +282,3 @@ def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: flo
                          "the log times no step nearer the window's ends"
         if window.restarts:
             res.reason = "; ".join(x for x in (res.reason, window.restart_note()) if x)
-    if res.status not in (Status.OK, Status.NONFINITE):
-        # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
-        if res.status != Status.OOM or not reached:
-            res.throughput = res.throughput_speed = res.latency_ms = None
-    return res

@@ -78,6 +78,97 @@ def _note_full(task: dict[str, Any], full: dict[Path, str]) -> bool:
     return True
 
 
+def _cancelled(cancel_file: Path, stop: bool, n: int) -> set[int]:
+    """The indices of the tasks cancelled by now: those the cancel file lists, every one after a signal."""
+    cancelled: set[int] = set()
+    if cancel_file.exists():
+        cancelled = {int(x) for x in cancel_file.read_text().split() if x.strip().isdigit()}
+    if stop:
+        cancelled |= set(range(n))
+    return cancelled
+
+
+def _cancel_pending(tasks: list[dict[str, Any]], cancelled: set[int], now: float) -> bool:
+    """A cancelled task that has not started is CANCELLED; whether any was."""
+    changed = False
+    for i, t in enumerate(tasks):
+        if t["state"] == "PENDING" and i in cancelled:
+            t.update(state="CANCELLED", reason="cancelled before it started", end=now)
+            changed = True
+    return changed
+
+
+def _signal_runs(running: dict[int, dict[str, Any]], cancelled: set[int], now: float) -> None:
+    """TERM to a run cancelled or past its time limit, KILL once it has had :data:`KILL_WAIT_S` to end."""
+    for i, r in running.items():
+        why = "cancelled" if i in cancelled else ("time limit" if now > r["deadline"] else None)
+        if why and r["killed_at"] is None:
+            r["why"], r["killed_at"] = why, now
+            try:
+                os.killpg(r["proc"].pid, signal.SIGTERM)  # like Slurm: TERM to every process of the run
+            except OSError:
+                pass
+        elif r["killed_at"] is not None and now - r["killed_at"] > KILL_WAIT_S:
+            try:
+                os.killpg(r["proc"].pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _reap(running: dict[int, dict[str, Any]], tasks: list[dict[str, Any]], slots: dict[int, Any],
+          full: dict[Path, str]) -> bool:
+    """Each run that ended: its task's state, reason and exit code, its slot freed; whether any ended."""
+    changed = False
+    for i in list(running):
+        r = running[i]
+        rc = r["proc"].poll()
+        if rc is None:
+            continue
+        t = tasks[i]
+        _note_full(t, full)
+        if r["why"] == "cancelled":
+            st, reason = "CANCELLED", "cancelled while running"
+        elif r["why"] == "time limit":
+            st, reason = "TIMEOUT", f"killed at the time limit ({t['time_limit_s']:.0f} s)"
+        elif rc == 0:
+            st, reason = "COMPLETED", ""
+        else:
+            st, reason = "FAILED", (f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}")
+        t.update(state=st, reason=reason, rc=rc, end=time.time())
+        slots.pop(r["slot"]).close()
+        del running[i]
+        changed = True
+    return changed
+
+
+def _start_pending(q: Path, state: dict[str, Any], running: dict[int, dict[str, Any]], slots: dict[int, Any],
+                   full: dict[Path, str], out: Any) -> bool:
+    """Start PENDING tasks while a slot is free (one whose log's disk is full fails unstarted); whether any
+    task changed."""
+    token, tasks = state["token"], state["tasks"]
+    changed = False
+    for i, t in enumerate(tasks):
+        if t["state"] != "PENDING" or i in running:
+            continue
+        if _no_space(t, full):  # it could write neither its log nor its exit marker
+            no_room = _no_space(t, full)
+            t.update(state="FAILED", reason=f"not started: no space left on device ({no_room})", disk_full=no_room,
+                     end=time.time())
+            changed = True
+            continue
+        slot = _acquire_slot(q.parent, int(state.get("jobs", 1)), slots)
+        if slot is None:
+            break
+        env = dict(os.environ, DLPERF_LOCAL_JOB=local_job_id(token, i))
+        proc = subprocess.Popen(["bash", t["script"]], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        t.update(state="RUNNING", pid=proc.pid, start=time.time())
+        running[i] = {"proc": proc, "slot": slot, "deadline": time.time() + float(t["time_limit_s"]),
+                      "killed_at": None, "why": None}
+        changed = True
+    return changed
+
+
 def run_local_queue(queue_path: str | os.PathLike) -> int:
     """The detached runner: run every PENDING script of the queue file, ``jobs`` at a time."""
     q = Path(queue_path)
@@ -104,67 +195,12 @@ def run_local_queue(queue_path: str | os.PathLike) -> int:
         full: dict[Path, str] = {}  # a log folder -> disk_full's words, this round
         for i in running:  # a disk that fills while a run runs: why the run may not end well
             changed |= _note_full(tasks[i], full)
-        cancelled: set[int] = set()
-        if cancel_file.exists():
-            cancelled = {int(x) for x in cancel_file.read_text().split() if x.strip().isdigit()}
-        if stop["flag"]:
-            cancelled |= set(range(len(tasks)))
+        cancelled = _cancelled(cancel_file, stop["flag"], len(tasks))
         now = time.time()
-        for i, t in enumerate(tasks):
-            if t["state"] == "PENDING" and i in cancelled:
-                t.update(state="CANCELLED", reason="cancelled before it started", end=now)
-                changed = True
-        for i, r in running.items():
-            why = "cancelled" if i in cancelled else ("time limit" if now > r["deadline"] else None)
-            if why and r["killed_at"] is None:
-                r["why"], r["killed_at"] = why, now
-                try:
-                    os.killpg(r["proc"].pid, signal.SIGTERM)  # like Slurm: TERM to every process of the run
-                except OSError:
-                    pass
-            elif r["killed_at"] is not None and now - r["killed_at"] > KILL_WAIT_S:
-                try:
-                    os.killpg(r["proc"].pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for i in list(running):
-            r = running[i]
-            rc = r["proc"].poll()
-            if rc is None:
-                continue
-            t = tasks[i]
-            _note_full(t, full)
-            if r["why"] == "cancelled":
-                st, reason = "CANCELLED", "cancelled while running"
-            elif r["why"] == "time limit":
-                st, reason = "TIMEOUT", f"killed at the time limit ({t['time_limit_s']:.0f} s)"
-            elif rc == 0:
-                st, reason = "COMPLETED", ""
-            else:
-                st, reason = "FAILED", (f"exit code {rc}" if rc > 0 else f"killed by signal {-rc}")
-            t.update(state=st, reason=reason, rc=rc, end=time.time())
-            slots.pop(r["slot"]).close()
-            del running[i]
-            changed = True
-        for i, t in enumerate(tasks):
-            if t["state"] != "PENDING" or i in running:
-                continue
-            if _no_space(t, full):  # it could write neither its log nor its exit marker
-                no_room = _no_space(t, full)
-                t.update(state="FAILED", reason=f"not started: no space left on device ({no_room})", disk_full=no_room,
-                         end=time.time())
-                changed = True
-                continue
-            slot = _acquire_slot(q.parent, int(state.get("jobs", 1)), slots)
-            if slot is None:
-                break
-            env = dict(os.environ, DLPERF_LOCAL_JOB=local_job_id(token, i))
-            proc = subprocess.Popen(["bash", t["script"]], stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True, env=env)
-            t.update(state="RUNNING", pid=proc.pid, start=time.time())
-            running[i] = {"proc": proc, "slot": slot, "deadline": time.time() + float(t["time_limit_s"]),
-                          "killed_at": None, "why": None}
-            changed = True
+        changed |= _cancel_pending(tasks, cancelled, now)
+        _signal_runs(running, cancelled, now)
+        changed |= _reap(running, tasks, slots, full)
+        changed |= _start_pending(q, state, running, slots, full, out)
         if changed or unsaved:
             unsaved = not _save(q, state)  # a full disk: kept, written once it can be
         if not running and not any(t["state"] == "PENDING" for t in tasks):

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext, RunResult
-from dlperf_slurm.suites import RUN_DIR, Suite, gpt_log, register
+from dlperf_slurm.suites import RUN_DIR, Suite, gpt_flops, gpt_log, register
 
 #: name -> (layers, hidden, heads): GPT-2 345M (Megatron's example), GPT-3 sizes as Megatron-DeepSpeed's examples
 PRESETS: dict[str, tuple[int, int, int]] = {
@@ -168,7 +168,7 @@ class MegatronGPT(_GPT):
         elif ckpt == "selective":
             argv.append("--recompute-activations")
         if not options["data_path"]:
-            argv += ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(gpt_log.GPT2_VOCAB)]
+            argv += ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(gpt_flops.GPT2_VOCAB)]
         # --log-throughput: 2024+ builds print "throughput per GPU (TFLOP/s/GPU)"
         return _ranks_from_slurm(cell, argv + ["--log-throughput"])
 

@@ -64,9 +64,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from dlperf_slurm import events as ev
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model.result import ParseContext, RunResult
+from dlperf_slurm.suites.gpt_flops import as_int, model_flops
 
 _NUM = lp.NUM
 _F = r"(" + _NUM + r")"
@@ -107,15 +107,6 @@ _DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*) \.{2,} (\S.*?)\s*$")
 _DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "padded_vocab_size", "vocab_size",
               "checkpoint_activations", "recompute_granularity", "global_batch_size", "train_batch_size",
               "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage"}
-_FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)",  # LiBai: hidden_layers
-          "hidden_size": r"--hidden-size[ =](\d+)|model\.cfg\.hidden_size=(\d+)",
-          "seq_length": r"--seq-length[ =](\d+)|model\.cfg\.max_seq_length=(\d+)",
-          "vocab_size": r"--vocab-size[ =](\d+)|model\.cfg\.vocab_size=(\d+)",
-          "tensor_model_parallel_size": r"--tensor-model-parallel-size[ =](\d+)"
-                                        r"|train\.dist\.tensor_parallel_size=(\d+)"}
-_FULL_RECOMPUTE = re.compile(r"--checkpoint-activations\b|--recompute-granularity[ =]full\b"
-                             r"|train\.activation_checkpoint\.enabled=True\b")
-GPT2_VOCAB = 50257  # the GPT-2 BPE vocabulary, Megatron's default tokenizer's
 KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
@@ -141,13 +132,18 @@ class _Kind:
         return self.window.warmup < step <= self.window.end_step
 
 
-def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> RunResult:
-    kinds = {k: _Kind(ctx) for k in KINDS}
-    dump: dict[str, str] = {}
-    mem: dict[str, float] = {}
-    iso, smi_mib = lp.IsoClock(), []
+class _Reader:
+    """The line handler (:meth:`handler`), a method per form of step record, and what it reads: each form's
+    :class:`_Kind`, the arguments dump, the programs' own memory figures."""
 
-    def add(kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
+    def __init__(self, ctx: ParseContext):
+        self.kinds = {k: _Kind(ctx) for k in KINDS}
+        self.dump: dict[str, str] = {}
+        self.mem: dict[str, float] = {}
+        self.iso = lp.IsoClock()
+        self.smi_mib: list[float] = []
+
+    def add(self, kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
         span = step - kind.prev if step > kind.prev else 1
         if gb is not None and gb > 0:
             kind.gbs.append(gb)
@@ -155,13 +151,13 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
                         span_seconds=seconds)
         kind.prev = max(kind.prev, step)
 
-    def megatron(text: str, m: re.Match, final: bool) -> int:
+    def megatron(self, text: str, m: re.Match, final: bool) -> int:
         ms = _MEG_MS.search(text, m.end())
         if ms is None:
             return lp.NOT_MINE
         if not final and not text.rstrip().endswith("|"):
             return lp.FRAGMENT  # the record ends with " |": a line cut by buffering is glued with its tail first
-        k, step = kinds["megatron"], int(m.group(1))
+        k, step = self.kinds["megatron"], int(m.group(1))
         span = step - k.prev if step > k.prev else 1
         sec = (lp.to_float(ms.group(2)) or 0.0) / (1000.0 if ms.group(1) == "ms" else 1.0)
         gbm, spm, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
@@ -179,18 +175,18 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
             if tfl and speed:
                 k.tflops.append((float(tfl.group(1)), sps if sps is not None else speed))
         k.clock += span * sec
-        add(k, step, k.clock if sec > 0 else None, speed=speed, loss=loss, seconds=span * sec if sec > 0 else None,
-            gb=gb)
+        self.add(k, step, k.clock if sec > 0 else None, speed=speed, loss=loss,
+                 seconds=span * sec if sec > 0 else None, gb=gb)
         return lp.CONSUMED
 
-    def deepspeed(text: str, final: bool) -> int:
+    def deepspeed(self, text: str, final: bool) -> int:
         # DeepSpeed ~0.7 prints epoch/step, then the running mean and the step's own figure; older ones the mean
         m = _DS_NEW.search(text) or _DS_OLD.search(text) or _DS_07.search(text)
         if m is None:
             return lp.NOT_MINE
         if not final and not re.search(r"MaxMemAllocated=" + _NUM + r"GB\s*$", text):
             return lp.FRAGMENT
-        k = kinds["deepspeed"]
+        k = self.kinds["deepspeed"]
         if m.re is _DS_NEW:  # step, the running mean, the step's own samples/s
             step, mean, speed = int(m.group(1)), float(m.group(2)), float(m.group(3))
         elif m.re is _DS_07:  # epoch/step, the running mean, the step's own samples/s
@@ -200,31 +196,32 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
         if step <= k.prev:  # every rank's engine may print it: the first one read counts
             return lp.CONSUMED
         stamp = _DS_STAMP.search(text)
-        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        t = self.iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if k.in_window(step):
             k.reported.append(mean)
         mm = _DS_MEM.search(text)
         if mm:
+            mem = self.mem
             mem["ds_max_allocated_gib"] = max(mem.get("ds_max_allocated_gib", 0.0), lp.to_float(mm.group(1)) or 0.0)
-        add(k, step, t, speed=speed)
+        self.add(k, step, t, speed=speed)
         return lp.CONSUMED
 
-    def pipe(m: re.Match) -> int:
-        k, step = kinds["deepspeed-pipe"], int(m.group(1))
+    def pipe(self, m: re.Match) -> int:
+        k, step = self.kinds["deepspeed-pipe"], int(m.group(1))
         loss, sec, sps = lp.to_float(m.group(2)), lp.to_float(m.group(3)), lp.to_float(m.group(4))
         if step > k.prev and not (sec and sec > 0 and sps and sps > 0):
-            add(k, step, None, loss=loss)
+            self.add(k, step, None, loss=loss)
         elif step > k.prev and sec and sps:
             gb = sps * sec  # the engine's train_batch_size over its mean step time: the batch, to the rounding
             gb = float(round(gb)) if abs(gb - round(gb)) <= 0.02 * gb else gb
             if k.in_window(step):
                 k.reported.append(sps)
             k.clock += (step - k.prev) * sec
-            add(k, step, k.clock, speed=sps, loss=loss, seconds=(step - k.prev) * sec, gb=gb)
+            self.add(k, step, k.clock, speed=sps, loss=loss, seconds=(step - k.prev) * sec, gb=gb)
         return lp.CONSUMED
 
-    def oneflow(m: re.Match) -> int:
-        k = kinds["oneflow"]
+    def oneflow(self, m: re.Match) -> int:
+        k = self.kinds["oneflow"]
         step, samples, tput = int(m.group(1)), int(m.group(3)), lp.to_float(m.group(4))
         span = step - k.prev if step > k.prev else 1
         done = samples - k.samples if k.samples is not None else samples
@@ -232,12 +229,12 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
         sec = done / tput if tput and tput > 0 and done > 0 else None
         if sec is not None:
             k.clock += sec
-        add(k, step, k.clock if sec is not None else None, speed=tput, seconds=sec,
-            loss=lp.to_float(m.group(6)) if m.group(6) else None, gb=done / span if done > 0 else None)
+        self.add(k, step, k.clock if sec is not None else None, speed=tput, seconds=sec,
+                 loss=lp.to_float(m.group(6)) if m.group(6) else None, gb=done / span if done > 0 else None)
         return lp.CONSUMED
 
-    def libai(m: re.Match, text: str) -> int:
-        k = kinds["libai"]
+    def libai(self, m: re.Match, text: str) -> int:
+        k = self.kinds["libai"]
         step, samples = int(m.group(6)) + 1, int(m.group(8))
         tp, loss, tm = _LIBAI_TPUT.search(text), _LIBAI_LOSS.search(text), _LIBAI_TIME.search(text)
         mean = lp.to_float(tm.group(1)) if tm else None
@@ -245,98 +242,58 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
             0.0 if step == LIBAI_UNTIMED and tm is None else None)
         gb = (samples - k.samples) / (step - k.prev) if k.samples is not None and step > k.prev else None
         k.samples = samples
-        add(k, step, t, speed=lp.to_float(tp.group(1)) if tp else None, gb=gb,
-            loss=lp.to_float(loss.group(1)) if loss else None)
+        self.add(k, step, t, speed=lp.to_float(tp.group(1)) if tp else None, gb=gb,
+                 loss=lp.to_float(loss.group(1)) if loss else None)
         return lp.CONSUMED
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if "iteration" in text:
             m = _MEG_ITER.search(text)
             if m is not None:
-                return megatron(text, m, final)
+                return self.megatron(text, m, final)
             m = _LIBAI.search(text)
             if m is not None:
-                return libai(m, text)
+                return self.libai(m, text)
         if "SamplesPerSec=" in text:
-            return deepspeed(text, final)
+            return self.deepspeed(text, final)
         if "iter time (s)" in text:
             m = _DS_PIPE.search(text)
             if m is None or (not final and m.end() == len(text.rstrip())):
                 return lp.FRAGMENT if m is not None else lp.NOT_MINE  # its last figure may be cut short
-            return pipe(m)
+            return self.pipe(m)
         if text[:1] == "|" or text[:5] == "step=":
             m = _OF_ROW.match(text) or _OF_KV.match(text)
-            return oneflow(m) if m else lp.NOT_MINE
+            return self.oneflow(m) if m else lp.NOT_MINE
         if "memory (MB)" in text:
             m = _MEG_MEM.search(text)
             if m:
-                mem["max_allocated"] = max(mem.get("max_allocated", 0.0), lp.to_float(m.group(2)) or 0.0)
-                mem["max_reserved"] = max(mem.get("max_reserved", 0.0), lp.to_float(m.group(4)) or 0.0)
+                self.mem["max_allocated"] = max(self.mem.get("max_allocated", 0.0), lp.to_float(m.group(2)) or 0.0)
+                self.mem["max_reserved"] = max(self.mem.get("max_reserved", 0.0), lp.to_float(m.group(4)) or 0.0)
                 return lp.CONSUMED
         if " MiB" in text:
             m = _SMI.match(text)
             if m:
-                smi_mib.append(float(m.group(1)))
+                self.smi_mib.append(float(m.group(1)))
                 return lp.CONSUMED
         if " .." in text:
             m = _DUMP.search(text)
-            if m and m.group(1) in _DUMP_KEYS and m.group(1) not in dump:
-                dump[m.group(1)] = m.group(2)
+            if m and m.group(1) in _DUMP_KEYS and m.group(1) not in self.dump:
+                self.dump[m.group(1)] = m.group(2)
         return lp.NOT_MINE
 
+
+def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> RunResult:
+    r = _Reader(ctx)
     # a PipelineEngine line starts a record: one that follows a cut one is never its tail
-    facts = lp.Scanner(handler, ranks="all", wanted=_wanted, starts=lambda text: text.startswith(("steps: ", "step: ")),
+    facts = lp.Scanner(r.handler, ranks="all", wanted=_wanted,
+                       starts=lambda text: text.startswith(("steps: ", "step: ")),
                        block_needles=("iteration", "SamplesPerSec", "iter time (s)", "|", "step=", " ..", " MiB")
                        ).run(lines)
-    return _finish(kinds, facts, ctx, dump, mem, smi_mib, no_memory_reason)
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def model_size(dump: dict[str, str], command: str) -> dict[str, Any]:
-    """The model's size and recomputation: the log's arguments dump first, then the launch command's flags."""
-    size: dict[str, Any] = {}
-    for key, pattern in _FLAGS.items():
-        v = _int(dump.get(key))
-        if v is None:
-            m = re.search(pattern, command)
-            v = int(m.group(1) or m.group(2)) if m else None
-        if v is not None:
-            size[key] = v
-    if "padded_vocab_size" in dump and _int(dump["padded_vocab_size"]):
-        size["vocab_size"] = _int(dump["padded_vocab_size"])
-    if "checkpoint_activations" in dump or "recompute_granularity" in dump:
-        size["full_recompute"] = (dump.get("checkpoint_activations") == "True"
-                                  or dump.get("recompute_granularity") == "full")
-    else:
-        size["full_recompute"] = bool(_FULL_RECOMPUTE.search(command))
-    return size
-
-
-def flops_per_sample(seq: int, layers: int, hidden: int, vocab: int, full_recompute: bool) -> float:
-    """Narayanan et al. 2021, eq. 3, per sample: 24 f s l h^2 (1 + s/(6h) + V/(16 l h)), f = 4 with full
-    recomputation else 3."""
-    f = 4 if full_recompute else 3
-    return 24.0 * f * seq * layers * hidden ** 2 * (1 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
-
-
-def _gpu_name(job: dict[str, Any] | None) -> str | None:
-    gpus = (job or {}).get(ev.GPUS)
-    if isinstance(gpus, list) and gpus:
-        parts = [p.strip() for p in str(gpus[0]).split(",")]
-        return parts[1] if len(parts) > 1 else None
-    return None
+    return _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
 
 
 def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: dict[str, str],
             mem: dict[str, float], smi_mib: list[float], no_memory_reason: str) -> RunResult:
-    from dlperf_slurm.workloads.peaks import peak_basis, peak_tflops
-
     name = next((n for n in KINDS if kinds[n].window.points), KINDS[0])
     k = kinds[name]
     x: dict[str, Any] = {"format": name}
@@ -344,7 +301,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
         o = kinds[other]
         if other != name and o.reported:
             x[f"{other}_reported_samples_per_s_mean"] = sum(o.reported) / len(o.reported)
-    gb = k.gbs[-1] if k.gbs else (_int(dump.get("global_batch_size")) or _int(dump.get("train_batch_size")))
+    gb = k.gbs[-1] if k.gbs else (as_int(dump.get("global_batch_size")) or as_int(dump.get("train_batch_size")))
     if not gb:
         gb = ctx.global_batch
         x["global_batch_basis"] = "the matrix's batch x GPUs (the log states no global batch)"
@@ -355,7 +312,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
     if k.skipped:
         x["skipped_iterations"] = k.skipped  # fp16 loss scaling: iterations whose update was skipped
     if "zero_optimization_stage" in dump:
-        x["zero_stage"] = _int(dump["zero_optimization_stage"])
+        x["zero_stage"] = as_int(dump["zero_optimization_stage"])
     x["clock"] = {"megatron": "sum of the printed per-interval iteration times",
                   "oneflow": "sum of each interval's samples / its throughput",
                   "libai": "LiBai's step timer: its mean s/iter x the iterations it timed (from the 3rd)",
@@ -363,30 +320,7 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
                   "deepspeed-pipe": "sum of each interval's steps x its printed iter time"}[name]
     res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
     x = res.extra  # finish copies what it is given
-    # model FLOPs, tokens/s
-    size = model_size(dump, str((facts.job or {}).get(ev.COMMAND) or ""))
-    seq = size.get("seq_length")
-    if seq and res.throughput is not None:
-        x["tokens_per_s"] = res.throughput * seq
-    if k.tflops:
-        per = [t * 1e12 * ctx.world_size / s for t, s in k.tflops if t and s and t > 0 and s > 0]
-        if per:
-            x["flops_per_sample"] = sum(per) / len(per)
-            x["flops_basis"] = "the program's own TFLOP/s per GPU x GPUs / its samples/s"
-            x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in k.tflops) / len(k.tflops)
-    if "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
-        tp = size.get("tensor_model_parallel_size") or 1
-        vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
-        x["flops_per_sample"] = flops_per_sample(seq, size["num_layers"], size["hidden_size"], vocab,
-                                                 size["full_recompute"])
-        x["flops_basis"] = ("24 f s l h^2 (1 + s/6h + V/16lh), Narayanan et al. 2021 eq. 3, f = "
-                            f"{4 if size['full_recompute'] else 3} (s={seq}, l={size['num_layers']}, "
-                            f"h={size['hidden_size']}, V={vocab})")
-    gpu = _gpu_name(facts.job)
-    if gpu and "flops_per_sample" in x:
-        peak = peak_tflops(gpu, peak_basis(ctx.precision, False))
-        if peak:
-            x["peak_tflops_per_gpu"], x["peak_basis"] = peak, f"{gpu}, {peak_basis(ctx.precision, False)}"
+    gpu = model_flops(x, res, k.tflops, dump, facts.job, ctx)
     # memory: the programs' own figures
     if smi_mib and res.mem_peak_mib is None:
         res.mem_peak_mib, res.mem_reason = max(smi_mib), ""  # oneflow_gpt's nvidia-smi samples: every GPU, used

@@ -239,8 +239,13 @@ def _wanted(text: str) -> bool:
 
 @dataclass(slots=True)
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    evals: lp_evals.Reader
+    gaps: Gaps
+    gb: float  # the global batch
+    nodes: int
     prev: int = 0  # the highest step recorded
     clock: float = 0.0  # seconds of the recorded intervals, summed
     forms: set[str] = field(default_factory=set)  # the line formats read
@@ -249,65 +254,61 @@ class _State:
     epoch: int | None = None  # ArcFace MXNet's last Epoch[n]
     offset: int = 0  # ... and the steps of its epochs before it (its Batch counter restarts each epoch)
 
-
-def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    evals = lp_evals.Reader(evaluations)
-    gaps = Gaps()
-    gb = float(ctx.global_batch)
-    st = _State()
-
-    def record(step: int, speed: float | None, loss: float | None, form: str, span: int | None = None) -> None:
-        st.forms.add(form)
-        width = span if span is not None else step - st.prev
-        st.prev = max(st.prev, step)
+    def record(self, step: int, speed: float | None, loss: float | None, form: str, span: int | None = None) -> None:
+        self.forms.add(form)
+        width = span if span is not None else step - self.prev
+        self.prev = max(self.prev, step)
         if speed is None or not speed > 0 or width <= 0:
-            window.add(step, None, loss=loss)
+            self.window.add(step, None, loss=loss)
             return
-        st.clock += width * gb / speed
-        tainted = st.tainted
-        st.tainted = False
-        s, t = gaps.point(step, st.clock)
-        window.add(s, t, loss=loss, speed=None if tainted else speed, span_from=s - width, span_seconds=None)
+        self.clock += width * self.gb / speed
+        tainted = self.tainted
+        self.tainted = False
+        s, t = self.gaps.point(step, self.clock)
+        self.window.add(s, t, loss=loss, speed=None if tainted else speed, span_from=s - width, span_seconds=None)
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if any(v in text for v in _VALIDATION):
-            evals.read(text)  # LFW's accuracy: the run's (the other sets' and the interval's time are not)
-            if not st.tainted:
-                st.validations += 1
-            st.tainted = True
-            gaps.drop()
+            self.evals.read(text)  # LFW's accuracy: the run's (the other sets' and the interval's time are not)
+            if not self.tainted:
+                self.validations += 1
+            self.tainted = True
+            self.gaps.drop()
             return lp.CONSUMED
         if not final and text.endswith(tuple("0123456789")) and "Global Step" not in text:
             if _OF_LEGACY.search(text) or _PFC.search(text) or _MX.search(text):
                 return lp.FRAGMENT
         if (m := _OF_LEGACY.search(text)) is not None:
-            record(int(m.group(1)) + 1, lp.to_float(m.group(3)), lp.to_float(m.group(2)), "oneflow_face")
+            self.record(int(m.group(1)) + 1, lp.to_float(m.group(3)), lp.to_float(m.group(2)), "oneflow_face")
         elif (m := _OF_NEW.search(text)) is not None:
-            record(int(m.group(3)), lp.to_float(m.group(1)), lp.to_float(m.group(2)), "oneflow_face-2021")
+            self.record(int(m.group(3)), lp.to_float(m.group(1)), lp.to_float(m.group(2)), "oneflow_face-2021")
         elif (m := _PFC.search(text)) is not None:
-            record(int(m.group(1)), lp.to_float(m.group(3)), lp.to_float(m.group(4)) if m.group(4) else None,
-                   "partial_fc")
+            self.record(int(m.group(1)), lp.to_float(m.group(3)), lp.to_float(m.group(4)) if m.group(4) else None,
+                        "partial_fc")
         elif (m := _MX.search(text)) is not None:
             epoch, end = int(m.group(1)), int(m.group(3))
-            if st.epoch is not None and epoch > st.epoch:
-                st.offset = st.prev
-            st.epoch = epoch
+            if self.epoch is not None and epoch > self.epoch:
+                self.offset = self.prev
+            self.epoch = epoch
             v = lp.to_float(m.group(4))
             span = end - int(m.group(2)) if m.group(2) is not None else None
-            record(st.offset + end, v * ctx.nodes if v is not None else None,
-                   lp.to_float(m.group(5)) if m.group(5) else None, "arcface-mxnet", span)
+            self.record(self.offset + end, v * self.nodes if v is not None else None,
+                        lp.to_float(m.group(5)) if m.group(5) else None, "arcface-mxnet", span)
         else:
             return lp.NOT_MINE
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
+
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
+    gb = float(ctx.global_batch)
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), lp_evals.Reader(evaluations), Gaps(), gb, ctx.nodes)
+    facts = lp.Scanner(st.handler, starts=_wanted, wanted=_wanted, block_needles=(
         "throughput", "samples/sec", "it/sec", *_VALIDATION)).run(lines)
-    extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms),
+    extra: dict[str, Any] = {**st.evals.extra(), "formats": sorted(st.forms),
                              "clock": "each interval's samples / its printed global samples/s, summed"}
     if st.validations:
         extra["validations"] = st.validations
-    if gaps.steps:
-        extra["dropped_steps"], extra["dropped_seconds"] = gaps.steps, gaps.seconds
-    return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+    if st.gaps.steps:
+        extra["dropped_steps"], extra["dropped_seconds"] = st.gaps.steps, st.gaps.seconds
+    return lp.finish(st.window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="the InsightFace programs' logs report no GPU memory")

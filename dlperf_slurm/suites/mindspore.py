@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -177,8 +177,12 @@ def _figures(w: _Worker, warmup: int, measure: int, gb: float) -> lp.WindowFigur
 
 @dataclass
 class _State:
-    """What a parse learns beside its window and workers."""
+    """What a parse learns: its window (the primary worker's steps, and every loss), its workers and beside them
+    its line handler's findings (:meth:`handler`)."""
 
+    window: lp.Window
+    fallback: int  # a record's steps where neither a loss line nor its times say (the sink size)
+    workers: list[_Worker] = field(default_factory=lambda: [_Worker()])
     hint: tuple[Any, ...] | None = None  # ("epoch", E, S) | ("step", N) of the last loss line
     losses: int = 0  # loss lines read
     # LossMonitor's epochs counted on: the current one, the steps before it, the last step it printed
@@ -187,17 +191,10 @@ class _State:
     last: int = 0
     zoo_n: int | None = None  # the zoo record's epoch length
 
-
-def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # the primary worker's steps, and every loss
-    workers: list[_Worker] = [_Worker()]
-    fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
-    gb = float(ctx.global_batch)
-    st = _State()
-
-    def loss(value: str, step_guess: int) -> None:
+    def loss(self, value: str, step_guess: int) -> None:
+        window = self.window
         x = lp.to_float(value)
-        st.losses += 1
+        self.losses += 1
         if x is not None:
             if step_guess >= window.max_step:
                 window.add(step_guess, loss=x)
@@ -206,21 +203,22 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
                 if not math.isfinite(x) and window.nonfinite is None:
                     window.nonfinite = (step_guess, x)
 
-    def record(epoch_v: str, unit: str, step_v: str) -> None:
+    def record(self, epoch_v: str, unit: str, step_v: str) -> None:
+        """A TimeMonitor record: the steps of a sink, timed, on the worker it belongs to."""
         epoch_ms, step_ms = lp.to_float(epoch_v), lp.to_float(step_v)
         if epoch_ms is None or step_ms is None:
             return
         if unit == "s":
             epoch_ms *= 1000.0
-        hint = st.hint
+        hint, workers = self.hint, self.workers
         if hint and hint[0] == "epoch" and hint[2]:
             n = hint[2]  # LossMonitor's last step in the epoch: the epoch's step count (MindSpore's batch_num)
         elif hint and hint[0] == "epoch":  # the zoo's record: every epoch is as long as the first
-            if st.zoo_n is None:
-                st.zoo_n = _steps(epoch_ms, step_ms, fallback)
-            n = st.zoo_n
+            if self.zoo_n is None:
+                self.zoo_n = _steps(epoch_ms, step_ms, self.fallback)
+            n = self.zoo_n
         else:
-            n = _steps(epoch_ms, step_ms, fallback)
+            n = _steps(epoch_ms, step_ms, self.fallback)
         key = hint[:2] if hint else None
         w = workers[0]
         if key is not None:
@@ -240,72 +238,85 @@ def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         w.records.append((end - n, end, epoch_ms / 1000.0, step_ms))
         w.end = end
         if w is workers[0]:
-            window.add(end)
+            self.window.add(end)
 
-    def thor(step: int, loss_v: str, total: str, per_step: str) -> None:
+    def thor(self, step: int, loss_v: str, total: str, per_step: str) -> None:
         """BERT-THOR's line: its own record of the steps since the previous print (total / per step of them)."""
         seconds, each = lp.to_float(total), lp.to_float(per_step)
-        st.hint = ("step", step)
-        loss(loss_v, step)
+        self.hint = ("step", step)
+        self.loss(loss_v, step)
         if seconds is None or each is None or not (seconds >= 0 and each > 0):
             return
-        w = workers[0]
+        w = self.workers[0]
         n = max(1, round(seconds / each))
         w.records.append((step - n, step, seconds, 1000.0 * each))
         w.end = max(w.end, step)
-        window.add(step)
+        self.window.add(step)
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if "total_time_span is" in text:
             th = _THOR.search(text)
             if th is None:
                 return lp.FRAGMENT if not final else lp.NOT_MINE
             if not final and th.end() == len(text):
                 return lp.FRAGMENT  # its last figure ends the line: it may be cut short
-            thor(int(th.group(1)), th.group(2), th.group(3), th.group(4))
+            self.thor(int(th.group(1)), th.group(2), th.group(3), th.group(4))
             return lp.CONSUMED
         m = _TIME.search(text)
         if m is None and not final and _cut_record(text):
             return lp.FRAGMENT  # cut by buffering: read it with what follows
         z = _ZOO.search(text)
         if z is not None:
-            st.hint = ("epoch", int(z.group(1)), None)
-            loss(z.group(2), workers[0].end)
+            self.hint = ("epoch", int(z.group(1)), None)
+            self.loss(z.group(2), self.workers[0].end)
         elif "outputs are" in text or "outpus are" in text:
-            b = _LOSSCB.search(text)
-            if b is None:
-                at = max(text.find("outputs are"), text.find("outpus are"))
-                return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
-            if not final and b.end() == len(text.rstrip()):
-                return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
-            st.hint = ("step", int(b.group(2)))
-            loss(b.group(3), int(b.group(2)))
-            return lp.CONSUMED
+            return self.loss_callback(text, final)
         elif "loss is" in text:
-            bad = _LOSSBAD.search(text)
-            if bad is not None:  # the step's loss was NaN or Inf: LossMonitor stopped the training there
-                loss("nan", workers[0].end + int(bad.group(2)))
-                return lp.CONSUMED
-            lm = _LOSSMON.search(text)
-            if lm is None:
-                return lp.FRAGMENT if not final and text.rstrip().endswith("loss is") else lp.NOT_MINE
-            if not final and lm.end() == len(text):
-                return lp.FRAGMENT  # the loss ends the line: it may be cut short
-            e, s = int(lm.group(1)), int(lm.group(2))
-            st.hint = ("epoch", e, s)
-            if st.epoch is None:
-                st.epoch = e
-            elif e > st.epoch:  # a new epoch: its steps follow the last one the previous epoch printed
-                st.epoch, st.offset, st.last = e, st.offset + st.last, 0
-            st.last = max(st.last, s)
-            loss(lm.group(3), max(workers[0].end, st.offset) + s)
-            return lp.CONSUMED
+            return self.loss_monitor(text, final)
         if m is None:
             return lp.NOT_MINE
-        record(m.group(1), m.group(2), m.group(3))
+        self.record(m.group(1), m.group(2), m.group(3))
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, starts=_starts, needles=("epoch",)).run(lines)
+    def loss_callback(self, text: str, final: bool) -> int:
+        """A BERT/TinyBERT loss line (``..., step: N, outpus are (Tensor(...``): a global step."""
+        b = _LOSSCB.search(text)
+        if b is None:
+            at = max(text.find("outputs are"), text.find("outpus are"))
+            return lp.FRAGMENT if not final and ")" not in text[at:] else lp.NOT_MINE
+        if not final and b.end() == len(text.rstrip()):
+            return lp.FRAGMENT  # a bare loss ends the line (`outpus are 28.2093`): it may be cut short
+        self.hint = ("step", int(b.group(2)))
+        self.loss(b.group(3), int(b.group(2)))
+        return lp.CONSUMED
+
+    def loss_monitor(self, text: str, final: bool) -> int:
+        """A LossMonitor line (``epoch: E step: S, loss is X``): its step counts within the epoch."""
+        bad = _LOSSBAD.search(text)
+        if bad is not None:  # the step's loss was NaN or Inf: LossMonitor stopped the training there
+            self.loss("nan", self.workers[0].end + int(bad.group(2)))
+            return lp.CONSUMED
+        lm = _LOSSMON.search(text)
+        if lm is None:
+            return lp.FRAGMENT if not final and text.rstrip().endswith("loss is") else lp.NOT_MINE
+        if not final and lm.end() == len(text):
+            return lp.FRAGMENT  # the loss ends the line: it may be cut short
+        e, s = int(lm.group(1)), int(lm.group(2))
+        self.hint = ("epoch", e, s)
+        if self.epoch is None:
+            self.epoch = e
+        elif e > self.epoch:  # a new epoch: its steps follow the last one the previous epoch printed
+            self.epoch, self.offset, self.last = e, self.offset + self.last, 0
+        self.last = max(self.last, s)
+        self.loss(lm.group(3), max(self.workers[0].end, self.offset) + s)
+        return lp.CONSUMED
+
+
+def parse_mindspore(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    fallback = int(ctx.options.get("data_sink_steps") or 0) or math.gcd(ctx.warmup_steps, ctx.measure_steps) or 1
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), fallback)
+    window, workers, gb = st.window, st.workers, float(ctx.global_batch)
+    facts = lp.Scanner(st.handler, starts=_starts, needles=("epoch",)).run(lines)
     measured = [w for w in workers if w.records]
     figs = [f for f in (_figures(w, ctx.warmup_steps, ctx.measure_steps, gb) for w in measured) if f is not None]
     extra: dict[str, Any] = {"workers_seen": len(measured), "sinks": len(workers[0].records),

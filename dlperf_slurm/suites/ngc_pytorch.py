@@ -154,8 +154,15 @@ def _metric(body: str, key: str, start: int = 0) -> tuple[str, str, bool] | None
 
 @dataclass
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`): dllogger's records, in its
+    text form or its JSON stream."""
 
+    window: lp.Window
+    speed_key: str | None  # the suite's metric of a step record's speed
+    loss_keys: tuple[str, ...]  # ... of its loss (the first one the record has)
+    final_key: str  # ... of the run summary's throughput
+    iso: lp.IsoClock = field(default_factory=lp.IsoClock)  # the text form's stamps
+    epoch_clock: lp.EpochClock = field(default_factory=lp.EpochClock)  # the JSON stream's unix stamps
     epoch: int | None = None  # the epoch of the last step record
     offset: int = 0  # the steps of the epochs before it (a step's number counts across epochs)
     last_iter: int = 0  # the highest iteration read in this epoch
@@ -166,35 +173,27 @@ class _State:
     first: float | None = None  # the first training step record's unix time (the start of a time to target)
     text_steps: int = 0  # ... and in its text form
 
-
-def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    iso, epoch = lp.IsoClock(), lp.EpochClock()
-    gb = float(ctx.global_batch)
-    speed_key, loss_keys, final_key = suite.speed_metric, suite.loss_metrics, suite.final_metric
-    st = _State()
-
-    def add(epoch: int, it: int, t: float | None, speed: float | None, loss: float | None) -> None:
-        if epoch != st.epoch:
-            if st.epoch is None:
-                st.epoch = epoch
-            elif epoch > st.epoch:
-                st.offset += st.last_iter
-                st.epoch, st.last_iter = epoch, 0
-        if it > st.last_iter:
-            st.last_iter = it
+    def add(self, epoch: int, it: int, t: float | None, speed: float | None, loss: float | None) -> None:
+        if epoch != self.epoch:
+            if self.epoch is None:
+                self.epoch = epoch
+            elif epoch > self.epoch:
+                self.offset += self.last_iter
+                self.epoch, self.last_iter = epoch, 0
+        if it > self.last_iter:
+            self.last_iter = it
         # No span from the printed ips: in real logs train.total_ips is ~2x what the timestamps give (it leaves
         # out part of the iteration), so it cannot stand in for a missing boundary time.
-        window.add(st.offset + it, t, speed=speed if speed is not None and math.isfinite(speed) else None,
-                   loss=loss)
+        self.window.add(self.offset + it, t, speed=speed if speed is not None and math.isfinite(speed) else None,
+                        loss=loss)
 
-    def text_line(text: str, at: int, final: bool) -> int:
+    def text_line(self, text: str, at: int, final: bool) -> int:
         m = _DLL_STEP.match(text, at)  # the common case, one regex: a training step line
         if m is None:
-            return other_line(text, at, final)
+            return self.other_line(text, at, final)
         end = m.end()
         speed = None
+        speed_key = self.speed_key
         if speed_key is not None:  # complete once the speed metric and its unit are there
             got = _metric(text, speed_key, end)
             if got is None or not got[1]:  # a value cut short has lost its unit
@@ -205,42 +204,42 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
         elif not final and not text.endswith((" ", "\t", "/s", "None")):  # dllogger ends with a space (no unit)
             return lp.FRAGMENT
         loss = None
-        for key in loss_keys:
+        for key in self.loss_keys:
             got = _metric(text, key, end)
             if got is not None and not got[2]:  # the last value on a cut line may be cut too
                 loss = _float(got[0])
                 break
-        st.text_steps += 1
-        add(int(m.group(2)), int(m.group(3)), iso.seconds(m.group(1)), speed, loss)
+        self.text_steps += 1
+        self.add(int(m.group(2)), int(m.group(3)), self.iso.seconds(m.group(1)), speed, loss)
         return lp.CONSUMED
 
-    def other_line(text: str, at: int, final: bool) -> int:
+    def other_line(self, text: str, at: int, final: bool) -> int:
         m = _DLL.match(text, at)
         if not m:
             return lp.NOT_MINE if final or len(text) - at > 40 else lp.FRAGMENT
         body = text[m.end():]
         sm = _STEP.match(body)
         if sm:  # a step line in a shape the fast regex does not take (e.g. "T" between date and time)
-            st.text_steps += 1
-            got = _metric(body, speed_key, sm.end()) if speed_key else None
-            add(int(sm.group(1)), int(sm.group(2)), iso.seconds(m.group(1).replace("T", " ")),
-                _float(got[0]) if got and got[1] else None, None)
+            self.text_steps += 1
+            got = _metric(body, self.speed_key, sm.end()) if self.speed_key else None
+            self.add(int(sm.group(1)), int(sm.group(2)), self.iso.seconds(m.group(1).replace("T", " ")),
+                     _float(got[0]) if got and got[1] else None, None)
             return lp.CONSUMED
         if body.startswith("PARAMETER"):
             for k, v in _PARAM.findall(body):
-                st.params[k] = v
+                self.params[k] = v
             return lp.CONSUMED
         if not final and len(body) < 60 and not body.startswith("Summary"):
             return lp.FRAGMENT  # maybe cut inside "Epoch: 0 Iteration: 12  ": read it with what follows
         if body.startswith("Summary:") or body.startswith(" "):  # run summary: step ()
-            got = _metric(body, final_key)
+            got = _metric(body, self.final_key)
             # a unit, or another metric after it, says the number ended (BERT's training_sequences_per_second has
             # no unit: '-  e2e_train_time : 931.02  training_sequences_per_second : 4058.34  final_loss : ...')
             if got is not None and (got[1] or not got[2] or final):
-                st.final = _float(got[0])
+                self.final = _float(got[0])
         return lp.CONSUMED
 
-    def json_line(text: str, at: int, final: bool) -> int:
+    def json_line(self, text: str, at: int, final: bool) -> int:
         try:
             obj = json.loads(text[at + 5:])
         except (ValueError, RecursionError):
@@ -253,48 +252,53 @@ def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext)
         if step == "PARAMETER":
             for k in ("batch_size", "world_size", "amp", "fp16", "prof", "print_freq", "train_batch_size", "max_steps"):
                 if k in data:
-                    st.params[k] = data[k]
+                    self.params[k] = data[k]
             return lp.CONSUMED
         if isinstance(step, list) and len(step) == 0:
-            v = lp.to_float(data.get(final_key))
+            v = lp.to_float(data.get(self.final_key))
             if v is not None:
-                st.final = v
+                self.final = v
             return lp.CONSUMED
         if (isinstance(step, list) and len(step) == 1 and isinstance(step[0], int) and not isinstance(step[0], bool)
                 and "val.top1" in data):  # the epoch's record (Logger.end_epoch): its validation, in percent
             e = _evaluation(step[0], data, obj.get("timestamp"))
-            if e is not None and len(st.evals) < 100_000:
-                st.evals.append(e)
+            if e is not None and len(self.evals) < 100_000:
+                self.evals.append(e)
             return lp.CONSUMED
         if (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                               for x in step) and obj.get("type", "LOG") == "LOG"):
-            if st.first is None:
-                st.first = lp.to_float(obj.get("timestamp"))
-            speed = lp.to_float(data.get(speed_key)) if speed_key else None
+            if self.first is None:
+                self.first = lp.to_float(obj.get("timestamp"))
+            speed = lp.to_float(data.get(self.speed_key)) if self.speed_key else None
             loss = None
-            for key in loss_keys:
+            for key in self.loss_keys:
                 if key in data:
                     loss = lp.to_float(data[key])
                     break
-            st.json_steps += 1
-            add(step[0], step[1], epoch.seconds(obj.get("timestamp")), speed, loss)
+            self.json_steps += 1
+            self.add(step[0], step[1], self.epoch_clock.seconds(obj.get("timestamp")), speed, loss)
         return lp.CONSUMED
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         at = text.rfind("DLL")  # the last record on the line (a record glued after a fragment is still read)
         if at < 0:
             return lp.NOT_MINE
         if at > 0 and text[at - 1] == "D" and text.startswith("DLLL {", at - 1):
-            return json_line(text, at - 1, final)
+            return self.json_line(text, at - 1, final)
         if text.startswith("DLL ", at):
-            return text_line(text, at, final)
+            return self.text_line(text, at, final)
         at = text.rfind("DLLL {")
         if at >= 0:
-            return json_line(text, at, final)
+            return self.json_line(text, at, final)
         at = text.rfind("DLL ")
-        return text_line(text, at, final) if at >= 0 else lp.NOT_MINE
+        return self.text_line(text, at, final) if at >= 0 else lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts, needles=("DLL",)).run(lines)
+
+def _parse_dllogger(suite: _NGCPyTorch, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), suite.speed_metric, suite.loss_metrics,
+                suite.final_metric)
+    window, gb = st.window, float(ctx.global_batch)
+    facts = lp.Scanner(st.handler, starts=_starts, needles=("DLL",)).run(lines)
     extra: dict[str, Any] = {}
     params = st.params
     if params:

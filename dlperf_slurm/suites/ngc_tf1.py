@@ -175,8 +175,16 @@ def _metrics(body: str) -> dict[str, str]:
 
 @dataclass
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`): dllogger's records, in its
+    text form or its JSON stream."""
 
+    window: lp.Window
+    gb: float  # the global batch
+    speed_keys: tuple[str, ...]  # the suite's: the step records' speed metric, the first one a record has
+    summary_key: str  # the run summary's throughput metric
+    per_step: bool  # a line's speed is its own step's (else: since the previous line)
+    iso: lp.IsoClock = field(default_factory=lp.IsoClock)
+    epoch_clock: lp.EpochClock = field(default_factory=lp.EpochClock)
     prev: int = 0  # the highest step read
     seen: set[int] = field(default_factory=set)  # the steps read (a step's first line counts)
     params: dict[str, str] = field(default_factory=dict)  # the PARAMETER records
@@ -185,36 +193,27 @@ class _State:
     text_steps: int = 0  # ... and in its text form
     keys: set[str] = field(default_factory=set)  # the speed metrics the step records carry
 
-
-def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    iso, epoch_clock = lp.IsoClock(), lp.EpochClock()
-    gb = float(ctx.global_batch)
-    speed_keys, summary_key = suite.speed_keys, suite.summary_key
-    per_step = suite.model == "resnet50"  # a line's speed is its own step's (else: since the previous line)
-    st = _State()
-
-    def add(step: int, t: float | None, data: Mapping[str, Any]) -> None:
+    def add(self, step: int, t: float | None, data: Mapping[str, Any]) -> None:
         speed = key = None
-        for k in speed_keys:
+        for k in self.speed_keys:
             if k in data:
                 key, speed = k, lp.to_float(data[k])
                 break
         if key is None:
             return  # an epoch summary, an eval line: no training step
         loss = next((lp.to_float(data[k]) for k in _LOSS_KEYS if k in data), None)
-        st.keys.add(key)
-        if step in st.seen:
+        self.keys.add(key)
+        if step in self.seen:
             return
-        st.seen.add(step)
-        span = step - 1 if per_step else min(st.prev, step - 1)
-        st.prev = max(st.prev, step)
+        self.seen.add(step)
+        span = step - 1 if self.per_step else min(self.prev, step - 1)
+        self.prev = max(self.prev, step)
         good = speed if lp.finite(speed) and speed > 0 else None
         # the program's own time of the steps the speed covers: lets the window start where no line was logged
-        window.add(step, t, speed=good, loss=loss, span_from=span,
-                   span_seconds=(step - span) * gb / good if good is not None else None)
+        self.window.add(step, t, speed=good, loss=loss, span_from=span,
+                        span_seconds=(step - span) * self.gb / good if good is not None else None)
 
-    def text_line(text: str, at: int, final: bool) -> int:
+    def text_line(self, text: str, at: int, final: bool) -> int:
         m = _DLL.match(text, at)
         if m is None:
             return lp.NOT_MINE if final or len(text) - at > 40 else lp.FRAGMENT
@@ -222,21 +221,21 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
         if not final and not body.endswith(" "):  # dllogger ends every record with a space (value, or unit)
             return lp.FRAGMENT
         if body.startswith("PARAMETER "):
-            st.params.update(_PARAM.findall(body[10:]))
+            self.params.update(_PARAM.findall(body[10:]))
             return lp.CONSUMED
         sm = _TUPLE.match(body) or _ITER.match(body)
         if sm is None:
             if body.startswith(("() ", " ")):  # the run summary: step () (ConvNets) or "" (BERT's format_step)
-                v = _metrics(body).get(summary_key)
+                v = _metrics(body).get(self.summary_key)
                 if v is not None:
-                    st.final = lp.to_float(v)
+                    self.final = lp.to_float(v)
             return lp.CONSUMED
         step = int(sm.group(2)) + 1 if sm.re is _TUPLE else int(sm.group(1))
-        st.text_steps += 1
-        add(step, iso.seconds(m.group(1)), _metrics(body[sm.end():]))
+        self.text_steps += 1
+        self.add(step, self.iso.seconds(m.group(1)), _metrics(body[sm.end():]))
         return lp.CONSUMED
 
-    def json_line(text: str, at: int, final: bool) -> int:
+    def json_line(self, text: str, at: int, final: bool) -> int:
         try:
             obj = json.loads(text[at + 5:])
         except (ValueError, RecursionError):
@@ -245,19 +244,19 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
             return lp.CONSUMED if isinstance(obj, dict) else lp.NOT_MINE
         step, data = obj.get("step"), obj["data"]
         if step == "PARAMETER":
-            st.params.update({k: str(v) for k, v in data.items()})
+            self.params.update({k: str(v) for k, v in data.items()})
         elif step == [] or step == ():
-            if summary_key in data:
-                st.final = lp.to_float(data[summary_key])
+            if self.summary_key in data:
+                self.final = lp.to_float(data[self.summary_key])
         elif isinstance(step, int) and not isinstance(step, bool):  # BERT: Iteration N
-            st.json_steps += 1
-            add(step, epoch_clock.seconds(obj.get("timestamp")), data)
+            self.json_steps += 1
+            self.add(step, self.epoch_clock.seconds(obj.get("timestamp")), data)
         elif (isinstance(step, list) and len(step) == 2 and all(isinstance(x, int) for x in step)):  # ConvNets
-            st.json_steps += 1
-            add(step[1] + 1, epoch_clock.seconds(obj.get("timestamp")), data)
+            self.json_steps += 1
+            self.add(step[1] + 1, self.epoch_clock.seconds(obj.get("timestamp")), data)
         return lp.CONSUMED
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         at = text.find("DLL")
         if at < 0:
             return lp.NOT_MINE
@@ -266,10 +265,16 @@ def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult
             if tag is not None and tag.group(1) != "0":
                 return lp.NOT_MINE
         if text.startswith("DLLL {", at):
-            return json_line(text, at, final)
-        return text_line(text, at, final)
+            return self.json_line(text, at, final)
+        return self.text_line(text, at, final)
 
-    facts = lp.Scanner(handler, starts=lambda t: "DLL" in t, needles=("DLL",)).run(lines)
+
+def _parse(suite: _NGCTF1, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    gb = float(ctx.global_batch)
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), gb, suite.speed_keys, suite.summary_key,
+                per_step=suite.model == "resnet50")
+    window = st.window
+    facts = lp.Scanner(st.handler, starts=lambda t: "DLL" in t, needles=("DLL",)).run(lines)
     extra: dict[str, Any] = {"formats": [f for f, n in (("dllogger-json", st.json_steps),
                                                           ("dllogger-text", st.text_steps)) if n],
                              "metrics": sorted(st.keys)}

@@ -194,8 +194,14 @@ _NEEDLES = ("train: epoch", "step: ", "[train], epoch: ", "(sentences/sec)")
 
 @dataclass(slots=True)
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    evals: lp_evals.Reader
+    ctx: ParseContext
+    gb: float  # the global batch
+    epoch_clock: lp.EpochClock = field(default_factory=lp.EpochClock)  # the CNN and BERT lines' unix stamps
+    iso: lp.IsoClock = field(default_factory=lp.IsoClock)  # OneFlow-Inc/models' UTC stamps
     epoch: int | None = None  # the epoch of the last CNN line (OneFlow-Inc/models': of its first line)
     offset: int = 0  # the CNN steps of the epochs before it (its iter counts from 1 in each epoch)
     last: int = 0  # the highest CNN iter read in that epoch
@@ -205,41 +211,33 @@ class _State:
     timed: int = 0  # ... and by their figure
     forms: set[str] = field(default_factory=set)  # the line formats read
 
-
-def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    evals = lp_evals.Reader(evaluations)
-    stamps, iso = lp.EpochClock(), lp.IsoClock()
-    gb = float(ctx.global_batch)
-    st = _State()
-
-    def step_of(epoch: int, it: int) -> int:
+    def step_of(self, epoch: int, it: int) -> int:
         """of_cnn_train_val.py counts iterations from 1 in each epoch: steps are counted across epochs."""
-        if st.epoch is None:
-            st.epoch = epoch
-        elif epoch != st.epoch:
-            st.offset += st.last
-            st.epoch, st.last = epoch, 0
-        st.last = max(st.last, it)
-        return st.offset + it
+        if self.epoch is None:
+            self.epoch = epoch
+        elif epoch != self.epoch:
+            self.offset += self.last
+            self.epoch, self.last = epoch, 0
+        self.last = max(self.last, it)
+        return self.offset + it
 
-    def add(form: str, step: int, t: float | None, seconds: float | None, speed: float | None,
+    def add(self, form: str, step: int, t: float | None, seconds: float | None, speed: float | None,
             loss: re.Match | None) -> int:
         """One step read in format ``form``: timed at its stamp ``t``, else on the clock of the printed intervals
         (``seconds`` since the previous step read)."""
         if t is not None:
-            st.stamps += 1
+            self.stamps += 1
         elif seconds is not None:
-            st.clock += seconds
-            st.timed += 1
-            t = st.clock
-        st.forms.add(form)
-        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=st.prev if seconds is not None else None, span_seconds=seconds)
-        st.prev = step
+            self.clock += seconds
+            self.timed += 1
+            t = self.clock
+        self.forms.add(form)
+        self.window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
+                        span_from=self.prev if seconds is not None else None, span_seconds=seconds)
+        self.prev = step
         return lp.CONSUMED
 
-    def models(m: re.Match, text: str, final: bool) -> int:
+    def models(self, m: re.Match, text: str, final: bool) -> int:
         if int(m.group(1)) != 0:
             return lp.CONSUMED  # another rank's own line: rank 0's are read
         fig = _MODELS_TPUT.search(text, m.end())
@@ -248,69 +246,74 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         if fig is None:
             return lp.NOT_MINE
         epoch, it, length = int(m.group(2)), int(m.group(3)), int(m.group(4))
-        if st.epoch is None:
-            st.epoch = epoch
-        step = (epoch - st.epoch) * length + it
-        if step <= st.prev:
+        if self.epoch is None:
+            self.epoch = epoch
+        step = (epoch - self.epoch) * length + it
+        if step <= self.prev:
             return lp.CONSUMED
-        span = step - st.prev
+        span = step - self.prev
         tput = lp.to_float(fig.group(1))
-        speed = tput * ctx.world_size if tput is not None else None
-        seconds = span * ctx.batch_size / tput if tput is not None and tput > 0 else None
+        speed = tput * self.ctx.world_size if tput is not None else None
+        seconds = span * self.ctx.batch_size / tput if tput is not None and tput > 0 else None
         stamp = _MODELS_STAMP.search(text)
-        t = iso.seconds(stamp.group(1)) if stamp else None
-        evals.trained(text)
-        return add("oneflow-models", step, t, seconds, speed, _LOSS.search(text, m.end()))
+        t = self.iso.seconds(stamp.group(1)) if stamp else None
+        self.evals.trained(text)
+        return self.add("oneflow-models", step, t, seconds, speed, _LOSS.search(text, m.end()))
 
-    def bert2020(m: re.Match, text: str) -> int:
+    def bert2020(self, m: re.Match, text: str) -> int:
         fig = _BERT2020_FIG.search(text, m.end())
         if fig is None:
             return lp.NOT_MINE
         step = int(m.group(1)) + 1  # the 0-based iteration index
-        if step <= st.prev:
+        if step <= self.prev:
             return lp.CONSUMED
         seconds, speed = lp.to_float(fig.group(1)), lp.to_float(fig.group(2))
         if seconds is not None and not seconds > 0:
             seconds = None
-        return add("bert-2020", step, None, seconds, speed, _LOSS.search(text, m.end()))
+        return self.add("bert-2020", step, None, seconds, speed, _LOSS.search(text, m.end()))
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if "(sentences/sec)" in text:
             mb = _BERT2020.search(text)
             if mb is not None:
-                return bert2020(mb, text)
+                return self.bert2020(mb, text)
         if "[train], epoch: " in text:
             mm = _MODELS.search(text)
             if mm is not None:
-                return models(mm, text, final)
+                return self.models(mm, text, final)
         m = _CNN.search(text)
         if m is not None:
-            form, step = "cnns", step_of(int(m.group(1)), int(m.group(2)))
+            form, step = "cnns", self.step_of(int(m.group(1)), int(m.group(2)))
         elif (m := _BERT.search(text)) is not None:
             form, step = "bert", int(m.group(1)) + 1  # run_pretraining.py prints the 0-based step index
         elif not final and _CUT_HEAD.search(text):
             return lp.FRAGMENT  # a record cut in its head: its tail follows
         else:
-            return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
+            return lp.CONSUMED if self.evals.read(text) else lp.NOT_MINE
         body = text[m.end():]
         fig = _FIGURE.search(body)
         if not final and (fig is None or text.rstrip().endswith(tuple("0123456789."))):
             return lp.FRAGMENT  # the figure (or the stamp) that ends the line may be cut: read it with what follows
         if fig is None:  # a foreign "step: N, " line, or a record glued to a line that is not its tail: the Scanner
             return lp.NOT_MINE  # then reads the record alone
-        if step <= st.prev:  # a print already read (the same record twice: a log and its echo) adds nothing
+        if step <= self.prev:  # a print already read (the same record twice: a log and its echo) adds nothing
             return lp.CONSUMED
-        span = step - st.prev  # the printed figure is the global samples/s over these steps
+        span = step - self.prev  # the printed figure is the global samples/s over these steps
         speed = lp.to_float(fig.group(1))
-        seconds = span * gb / speed if speed is not None and speed > 0 else None
-        t = stamps.seconds(fig.group(2)) if fig.group(2) else None
-        evals.trained(text)  # the first stamped one starts a time to target
-        return add(form, step, t, seconds, speed, _LOSS.search(body))
+        seconds = span * self.gb / speed if speed is not None and speed > 0 else None
+        t = self.epoch_clock.seconds(fig.group(2)) if fig.group(2) else None
+        self.evals.trained(text)  # the first stamped one starts a time to target
+        return self.add(form, step, t, seconds, speed, _LOSS.search(body))
 
+
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
+    gb = float(ctx.global_batch)
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), lp_evals.Reader(evaluations), ctx, gb)
+    window, evals = st.window, st.evals
     # an evaluation line starts a record too: one right after a stamped step line (whose end may look cut) is never
     # glued to it as its tail (models' train.py on one rank: "[rank:0] [eval], ..." follows rank 0's last step line)
-    facts = lp.Scanner(handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)
-                                                      or any(n in t for n in evals.needles)),
+    facts = lp.Scanner(st.handler, starts=lambda t: bool(_CNN.search(t) or _BERT.search(t) or _MODELS.search(t)
+                                                         or any(n in t for n in evals.needles)),
                        needles=_NEEDLES + evals.needles).run(lines)
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
     extra["clock"] = "print stamps" if st.stamps else "sum of the printed intervals (batch x steps / samples/s)"

@@ -199,8 +199,15 @@ def _wanted(text: str) -> bool:
 
 @dataclass(slots=True)
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    evals: lp_evals.Reader
+    ctx: ParseContext
+    gb: float  # the global batch
+    per_node: float  # the batch of one node's GPUs (BERT 1.8's steps/s count the nodes)
+    ips_scale: int  # what a bare ``ips`` figure is multiplied by: the suite's ``ips_scale``, in nodes or GPUs
+    iso: lp.IsoClock = field(default_factory=lp.IsoClock)
     epoch: int | None = None  # the last pass/epoch of a per-epoch counter (ppcls': its first line's epoch)
     offset: int = 0  # the steps of the passes before it
     last: int = 0  # the highest step read in that pass (its batches counted from 1)
@@ -217,37 +224,29 @@ class _State:
     cum_last: float = 0.0
     cum_prev: tuple[int, float] | None = None
 
-
-def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    evals = lp_evals.Reader(suite.evaluations)
-    iso = lp.IsoClock()
-    gb = float(ctx.global_batch)
-    per_node = float(ctx.gpus_per_node * ctx.batch_size)
-    ips_scale = ctx.nodes if suite.ips_scale == "nodes" else ctx.world_size
-    st = _State()
-
-    def step_of(epoch: int, index: int) -> int:
+    def step_of(self, epoch: int, index: int) -> int:
         """PaddleCV counts batches from 0 in each pass (PaddleClas its steps in each epoch): steps are counted
         across passes, from 1."""
-        if st.epoch is None:
-            st.epoch = epoch
-        elif epoch > st.epoch:
-            st.offset += st.last
-            st.epoch, st.last = epoch, 0
-        st.last = max(st.last, index + 1)
-        return st.offset + index + 1
+        if self.epoch is None:
+            self.epoch = epoch
+        elif epoch > self.epoch:
+            self.offset += self.last
+            self.epoch, self.last = epoch, 0
+        self.last = max(self.last, index + 1)
+        return self.offset + index + 1
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def record(self, text: str) -> tuple[str, int, re.Match, tuple[int, int] | None] | None:
+        """The step record on the line, by the table of formats: (format, step, its counter's match, (epoch, index
+        in the epoch) of a PaddleClas line), or None."""
         m = _CV.search(text)
         per_epoch = None  # (epoch, index in the epoch) of a cumulative PaddleClas static line
         if m:
-            form, step = "paddlecv", step_of(int(m.group(1)), int(m.group(2)))
+            form, step = "paddlecv", self.step_of(int(m.group(1)), int(m.group(2)))
         elif (m := _PPCLS.search(text)) is not None:  # its iter counts from 0 in each epoch of N iters
             epoch, index, length = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            if st.epoch is None:
-                st.epoch = epoch
-            form, step = "ppcls", (epoch - st.epoch) * length + index + 1
+            if self.epoch is None:
+                self.epoch = epoch
+            form, step = "ppcls", (epoch - self.epoch) * length + index + 1
         elif (m := _TRAINER.search(text)) is not None:
             form, step = "paddlenlp-trainer", int(m.group(1))
         elif (m := _NLP.search(text)) is not None:
@@ -255,77 +254,108 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
         elif (m := _BERT18.search(text)) is not None:
             form, step = "bert-1.8", int(m.group(2))
         elif (m := _CLAS.search(text)) is not None:  # its step counts from 0 in each epoch: epoch 0's as printed
-            form, step = "paddleclas", step_of(int(m.group(1)), int(m.group(2))) - 1
+            form, step = "paddleclas", self.step_of(int(m.group(1)), int(m.group(2))) - 1
             per_epoch = (int(m.group(1)), int(m.group(2)))
         else:
-            return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
+            return None
+        return form, step, m, per_epoch
+
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
+        rec = self.record(text)
+        if rec is None:
+            return lp.CONSUMED if self.evals.read(text) else lp.NOT_MINE
+        form, step, m, per_epoch = rec
         body = text[m.end():] if form != "paddlenlp-trainer" else text
         bt, ips, sps = _BATCH_TIME.search(body), _IPS.search(body), _STEPS_PER_S.search(body)
         run = _RUNTIME.search(body) if form == "paddlenlp-trainer" else None
         if not final and (not (bt or ips or sps or run) or text.endswith(tuple("0123456789"))):
             return lp.FRAGMENT  # the figure that ends the line may be cut short: read it with what follows
         loss = _LOSS.search(body)
-        span = step - st.prev if step > st.prev else 1
+        span = step - self.prev if step > self.prev else 1
         seconds = speed = None
         cumulative = None  # the clock of a running-mean line (PaddleClas static before #525)
         elapse = _ELAPSE.search(body) if per_epoch is not None else None
         static = elapse is not None
         if per_epoch is not None and elapse is not None:  # its lines before the reset time the epoch's first
             form = "paddleclas-static"                    # steps: no clock of the window's
-            epoch, index = per_epoch
-            if st.cum_epoch != epoch:
-                st.cum_epoch, st.cum_base, st.cum_prev = epoch, st.cum_last, None
-            mean = lp.to_float(elapse.group(1))
-            v = lp.to_float(ips.group(1)) if ips else None
-            if v and v > 0:
-                mean = ctx.batch_size / v  # the same running mean, to ips's five decimals
-            if index >= _CLAS_RESET and mean is not None and mean > 0:
-                cumulative = st.cum_base + (index - _CLAS_RESET + 1) * mean
-                # before the epoch's first line after the reset: the reset itself, the end of step index 4
-                prev = st.cum_prev or (step - (index - _CLAS_RESET + 1), st.cum_base)
-                if step > prev[0] and cumulative > prev[1]:
-                    seconds = cumulative - prev[1]
-                    speed = gb * (step - prev[0]) / seconds
-                    span = step - prev[0]
-                st.cum_prev = (step, cumulative)
-                st.cum_last = cumulative
-        elif run:
-            v = lp.to_float(run.group(1))
-            if v and v > 0:
-                speed, seconds = gb * span / v, v
-        elif sps:  # BERT 1.8: steps/s already multiplied by the trainer (node) count
-            v = lp.to_float(sps.group(1))
-            if v and v > 0:
-                speed, seconds = v * per_node, span * ctx.nodes / v
-        elif bt:
-            v = lp.to_float(bt.group(1))
-            if v and v > 0:
-                speed, seconds = gb / v, span * v
+            cumulative, seconds, speed, span = self.running_mean(per_epoch, elapse, ips, step, span)
+        else:
+            speed, seconds = self.figures(run, sps, bt, span)
         if ips:
             v = lp.to_float(ips.group(1))
             if v is not None:
-                st.ips.append(v)
+                self.ips.append(v)
                 if speed is None and not static and v > 0:
-                    speed, seconds = v * ips_scale, span * gb / (v * ips_scale)
+                    speed, seconds = v * self.ips_scale, span * self.gb / (v * self.ips_scale)
         stamp = _STAMP.search(text, 0, m.start() + 1)
-        t = iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
+        t = self.iso.seconds(stamp.group(1).replace(",", ".")) if stamp else None
         if t is not None:
-            st.stamps += 1
+            self.stamps += 1
         elif cumulative is not None:
-            st.timed += 1
+            self.timed += 1
             t = cumulative
         elif seconds is not None:
-            st.clock += seconds
-            st.timed += 1
-            t = st.clock
-        st.prev = max(st.prev, step)
-        st.forms.add(form)
-        evals.trained(text)  # the first stamped one starts a time to target
-        window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
-                   span_from=step - span if seconds is not None else None, span_seconds=seconds)
+            self.clock += seconds
+            self.timed += 1
+            t = self.clock
+        self.prev = max(self.prev, step)
+        self.forms.add(form)
+        self.evals.trained(text)  # the first stamped one starts a time to target
+        self.window.add(step, t, speed=speed, loss=lp.to_float(loss.group(1)) if loss else None,
+                        span_from=step - span if seconds is not None else None, span_seconds=seconds)
         return lp.CONSUMED
 
-    facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted).run(lines)
+    def running_mean(self, per_epoch: tuple[int, int], elapse: re.Match, ips: re.Match | None, step: int,
+                     span: int) -> tuple[float | None, float | None, float | None, int]:
+        """A PaddleClas static line before #525 (its batch time the running mean since the meter's reset): (its
+        clock, the seconds and speed since the previous line, and the steps between them)."""
+        seconds = speed = cumulative = None
+        epoch, index = per_epoch
+        if self.cum_epoch != epoch:
+            self.cum_epoch, self.cum_base, self.cum_prev = epoch, self.cum_last, None
+        mean = lp.to_float(elapse.group(1))
+        v = lp.to_float(ips.group(1)) if ips else None
+        if v and v > 0:
+            mean = self.ctx.batch_size / v  # the same running mean, to ips's five decimals
+        if index >= _CLAS_RESET and mean is not None and mean > 0:
+            cumulative = self.cum_base + (index - _CLAS_RESET + 1) * mean
+            # before the epoch's first line after the reset: the reset itself, the end of step index 4
+            prev = self.cum_prev or (step - (index - _CLAS_RESET + 1), self.cum_base)
+            if step > prev[0] and cumulative > prev[1]:
+                seconds = cumulative - prev[1]
+                speed = self.gb * (step - prev[0]) / seconds
+                span = step - prev[0]
+            self.cum_prev = (step, cumulative)
+            self.cum_last = cumulative
+        return cumulative, seconds, speed, span
+
+    def figures(self, run: re.Match | None, sps: re.Match | None, bt: re.Match | None,
+                span: int) -> tuple[float | None, float | None]:
+        """(speed, seconds) of the ``span`` steps a line covers, from the first figure it has of: the Trainer's
+        interval_runtime, BERT 1.8's steps/s, the batch time."""
+        speed = seconds = None
+        if run:
+            v = lp.to_float(run.group(1))
+            if v and v > 0:
+                speed, seconds = self.gb * span / v, v
+        elif sps:  # BERT 1.8: steps/s already multiplied by the trainer (node) count
+            v = lp.to_float(sps.group(1))
+            if v and v > 0:
+                speed, seconds = v * self.per_node, span * self.ctx.nodes / v
+        elif bt:
+            v = lp.to_float(bt.group(1))
+            if v and v > 0:
+                speed, seconds = self.gb / v, span * v
+        return speed, seconds
+
+
+def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    gb = float(ctx.global_batch)
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), lp_evals.Reader(suite.evaluations), ctx, gb,
+                per_node=float(ctx.gpus_per_node * ctx.batch_size),
+                ips_scale=ctx.nodes if suite.ips_scale == "nodes" else ctx.world_size)
+    window, evals = st.window, st.evals
+    facts = lp.Scanner(st.handler, starts=_wanted, wanted=_wanted).run(lines)
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
     if st.stamps and st.timed:
         extra["clock_mixed"] = f"{st.stamps} lines with stamps, {st.timed} timed by their batch time"

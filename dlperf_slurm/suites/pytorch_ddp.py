@@ -83,67 +83,17 @@ class _PytorchDDP(Suite):
     # when present.
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-
-        seen = _Seen()
-
-        def window() -> lp.Window:
-            if seen.window is None:
-                h = seen.header or {}
-                warm, meas = h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)
-                seen.window = lp.Window(warm if isinstance(warm, int) else ctx.warmup_steps,
-                                        meas if isinstance(meas, int) else ctx.measure_steps)
-            return seen.window
-
-        def on_event(event: dict, rank: int | None) -> None:
-            kind = event.get(ev.EVENT)
-            if event.get(ev.TINY) is True:
-                seen.tiny = True
-            if kind == ev.EV_HEADER:
-                if seen.header is None and seen.window is None:
-                    seen.header = event
-            elif kind == ev.EV_STEP:
-                step = event.get(ev.STEP)
-                if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-                    return
-                t = lp.to_float(event.get(ev.TIME))
-                st = lp.to_float(event.get(ev.STEP_TIME))
-                if step == 1 and t is not None and st is not None:
-                    seen.first_step_time = t - st  # when training began: the first step's start
-                window().add(step, t, speed=lp.to_float(event.get(ev.THROUGHPUT)),
-                             loss=lp.to_float(event.get(ev.LOSS)),
-                             span_from=step - 1 if st is not None else None, span_seconds=st)
-            elif kind == ev.EV_SUMMARY:
-                seen.summary = event
-            elif kind == ev.EV_EVAL:
-                e = accuracy.evaluation(event)
-                if e is not None:
-                    seen.evals.append(e)
-
-        facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=on_event).run(lines)
-        w = window()
+        seen = _Seen(ctx)
+        facts = lp.Scanner(lambda text, rank, final: lp.NOT_MINE, needles=(), on_event=seen.on_event).run(lines)
+        w = seen.window()
         h = seen.header or {}
         said = h.get(ev.GLOBAL_BATCH)
         gb = said if lp.finite(said) and said > 0 else None
-        extra: dict[str, Any] = {}
-        if h:
-            for key in _HEADER_EXTRA:
-                if key in h:
-                    extra[key] = h[key]
-            if gb is not None and gb != ctx.global_batch:
-                extra["global_batch_mismatch"] = f"log {gb}, matrix {ctx.global_batch}"
-            if (h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)) != (ctx.warmup_steps, ctx.measure_steps):
-                extra["window_from_log"] = f"{w.warmup}+{w.measure} (matrix {ctx.warmup_steps}+{ctx.measure_steps})"
         summ = seen.summary or {}
         reported = lp.to_float(summ.get(ev.THROUGHPUT))
-        if reported is not None:
-            extra["reported_throughput"] = reported
-        for key in (ev.TFLOPS, ev.MFU):
-            v = lp.to_float(summ.get(key))
-            if v is not None:
-                extra[key] = v
         res = lp.finish(w, facts, ctx, global_batch=gb, tiny=seen.tiny,
                         no_memory_reason=ev.CPU_MEMORY_REASON if h.get(ev.DEVICE) == ev.DEVICE_CPU
-                        else "no memory event in the log", extra=extra)
+                        else "no memory event in the log", extra=_extra(h, summ, reported, w, gb, ctx))
         if res.throughput is not None and reported and abs(res.throughput / reported - 1) > 1e-3:
             # the workload's own summary disagrees with its step lines (lost lines, another window): say so
             res.extra["reported_mismatch"] = (f"the workload's summary says {reported:.2f}, "
@@ -164,16 +114,73 @@ class _PytorchDDP(Suite):
         return res
 
 
-class _Seen:
-    """What the parser keeps of a log's events."""
+def _extra(h: dict[str, Any], summ: dict[str, Any], reported: float | None, w: lp.Window, gb: Any,
+           ctx: ParseContext) -> dict[str, Any]:
+    """The run's extra from the header (its settings; where its window and global batch differ from the matrix's)
+    and the summary (the workload's own throughput, TFLOP/s and MFU)."""
+    extra: dict[str, Any] = {}
+    if h:
+        for key in _HEADER_EXTRA:
+            if key in h:
+                extra[key] = h[key]
+        if gb is not None and gb != ctx.global_batch:
+            extra["global_batch_mismatch"] = f"log {gb}, matrix {ctx.global_batch}"
+        if (h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)) != (ctx.warmup_steps, ctx.measure_steps):
+            extra["window_from_log"] = f"{w.warmup}+{w.measure} (matrix {ctx.warmup_steps}+{ctx.measure_steps})"
+    if reported is not None:
+        extra["reported_throughput"] = reported
+    for key in (ev.TFLOPS, ev.MFU):
+        v = lp.to_float(summ.get(key))
+        if v is not None:
+            extra[key] = v
+    return extra
 
-    def __init__(self) -> None:
+
+class _Seen:
+    """What the parser keeps of a log's events (:meth:`on_event` reads each)."""
+
+    def __init__(self, ctx: ParseContext) -> None:
+        self.ctx = ctx
         self.header: dict[str, Any] | None = None  # the first header event (before any step)
         self.summary: dict[str, Any] | None = None  # the last summary event
         self.tiny = False  # an event said tiny: true
-        self.window: Any = None  # the parsing Window, made at the first step (or at the end)
+        self._window: lp.Window | None = None  # the parsing Window, made at the first step (or at the end)
         self.evals: list[Any] = []  # accuracy.Evaluation of each eval event (accuracy runs)
         self.first_step_time: float | None = None  # the first step's time (the start of a time to target)
+
+    def window(self) -> lp.Window:
+        """The window the header states (what the workload really ran), else the context's."""
+        if self._window is None:
+            h = self.header or {}
+            warm, meas = h.get(ev.WARMUP_STEPS), h.get(ev.MEASURE_STEPS)
+            self._window = lp.Window(warm if isinstance(warm, int) else self.ctx.warmup_steps,
+                                     meas if isinstance(meas, int) else self.ctx.measure_steps)
+        return self._window
+
+    def on_event(self, event: dict, rank: int | None) -> None:
+        kind = event.get(ev.EVENT)
+        if event.get(ev.TINY) is True:
+            self.tiny = True
+        if kind == ev.EV_HEADER:
+            if self.header is None and self._window is None:
+                self.header = event
+        elif kind == ev.EV_STEP:
+            step = event.get(ev.STEP)
+            if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+                return
+            t = lp.to_float(event.get(ev.TIME))
+            st = lp.to_float(event.get(ev.STEP_TIME))
+            if step == 1 and t is not None and st is not None:
+                self.first_step_time = t - st  # when training began: the first step's start
+            self.window().add(step, t, speed=lp.to_float(event.get(ev.THROUGHPUT)),
+                              loss=lp.to_float(event.get(ev.LOSS)),
+                              span_from=step - 1 if st is not None else None, span_seconds=st)
+        elif kind == ev.EV_SUMMARY:
+            self.summary = event
+        elif kind == ev.EV_EVAL:
+            e = accuracy.evaluation(event)
+            if e is not None:
+                self.evals.append(e)
 
 
 @register

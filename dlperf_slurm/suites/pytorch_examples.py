@@ -27,7 +27,7 @@ batch / step time over the window's steps.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import parsing as lp
@@ -127,13 +127,46 @@ def _record(steps: dict, epoch: int, index: int, batches: int, t: float | None) 
 
 @dataclass(slots=True)
 class _State:
-    """What a parse learns beside its steps."""
+    """What a parse learns: its steps, and beside them its line handler's findings (:meth:`handler`)."""
 
+    evals: lp_evals.Reader  # rank 0's evaluation lines
+    # (epoch, index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch, sum of img/s, img/s lines]
+    steps: dict[tuple[int, int], list] = field(default_factory=dict)
     zero: bool = False  # a ProgressMeter line of index 0: its indices are 0-based
     tv: bool = False  # torchvision references MetricLogger lines
     mem: float = 0.0  # torchvision's largest "max mem" (MiB); 0: none printed
     done: str = ""  # torchvision's last line ("Training time ..."), once printed
     epoch: int | None = None  # the last training line's epoch, 1-based: the epoch an evaluation line closes
+
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
+        """Each rank's training lines into :attr:`steps`, rank 0's evaluations into :attr:`evals`."""
+        if _END.match(text):  # torchvision's train.py printed its last line: the run finished
+            self.done = text.strip()
+            return lp.CONSUMED
+        m = _LINE.search(text)
+        if m is None:
+            if (tv := _TV.search(text)) is not None:
+                if not final and tv.end() >= len(text.rstrip()):
+                    return lp.FRAGMENT  # its last number may be cut short: the rest may follow
+                return _torchvision(text, tv, self.steps, self)
+            if not final and _starts(text) and ("eta: " in text or "Time" not in text[text.index("Epoch: [") + 8:]):
+                return lp.FRAGMENT  # cut before its time (Time) field
+            # every rank prints it; it closes the epoch of the training lines before it
+            return lp.CONSUMED if rank in (None, 0) and self.evals.read(text, self.epoch) else lp.NOT_MINE
+        if not final and not text.rstrip().endswith(")"):
+            return lp.FRAGMENT  # a ProgressMeter line ends with ``( avg)``: the rest may follow
+        epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        self.epoch = epoch + 1
+        t = lp.to_float(m.group(4))
+        if index == 0:
+            self.zero = True
+        loss = _LOSS.search(text, m.end())
+        rec = _record(self.steps, epoch, index, batches, t)
+        if rec is None:
+            return lp.CONSUMED
+        if loss:
+            rec[2] = lp.to_float(loss.group(1))
+        return lp.CONSUMED
 
 
 def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: _State) -> int:
@@ -157,54 +190,11 @@ def _torchvision(text: str, m: "re.Match[str]", steps: dict, st: _State) -> int:
     return lp.CONSUMED
 
 
-def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
-    evals = lp_evals.Reader(evaluations)
-    # (epoch, index) -> [sum of the ranks' Time, lines, last loss, batches in the epoch, sum of img/s, img/s lines]
-    steps: dict[tuple[int, int], list] = {}
-    st = _State()
-
-    def handler(text: str, rank: int | None, final: bool) -> int:
-        if _END.match(text):  # torchvision's train.py printed its last line: the run finished
-            st.done = text.strip()
-            return lp.CONSUMED
-        m = _LINE.search(text)
-        if m is None:
-            if (tv := _TV.search(text)) is not None:
-                if not final and tv.end() >= len(text.rstrip()):
-                    return lp.FRAGMENT  # its last number may be cut short: the rest may follow
-                return _torchvision(text, tv, steps, st)
-            if not final and _starts(text) and ("eta: " in text or "Time" not in text[text.index("Epoch: [") + 8:]):
-                return lp.FRAGMENT  # cut before its time (Time) field
-            # every rank prints it; it closes the epoch of the training lines before it
-            return lp.CONSUMED if rank in (None, 0) and evals.read(text, st.epoch) else lp.NOT_MINE
-        if not final and not text.rstrip().endswith(")"):
-            return lp.FRAGMENT  # a ProgressMeter line ends with ``( avg)``: the rest may follow
-        epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        st.epoch = epoch + 1
-        t = lp.to_float(m.group(4))
-        if index == 0:
-            st.zero = True
-        loss = _LOSS.search(text, m.end())
-        rec = _record(steps, epoch, index, batches, t)
-        if rec is None:
-            return lp.CONSUMED
-        if loss:
-            rec[2] = lp.to_float(loss.group(1))
-        return lp.CONSUMED
-
-    facts = lp.Scanner(handler, ranks="all", starts=_starts, needles=("Epoch: [", "Training time ", *evals.needles)
-                       ).run(lines)
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    gb = float(ctx.global_batch)
-    # 0-based indices (display(i), torchvision's log_every): the line of index i ends step i + 1
-    base = 1 if st.zero or st.tv else 0
-    offsets: dict[int, int] = {}
-    total = 0
-    for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
-        offsets[epoch] = total
-        total += max(r[3] for (e, _), r in steps.items() if e == epoch)
+def _add_steps(window: lp.Window, steps: dict, offsets: dict[int, int], base: int, gb: float,
+               devices: int) -> list[int]:
+    """Every recorded step into the window in step order, its time the clock of the steps' mean Time (or its
+    speed torchvision's img/s x the processes); returns how many ranks printed each timed step."""
     clock, prev, per_step = 0.0, 0, []
-    devices = ctx.nodes * ctx.gpus_per_node
     for (epoch, index), (tsum, n, loss, _, ips_sum, ips_n) in sorted(steps.items()):
         step = offsets[epoch] + index + base
         if step <= 0:
@@ -223,6 +213,24 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
         window.add(step, t, speed=speed, loss=loss, span_from=step - span if seconds is not None else None,
                    span_seconds=seconds)
         prev = max(prev, step)
+    return per_step
+
+
+def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] = ()) -> RunResult:
+    st = _State(lp_evals.Reader(evaluations))
+    evals, steps = st.evals, st.steps
+    facts = lp.Scanner(st.handler, ranks="all", starts=_starts, needles=("Epoch: [", "Training time ", *evals.needles)
+                       ).run(lines)
+    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
+    gb = float(ctx.global_batch)
+    # 0-based indices (display(i), torchvision's log_every): the line of index i ends step i + 1
+    base = 1 if st.zero or st.tv else 0
+    offsets: dict[int, int] = {}
+    total = 0
+    for epoch in sorted({e for e, _ in steps}):  # steps are counted across epochs, from 1
+        offsets[epoch] = total
+        total += max(r[3] for (e, _), r in steps.items() if e == epoch)
+    per_step = _add_steps(window, steps, offsets, base, gb, ctx.nodes * ctx.gpus_per_node)
     if st.tv:
         extra: dict[str, Any] = {**evals.extra(),
             "format": "torchvision references MetricLogger",

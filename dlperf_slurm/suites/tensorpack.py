@@ -142,8 +142,10 @@ class _Epoch:
 
 @dataclass
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`), one method a record."""
 
+    window: lp.Window
+    gb: float  # the global batch
     pending: _Epoch | None = None
     prev: int = 0  # the highest step an epoch line ended at
     clock: float = 0.0
@@ -153,71 +155,78 @@ class _State:
     steps_per_epoch: set[int] = field(default_factory=set)
     unit: str | None = None  # the throughput line's unit: samples or steps (per second)
 
+    def flush(self) -> None:
+        if self.pending is not None:
+            e = self.pending
+            self.window.add(e.step, e.t, speed=e.speed, span_from=e.step - e.span, span_seconds=e.seconds)
+            self.pending = None
 
-def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    gb = float(ctx.global_batch)
-    st = _State()
-
-    def flush() -> None:
-        if st.pending is not None:
-            e = st.pending
-            window.add(e.step, e.t, speed=e.speed, span_from=e.step - e.span, span_seconds=e.seconds)
-            st.pending = None
-
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if "finished, time:" in text:
-            m = _EPOCH.search(text)
-            if not final and (m is None or not text.rstrip().endswith(".")):
-                return lp.FRAGMENT  # the duration ends the line: it may be cut short
-            if m is None:
-                return lp.NOT_MINE
-            flush()
-            epoch, step = int(m.group(1)), int(m.group(2))
-            secs = humanized_seconds(m.group(3))
-            if st.prev:
-                span = step - st.prev if step > st.prev else step
-            else:  # the first epoch line (of a log that may start later): epochs of equal steps from step 0
-                span = step // epoch if epoch > 0 and step % epoch == 0 else step
-            st.steps_per_epoch.add(span)
-            st.prev = max(st.prev, step)
-            st.epochs += 1
-            t = None
-            if secs is not None:
-                st.clock += secs
-                t = st.clock
-            st.pending = _Epoch(step=step, t=t, span=span, seconds=secs)
-            return lp.CONSUMED
+            return self._epoch(text, final)
         if "Throughput (" in text:
-            if not final:
-                return lp.FRAGMENT  # the figure ends the line
-            m = _THROUGHPUT.search(text)
-            if m is None:
-                return lp.NOT_MINE
-            v = lp.to_float(m.group(2))
-            st.unit = m.group(1)
-            if st.pending is not None and v is not None:
-                # samples/sec when the script gave samples_per_step; steps/sec otherwise (x the global batch)
-                st.pending.speed = v if m.group(1) == "samples" else v * gb
-            return lp.CONSUMED
+            return self._throughput(text, final)
         if "PeakMemory(MB)" in text:
-            if not final:
-                return lp.FRAGMENT
-            m = _PEAK.search(text)
-            if m is None:
-                return lp.NOT_MINE
-            v = lp.to_float(m.group(2))
-            if v is not None:
-                dev = m.group(1).lstrip("/") or "gpu"
-                st.peak[dev] = max(v, st.peak.get(dev, 0.0))
-            return lp.CONSUMED
+            return self._memory(text, final)
         if "Training has finished" in text:
-            st.done = True
+            self.done = True
             return lp.CONSUMED
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=lambda t: any(n in t for n in _NEEDLES), needles=_NEEDLES).run(lines)
-    flush()
+    def _epoch(self, text: str, final: bool) -> int:
+        m = _EPOCH.search(text)
+        if not final and (m is None or not text.rstrip().endswith(".")):
+            return lp.FRAGMENT  # the duration ends the line: it may be cut short
+        if m is None:
+            return lp.NOT_MINE
+        self.flush()
+        epoch, step = int(m.group(1)), int(m.group(2))
+        secs = humanized_seconds(m.group(3))
+        if self.prev:
+            span = step - self.prev if step > self.prev else step
+        else:  # the first epoch line (of a log that may start later): epochs of equal steps from step 0
+            span = step // epoch if epoch > 0 and step % epoch == 0 else step
+        self.steps_per_epoch.add(span)
+        self.prev = max(self.prev, step)
+        self.epochs += 1
+        t = None
+        if secs is not None:
+            self.clock += secs
+            t = self.clock
+        self.pending = _Epoch(step=step, t=t, span=span, seconds=secs)
+        return lp.CONSUMED
+
+    def _throughput(self, text: str, final: bool) -> int:
+        if not final:
+            return lp.FRAGMENT  # the figure ends the line
+        m = _THROUGHPUT.search(text)
+        if m is None:
+            return lp.NOT_MINE
+        v = lp.to_float(m.group(2))
+        self.unit = m.group(1)
+        if self.pending is not None and v is not None:
+            # samples/sec when the script gave samples_per_step; steps/sec otherwise (x the global batch)
+            self.pending.speed = v if m.group(1) == "samples" else v * self.gb
+        return lp.CONSUMED
+
+    def _memory(self, text: str, final: bool) -> int:
+        if not final:
+            return lp.FRAGMENT
+        m = _PEAK.search(text)
+        if m is None:
+            return lp.NOT_MINE
+        v = lp.to_float(m.group(2))
+        if v is not None:
+            dev = m.group(1).lstrip("/") or "gpu"
+            self.peak[dev] = max(v, self.peak.get(dev, 0.0))
+        return lp.CONSUMED
+
+
+def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    gb = float(ctx.global_batch)
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), gb)
+    facts = lp.Scanner(st.handler, starts=lambda t: any(n in t for n in _NEEDLES), needles=_NEEDLES).run(lines)
+    st.flush()
     extra: dict[str, Any] = {"epochs_logged": st.epochs,
                              "steps_per_epoch": sorted(st.steps_per_epoch),
                              "clock": "sum of the logged epoch durations (humanize_time_delta text)",
@@ -226,7 +235,7 @@ def parse_tensorpack(lines: Iterable[str], ctx: ParseContext) -> RunResult:
         extra["throughput_tracker"] = "steps/sec (no samples_per_step): multiplied by the global batch"
     if st.done:
         extra["training_finished"] = True
-    res = lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
+    res = lp.finish(st.window, facts, ctx, global_batch=gb, extra=extra,
                     no_memory_reason="no GPUMemoryTracker line (PeakMemory(MB)) in the log")
     if st.peak and res.mem_peak_mib is None:
         # GPUMemoryTracker: tf.contrib MaxBytesInUse per GPU, printed in MB (1e6 bytes)

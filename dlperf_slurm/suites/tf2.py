@@ -227,62 +227,99 @@ def _last_glog(text: str, end: int) -> re.Match | None:
     return head
 
 
-def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+def _cut_glog(text: str) -> int:
+    """A short glog line that is no record: FRAGMENT where it may be one's head cut by buffering (inside the glog
+    header, or inside the record's keyword right after it), else NOT_MINE."""
+    g = _GLOG.match(text)
+    if g is None:
+        if text.find("]", 0, len(text) - 1) < 0:
+            return lp.FRAGMENT  # cut inside the glog prefix (a whole one ends with "] ", no other "]")
+        g = _last_glog(text, len(text))  # another writer's bytes, then a whole header
+        if g is None:
+            return lp.NOT_MINE
+    msg = text[g.end():]
+    if len(msg) < 12 and ("TimeHistory:".startswith(msg) or "Train Step:".startswith(msg)):
+        return lp.FRAGMENT  # cut inside the record's keyword
+    return lp.NOT_MINE
 
-    clock = lp.GlogClock()
-    th, ts = _Streams(ctx), _Streams(ctx)
-    keras = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # Keras progress lines: steps and losses only
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+class _Reader:
+    """The line handler (:meth:`handler`) and what it reads: TimeHistory's and Train Step's windows per worker,
+    the Keras progress lines' steps and losses."""
+
+    def __init__(self, ctx: ParseContext):
+        self.clock = lp.GlogClock()
+        self.th, self.ts = _Streams(ctx), _Streams(ctx)
+        self.keras = lp.Window(ctx.warmup_steps, ctx.measure_steps)  # Keras progress lines: steps and losses only
+
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if "TimeHistory:" in text:
-            if not final:  # the line ends with a step number: it may be cut short, read it with what follows
-                return lp.FRAGMENT
-            at = text.rfind("TimeHistory:")
-            head = _last_glog(text, at)
-            m = _TIMEHISTORY.match(text, at)
-            if not m:
-                return lp.NOT_MINE
-            a, b = int(m.group(3)), int(m.group(4))
-            secs, speed = lp.to_float(m.group(1)), lp.to_float(m.group(2))
-            t = clock.seconds(head.group(2), head.group(3)) if head else None
-            w = th.window(head.group(4) if head else "", b)
-            if w is not None and b > a:
-                w.add(b, t, speed=speed, span_from=a, span_seconds=secs)
-            return lp.CONSUMED
+            return self._timehistory(text, final)
         if "Train Step:" in text:
-            at = text.rfind("Train Step:")
-            head = _last_glog(text, at)
-            m = _TRAINSTEP.match(text, at)
-            if not m:
-                return lp.NOT_MINE if final else lp.FRAGMENT
-            if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut, wait for more
-                return lp.FRAGMENT
-            step = int(m.group(1))
-            t = clock.seconds(head.group(2), head.group(3)) if head else None
-            w = ts.window(head.group(4) if head else "", step)
-            if w is not None:
-                w.add(step, t, loss=lp.to_float(m.group(3)))
-            return lp.CONSUMED
+            return self._train_step(text, final)
         if "loss: " in text:
             m = _KERAS.search(text)
             if m:
-                keras.add(int(m.group(1)), loss=lp.to_float(m.group(3)))
+                self.keras.add(int(m.group(1)), loss=lp.to_float(m.group(3)))
                 return lp.CONSUMED
         if not final and text[:1] in "IWEF" and _GLOG_START.match(text):
-            g = _GLOG.match(text)
-            if g is None:
-                if text.find("]", 0, len(text) - 1) < 0:
-                    return lp.FRAGMENT  # cut inside the glog prefix (a whole one ends with "] ", no other "]")
-                g = _last_glog(text, len(text))  # another writer's bytes, then a whole header
-                if g is None:
-                    return lp.NOT_MINE
-            msg = text[g.end():]
-            if len(msg) < 12 and ("TimeHistory:".startswith(msg) or "Train Step:".startswith(msg)):
-                return lp.FRAGMENT  # cut inside the record's keyword
+            return _cut_glog(text)
         return lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_starts, wanted=_wanted, block_needles=_BLOCK_NEEDLES,
+    def _timehistory(self, text: str, final: bool) -> int:
+        if not final:  # the line ends with a step number: it may be cut short, read it with what follows
+            return lp.FRAGMENT
+        at = text.rfind("TimeHistory:")
+        head = _last_glog(text, at)
+        m = _TIMEHISTORY.match(text, at)
+        if not m:
+            return lp.NOT_MINE
+        a, b = int(m.group(3)), int(m.group(4))
+        secs, speed = lp.to_float(m.group(1)), lp.to_float(m.group(2))
+        t = self.clock.seconds(head.group(2), head.group(3)) if head else None
+        w = self.th.window(head.group(4) if head else "", b)
+        if w is not None and b > a:
+            w.add(b, t, speed=speed, span_from=a, span_seconds=secs)
+        return lp.CONSUMED
+
+    def _train_step(self, text: str, final: bool) -> int:
+        at = text.rfind("Train Step:")
+        head = _last_glog(text, at)
+        m = _TRAINSTEP.match(text, at)
+        if not m:
+            return lp.NOT_MINE if final else lp.FRAGMENT
+        if not final and text.endswith(m.group(3)):  # the loss ends the line: it may be cut, wait for more
+            return lp.FRAGMENT
+        step = int(m.group(1))
+        t = self.clock.seconds(head.group(2), head.group(3)) if head else None
+        w = self.ts.window(head.group(4) if head else "", step)
+        if w is not None:
+            w.add(step, t, loss=lp.to_float(m.group(3)))
+        return lp.CONSUMED
+
+
+def _median_figures(figs: list[lp.WindowFigures], extra: dict[str, Any]) -> lp.WindowFigures | None:
+    """The run's figures from its measured workers': the first's, or with several the median over them (each
+    worker's throughput kept in ``extra``)."""
+    fig = None
+    if figs:
+        fig = figs[0]
+        if len(figs) > 1:
+            extra["workers_measured"] = len(figs)
+            extra["per_worker_throughput"] = [f.throughput for f in figs]
+            speeds = [f.speed for f in figs if f.speed is not None]
+            fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
+                                   throughput=statistics.median(f.throughput for f in figs),
+                                   latency_ms=statistics.median(f.latency_ms for f in figs),
+                                   speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
+    return fig
+
+
+def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    r = _Reader(ctx)
+    facts = lp.Scanner(r.handler, starts=_starts, wanted=_wanted, block_needles=_BLOCK_NEEDLES,
                        block_short=_BLOCK_SHORT).run(lines)
+    th, ts, keras = r.th, r.ts, r.keras
     order = (th, ts) if prefer == "timehistory" else (ts, th)
     source = next((s for s in order if s.streams), order[0])
     windows = source.windows()
@@ -299,17 +336,7 @@ def _parse_tf2(prefer: str, lines: Iterable[str], ctx: ParseContext) -> RunResul
             primary.nonfinite = w.nonfinite
         if w.last_loss is not None and primary.last_loss is None:
             primary.last_loss = w.last_loss
-    fig = None
-    if figs:
-        fig = figs[0]
-        if len(figs) > 1:
-            extra["workers_measured"] = len(figs)
-            extra["per_worker_throughput"] = [f.throughput for f in figs]
-            speeds = [f.speed for f in figs if f.speed is not None]
-            fig = lp.WindowFigures(start=fig.start, end=fig.end, seconds=statistics.median(f.seconds for f in figs),
-                                   throughput=statistics.median(f.throughput for f in figs),
-                                   latency_ms=statistics.median(f.latency_ms for f in figs),
-                                   speed=statistics.median(speeds) if speeds else None, speed_points=fig.speed_points)
+    fig = _median_figures(figs, extra)
     reached = any(w.reached for w in windows) if windows else False
     if not windows and keras.points:
         extra["progress_lines"] = "Keras progress only (no TimeHistory / Train Step lines)"

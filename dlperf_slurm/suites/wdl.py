@@ -223,8 +223,12 @@ class Gaps:
 
 @dataclass(slots=True)
 class _State:
-    """What a parse learns beside its window."""
+    """What a parse learns beside its window, and its line handler (:meth:`handler`)."""
 
+    window: lp.Window
+    reader: lp_evals.Reader  # the evaluation lines' reader
+    iso: lp.IsoClock
+    gaps: Gaps
     clock: float = 0.0  # HugeCTR: its printed interval times, summed
     eval_s: float = 0.0  # HugeCTR: the eval time printed since the last interval
     evals: int = 0  # evaluations read
@@ -234,64 +238,61 @@ class _State:
     nan: int | None = None  # HugeCTR stopped on a loss that cannot converge: the step after the last timed one
     printed_ms: list[tuple[int, float | None]] = field(default_factory=list)  # OneFlow-models' (iter, latency(ms))
 
-
-def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
-    window = lp.Window(ctx.warmup_steps, ctx.measure_steps)
-    evals = lp_evals.Reader(suite.evaluations)
-    iso = lp.IsoClock()
-    gaps = Gaps()
-    st = _State()
-
-    def add(step: int, t: float | None, loss: float | None, form: str) -> None:
-        st.forms.add(form)
+    def add(self, step: int, t: float | None, loss: float | None, form: str) -> None:
+        self.forms.add(form)
         if t is None:
-            window.add(step, None, loss=loss)
+            self.window.add(step, None, loss=loss)
             return
-        s, tt = gaps.point(step, t)
-        window.add(s, tt, loss=loss)
-        st.prev = step
+        s, tt = self.gaps.point(step, t)
+        self.window.add(s, tt, loss=loss)
+        self.prev = step
 
-    def handler(text: str, rank: int | None, final: bool) -> int:
+    def handler(self, text: str, rank: int | None, final: bool) -> int:
         if (m := _HCTR.search(text)) is not None:
             if not final and text.endswith(tuple("0123456789")):
                 return lp.FRAGMENT
             step, seconds = int(m.group(1)), lp.to_float(m.group(3))
             if seconds is None or not math.isfinite(seconds):
                 return lp.CONSUMED
-            st.clock += max(0.0, seconds - st.eval_s)  # the eval time printed since the last interval
-            st.eval_s = 0.0
-            add(step, st.clock, lp.to_float(m.group(4)) if m.group(4) else None, "hugectr")
+            self.clock += max(0.0, seconds - self.eval_s)  # the eval time printed since the last interval
+            self.eval_s = 0.0
+            self.add(step, self.clock, lp.to_float(m.group(4)) if m.group(4) else None, "hugectr")
             return lp.CONSUMED
         if (m := _HCTR_EVAL.search(text)) is not None:
-            st.eval_s += lp.to_float(m.group(1)) or 0.0
-            st.evals += 1
+            self.eval_s += lp.to_float(m.group(1)) or 0.0
+            self.evals += 1
             return lp.CONSUMED
         if (m := _OF21.search(text)) is not None:
             if not final and text.endswith(tuple("0123456789")):
                 return lp.FRAGMENT
-            t = iso.seconds(m.group(4)) if m.group(4) else None
+            t = self.iso.seconds(m.group(4)) if m.group(4) else None
             if m.group(3):
-                st.printed_ms.append((int(m.group(1)), lp.to_float(m.group(3))))
-            add(int(m.group(1)), t, lp.to_float(m.group(2)), "oneflow-models")
+                self.printed_ms.append((int(m.group(1)), lp.to_float(m.group(3))))
+            self.add(int(m.group(1)), t, lp.to_float(m.group(2)), "oneflow-models")
             return lp.CONSUMED
         if (m := _OF20.search(text)) is not None:
             if not final and text.endswith(tuple("0123456789")):
                 return lp.FRAGMENT
-            add(int(m.group(1)), lp.to_float(m.group(2)), lp.to_float(m.group(3)), "oneflow-benchmark")
+            self.add(int(m.group(1)), lp.to_float(m.group(2)), lp.to_float(m.group(3)), "oneflow-benchmark")
             return lp.CONSUMED
         if _OF20_EVAL.search(text):
-            gaps.drop()
-            st.evals += 1
+            self.gaps.drop()
+            self.evals += 1
             return lp.CONSUMED
         if (m := _MEM.search(text)) is not None:
-            st.mem = float(m.group(1)) / (1024 * 1024)
+            self.mem = float(m.group(1)) / (1024 * 1024)
             return lp.CONSUMED
         if _NAN_STOP in text:  # HugeCTR throws instead of printing a NaN loss
-            st.nan = st.prev + 1
+            self.nan = self.prev + 1
             return lp.NOT_MINE  # its error text is a fact too
-        return lp.CONSUMED if evals.read(text) else lp.NOT_MINE
+        return lp.CONSUMED if self.reader.read(text) else lp.NOT_MINE
 
-    facts = lp.Scanner(handler, starts=_wanted, wanted=_wanted, block_needles=(
+
+def _parse(suite: _WDL, lines: Iterable[str], ctx: ParseContext) -> RunResult:
+    st = _State(lp.Window(ctx.warmup_steps, ctx.measure_steps), lp_evals.Reader(suite.evaluations), lp.IsoClock(),
+                Gaps())
+    window, evals, gaps = st.window, st.reader, st.gaps
+    facts = lp.Scanner(st.handler, starts=_wanted, wanted=_wanted, block_needles=(
         "iters)", "Eval Time", " time ", "iter: ", "eval_loss", "memory usage is", _NAN_STOP, "AUC: ")).run(lines)
     if st.nan is not None:
         window.add(max(st.nan, window.max_step), None, loss=float("nan"))

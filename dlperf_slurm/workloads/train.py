@@ -22,81 +22,14 @@ from typing import Any, Sequence
 
 from dlperf_slurm import events as ev
 
-from . import distenv
+from . import distenv, trainargs
 from .loop import summarize, timed_loop
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m dlperf_slurm.workloads.train", description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, choices=("resnet50", "bert-base"))
-    p.add_argument("--batch-size", type=int, required=True, help="per device (per rank)")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "amp", "fp16", "bf16"))
-    p.add_argument("--compile", type=int, default=0, choices=(0, 1), help="torch.compile (the matrix's xla axis)")
-    p.add_argument("--compile-backend", default="inductor",
-                   help="torch.compile backend (default inductor; aot_eager skips code generation, for checks)")
-    p.add_argument("--warmup-steps", type=int, default=20)
-    p.add_argument("--measure-steps", type=int, default=100)
-    p.add_argument("--tiny", action="store_true", help="small model/input for CPU smoke runs; not a result")
-    p.add_argument("--data-location", default="device", choices=("device", "host"),
-                   help="device: one synthetic batch made on the device; host: a DataLoader copies batches in")
-    p.add_argument("--channels-last", type=int, default=None, choices=(0, 1),
-                   help="ResNet memory format; default 1 on GPU, 0 on CPU")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--repeat", type=int, default=0, metavar="R",
-                   help="the run's repeat number, from 0 (accuracy runs): repeat R trains from seed + R, so the "
-                        "repeats of a cell are runs of different seeds")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="DataLoader workers for --data-location host (default: 4 on GPU, capped by CPUs; 0 on CPU)")
-    p.add_argument("--image-size", type=int, default=None, help="ResNet input size (default 224; tiny 32)")
-    p.add_argument("--num-classes", type=int, default=None,
-                   help="ResNet's classifier width (default 1000; tiny 10): its memory grows with it")
-    p.add_argument("--seq-len", type=int, default=None, help="BERT sequence length (default 128; tiny 32)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default: the model's recipe)")
-    p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
-    p.add_argument("--nan-at-step", type=int, default=0, metavar="K",
-                   help="make the loss NaN on purpose from step K on (0: off); the run goes on, exits 0 and is "
-                        "NONFINITE: a test of that path, never a result")
-    p.add_argument("--ceiling", type=int, default=1, choices=(0, 1),
-                   help="rank 0 reads (or measures once per campaign) the device's matmul ceiling, for MFU against "
-                        "what the device really does (dlperf_slurm.probes.ceiling; needs DLPERF_CAMPAIGN_DIR)")
-    p.add_argument("--hang-at-step", type=int, default=0, metavar="K",
-                   help="every rank stops making progress at step K (0: off), as a stuck collective would: a test "
-                        "of the hang watchdog, never a result")
-    p.add_argument("--epochs", type=int, default=0,
-                   help="accuracy run: train this many epochs of --dataset, evaluating after each (0: a throughput "
-                        "run of --warmup-steps + --measure-steps synthetic steps)")
-    p.add_argument("--dataset", default="synthetic", choices=("synthetic", "digits"),
-                   help="digits: scikit-learn's handwritten digits, a real dataset with a held-out set (ResNet-50)")
-    p.add_argument("--target", default=None, metavar="METRIC:VALUE",
-                   help="accuracy run: stop at the first evaluation whose top1 or top5 reaches VALUE (a fraction)")
+    p = trainargs.parser(description=__doc__.split("\n")[0])
     args = p.parse_args(argv)
-    args.target_pair = None
-    if args.target:
-        metric, _, value = args.target.partition(":")
-        try:
-            args.target_pair = (metric, float(value))
-        except ValueError:
-            p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9")
-        if metric not in ("top1", "top5") or not 0 < args.target_pair[1] <= 1:
-            p.error(f"--target {args.target!r}: expected top1:0.75 or top5:0.9 (a fraction in (0, 1])")
-    if args.repeat < 0:
-        p.error(f"--repeat {args.repeat}: expected a repeat number >= 0")
-    if args.epochs < 0:
-        p.error("--epochs must be >= 0 (0: a throughput run)")
-    if args.epochs and args.dataset == "synthetic":
-        p.error("--epochs needs a real dataset: --dataset digits")
-    if args.dataset != "synthetic" and args.model != "resnet50":
-        p.error(f"--dataset {args.dataset}: only ResNet-50 trains on it")
-    for name in ("batch_size", "measure_steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.warmup_steps < 0:
-        p.error("--warmup-steps must be >= 0")
-    if args.nan_at_step < 0:
-        p.error("--nan-at-step must be >= 0 (0: off)")
-    if args.hang_at_step < 0:
-        p.error("--hang-at-step must be >= 0 (0: off)")
+    trainargs.check(p, args)
     return args
 
 
@@ -262,8 +195,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
 
-    from . import flops, gpumem  # noqa: PLC0415
-    from .workload import WorkloadConfig, amp_dtype, build, make_step  # noqa: PLC0415
+    from . import gpumem  # noqa: PLC0415
+    from .workload import WorkloadConfig, build, make_step  # noqa: PLC0415
 
     cuda, device = rt.cuda, rt.device
     seed = args.seed + args.repeat  # each repeat its own initialisation and data order (repeat 0: --seed itself)
@@ -285,31 +218,8 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         warmup = min(warmup, per_epoch - 1)
         measure = per_epoch - warmup
     global_batch = args.batch_size * env.world_size
-    adt = amp_dtype(args.precision, device)
-    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
-    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
-    peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
-    ceiling_tflops, ceiling_basis = _ceiling(args, env, rt)
-    log(ev.EV_HEADER, **{
-        ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
-        ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
-        ev.DEVICE: ev.DEVICE_CUDA if cuda else ev.DEVICE_CPU, ev.DEVICE_NAME: rt.device_name,
-        ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
-        ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
-        ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
-        ev.WARMUP_STEPS: warmup, ev.MEASURE_STEPS: measure, ev.EPOCHS: args.epochs or None,
-        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch, ev.SEED: seed,
-        ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
-        ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
-        ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
-        ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
-        ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
-        ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
-        ev.CEILING_TFLOPS_PER_GPU: ceiling_tflops, ev.CEILING_BASIS: ceiling_basis,
-        ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
-        ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
-        ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
-        ev.NAN_AT_STEP: args.nan_at_step or None, ev.TIME: time.time()})
+    peak = _header(args, env, log, rt, work, seed=seed, channels_last=channels_last, workers=workers,
+                   window=(warmup, measure), global_batch=global_batch)
 
     model = work.model
     if rt.distributed:
@@ -322,9 +232,57 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
     if cuda:  # each rank samples the GPU it uses; the memory event merges them per host:index
         sampler = gpumem.GpuMemSampler(visible_devices=gpumem.nvml_id_for(device.index))
         sampler.start()
-    if cuda:
         torch.cuda.reset_peak_memory_stats(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    if rt.distributed:
+        dist.barrier()
+    result, evals = _steps(args, env, log, rt, work, model, step, sampler, sync, total, global_batch)
+    _report(args, env, log, rt, sampler, result, evals, (warmup, measure), global_batch, work.flops_per_sample, peak)
+    return 0
 
+
+def _header(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, work: Any, *, seed: int,
+            channels_last: bool, workers: int, window: tuple[int, int], global_batch: int) -> float | None:
+    """Rank 0's header event: the run's settings, versions, model and the device's peak and measured ceiling;
+    returns the peak (TFLOP/s per GPU, None off CUDA or for a device not in the table)."""
+    import torch  # noqa: PLC0415
+
+    from . import flops  # noqa: PLC0415
+    from .workload import amp_dtype  # noqa: PLC0415
+
+    cuda = rt.cuda
+    adt = amp_dtype(args.precision, rt.device)
+    tf32 = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+    basis = flops.peak_basis(args.precision, tf32["cudnn" if args.model == "resnet50" else "matmul"])
+    peak = flops.peak_tflops(rt.device_name, basis) if cuda else None
+    ceiling_tflops, ceiling_basis = _ceiling(args, env, rt)
+    log(ev.EV_HEADER, **{
+        ev.SUITE: f"pytorch-ddp/{args.model}", ev.MODEL: args.model, ev.TINY: args.tiny, ev.RANK: env.rank,
+        ev.WORLD_SIZE: env.world_size, ev.LOCAL_WORLD_SIZE: env.local_world_size, ev.NODES: env.nodes,
+        ev.DEVICE: ev.DEVICE_CUDA if cuda else ev.DEVICE_CPU, ev.DEVICE_NAME: rt.device_name,
+        ev.PRECISION: args.precision, ev.AMP_DTYPE: str(adt).replace("torch.", "") if adt is not None else None,
+        ev.COMPILE: bool(args.compile), ev.COMPILE_BACKEND: args.compile_backend if args.compile else None,
+        ev.CHANNELS_LAST: channels_last, ev.BATCH_SIZE: args.batch_size, ev.GLOBAL_BATCH: global_batch,
+        ev.WARMUP_STEPS: window[0], ev.MEASURE_STEPS: window[1], ev.EPOCHS: args.epochs or None,
+        ev.DATASET: args.dataset, ev.STEPS_PER_EPOCH: work.steps_per_epoch, ev.SEED: seed,
+        ev.TARGET: ({"metric": args.target_pair[0], "value": args.target_pair[1]} if args.target_pair else None),
+        ev.DATA_LOCATION: args.data_location, ev.BACKEND: rt.backend, ev.LAUNCHER: env.launcher,
+        ev.VERSIONS: _versions(torch, cuda), ev.HOSTNAME: socket.gethostname(), ev.PARAMS: work.params,
+        ev.FLOPS_PER_SAMPLE: work.flops_per_sample,
+        ev.FLOPS_BASIS: "3 x forward; conv/linear/attention matmuls, multiply-add = 2",
+        ev.PEAK_TFLOPS_PER_GPU: peak, ev.PEAK_BASIS: basis if cuda else None, ev.TF32: tf32 if cuda else None,
+        ev.CEILING_TFLOPS_PER_GPU: ceiling_tflops, ev.CEILING_BASIS: ceiling_basis,
+        ev.THREADS: torch.get_num_threads(), ev.WORKERS: workers if args.data_location == "host" else None,
+        ev.MODEL_CONFIG: work.details, ev.NOTES: _notes(args, cuda), ev.MASTER_ADDR: env.master_addr,
+        ev.MASTER_PORT: env.master_port, ev.SLURM_JOB_ID: os.environ.get("SLURM_JOB_ID"),
+        ev.NAN_AT_STEP: args.nan_at_step or None, ev.TIME: time.time()})
+    return peak
+
+
+def _steps(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, work: Any, model: Any,
+           step: Any, sampler: Any, sync: Any, total: int, global_batch: int) -> tuple[Any, list]:
+    """The training steps (the window's, or the epochs of an accuracy run): the loop's result and evaluations.
+    A step that raises is rank 0's error event (the sampler stopped), then raised again."""
     current = {"step": 0}
 
     def counted_step() -> Any:
@@ -334,9 +292,6 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
                 time.sleep(3600)
         return step()
 
-    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-    if rt.distributed:
-        dist.barrier()
     evals: list = []
     try:
         if args.epochs:
@@ -357,7 +312,17 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         if sampler:
             sampler.stop()
         raise
+    return result, evals
 
+
+def _report(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime, sampler: Any, result: Any,
+            evals: list, window: tuple[int, int], global_batch: int, flops_per_sample: Any,
+            peak: float | None) -> None:
+    """Every rank's memory to rank 0, which logs the memory and summary events."""
+    import torch  # noqa: PLC0415
+    import torch.distributed as dist  # noqa: PLC0415
+
+    cuda, device = rt.cuda, rt.device
     report = sampler.stop() if sampler else None
     # what each rank hands to rank 0 (not an event: _memory_event turns them into one)
     mine = {"rank": env.rank,
@@ -370,12 +335,11 @@ def _train(args: argparse.Namespace, env: distenv.DistEnv, log: Any, rt: Runtime
         dist.all_gather_object(gathered, mine)
     if env.is_rank0:
         log(ev.EV_MEMORY, **_memory_event(cuda, gathered, socket.gethostname()))
-        fields = summarize(result, warmup, measure, global_batch, work.flops_per_sample,
+        fields = summarize(result, window[0], window[1], global_batch, flops_per_sample,
                            peak * env.world_size if peak else None)
         if args.epochs:
             fields[ev.EPOCHS] = max((e.epoch for e in evals), default=0)
         log(ev.EV_SUMMARY, **fields, **{ev.GLOBAL_BATCH: global_batch, ev.TINY: args.tiny})
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
