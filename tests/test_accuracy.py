@@ -21,6 +21,7 @@ from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome import decision
 from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.parsing import evals as evallines
+from dlperf_slurm.report import accuracy as accuracy_table
 from dlperf_slurm.submit import render
 from dlperf_slurm.workloads.loop import accuracy_loop
 
@@ -177,10 +178,10 @@ def test_table_keeps_not_converged_runs_out_of_the_medians_and_names_them():
                            median=100.0, unit="img/s")
     runs = [_run("c", Status.OK, 0.80, 10.0, "c.r0"), _run("c", Status.OK, 0.90, 14.0, "c.r1"),
             _run("c", Status.NOT_CONVERGED, 0.10, None, "c.r2")]
-    (row,) = accuracy.table([cell], runs)
+    (row,) = accuracy_table.table([cell], runs)
     assert row["top1"] == pytest.approx(0.85) and (row["top1_min"], row["top1_max"]) == (0.80, 0.90)
     assert row["time_to_target_s"] == 12.0 and row["not_converged"] == {"c.r2": 0.10} and (row["n_ok"], row["n"]) == (2, 3)
-    text = "\n".join(accuracy.markdown([cell], runs))
+    text = "\n".join(accuracy_table.markdown([cell], runs))
     assert "85.00% (80.00%–90.00%)" in text and "`c` NOT_CONVERGED: c.r2 (final 10.00%)" in text
 
 

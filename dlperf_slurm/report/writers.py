@@ -32,9 +32,8 @@ from dlperf_slurm.disk import atomic_write, no_more_open_than, remove_stale_tmp
 from dlperf_slurm.matrix import measure
 from dlperf_slurm.model.rows import CellRow, RunRow, as_dict, columns
 from dlperf_slurm.model.status import Status
-from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.probes import health
-from dlperf_slurm.report import network, stragglers, studies, system, widedeep
+from dlperf_slurm.report import accuracy, network, stragglers, studies, system, widedeep
 from dlperf_slurm.report import plots as plotting
 from dlperf_slurm.report.tables import (
     TINY,
@@ -268,7 +267,7 @@ def write_markdown(result: Result, out: Path, stem: str) -> list[Path]:
 @writer("csv")
 def write_csv(result: Result, out: Path, stem: str) -> list[Path]:
     """``<stem>.csv``: one row per cell (with accuracy runs, their final top-1/top-5 and time to target after the
-    cell's columns: :func:`dlperf_slurm.parsing.accuracy.csv_columns`); ``<stem>.runs.csv``: one row per run."""
+    cell's columns: :func:`dlperf_slurm.report.accuracy.csv_columns`); ``<stem>.runs.csv``: one row per run."""
     more = accuracy.csv_columns(accuracy.table(result.cells, result.runs))
     return [_write(out / f"{stem}.csv", csv_text(result.cells, CellRow, more)),
             _write(out / f"{stem}.runs.csv", csv_text(result.runs, RunRow))]
