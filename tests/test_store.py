@@ -183,10 +183,12 @@ def test_a_server_killed_under_an_open_store_is_one_line(tmp_path):
 
 def test_the_versions_of_a_system_object_are_its_majority_groups():
     """The System object collect writes (``"system"`` in the JSON, schema dlperf_slurm.system/1, docs/method.md):
-    the store keeps the majority node group's GPU, driver, CUDA, cuDNN, NCCL, Python, frameworks and container."""
+    the store keeps the majority node group's GPU, driver, the framework's own CUDA, cuDNN and NCCL beside the
+    node's toolkit's, Python, frameworks and container."""
     section = {"schema": "dlperf_slurm.system/1",
                "node_groups": [{"nodes": ["n1", "n2"], "runs": 14,
                                 "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": 8, "driver": "550.54.15"},
+                                "framework_cuda": "12.1", "framework_cudnn": "8.9.2", "framework_nccl": "2.18.1",
                                 "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5", "python": "3.10.12",
                                 "framework": {"torch": "2.3.0"}, "libraries": {"numpy": "1.26.4"},
                                 "container": {"image": "nvcr.io/nvidia/pytorch:24.05-py3", "digest": "sha256:ab"},
@@ -195,7 +197,8 @@ def test_the_versions_of_a_system_object_are_its_majority_groups():
                                                                     "driver": "535.104.05"}}],
                "differs": [], "without_provenance": []}
     assert sysversions.versions_of(section, []) == {
-        "gpu": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5",
+        "gpu": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "framework_cuda": "12.1", "framework_cudnn": "8.9.2",
+        "framework_nccl": "2.18.1", "cuda": "12.4", "cudnn": "9.1.0", "nccl": "2.21.5",
         "python": "3.10.12", "program": "v1.2", "torch": "2.3.0", "container": "nvcr.io/nvidia/pytorch:24.05-py3",
         "container_digest": "sha256:ab"}
     assert sysversions.partition_of(section) == "gpu" and sysversions.partition_of(None) == ""

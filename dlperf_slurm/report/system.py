@@ -246,16 +246,16 @@ def versions_of(system: dict[str, Any] | None, runs: Iterable[Any]) -> dict[str,
     (:func:`_flat_versions`); a caller without one gets the System object of ``runs`` (:func:`system_section`'s
     reading of their provenance, older job events included)."""
     if not system:
-        from dlperf_slurm.report import system as sysmod
-
-        system = sysmod.describe(runs)
+        system = describe(runs)
     return _flat_versions(system) if system else {}
 
 
 def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
     """The facts of a System object (``summaries/<name>.json``'s ``system``: its majority node group, the first)
     that say what changed between campaigns: GPU model, driver, CUDA, cuDNN, NCCL, Python, each framework's
-    version, the container image (and digest), the program's code version."""
+    version, the container image (and digest), the program's code version. ``cuda``, ``cudnn`` and ``nccl`` are
+    the node's toolkit and libraries; ``framework_cuda``, ``framework_cudnn`` and ``framework_nccl`` what the
+    framework itself was built with and runs (``none (CPU build)`` for a CPU build), where the runs recorded it."""
     groups = system.get("node_groups")
     g = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], dict) else system
     out: dict[str, str] = {}
@@ -265,7 +265,7 @@ def _flat_versions(system: dict[str, Any]) -> dict[str, str]:
             out["gpu"] = str(gpu["model"])
         if gpu.get("driver"):
             out["driver"] = str(gpu["driver"])
-    for key in ("driver", "cuda", "cudnn", "nccl", "python", "program"):
+    for key in ("driver", *OWN, "cuda", "cudnn", "nccl", "python", "program"):
         if g.get(key) and not isinstance(g[key], (dict, list)):
             out.setdefault(key, str(g[key]))
     for table in ("framework", "versions"):
