@@ -17,28 +17,56 @@ from typing import Callable, Sequence
 from dlperf_slurm import __version__
 from dlperf_slurm.errors import UserError
 
-DEFAULT_LOGS = "logs"
+
+def _global_options(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """The options every command takes, before or after its name (``--logs D status`` and ``status --logs D``):
+    after it, they are left unset unless given (SUPPRESS), so a value given before it stands."""
+    kw: dict = {} if top else {"default": argparse.SUPPRESS}
+    p.add_argument("--logs", metavar="DIR", help="root of campaign folders (default: $DLPERF_SLURM_LOGS, else the "
+                   "site file's [paths] logs, else logs/ here)", **kw)
+    p.add_argument("--site", metavar="FILE", help="your site file, over the system-wide one (default: "
+                   "$DLPERF_SLURM_SITE or ~/.config/dlperf_slurm/site.toml; system-wide: $DLPERF_SLURM_SYSTEM_SITE or "
+                   "/etc/dlperf_slurm/site.toml; `site show` says what was read)", **kw)
+    p.add_argument("--no-site", action="store_true", help="read no site file, neither yours nor the system-wide",
+                   **kw)
+    p.add_argument("--system", metavar="NAME[:PARTITION]", help="a named system (and partition) of the site file "
+                   "([systems.NAME], [systems.NAME.partitions.P]): its [slurm], [environment], [health] over the "
+                   "site's; the system the results store files a collect under and history reads (default: the "
+                   "site file's default_system; collect: the one the campaign was submitted for)", **kw)
+
+
+def _select_options(p: argparse.ArgumentParser) -> None:
+    """``-k`` and ``--exclude-cells``: one meaning in every command (:mod:`dlperf_slurm.matrix.select`)."""
+    p.add_argument("-k", dest="keep", metavar="EXPR", help="only the cells EXPR selects: words (whole parts of the "
+                   "cell id, its suite or shape, or globs: resnet50, 1x8, amp, '*b96*'), AXIS=VALUE comparisons "
+                   "(nodes>=2, precision=amp, batch_size<=64), joined by and, or, not, ( ), e.g. -k '1x8 and amp'")
+    p.add_argument("--exclude-cells", metavar="EXPR", help="leave out the cells EXPR selects (as -k)")
 
 
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", help="benchmark matrix (TOML), e.g. matrices/bert.toml")
-    p.add_argument("--site", metavar="FILE", help="site defaults for [slurm]/[environment] "
-                   "(default: $DLPERF_SLURM_SITE or ~/.config/dlperf_slurm/site.toml)")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file")
-    p.add_argument("--system", metavar="NAME[:PARTITION]", help="a named system (and partition) of the site file "
-                   "([systems.NAME], [systems.NAME.partitions.P]): its [slurm], [environment], [health] over the "
-                   "site's (default: the site file's default_system)")
+    _select_options(p)
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="URL", help="the results store: postgresql://user@host/db or an SQLite "
                    "file (default: $DLPERF_SLURM_STORE, the site file's [store] url, else "
                    "$XDG_DATA_HOME/dlperf_slurm/results.sqlite)")
-    p.add_argument("--system", metavar="NAME[:PARTITION]", help="the system (and partition): the one collect "
-                   "records the campaign under in the store, the one history and --base last-good read")
 
 
 # -------------------------------------------------------------------------------------------- parser
+
+
+class _Commands:
+    """The subcommands' action, each command made with the global options too (:func:`_global_options`)."""
+
+    def __init__(self, actions: argparse._SubParsersAction):
+        self.actions = actions
+
+    def add_parser(self, name: str, **kw) -> argparse.ArgumentParser:
+        p = self.actions.add_parser(name, **kw)
+        _global_options(p)
+        return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,9 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="DLPerf-style deep-learning training benchmarks on Slurm: plan, render, submit, collect.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--logs", default=DEFAULT_LOGS, metavar="DIR", help="root of campaign folders (default: logs)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+    _global_options(parser, top=True)
+    sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    sub.actions.required = True
 
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
@@ -65,15 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
     _lifecycle_commands(sub)
     _collect_commands(sub)
     _compare_command(sub)
-    p = sub.add_parser("site", help="the site file: `site init` writes one from the cluster this machine submits to")
-    site_sub = p.add_subparsers(dest="site_command", metavar="ACTION")
-    site_sub.required = True
+    p = sub.add_parser("site", help="the site files: `site show` says which were read and where each key comes "
+                       "from; `site init` writes yours from the cluster this machine submits to")
+    site_sub = _Commands(p.add_subparsers(dest="site_command", metavar="ACTION"))
+    site_sub.actions.required = True
+    q = site_sub.add_parser("show", help="the site files read (system-wide, then yours), every key with the file "
+                            "and line it comes from, and the folders and results store the commands use")
+    q.set_defaults(func=_lazy("site", "show"))
     q = site_sub.add_parser("init", help="read the cluster (sinfo, scontrol show config, sacctmgr) and write a "
                             "commented site file: partitions, GPUs a node, MaxTime, your account and QOS")
     q.add_argument("--out", metavar="FILE", help="where to write it (default: $DLPERF_SLURM_SITE or "
                    "~/.config/dlperf_slurm/site.toml)")
     q.add_argument("--force", action="store_true", help="overwrite an existing site file")
-    q.set_defaults(func=_lazy("site"))
+    q.set_defaults(func=_lazy("site", "init"))
     p = sub.add_parser("suites", help="list every suite: program, launchers, precisions, XLA, axes, options, "
                        "throughput flavour, example matrix")
     p.add_argument("--json", action="store_true", help="as JSON")
@@ -81,22 +113,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _lazy(command: str) -> Callable[[argparse.Namespace], int]:
-    """The handler ``cmd_<command>`` of ``dlperf_slurm.commands.<command>``, imported when the command runs."""
+def _lazy(command: str, action: str = "") -> Callable[[argparse.Namespace], int]:
+    """The handler ``cmd_<command>`` (``cmd_<command>_<action>``) of ``dlperf_slurm.commands.<command>``, imported
+    when the command runs, after the folders it uses are settled (:func:`dlperf_slurm.commands.common.settle`)."""
 
     def run(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(f"dlperf_slurm.commands.{command}"), f"cmd_{command}")(args)
+        importlib.import_module("dlperf_slurm.commands.common").settle(args)
+        handler = f"cmd_{command}_{action}" if action else f"cmd_{command}"
+        return getattr(importlib.import_module(f"dlperf_slurm.commands.{command}"), handler)(args)
 
     return run
 
 
-def _lifecycle_commands(sub: argparse._SubParsersAction) -> None:
+def _lifecycle_commands(sub: "_Commands") -> None:
     _submit_command(sub)
     _search_command(sub)
     _campaign_commands(sub)
 
 
-def _submit_command(sub: argparse._SubParsersAction) -> None:
+def _submit_command(sub: "_Commands") -> None:
     p = sub.add_parser("submit", help="submit a campaign (only what is missing), to Slurm or locally")
     _add_matrix_args(p)
     p.add_argument("--campaign", metavar="NAME", help="campaign name (default: the matrix's name); folder LOGS/NAME")
@@ -125,7 +160,7 @@ def _submit_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_lazy("submit"))
 
 
-def _search_command(sub: argparse._SubParsersAction) -> None:
+def _search_command(sub: "_Commands") -> None:
     p = sub.add_parser("search", help="per cell, the largest value of one axis that runs without OOM (doubling, "
                        "then bisection; one short probe run each, resumable), then that value with the normal repeats")
     _add_matrix_args(p)
@@ -145,10 +180,11 @@ def _search_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_lazy("search"))
 
 
-def _campaign_commands(sub: argparse._SubParsersAction) -> None:
+def _campaign_commands(sub: "_Commands") -> None:
     """The commands on a submitted campaign: status, cancel, doctor."""
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
+    _select_options(p)
     p.add_argument("--cells", action="store_true", help="per cell only")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
@@ -159,26 +195,25 @@ def _campaign_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cancel", help="cancel the campaign's queued and running runs")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the only one under LOGS; with "
                    "several, naming it is required)")
+    _select_options(p)
     p.add_argument("--pending", action="store_true", help="only runs that have not started")
     p.set_defaults(func=_lazy("cancel"))
 
     p = sub.add_parser("doctor", help="rebuild a damaged or deleted manifest from the campaign's matrix copy, "
                        "scripts, logs, exit markers and the scheduler")
-    p.add_argument("campaign", help="campaign name (under LOGS) or folder")
-    p.add_argument("--site", metavar="FILE", help="the site file the campaign was submitted with")
-    p.add_argument("--no-site", action="store_true", help="the campaign was submitted with --no-site")
+    p.add_argument("campaign", help="campaign name (under LOGS) or folder; --site: the site file it was submitted "
+                   "with (--no-site: with none)")
     p.set_defaults(func=_lazy("doctor"))
 
 
-def _collect_commands(sub: argparse._SubParsersAction) -> None:
+def _collect_commands(sub: "_Commands") -> None:
     p = sub.add_parser("collect", help="parse every run's log into statistics, tables, CSV/JSON and plots "
                        "(summaries/<campaign>.*); runs again at any time, also while jobs run")
     p.add_argument("campaign", nargs="*", help="campaign names (under --logs) or folders (default: the latest); "
                    "several give one summary with a cross-suite table")
+    _select_options(p)
     p.add_argument("--matrix", metavar="FILE", help="take the runs from this matrix (campaign folder: the first "
                    "CAMPAIGN, else LOGS/<matrix name>); statuses from the manifest when there is one")
-    p.add_argument("--site", metavar="FILE", help="site file for --matrix")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file (--matrix)")
     p.add_argument("--from", dest="from_dir", metavar="DIR", help="import logs laid out as DLPerf did: "
                    "DIR/<N>n<G>g/<model>_b<bsz>_<prec>_<repeat>.log, no manifest needed")
     p.add_argument("--explain", metavar="RUN", help="print where one run's figures and status come from (the "
@@ -199,7 +234,8 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
                    "NOT_CONVERGED unless an evaluation its program printed reaches VALUE (a fraction), e.g. top1:0.75; "
                    "METRIC: top1, top5, auc (W&D), lfw (InsightFace)")
     p.add_argument("--name", metavar="NAME", help="summary name (default: the campaign's)")
-    p.add_argument("--out", default="summaries", metavar="DIR", help="where summaries go (default: summaries)")
+    p.add_argument("--out", metavar="DIR", help="where summaries go (default: $DLPERF_SLURM_SUMMARIES, else the "
+                   "site file's [paths] summaries, else summaries/ here)")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
                    help="parallel parser processes (default: as many as the work pays for, up to the free CPUs; "
                    "1: the summaries' JSON too is written in this process, not beside the others)")
@@ -221,7 +257,7 @@ def _collect_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_lazy("collect"))
 
 
-def _compare_command(sub: argparse._SubParsersAction) -> None:
+def _compare_command(sub: "_Commands") -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (new/base with a 95 %% interval by "
                        "Welch's t on log throughput; faster, slower, no change, or cannot tell); exits 1 when a cell "
                        "regressed, NEW lacks a cell BASE had, or they share no cell")
@@ -232,16 +268,16 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
                    "ref:ngc-a100; see the references command)")
     p.add_argument("new", metavar="NEW", nargs="?", help="the campaign to judge (a campaign or "
                    "summaries/<name>.json)")
+    _select_options(p)
     p.add_argument("--base", dest="base_option", metavar="BASE", help="BASE as an option, NEW the one positional: "
                    "compare --base last-good NEW")
     p.add_argument("--threshold", type=float, default=None, metavar="F",
                    help="a slower cell regressed when new/base < 1 - F (default 0.05); against ref:SET there is "
                    "no gate unless this is given (exit 1 when a matched cell is below 1 - F of its published figure "
                    "or has no OK run)")
-    p.add_argument("--out", default="summaries", metavar="DIR", help="where compare.<base>.<new>.md/.json go")
+    p.add_argument("--out", metavar="DIR", help="where compare.<base>.<new>.md/.json go (default: the summaries' "
+                   "folder, as collect's)")
     _store_args(p)
-    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store (--base last-good)")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file")
     p.add_argument("--wide", action="store_true", help="the table uncut (default: it fits 100 columns; the .md "
                    "file has it whole)")
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
@@ -250,14 +286,14 @@ def _compare_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the "
                        "changes beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, "
                        "framework, ...)")
-    p.add_argument("pattern", nargs="?", metavar="CELL-PATTERN", help="a glob over cell ids, e.g. '*resnet50*1x8*'")
+    p.add_argument("pattern", nargs="?", metavar="EXPR", help="the cells, as -k selects them (a glob over cell ids "
+                   "too: '*resnet50*1x8*')")
+    _select_options(p)
     _store_args(p)
     p.add_argument("--since", metavar="DATE", help="campaigns that ran on or after DATE (YYYY-MM-DD)")
     p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
                    "new/previous < 1 - F (default 0.05), as in compare")
     p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")
-    p.add_argument("--site", metavar="FILE", help="site file whose [store] url names the store")
-    p.add_argument("--no-site", action="store_true", help="ignore any site file")
     p.set_defaults(func=_lazy("history"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")

@@ -197,6 +197,7 @@ def generate(parser: argparse.ArgumentParser | None = None, notes_text: str | No
         line = f"{indent}- [{title}](#{_anchor(title)})"
         out.append(line + (f": {_md(help_text)}" if help_text else ""))
     out.append("")
+    globals_ = {o for a in parser._actions for o in a.option_strings} - {"-h", "--help", "--version"}
     for (_words, help_text, p), title in zip(cmds, titles, strict=True):
         fmt = _formatter(p)
         out += [f"## {title}", ""]
@@ -208,11 +209,15 @@ def generate(parser: argparse.ArgumentParser | None = None, notes_text: str | No
         out += ["```", usage(p), "```", ""]
         actions = [a for a in p._actions if a.help is not argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
         positionals = [a for a in actions if not a.option_strings]
-        optionals = [a for a in actions if a.option_strings]
+        # the global options a command takes after its name too are listed once, under the root's section
+        own = [a for a in actions if a.option_strings and not (_words and a.default is argparse.SUPPRESS
+                                                               and set(a.option_strings) <= globals_)]
         if positionals:
             out += ["Arguments:", "", *(_argument(fmt, a) for a in positionals), ""]
-        if optionals:
-            out += ["Options:", "", *(_argument(fmt, a) for a in optionals), ""]
+        if own:
+            out += ["Options:", "", *(_argument(fmt, a) for a in own), ""]
+        if _words and len(own) < len(actions) - len(positionals):
+            out += [f"And the [global options](#{ROOT_NAME}), here or before the command.", ""]
         if p.epilog:
             out += [_md(_text(p, p.epilog)), ""]
         if title in notes and notes[title]:

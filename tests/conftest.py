@@ -30,6 +30,14 @@ def _results_store_of_the_test(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _folders_of_the_test(monkeypatch):
+    """A test's commands find campaigns, summaries and site files where the test puts them, not where the calling
+    shell's variables point (a test of those variables sets them itself)."""
+    for name in ("DLPERF_SLURM_LOGS", "DLPERF_SLURM_SUMMARIES", "DLPERF_SLURM_SYSTEM_SITE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _nodes_of_eight_gpus(monkeypatch):
     """The repo's DLPerf matrices write their shapes relative to a node's GPUs (``1xall``, ``4xall``): in a test
     they resolve as DLPerf's nodes had them, 8 a node, whatever cluster (or none) this machine has. A test of the

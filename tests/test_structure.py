@@ -130,17 +130,25 @@ def test_the_layer_check_can_fail(tmp_path):
 
 def test_every_command_is_a_module_named_by_cli():
     """cli names each command's module by string (``--help`` imports no stage): every subcommand has
-    ``commands/<name>.py`` with ``cmd_<name>``, and every command module (but the shared ``common``) is a
-    subcommand. (That no stage imports cli or commands/ is the layers contract's.)"""
+    ``commands/<name>.py`` with ``cmd_<name>`` (a command of actions, ``site show``: ``cmd_<name>_<action>`` each),
+    and every command module (but the shared ``common``) is a subcommand. (That no stage imports cli or commands/
+    is the layers contract's.)"""
     import argparse
     import importlib
 
     from dlperf_slurm import cli
 
-    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    def actions(p):
+        return next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+    sub = actions(cli.build_parser())
     names = set(sub.choices)
-    for name in names:
-        assert callable(getattr(importlib.import_module(f"dlperf_slurm.commands.{name}"), f"cmd_{name}", None)), name
+    for name, p in sub.choices.items():
+        module = importlib.import_module(f"dlperf_slurm.commands.{name}")
+        inner = actions(p)
+        handlers = [f"cmd_{name}_{a}" for a in inner.choices] if inner else [f"cmd_{name}"]
+        for handler in handlers:
+            assert callable(getattr(module, handler, None)), handler
     modules = {m.rsplit(".", 1)[1] for m in MODULES if m.startswith("dlperf_slurm.commands.")} - {"common"}
     assert modules == names, f"command modules without a subcommand: {modules - names}"
 

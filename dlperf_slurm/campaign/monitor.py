@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 from dlperf_slurm.campaign.folders import campaign_lock
 from dlperf_slurm.campaign.manifest import Manifest
@@ -102,8 +102,9 @@ def wait(m: Manifest, schedulers: dict[str, Scheduler], out=None, poll: Backoff 
         time.sleep(poll.next())
 
 
-def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
-    """Cancel the campaign's queued (and, unless pending_only, running) runs with one scancel."""
+def cancel(campaign_dir: Path, pending_only: bool = False, out=print, cells: Collection[str] | None = None) -> int:
+    """Cancel the campaign's queued (and, unless pending_only, running) runs with one scancel (``cells``: only
+    these cells' runs)."""
     with campaign_lock(campaign_dir):
         m = Manifest(campaign_dir)
         try:
@@ -111,7 +112,8 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             reconcile(m, exs, out)
             refresh(m, exs, out=out)
             wanted = (Status.PENDING, Status.REQUEUED) if pending_only else tuple(ACTIVE)
-            jobs = [(r, r.job_id) for r in m.runs() if r.status in wanted and r.job_id]  # each run with its job
+            jobs = [(r, r.job_id) for r in m.runs() if r.status in wanted and r.job_id  # each run with its job
+                    and (cells is None or r.cell_id in cells)]
             by_ex: dict[str, list[str]] = {}
             for r, job_id in jobs:
                 by_ex.setdefault(r.executor or "slurm", []).append(job_id)
@@ -129,12 +131,13 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             m.close()
 
 
-def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True) -> str:
+def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True,
+                  only: Collection[str] | None = None) -> str:
     """The campaign's status: per cell, then per run; ``wide`` False: the tables fit the terminal (a long
-    reason cut, see :func:`dlperf_slurm.termtext.fit_table`)."""
+    reason cut, see :func:`dlperf_slurm.termtext.fit_table`); ``only``: only these cells' runs."""
     from dlperf_slurm.termtext import fit_table
 
-    rows = m.runs()
+    rows = [r for r in m.runs() if only is None or r.cell_id in only]
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
     lines += [f"  {n}" for n in notes]
     if any(r.status == Status.SUBMITTING for r in rows):

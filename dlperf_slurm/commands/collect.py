@@ -4,6 +4,7 @@ summaries that changed, and with ``--watch`` do it again as runs end, printing o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -116,7 +117,24 @@ def gather(args) -> list[Collection]:
         elif not why and not args.no_refresh:
             tracking.refresh_statuses(cdir)
         collections.append(runs_from_campaign(cdir))
-    return collections
+    return select(collections, args)
+
+
+def select(collections: list[Collection], args) -> list[Collection]:
+    """The collections with only the runs and cells ``-k`` / ``--exclude-cells`` select (said in one line, once
+    also under ``--watch``)."""
+    from dlperf_slurm.matrix.select import View, from_args
+
+    chosen = from_args(args)
+    if not chosen:
+        return collections
+    cells = list({c.id: c for col in collections for c in [*col.cells, *(r.cell for r in col.runs)]}.values())
+    what = f"cells of {'+'.join(c.name for c in collections)}"
+    keep = {c.id for c in chosen.choose(cells, View.of_cell, what,
+                                        say=not getattr(args, "selection_said", False))}
+    args.selection_said = True
+    return [dataclasses.replace(col, runs=[r for r in col.runs if r.cell.id in keep],
+                                cells=[c for c in col.cells if c.id in keep]) for col in collections]
 
 
 _SAID: dict[str, str] = {}  # campaign -> its read-only line, '' once printed (once, also under --watch)
@@ -130,8 +148,13 @@ def say_read_only() -> None:
             _SAID[key] = ""
 
 
-def summary_name(collections: list[Collection], name: str | None) -> str:
-    return name or "+".join(c.name for c in collections)
+def summary_name(collections: list[Collection], name: str | None, args=None) -> str:
+    """``--name``, else the collections' names; a selection's (``-k``) is named for it, so that it never replaces
+    the whole campaign's summary (``smoke.k-1x8-and-amp``)."""
+    from dlperf_slurm.matrix.select import from_args
+
+    chosen = from_args(args)
+    return name or "+".join(c.name for c in collections) + (f".{chosen.slug()}" if chosen else "")
 
 
 def collect_once(args, state: parsecache.OutputState | None = None
@@ -141,7 +164,7 @@ def collect_once(args, state: parsecache.OutputState | None = None
     from dlperf_slurm.report import writers
 
     collections = gather(args)
-    name = summary_name(collections, args.name)
+    name = summary_name(collections, args.name, args)
     side = parsecache.side_file(args.out, writers._slug(name))
     # the parse cache beside the summaries, and they, are no more open than the campaigns' folders (a private one's
     # medians and paths stay private); the results store is its own: private by default (store.py)

@@ -14,9 +14,11 @@ from typing import Any
 
 from dlperf_slurm.compare import published, references
 from dlperf_slurm.compare.forms import junit, markdown, terminal
-from dlperf_slurm.compare.rule import CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, load_runs, load_side
+from dlperf_slurm.compare.rule import (CONFIDENCE, DEFAULT_THRESHOLD, POWER, TEST, Gate, compare, load_runs,
+                                       sides_from_runs)
 from dlperf_slurm.disk import atomic_write
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix.select import from_args
 
 
 def cmd_compare(args) -> int:
@@ -38,7 +40,7 @@ def cmd_compare(args) -> int:
             raise UserError(f"--junit judges two campaigns; against {args.base} there is no interval to judge by")
         ref = references.load(args.base)  # an unknown set fails before any campaign is collected
         new_name, runs = load_runs(args.new, args.logs)
-        return cmd_compare_reference(args, ref, new_name, runs)
+        return cmd_compare_reference(args, ref, new_name, selected(args, runs)[0])
     if args.threshold is None:
         args.threshold = DEFAULT_THRESHOLD
     from dlperf_slurm.store.history import LAST_GOOD
@@ -46,19 +48,21 @@ def cmd_compare(args) -> int:
     if args.base == LAST_GOOD:  # from the results store: the latest campaign of NEW's cells with no regression
         from dlperf_slurm.store import database, history
 
-        new_name, new = load_side(args.new, args.logs)
+        new_name, runs = load_runs(args.new, args.logs)
+        new = sides_from_runs(selected(args, runs)[0])
         base_name, base, between = history.last_good_side(database.url_for(args), args.system, new_name,
                                                           campaign_of(args.new, args.logs), new, args.threshold)
         print(f"--base {LAST_GOOD}: {base_name}")
     else:
-        base_name, base = load_side(args.base, args.logs)
-        new_name, new = load_side(args.new, args.logs)
+        (base_name, base_runs), (new_name, new_runs) = load_runs(args.base, args.logs), load_runs(args.new, args.logs)
+        base_runs, new_runs = selected(args, base_runs, new_runs)
+        base, new = sides_from_runs(base_runs), sides_from_runs(new_runs)
         between = stored_between(args, base_name, new_name)
     rows = compare(base, new, args.threshold, between)
     text = markdown(base_name, new_name, rows, args.threshold)
     print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide), end="")
     out = Path(args.out)
-    stem = f"compare.{base_name}.{new_name}"
+    stem = f"compare.{base_name}.{new_name}" + (f".{from_args(args).slug()}" if from_args(args) else "")
     atomic_write(out / f"{stem}.md", text)
     atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
                                                    "confidence": CONFIDENCE, "test": TEST, "power": POWER,
@@ -71,6 +75,19 @@ def cmd_compare(args) -> int:
     for reason in gate.reasons():
         print(f"dlperf-slurm: compare fails: {reason}", file=sys.stderr)
     return 1 if gate.failed else 0
+
+
+def selected(args, *sides: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Each side's runs of the cells ``-k`` / ``--exclude-cells`` select among the cells of either side (said in
+    one line); the sides as they are without a selection."""
+    from dlperf_slurm.matrix.select import View
+
+    chosen = from_args(args)
+    if not chosen:
+        return list(sides)
+    cells = list({r["cell_id"]: r for runs in sides for r in runs}.values())
+    keep = {r["cell_id"] for r in chosen.choose(cells, View.of_row, "cells compared")}
+    return [[r for r in runs if r["cell_id"] in keep] for runs in sides]
 
 
 def stored_between(args, base_name: str, new_name: str) -> dict[str, tuple[float, int]]:
@@ -111,7 +128,7 @@ def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, run
     text = published.markdown(ref, new_name, rows, unmatched, args.threshold)
     print(text, end="")
     out = Path(args.out)
-    stem = f"compare.ref-{ref.name}.{new_name}"
+    stem = f"compare.ref-{ref.name}.{new_name}" + (f".{from_args(args).slug()}" if from_args(args) else "")
     atomic_write(out / f"{stem}.md", text)
     doc = {"reference": ref.name, "reference_title": ref.title, "repository": ref.repository, "commit": ref.commit,
            "reference_conditions": ref.conditions, "new": new_name, "threshold": args.threshold,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix.select import View, from_args
 from dlperf_slurm.store.history import judge, parse_since, series, text
 
 
@@ -18,14 +19,21 @@ def cmd_history(args) -> int:
     system, partition = database.split_system(args.system)
     url = database.url_for(args)
     with database.Store(url) as st:
-        cells = st.cells(pattern=args.pattern, system=system or None, partition=partition or None, since=since)
+        cells = st.cells(system=system or None, partition=partition or None, since=since)
     if not cells:
-        what = " ".join(x for x in (f"matching {args.pattern}" if args.pattern else "",
-                                    f"on {args.system}" if args.system else "",
+        what = " ".join(x for x in (f"on {args.system}" if args.system else "",
                                     f"since {since}" if since else "") if x)
         print(f"dlperf-slurm: no stored cell {what or 'at all'} in {database.describe(url)} (collect adds them)",
               file=sys.stderr)
         return 1
+    if args.pattern:  # the positional EXPR is -k's (both given: the cells both select)
+        args.keep = f"({args.pattern}) and ({args.keep})" if args.keep else args.pattern
+    chosen = from_args(args)
+    if chosen:
+        views = {c.cell_id: View.of(c.cell_id, c.suite) for c in cells}
+        keep = {v.id for v in chosen.choose(list(views.values()), lambda v: v,
+                                            f"cells stored in {database.describe(url)}")}
+        cells = [c for c in cells if c.cell_id in keep]
     steps = {key: judge(s, args.threshold) for key, s in series(cells).items()}
     print(text(steps, wide=args.wide))
     return 0

@@ -1,4 +1,7 @@
-"""``site init``: read the Slurm cluster this machine submits to (``sinfo``, ``scontrol show config``, ``sacctmgr``
+"""``site show``: the site files read (the center's system-wide one, then the user's over it), every key with the
+file and line it comes from, and the folders and results store the commands use, each with what decided it.
+
+``site init``: read the Slurm cluster this machine submits to (``sinfo``, ``scontrol show config``, ``sacctmgr``
 for this user) and write a commented site file: each partition's nodes, GPUs a node (GRES) and MaxTime, the
 user's default account and QOS, MaxArraySize; ``gpu_request = "none"`` where no node has GPU GRES; modules and a
 container left as commented examples. An existing site file is never overwritten without ``--force``."""
@@ -7,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,76 @@ from typing import Any
 from dlperf_slurm.errors import UserError
 
 
-def cmd_site(args: argparse.Namespace) -> int:
+def cmd_site_show(args: argparse.Namespace) -> int:
+    print("\n".join(show_lines(args)))
+    return 0
+
+
+def show_lines(args: argparse.Namespace) -> list[str]:
+    """What ``site show`` prints (see the module docstring)."""
+    from dlperf_slurm.matrix import sitefile
+    from dlperf_slurm.store import database
+
+    site = sitefile.read_site(False if args.no_site else args.site)
+    read: dict[str, Path] = {role: path for role, path in site.files}
+    out = ["site files, lowest first (each over the one above it; a matrix's own keys over them all):"]
+    if args.no_site:
+        out.append("  none: --no-site")
+    for role, where, how in (
+            ("system-wide", sitefile.system_site_file(), f"${sitefile.SYSTEM_SITE_ENV}, else {sitefile.SYSTEM_SITE}"),
+            ("user", read.get("user") or sitefile.user_site_file(), f"--site, else ${sitefile.SITE_ENV}, else "
+             "~/.config/dlperf_slurm/site.toml")):
+        if not args.no_site:
+            out.append(f"  {role:<11}  {where}  {'read' if role in read else 'not there'}  ({how})")
+    keys = _origins(site)
+    out.append("keys:" if keys else "keys: none")
+    for key, (value, place, under) in keys.items():
+        shown = database.describe(value) if key == "store.url" and isinstance(value, str) else _toml(value)
+        out.append(f"  {key} = {shown}  {place}" + (f" (over {', '.join(under)})" if under else ""))
+    out.append("folders and results store:")
+    for kind in sitefile.DEFAULT_ROOTS:
+        path, why = sitefile.root(kind, None, site)
+        if kind == "logs" and getattr(args, "decided", {}).get(kind) == sitefile.GIVEN:
+            path, why = Path(args.logs), sitefile.GIVEN
+        out.append(f"  {kind:<9}  {path.absolute()}  ({why})")
+    url = database.resolve(None, site.data)
+    store_why = (f"${database.ENV}" if os.environ.get(database.ENV) else
+                 _where(site, "store.url") if (site.data.get("store") or {}).get("url") else "the default")
+    out.append(f"  {'store':<9}  {database.describe(url)}  ({store_why})")
+    return out
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Every value of a TOML document by its dotted key (a table's keys under it; arrays as values)."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _where(site: Any, key: str) -> str:
+    found = site.src.holder(key) if site.src is not None else None
+    return f"{found[0].path}:{found[0].line_of(found[1])}" if found else "?"
+
+
+def _origins(site: Any) -> dict[str, tuple[Any, str, list[str]]]:
+    """Each key of the site files: its value, the file and line it comes from, and the lower files it wins over."""
+    files = []
+    src = site.src
+    while src is not None:  # top first
+        files.append(src)
+        src = src.site
+    out: dict[str, tuple[Any, str, list[str]]] = {}
+    for key, value in _flat(site.data).items():
+        held = [f for f in files if f.holds(key)]
+        places = [f"{f.path}:{f.line_of(key)}" for f in held]
+        out[key] = (value, places[0] if places else "?", places[1:])
+    return out
+
+
+def cmd_site_init(args: argparse.Namespace) -> int:
     from dlperf_slurm.matrix.sitefile import user_site_file
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
     from dlperf_slurm.schedulers.slurmctl import Slurm

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dlperf_slurm.commands.common import campaign_cells
+
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Exits 1 when every run of the campaign failed, or with ``--fail-on`` a run has one of its statuses
@@ -25,6 +27,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     cdir = find_campaign(args.logs, args.campaign)
     m = Manifest(cdir)  # read-only where this user cannot write it or its disk is full
     try:
+        cells = campaign_cells(m, args)
         used = monitor.used_schedulers(m)
         exs = schedulers.for_campaign(cdir, used)
         if m.read_only and not args.no_refresh:
@@ -40,8 +43,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         for name in sorted(used):
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide))
-        statuses = [r.status for r in m.runs()]
+        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide, only=cells))
+        statuses = [r.status for r in m.runs() if cells is None or r.cell_id in cells]
     finally:
         m.close()
     return exitstatus.exit_status("status", statuses, fail_on)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlperf_slurm.commands.common import make_folder, note_dropped
+from dlperf_slurm.commands.common import make_folder, note_dropped, select_cells
 from dlperf_slurm.errors import UserError
 
 if TYPE_CHECKING:
@@ -33,8 +33,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     site: Any = False if args.no_site else args.site
     m, cdir = _campaign(args, site)
+    asked = select_cells(m, args)  # -k: the cells to submit now; the campaign is the whole matrix
+    cells = {c.id for c in asked.cells} if asked is not m else None
     backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
-    if args.executor == "auto" and backend.name == "local" and (why := guard.local_refusal(m)):
+    if args.executor == "auto" and backend.name == "local" and (why := guard.local_refusal(asked)):
         raise UserError(why)
     if not args.dry_run and (why := guard.write_refusal(cdir)):
         raise UserError(why)
@@ -54,14 +56,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     report = submit(m, cdir, backend, retry_failed=args.retry_failed, force=args.force, dry_run=args.dry_run,
                     template_dir=args.templates, top_up=None if top is None else functools.partial(_top_up, top=top),
-                    confirm=confirm)
+                    confirm=confirm, cells=cells)
     if args.dry_run:
         return 0
     print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
           f"manifest: {cdir / MANIFEST}")
     while args.wait and report.waiting:  # a submit limit left runs unsubmitted: the rest as room frees
         monitor.wait_for_room(lambda: backend.submit_room(m))
-        report = submit(m, cdir, backend, retry_failed=args.retry_failed, template_dir=args.templates)
+        report = submit(m, cdir, backend, retry_failed=args.retry_failed, template_dir=args.templates, cells=cells)
         print(f"submitted {report.submitted} more runs; {report.waiting} wait")
     return _wait(cdir, backend) if args.wait else 0
 

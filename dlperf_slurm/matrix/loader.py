@@ -20,7 +20,7 @@ from dlperf_slurm.matrix.measure import int_value as _int
 from dlperf_slurm.matrix.measure import measure as _measure
 from dlperf_slurm.matrix.nodegpus import NodeGpus
 from dlperf_slurm.matrix.nodegpus import site_reason as _site_reason
-from dlperf_slurm.matrix.sitefile import _merge, _overridden, busbw_gate, default_site_file, load_site, select_system
+from dlperf_slurm.matrix.sitefile import _merge, _overridden, busbw_gate, read_site, select_system
 from dlperf_slurm.matrix.toml_source import Source, check_keys, did_you_mean, read_toml
 from dlperf_slurm.model.cell import Cell, Dropped, Matrix, Run
 from dlperf_slurm.model.config import (
@@ -68,21 +68,24 @@ def load(path: str | os.PathLike, site: str | os.PathLike | None | Literal[False
     ``system``: ``NAME[:PARTITION]``, a named system of the site file (default: its ``default_system``)."""
     path = Path(path)
     data, text = read_toml(path)
-    site_path = None if site is False else (Path(site) if site else default_site_file())
-    site_read, site_src = load_site(site_path)
+    files = read_site(site)
+    site_read, site_src = files.data, files.src
     if system and site_src is None:
-        raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE or "
-                        "~/.config/dlperf_slurm/site.toml) names systems")
+        raise UserError(f"--system {system}: no site file (--site FILE, $DLPERF_SLURM_SITE, "
+                        "~/.config/dlperf_slurm/site.toml or the system-wide /etc/dlperf_slurm/site.toml) names "
+                        "systems")
     site_data, chosen, origin = select_system(site_read, site_src, system)
-    if chosen is not None and site_src is not None:  # a value a system gives is reported at its own line
-        site_src.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
+    layer = site_src
+    while chosen is not None and layer is not None:  # a value a system gives is reported at its own line
+        layer.layers = ((f"systems.{chosen.name}.partitions.{chosen.partition}",) if chosen.partition else ()) \
             + (f"systems.{chosen.name}",)
+        layer = layer.site
     ctx = Source(path, text, site=site_src)
     gate = busbw_gate(site_read, site_src, chosen, data, ctx)
-    return _build(ctx, data, site_data, site_path, chosen, origin, gate)
+    return _build(ctx, data, site_data, chosen, origin, gate)
 
 
-def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: Path | None,
+def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any],
            system: System | None = None, origin: Mapping[tuple[str, str], tuple[str, Any]] | None = None,
            gate: tuple[float | None, tuple[str, ...]] = (None, ())) -> Matrix:
     check_keys(ctx, data, TOP_KEYS, "")

@@ -6,32 +6,129 @@ and its results store (``[store] url``). :mod:`dlperf_slurm.matrix.loader` lays 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.matrix.toml_source import Source, check_keys, read_toml
 from dlperf_slurm.model.config import System
 
 
+#: the environment variables that name the site files and the folders (each over what a site file says)
+SITE_ENV, SYSTEM_SITE_ENV = "DLPERF_SLURM_SITE", "DLPERF_SLURM_SYSTEM_SITE"
+ROOT_ENV = {"logs": "DLPERF_SLURM_LOGS", "summaries": "DLPERF_SLURM_SUMMARIES"}
+#: the center's site file, for every user of the machine, under each user's own
+SYSTEM_SITE = Path("/etc/dlperf_slurm/site.toml")
+#: the folders a command uses when neither an option, the environment nor a site file's [paths] names them
+DEFAULT_ROOTS = {"logs": "logs", "summaries": "summaries"}
+GIVEN = "the command line"
+
+
 def default_site_file() -> Path | None:
-    env = os.environ.get("DLPERF_SLURM_SITE")
+    """This user's site file when there is one: ``$DLPERF_SLURM_SITE``, else ``~/.config/dlperf_slurm/site.toml``
+    when it exists."""
+    env = os.environ.get(SITE_ENV)
     if env:
         return Path(env)
     home = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "dlperf_slurm" / "site.toml"
     return home if home.is_file() else None
 
 
+def system_site_file() -> Path:
+    """Where the center's site file is looked for: ``$DLPERF_SLURM_SYSTEM_SITE``, else
+    ``/etc/dlperf_slurm/site.toml``."""
+    env = os.environ.get(SYSTEM_SITE_ENV)
+    return Path(env) if env else SYSTEM_SITE
+
+
+@dataclass
+class Site:
+    """The site files read, lowest first (the center's, then the user's or ``--site``'s), laid one over the other."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    src: Source | None = None  # the top file's; a key it lacks is found in the files under it (Source.holder)
+    files: list[tuple[str, Path]] = field(default_factory=list)  # (role, path) of each file read, lowest first
+
+    @property
+    def path(self) -> Path | None:
+        return self.files[-1][1] if self.files else None
+
+
+def read_site(site: str | os.PathLike | None | Literal[False] = None) -> Site:
+    """The site files for a command's ``--site`` (None: the default one, False: ``--no-site``, none at all): the
+    center's system-wide file (:func:`system_site_file`) when it exists (or its variable names it), then the
+    user's (``--site FILE``, else :func:`default_site_file`) over it, table by table, key by key."""
+    if site is False:
+        return Site()
+    wanted: list[tuple[str, Path]] = []
+    system = system_site_file()
+    if os.environ.get(SYSTEM_SITE_ENV) or system.is_file():
+        wanted.append(("system-wide", system))
+    mine = Path(site) if site else default_site_file()
+    if mine is not None and not any(_same(mine, p) for _r, p in wanted):
+        wanted.append(("user", mine))
+    out = Site()
+    for role, path in wanted:
+        data, src = load_site(path)
+        if src is not None:
+            src.site = out.src
+        out.data, out.src = _layer(out.data, data), src
+        out.files.append((role, path))
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _layer(under: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``under``: a table of both merged key by key, at every depth; any other value replaced."""
+    out = dict(under)
+    for k, v in over.items():
+        out[k] = _layer(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def root(kind: str, given: str | None, site: Site) -> tuple[Path, str]:
+    """The folder of campaigns (``kind`` "logs") or of summaries ("summaries") and what decided it: the option,
+    else ``$DLPERF_SLURM_LOGS`` / ``$DLPERF_SLURM_SUMMARIES``, else the site files' ``[paths]`` (a relative path
+    is taken from the folder of the file that gives it; ``~`` and ``$VAR`` expanded), else ``logs`` / ``summaries``
+    in the working folder."""
+    if given:
+        return Path(given), GIVEN
+    env = os.environ.get(ROOT_ENV[kind])
+    if env:
+        return Path(env), f"${ROOT_ENV[kind]}"
+    value = (site.data.get("paths") or {}).get(kind)
+    if value is None or site.src is None:
+        return Path(DEFAULT_ROOTS[kind]), "default: in the working folder"
+    src, held = site.src.holder(f"paths.{kind}") or (site.src, f"paths.{kind}")
+    if not isinstance(value, str) or not value:
+        raise src.error(held, "expected a folder, e.g. \"/scratch/$USER/dlperf/logs\"")
+    missing = [v for v in re.findall(r"\$\{?(\w+)", value) if v not in os.environ]
+    if missing:
+        raise src.error(held, f"${missing[0]} is not set in this environment: set it, or give the folder whole")
+    path = Path(os.path.expanduser(os.path.expandvars(value)))
+    line = src.line_of(held)
+    return (path if path.is_absolute() else src.path.parent / path), f"{src.path}:{line} [paths] {kind}"
+
+
 def user_site_file() -> Path:
     """Where this user's site file lives, whether or not it exists yet: ``$DLPERF_SLURM_SITE``, else
     ``$XDG_CONFIG_HOME/dlperf_slurm/site.toml`` (``~/.config/...``); ``site init`` writes it."""
-    env = os.environ.get("DLPERF_SLURM_SITE")
+    env = os.environ.get(SITE_ENV)
     return Path(env) if env else Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "dlperf_slurm" \
         / "site.toml"
 
 
-SITE_KEYS = ("slurm", "environment", "health", "provenance", "store", "submit", "systems", "default_system")
+SITE_KEYS = ("slurm", "environment", "health", "provenance", "store", "submit", "systems", "default_system", "paths")
+PATHS_KEYS = tuple(DEFAULT_ROOTS)
 #: what a site file's [systems.NAME] and [systems.NAME.partitions.P] hold besides the tables they layer
 SYSTEM_TABLES = ("slurm", "environment", "health")
 SYSTEM_HARDWARE = {"description": str, "gpu_model": str, "gpus_per_node": int, "interconnect": str,
@@ -48,6 +145,10 @@ def load_site(path: Path | None) -> tuple[dict[str, Any], Source | None]:
     data, text = read_toml(Path(path), "site file")
     src = Source(Path(path), text)
     check_keys(src, data, SITE_KEYS, "")
+    paths = data.get("paths", {})
+    if not isinstance(paths, dict):
+        raise src.error("paths", "expected a table: [paths] logs = \"DIR\", summaries = \"DIR\"")
+    check_keys(src, paths, PATHS_KEYS, "paths")
     return data, src
 
 

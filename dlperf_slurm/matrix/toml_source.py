@@ -13,9 +13,9 @@ from dlperf_slurm.errors import MatrixError, UserError
 
 
 class Source:
-    """Error context for one TOML file: finds the line of a key for messages. ``site``: the site file whose
-    ``[slurm]``/``[environment]``/``[health]`` values were merged under this file's; a key only it holds is
-    reported in it."""
+    """Error context for one TOML file: finds the line of a key for messages. ``site``: the file whose values
+    were merged under this file's (a matrix's site file; a user's site file's system-wide one, and so on down); a
+    key only it holds is reported in it."""
 
     def __init__(self, path: Path, text: str, site: "Source | None" = None):
         self.path, self.text, self.site = path, text, site
@@ -28,6 +28,10 @@ class Source:
         if self._lines is None:
             self._lines = key_lines(self.text)
         return self._lines
+
+    def holds(self, key: str) -> bool:
+        """Whether this file gives ``key`` itself (dotted, as :meth:`line_of` names it)."""
+        return key in self._index()
 
     def line_of(self, key: str) -> int | None:
         """The line of ``key`` as the validators name it (``axes.batch_size``, ``include[1].precision``,
@@ -45,11 +49,22 @@ class Source:
         index = self._index()
         return next((f"{p}.{key}" for p in self.layers if f"{p}.{key}" in index), key if key in index else None)
 
+    def holder(self, key: str) -> "tuple[Source, str] | None":
+        """The file that holds ``key`` and the key as it holds it: this one, else the file under it (a matrix's
+        site file; a user's site file's system-wide one), and so on down; None when none does."""
+        src: Source | None = self
+        while src is not None:
+            held = src._where(key)
+            if held:
+                return src, held
+            src = src.site
+        return None
+
     def error(self, key: str | None, message: str) -> MatrixError:
         if key and self.site is not None and key not in self._index():
-            held = self.site._where(key)
-            if held:
-                return self.site.error(held, message)
+            found = self.site.holder(key)
+            if found:
+                return found[0].error(found[1], message)
         return MatrixError(str(self.path), key, message, self.line_of(key) if key else None)
 
 

@@ -158,12 +158,11 @@ def resolve(url: str | None = None, site: dict[str, Any] | None = None) -> str:
 
 def url_for(args: Any) -> str:
     """The store a command's ``--store``, ``--site`` and ``--no-site`` name (:func:`resolve`)."""
-    from dlperf_slurm.matrix.sitefile import default_site_file, load_site
+    from dlperf_slurm.matrix.sitefile import read_site
 
     site: dict[str, Any] = {}
     if not (getattr(args, "store", None) or os.environ.get(ENV) or getattr(args, "no_site", False)):
-        path = Path(args.site) if getattr(args, "site", None) else default_site_file()
-        site = load_site(path)[0] if path else {}
+        site = read_site(getattr(args, "site", None)).data
     return resolve(getattr(args, "store", None), site)
 
 

@@ -49,11 +49,11 @@ def local_refusal(matrix: Matrix) -> str:
 def limits(site: str | os.PathLike | None | Literal[False]) -> tuple[int, float]:
     """The submission size above which ``--yes`` is asked for: (runs, GPU-hours), the site file's ``[submit]``
     (``site``: as :func:`dlperf_slurm.matrix.loader.load` takes it) over the defaults."""
-    from dlperf_slurm.matrix.sitefile import default_site_file, load_site
+    from dlperf_slurm.matrix.sitefile import read_site
     from dlperf_slurm.matrix.toml_source import check_keys
 
-    path = None if site is False else (Path(site) if site else default_site_file())
-    data, src = load_site(path)
+    files = read_site(site)
+    data, src = files.data, files.src
     table = data.get("submit", {})
     if src is None or not table:
         return CONFIRM_RUNS, CONFIRM_GPU_HOURS

@@ -14,7 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from dlperf_slurm import disk
 from dlperf_slurm.campaign.folders import MANIFEST, campaign_lock
@@ -208,14 +208,15 @@ def aside(path: Path, attempt: int) -> Path:
 def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, *, retry_failed: bool = False,
            force: bool = False, dry_run: bool = False, template_dir: str | None = None,
            top_up: Callable[[Path, dict[str, int]], dict[str, int]] | None = None,
-           confirm: Callable[[list[Run]], None] | None = None,
+           confirm: Callable[[list[Run]], None] | None = None, cells: Collection[str] | None = None,
            out=print) -> SubmitReport:
     """Submit what is missing (and failed runs with ``retry_failed``, everything finished with ``force``; with
     ``top_up``, more repeats of the cells whose median is not yet tight enough: called with the campaign's folder
     and its repeats per cell, it answers the cells to raise and their new repeats; ``commands/submit`` plans them
     with :mod:`dlperf_slurm.collect.topup`, so submitting never reads back what ran).
     ``confirm``: called, before anything is written, with the runs that would be submitted (as the manifest holds
-    them now); it refuses by raising.
+    them now); it refuses by raising. ``cells``: only these cells' runs (``-k``); the manifest records the whole
+    matrix, and the other cells' runs once a submit asks for them.
 
     Never submits a run that is SUBMITTING, PENDING, RUNNING or OK (unless forced)."""
     cdir = Path(campaign_dir).resolve()
@@ -225,6 +226,8 @@ def submit(matrix: Matrix, campaign_dir: str | os.PathLike, backend: Scheduler, 
         with no_more_open_than([cdir] if cdir.is_dir() else [], matrix.provenance.umask):
             more.update(top_up(cdir, more))
     runs = matrix_mod.runs(matrix, cdir, more)  # distinct keys and files: matrix.load refuses cells that share them
+    if cells is not None:
+        runs = [r for r in runs if r.cell.id in cells]
     if confirm is not None:
         confirm(to_submit(runs, _recorded_statuses(cdir), retry_failed, force, SubmitReport()))
     if not dry_run:  # every file of the campaign: the site's umask, and never more open than its folder
@@ -336,7 +339,8 @@ def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int,
     per_cell = sorted(set(counts.values())) or [matrix.measure.repeats]
     repeats = (f" x {per_cell[0]} repeats" if len(per_cell) == 1  # a top-up gives cells more repeats than the matrix
                else f", {per_cell[0]} to {per_cell[-1]} repeats each")
-    out(f"campaign {matrix.name}: {len(runs)} runs ({len(matrix.cells)} cells{repeats}); "
+    n_cells = len(counts) or len(matrix.cells)  # the cells asked for (-k: those selected)
+    out(f"campaign {matrix.name}: {len(runs)} runs ({n_cells} cells{repeats}); "
         f"submitting {n} as {plural(ngroups, backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
