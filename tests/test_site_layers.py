@@ -96,3 +96,15 @@ def test_site_show_without_any_site_file_says_so(tmp_path):
     p = cli("site", "show", env=env, cwd=tmp_path, check=True)
     assert "keys: none" in p.stdout and "not there" in p.stdout
     assert f"logs       {tmp_path / 'logs'}  (default: in the working folder)" in p.stdout
+
+
+def test_site_show_says_a_named_site_file_is_missing_and_site_commands_still_run(tmp_path):
+    """``$DLPERF_SLURM_SITE`` naming a file not written yet (before ``site init`` writes it): ``site show`` says
+    the other commands stop on it, and runs; ``status`` stops on it in one line."""
+    system, user, env = _center(tmp_path)
+    user.unlink()
+    p = cli("site", "show", env=env, cwd=tmp_path, check=True)
+    assert f"{user}  not there: every other command stops on it" in p.stdout
+    assert f'slurm.account = "center"  {system}:4' in p.stdout
+    p = cli("status", env=env, cwd=tmp_path)
+    assert p.returncode == 2 and f"{user}: no such site file" in p.stderr

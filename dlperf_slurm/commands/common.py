@@ -23,6 +23,8 @@ def settle(args: argparse.Namespace) -> None:
     working folder. The site files are read only when neither an option nor the environment decides."""
     from dlperf_slurm.matrix.sitefile import ROOT_ENV, Site, read_site, root
 
+    if getattr(args, "command", "") == "site":  # site show / site init read (or write) the site files themselves
+        return
     site: Site | None = None
     for kind, attr in (("logs", "logs"), ("summaries", "out")):
         if not hasattr(args, attr) or (kind == "summaries" and getattr(args, "command", "") not in SUMMARY_COMMANDS):

@@ -28,7 +28,7 @@ def show_lines(args: argparse.Namespace) -> list[str]:
     from dlperf_slurm.matrix import sitefile
     from dlperf_slurm.store import database
 
-    site = sitefile.read_site(False if args.no_site else args.site)
+    site = sitefile.read_site(False if args.no_site else args.site, missing_ok=True)
     read: dict[str, Path] = {role: path for role, path in site.files}
     out = ["site files, lowest first (each over the one above it; a matrix's own keys over them all):"]
     if args.no_site:
@@ -37,8 +37,11 @@ def show_lines(args: argparse.Namespace) -> list[str]:
             ("system-wide", sitefile.system_site_file(), f"${sitefile.SYSTEM_SITE_ENV}, else {sitefile.SYSTEM_SITE}"),
             ("user", read.get("user") or sitefile.user_site_file(), f"--site, else ${sitefile.SITE_ENV}, else "
              "~/.config/dlperf_slurm/site.toml")):
+        named = args.site if role == "user" and args.site else os.environ.get(
+            sitefile.SITE_ENV if role == "user" else sitefile.SYSTEM_SITE_ENV)
+        state = "read" if role in read else "not there" + (": every other command stops on it" if named else "")
         if not args.no_site:
-            out.append(f"  {role:<11}  {where}  {'read' if role in read else 'not there'}  ({how})")
+            out.append(f"  {role:<11}  {where}  {state}  ({how})")
     keys = _origins(site)
     out.append("keys:" if keys else "keys: none")
     for key, (value, place, under) in keys.items():

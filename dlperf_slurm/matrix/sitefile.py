@@ -57,10 +57,11 @@ class Site:
         return self.files[-1][1] if self.files else None
 
 
-def read_site(site: str | os.PathLike | None | Literal[False] = None) -> Site:
+def read_site(site: str | os.PathLike | None | Literal[False] = None, missing_ok: bool = False) -> Site:
     """The site files for a command's ``--site`` (None: the default one, False: ``--no-site``, none at all): the
     center's system-wide file (:func:`system_site_file`) when it exists (or its variable names it), then the
-    user's (``--site FILE``, else :func:`default_site_file`) over it, table by table, key by key."""
+    user's (``--site FILE``, else :func:`default_site_file`) over it, table by table, key by key. A file named
+    that is not there is an error, unless ``missing_ok`` (``site show``: it says so)."""
     if site is False:
         return Site()
     wanted: list[tuple[str, Path]] = []
@@ -72,6 +73,8 @@ def read_site(site: str | os.PathLike | None | Literal[False] = None) -> Site:
         wanted.append(("user", mine))
     out = Site()
     for role, path in wanted:
+        if missing_ok and not path.is_file():
+            continue
         data, src = load_site(path)
         if src is not None:
             src.site = out.src
