@@ -267,7 +267,7 @@ def test_unrecognised_runs_are_called_out():
     assert cmp.verdict_text(rows[0]) == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
     assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new" and rows[1].regressed
     text = forms.markdown("x", "y", rows, 0.05)
-    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new; b: 7 new)" in text and "no change: 1" in text
+    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new runs; b: 7 new runs)" in text and "no change: 1" in text
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
     assert "3 new runs UNRECOGNISED" in forms.terminal("x", "y", rows, 0.05, wide=True)
     assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""

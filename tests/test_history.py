@@ -78,7 +78,7 @@ def test_history_of_three_campaigns(three, capsys):
 def test_history_filters_and_bad_input(three, capsys):
     assert main(["history", "*1x2*", "--system", "alpha:gpu"]) == 0
     out = capsys.readouterr().out
-    assert "1x2.b8" in out and "1x1.b8" not in out and "\n1 cells; 1 changes beyond noise" in out
+    assert "1x2.b8" in out and "1x1.b8" not in out and "\n1 cell; 1 change beyond noise" in out
     assert main(["history", "--system", "beta"]) == 1
     assert "no stored cell on beta" in capsys.readouterr().err
     assert main(["history", "--since", "2999-01-01"]) == 1

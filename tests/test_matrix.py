@@ -452,7 +452,7 @@ def _many(gpus: int, batches: int, repeats: int, extra: str = "") -> str:
     (_many(2, 26, 1000, '[[include]]\nbatch_size = [27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, '
                         '43, 44, 45, 46, 47, 48, 49, 50, 51, 52]\nprecision = "amp"\n'),
      "measure.repeats", "104 cells (devices 2 x batch_size 26, plus 1 [[include]] rule) x 1,000 repeats = 104,000"),
-    (_many(64, 1600, 1), "axes.batch_size", "102,400 cells (devices 64 x batch_size 1,600) x 1 repeats = 102,400"),
+    (_many(64, 1600, 1), "axes.batch_size", "102,400 cells (devices 64 x batch_size 1,600) x 1 repeat = 102,400"),
     # with an exclude rule the cells are counted as they are made: never more than the limit is held
     (_many(64, 1600, 7, "[[exclude]]\nbatch_size = 3\n"), "axes.batch_size",
      "more than 14,285 cells (devices 64 x batch_size 1,600) x 7 repeats = more than 100,000 runs"),

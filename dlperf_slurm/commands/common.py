@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 
 def load_matrix(args: argparse.Namespace):
@@ -25,8 +26,8 @@ def note_dropped(m, matrix_arg: str) -> None:
     if not m.dropped:
         return
     reasons = list(dict.fromkeys(d.reason for d in m.dropped))
-    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {len(reasons) - 1} more reason{'s' * (len(reasons) > 2)}"
-    print(f"dlperf-slurm: {len(m.dropped)} of {len(m.cells) + len(m.dropped)} cells dropped ({why}): "
+    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {plural(len(reasons) - 1, 'more reason')}"
+    print(f"dlperf-slurm: {len(m.dropped)} of {plural(len(m.cells) + len(m.dropped), 'cell')} dropped ({why}): "
           f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
 
 

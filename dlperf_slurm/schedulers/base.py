@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 from dlperf_slurm.model.cell import Matrix, Run
 from dlperf_slurm.model.config import time_to_minutes
 from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.words import plural
 
 
 def new_token() -> str:
@@ -164,7 +165,7 @@ class Scheduler(ABC):
 
     def describe(self, group: Group) -> str:
         """One line for --dry-run."""
-        return f"{self.name}: {group.size} runs"
+        return f"{self.name}: {plural(group.size, 'run')}"
 
     def group_label(self, job_ids: Sequence[str]) -> str:
         return ", ".join(job_ids[:3]) + (" ..." if len(job_ids) > 3 else "")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.cell import Matrix, Run
+from dlperf_slurm.words import noun, plural
 
 CONFIRM_RUNS = 1000
 CONFIRM_GPU_HOURS = 5000.0
@@ -42,8 +43,8 @@ def local_refusal(matrix: Matrix) -> str:
     gpus = sorted({c.devices for c in matrix.cells})
     each = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]} to {gpus[-1]}"
     return (f"no Slurm found (no sbatch on PATH: `module load slurm`?): campaign {matrix.name} asks for GPUs "
-            f"({matrix.runs:,} runs of {each} GPUs, {matrix.slurm.time} each) and is not marked to run here (tiny, "
-            "CPU): `--executor local` runs it on this machine anyway")
+            f"({plural(matrix.runs, 'run', grouped=True)} of {each} {noun(gpus[-1], 'GPU')}, {matrix.slurm.time} "
+            "each) and is not marked to run here (tiny, CPU): `--executor local` runs it on this machine anyway")
 
 
 def limits(site: str | os.PathLike | None | Literal[False]) -> tuple[int, float]:
@@ -82,8 +83,10 @@ def confirm_size(matrix: Matrix, runs: Sequence[Run], bounds: tuple[int, float],
     most_runs, most_hours = bounds
     if len(runs) <= most_runs and hours <= most_hours:
         return
-    raise UserError(f"campaign {matrix.name}: this submit asks for {len(runs):,} runs and {hours:,.1f} GPU-hours at "
-                    f"most (time limit {matrix.slurm.time} each), above {most_runs:,} runs or {most_hours:,.0f} "
+    raise UserError(f"campaign {matrix.name}: this submit asks for {plural(len(runs), 'run', grouped=True)} and "
+                    f"{hours:,.1f} GPU-hours at "
+                    f"most (time limit {matrix.slurm.time} each), above {plural(most_runs, 'run', grouped=True)} or "
+                    f"{most_hours:,.0f} "
                     "GPU-hours (the site file's [submit] confirm_above_runs, confirm_above_gpu_hours): `submit --yes` "
                     "submits it; `plan` lists its cells")
 
