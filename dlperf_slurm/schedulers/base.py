@@ -35,6 +35,14 @@ def new_token() -> str:
     return uuid.uuid4().hex[:10]
 
 
+def array_spec(n: int, throttle: int | None) -> str:
+    """The ``--array`` of ``n`` tasks: ``0-41``, throttled (``0-41%8``) only where the throttle lets fewer than ``n``
+    run at once; '' for one task."""
+    if n <= 1:
+        return ""
+    return f"0-{n - 1}" + (f"%{throttle}" if throttle and throttle < n else "")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Resources:
     """What one run asks of a scheduler, in no scheduler's words."""

@@ -26,7 +26,7 @@ from dlperf_slurm.matrix import loader as matrix_mod
 from dlperf_slurm.model.cell import Matrix, Run
 from dlperf_slurm.model.status import FAILURES, Status
 from dlperf_slurm.schedulers import for_campaign
-from dlperf_slurm.schedulers.base import Group, Scheduler, new_token
+from dlperf_slurm.schedulers.base import Group, Scheduler, array_spec, new_token
 from dlperf_slurm.submit.render import Renderer, check_template_dir, run_resources
 from dlperf_slurm.words import plural
 
@@ -75,7 +75,7 @@ def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler, excludes: dict
             name = backend.group_name(matrix.name, token)
             n = len(chunk)
             throttle = matrix.slurm.array_throttle
-            array = f"0-{n - 1}%{min(n, throttle or n)}" if n > 1 else ""
+            array = array_spec(n, throttle)
             res = run_resources(matrix, chunk[0], job_name=name, output=backend.output_pattern(token, n), array=array,
                                 exclude=excl.get(chunk[0].key, ()))
             groups.append(Group(token=token, name=name, runs=chunk, resources=res, throttle=throttle,
