@@ -127,7 +127,8 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any], site_path: P
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line())
+                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line(),
+                  gpus_per_node=node.known())
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:

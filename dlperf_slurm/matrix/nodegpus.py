@@ -34,6 +34,18 @@ class NodeGpus:
             self.count, self.basis = self._find(key)
         return self.count
 
+    def known(self) -> int | None:
+        """The GPUs a node has where something here says, Slurm unasked: what the relative shapes found, else
+        ``[slurm] gpus_per_node``, the system's, :data:`GPUS_ENV` (None: nothing says)."""
+        if self.count is not None:
+            return self.count
+        if self.slurm.gpus_per_node:
+            return self.slurm.gpus_per_node
+        if self.system is not None and self.system.gpus_per_node:
+            return self.system.gpus_per_node
+        env = os.environ.get(GPUS_ENV, "").strip()
+        return int(env) if env.isdigit() and 1 <= int(env) <= axes.MAX_GPUS_PER_NODE else None
+
     def line(self) -> str:
         """How the relative shapes were resolved ('' when the matrix gave none)."""
         if self.count is None:

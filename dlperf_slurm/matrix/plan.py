@@ -3,6 +3,7 @@ dropped, fitting a terminal (:mod:`dlperf_slurm.termtext`) unless ``--wide``."""
 
 from __future__ import annotations
 
+from dlperf_slurm.matrix.gpuhours import gpu_hours
 from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table, left_out_line
 from dlperf_slurm.words import plural
 
@@ -51,7 +52,9 @@ def plan_text(m, wide: bool = False) -> str:
         if ms.target:
             out.append(f"target {ms.target.text()}: a program stops there if it can, else collect reads when it was "
                        "reached")
-    out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
+    hours = gpu_hours(m, m.cells * ms.repeats)
+    out += wrap(f"asks for {hours.text()} (time limit {m.slurm.time} per run"
+                + (f"; {hours.basis()})" if hours.basis() else ")"))
     if m.dropped:
         out += ["", f"dropped {plural(len(m.dropped), 'cell')}:"]
         for d in m.dropped:
