@@ -274,6 +274,13 @@ def variation_line(cells: Sequence[StoredCell]) -> str:
             f"{which})")
 
 
+def head_line(cell_id: str, cell: StoredCell) -> str:
+    """The line above a cell's table: its id, the system (and partition) and the unit, each where the store knows
+    it (``resnet50... on alpha:gpu (img/s)``; no ``on -``, no ``()``)."""
+    where = cell.system_label if cell.system else f"partition {cell.partition}" if cell.partition else ""
+    return cell_id + (f" on {where}" if where else "") + (f" ({cell.unit})" if cell.unit else "")
+
+
 def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
     """Each cell's table: campaign, when it ran, median, 95 % interval, OK runs, against the one before, what
     changed (its names; the versions, before and now, under the table, wrapped to ``width``; ``wide``: in the
@@ -285,8 +292,7 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
     every = [st.cell for steps in steps_by_cell.values() for st in steps]
     named = labels(every)
     out: list[str] = []
-    for (system, cell_id), steps in steps_by_cell.items():
-        unit = steps[-1].cell.unit
+    for (_system, cell_id), steps in steps_by_cell.items():
         rows, notes = [], []
         for st in steps:
             c = st.cell
@@ -300,7 +306,7 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
         table, dropped = fit_table(["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "catches",
                                     "changed"], rows, wide=wide, drop=("changed",), cut=("vs previous",),
                                    width=width)
-        out += [f"{cell_id} on {system} ({unit})", table,
+        out += [head_line(cell_id, steps[-1].cell), table,
                 *([left_out_line(dropped, "the lines below")] if dropped else []), *notes,
                 variation_line([st.cell for st in steps]), ""]
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
