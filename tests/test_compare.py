@@ -186,7 +186,7 @@ def test_a_summary_whose_campaigns_share_a_cell_is_refused_not_pooled(tmp_path, 
     args = ["--out", str(tmp_path / "cmp")]
     assert main(["compare", str(out / "both.json"), str(out / "wednesday.json"), *args]) == 2
     err = capsys.readouterr().err
-    assert "holds the runs of 2 campaigns (monday, tuesday)" in err and "(and 1 more cells)" in err
+    assert "holds the runs of 2 campaigns (monday, tuesday)" in err and "(and 1 more cell)" in err
     assert main(["compare", str(out / "wednesday.json"), str(out / "both.json"), *args]) == 2  # as NEW too
     assert main(["compare", "ref:dlperf-v100", str(out / "both.json"), *args]) == 2  # and against a reference
     assert "2 campaigns" in capsys.readouterr().err
