@@ -263,9 +263,9 @@ def test_unrecognised_runs_are_called_out():
     base, partly = side(noisy(1000)), side(noisy(1000, n=4), [Status.OK] * 4 + [Status.UNRECOGNISED] * 3)
     unread = side([], [Status.UNRECOGNISED] * 7)
     rows = cmp.compare({"a": base, "b": base}, {"a": partly, "b": unread})
-    assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new"
+    assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new runs"
     assert cmp.verdict_text(rows[0]) == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
-    assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new" and rows[1].regressed
+    assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new runs" and rows[1].regressed
     text = forms.markdown("x", "y", rows, 0.05)
     assert "**UNRECOGNISED runs in 2 cells** (a: 3 new runs; b: 7 new runs)" in text and "no change: 1" in text
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
