@@ -1,6 +1,7 @@
 """User-facing errors: one clear line, no traceback, non-zero exit."""
 
 from __future__ import annotations
+from dlperf_slurm.words import plural
 
 
 class UserError(Exception):
@@ -47,5 +48,6 @@ class SubmitAborted(UserError):
         self.unknown_runs = unknown_runs
         maybe = (f", {unknown_runs} may have reached the scheduler (it could not be asked; the next submit asks "
                  "before sending them again)" if unknown_runs else "")
-        super().__init__(f"{cause} -- submission stopped: {submitted_runs} runs were submitted and are recorded"
-                         f"{maybe}, {remaining_runs} were not (run submit again once the cause is fixed)")
+        super().__init__(f"{cause} -- submission stopped: {plural(submitted_runs, 'run was', 'runs were')} submitted "
+                         f"and are recorded{maybe}, {remaining_runs} were not (run submit again once the cause is "
+                         "fixed)")

@@ -46,6 +46,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from dlperf_slurm.model.cell import Cell
+from dlperf_slurm.words import plural
 
 #: The kinds of container a matrix may name (``[environment.container] type``).
 CONTAINER_KINDS: tuple[str, ...] = ("none", "pyxis", "apptainer")
@@ -167,7 +168,7 @@ def local_skip_reason(cell: Cell, container_type: str) -> str | None:
         return reason
     if cell.nodes > 1:
         how = "srun across nodes" if launcher.srun_across_nodes else f"{launcher.name} across nodes"
-        return f"needs {cell.nodes} nodes ({how}): the local executor runs on this machine only"
+        return f"needs {plural(cell.nodes, 'node')} ({how}): the local executor runs on this machine only"
     if not launcher.local:
         return f"the {launcher.name} launcher needs a Slurm allocation: the local executor cannot run it"
     if launcher.entry(container_type) is Entry.SRUN:

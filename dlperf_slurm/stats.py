@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from dlperf_slurm.words import plural
 
 MIN_OK_RATIO = 5 / 7
 MAX_CV = 0.05
@@ -280,7 +281,7 @@ def ratio_test(base: Sequence[float], new: Sequence[float], confidence: float = 
     lb, ln = [math.log(v) for v in _clean(base)], [math.log(v) for v in _clean(new)]
     nb, nn = len(lb), len(ln)
     if nb < 2 or nn < 2:
-        raise ValueError(f"ratio_test: {nb} and {nn} values; 2 a side at least")
+        raise ValueError(f"ratio_test: {nb} and {plural(nn, 'value')}; 2 a side at least")
     mb, mn = math.fsum(lb) / nb, math.fsum(ln) / nn
     d = mn - mb
     wb = math.fsum((x - mb) ** 2 for x in lb) / (nb - 1) / nb  # variance / n, in floats (logs: no cancellation)

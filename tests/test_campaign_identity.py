@@ -51,9 +51,9 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     _campaign(a, "smoke")
     _campaign(b, "smoke", step_s="2")  # half as fast
     said = _collect(a, "smoke", url)
-    assert "1 cells added, 0 updated" in said and "other campaign" not in said
+    assert "1 cell added, 0 updated" in said and "other campaign" not in said
     said = _collect(b, "smoke", url)
-    assert f"1 cells added, 0 updated (campaign smoke of {b / 'smoke'}, ran " in said, said
+    assert f"1 cell added, 0 updated (campaign smoke of {b / 'smoke'}, ran " in said, said
     assert f"the store holds 1 other campaign named smoke: {a / 'smoke'}, ran " in said, said
     said = _collect(a, "smoke", url)
     assert "0 cells added, 1 updated" in said and f"named smoke: {b / 'smoke'}" in said
@@ -74,7 +74,7 @@ def test_two_campaigns_of_one_name_are_two_and_collecting_one_again_updates_it(t
     # the same folder, deleted and submitted again: another campaign (its manifest's creation time)
     shutil.rmtree(a / "smoke")
     _campaign(a, "smoke")
-    assert "1 cells added, 0 updated" in _collect(a, "smoke", url)
+    assert "1 cell added, 0 updated" in _collect(a, "smoke", url)
     with database.Store(url) as st:
         assert st.count() == 3
 

@@ -56,7 +56,7 @@ def test_a_changed_matrix_under_a_used_name_is_refused_naming_the_keys(tmp_path)
     p = _submit(tmp_path, same)
     assert p.returncode == 0 and "submitting 0" in p.stdout, p.stdout + p.stderr
     p = _submit(tmp_path, same.replace("repeats = 2", "repeats = 3"), "--wait")
-    assert p.returncode == 0 and "3 runs (1 cells x 3 repeats); submitting 1" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "3 runs (1 cell x 3 repeats); submitting 1" in p.stdout, p.stdout + p.stderr
 
 
 def test_new_revision_starts_the_next_and_continues_the_one_that_holds_the_matrix(tmp_path):
@@ -109,11 +109,11 @@ def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_pat
     assert p.returncode == 0, p.stdout + p.stderr
     method = next(line for line in (out / "s.search.md").read_text().splitlines() if line.startswith("Method"))
     assert "window: runs of one summary timed over different windows: skip 0 steps, time the next 2 (1 run: cell " \
-           "resnet50.pytorch-ddp.1x1.b4.fp32.xla0.DLPERF_TEST_OOM_ABOVE-37); skip 1 steps, time the next 1 (" in method, \
+           "resnet50.pytorch-ddp.1x1.b4.fp32.xla0.DLPERF_TEST_OOM_ABOVE-37); skip 1 step, time the next 1 (" in method, \
         method
     p = cli("--logs", str(logs), "collect", "s.search", "--explain",
             "resnet50.pytorch-ddp.1x1.b8.fp32.xla0.DLPERF_TEST_OOM_ABOVE-37.r0")
-    assert p.returncode == 0 and "window: skip 1 steps, time the next 1 " in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "window: skip 1 step, time the next 1 " in p.stdout, p.stdout + p.stderr
     # one summary of two campaigns of two windows
     for name, steps in (("a", "1"), ("b", "2")):
         text = matrix_text(name=name).replace("warmup_steps = 1", "warmup_steps = 0" if name == "b" else
@@ -123,7 +123,7 @@ def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_pat
     assert p.returncode == 0, p.stdout + p.stderr
     method = next(line for line in (out / "a_b.md").read_text().splitlines() if line.startswith("Method"))
     assert ("window: runs of one summary timed over different windows: skip 0 steps, time the next 2 (2 runs: "
-            "campaign b); skip 1 steps, time the next 1 (2 runs: campaign a);") in method, method
+            "campaign b); skip 1 step, time the next 1 (2 runs: campaign a);") in method, method
     # collect --matrix of a changed matrix reads and describes each run by the window it ran with
     changed = tmp_path / "a2.toml"
     changed.write_text(matrix_text(name="a").replace("measure_steps = 1", "measure_steps = 5"))
@@ -131,4 +131,4 @@ def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_pat
             "--out", str(out), "--name", "am")
     assert p.returncode == 0 and "2/2" in (out / "am.md").read_text(), p.stdout + p.stderr
     method = next(line for line in (out / "am.md").read_text().splitlines() if line.startswith("Method"))
-    assert "window: skip 1 steps, time the next 1;" in method, method
+    assert "window: skip 1 step, time the next 1;" in method, method

@@ -307,7 +307,7 @@ def test_watching_a_tree_prints_a_line_only_when_something_changed(tmp_path, mon
     assert collectcli.watch(args, args.watch, rounds=5, out=buf) == 0
     lines = buf.getvalue().splitlines()
     # 5 rounds: every log read; nothing; the changed log; nothing; nothing again (no line)
-    assert [line.split("; ")[1].split(",")[0] for line in lines] == ["9 logs read", "0 logs read", "1 logs read",
+    assert [line.split("; ")[1].split(",")[0] for line in lines] == ["9 logs read", "0 logs read", "1 log read",
                                                                     "0 logs read"], lines
 
 

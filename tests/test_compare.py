@@ -186,7 +186,7 @@ def test_a_summary_whose_campaigns_share_a_cell_is_refused_not_pooled(tmp_path, 
     args = ["--out", str(tmp_path / "cmp")]
     assert main(["compare", str(out / "both.json"), str(out / "wednesday.json"), *args]) == 2
     err = capsys.readouterr().err
-    assert "holds the runs of 2 campaigns (monday, tuesday)" in err and "(and 1 more cells)" in err
+    assert "holds the runs of 2 campaigns (monday, tuesday)" in err and "(and 1 more cell)" in err
     assert main(["compare", str(out / "wednesday.json"), str(out / "both.json"), *args]) == 2  # as NEW too
     assert main(["compare", "ref:dlperf-v100", str(out / "both.json"), *args]) == 2  # and against a reference
     assert "2 campaigns" in capsys.readouterr().err
@@ -263,11 +263,11 @@ def test_unrecognised_runs_are_called_out():
     base, partly = side(noisy(1000)), side(noisy(1000, n=4), [Status.OK] * 4 + [Status.UNRECOGNISED] * 3)
     unread = side([], [Status.UNRECOGNISED] * 7)
     rows = cmp.compare({"a": base, "b": base}, {"a": partly, "b": unread})
-    assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new"
+    assert rows[0].verdict == "no change" and rows[0].unrecognised == "3 new runs"
     assert cmp.verdict_text(rows[0]) == "no change (3 new runs UNRECOGNISED: their logs not read, in no median)"
-    assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new" and rows[1].regressed
+    assert rows[1].verdict == "now UNRECOGNISED" and rows[1].unrecognised == "7 new runs" and rows[1].regressed
     text = forms.markdown("x", "y", rows, 0.05)
-    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new; b: 7 new)" in text and "no change: 1" in text
+    assert "**UNRECOGNISED runs in 2 cells** (a: 3 new runs; b: 7 new runs)" in text and "no change: 1" in text
     assert "| no change (3 new runs UNRECOGNISED: their logs not read, in no median) |" in text
     assert "3 new runs UNRECOGNISED" in forms.terminal("x", "y", rows, 0.05, wide=True)
     assert cmp.compare({"a": base}, {"a": base})[0].unrecognised == ""

@@ -15,6 +15,7 @@ from testlib import TEMPLATES, wait_until, write_matrix  # noqa: E402
 
 from dlperf_slurm.errors import SchedulerError  # noqa: E402
 from dlperf_slurm.matrix import loader as matrix_mod  # noqa: E402
+from dlperf_slurm.schedulers.base import array_spec  # noqa: E402
 from dlperf_slurm.schedulers.local import LocalScheduler as LocalExecutor  # noqa: E402
 from dlperf_slurm.schedulers.slurm import SlurmScheduler as SlurmExecutor  # noqa: E402
 from dlperf_slurm.schedulers.slurm import submitit_parameters
@@ -70,6 +71,32 @@ def test_plan_chunks_to_max_array_size(tmp_path, fake):  # fake: the plan asks s
     assert sum(g.size for g in groups) == 672
     assert len(groups) == 8  # 336 one-node runs -> 4 chunks, 336 two-node runs -> 4 chunks
     assert groups[0].resources.array == "0-99%4" and "#SBATCH --array=0-99%4" in SlurmExecutor(tmp_path).preamble(groups[0].resources)
+
+
+def test_array_spec_leaves_off_a_throttle_as_large_as_the_array():
+    assert array_spec(42, 8) == "0-41%8" and array_spec(42, 41) == "0-41%41"
+    assert array_spec(42, 42) == "0-41" and array_spec(42, 100) == "0-41" and array_spec(42, None) == "0-41"
+    assert array_spec(1, 8) == "" and array_spec(1, None) == ""
+
+
+def test_no_throttle_equal_to_the_array_reaches_sbatch(tmp_path, fake):
+    """A throttle of 336 or more on arrays of 336 tasks throttles nothing: neither our preamble nor the file
+    submitit writes says ``%336``; one of 4 is kept as it is."""
+    for throttle, spec in ((336, "0-335"), (1000, "0-335"), (4, "0-335%4")):
+        (tmp_path / "big.toml").write_text(BIG.replace("array_throttle = 4", f"array_throttle = {throttle}"))
+        m = matrix_mod.load(tmp_path / "big.toml", site=False)
+        cdir = tmp_path / f"c{throttle}"
+        runs = matrix_mod.runs(m, cdir)
+        ex = SlurmExecutor(cdir, slurm=Slurm())
+        groups, _ = plan(m, runs, ex)
+        assert [g.resources.array for g in groups] == [spec, spec]
+        assert f"#SBATCH --array={spec}" in ex.preamble(groups[0].resources)
+        p = submitit_parameters(groups[0].resources, groups[0].size, groups[0].throttle)
+        assert p["additional_parameters"]["array"] == spec
+        render.write_scripts(m, runs)
+        ex.submit(groups[0])
+        text = Path(fakeslurm.load(fake)["submitted"][-1]["script"]).read_text()
+        assert [line for line in text.splitlines() if "--array" in line] == [f"#SBATCH --array={spec}"], text
 
 
 def test_submitit_parameters_come_from_render_directives(tmp_path):

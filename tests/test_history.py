@@ -3,6 +3,7 @@ them; compare --base last-good."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -78,7 +79,7 @@ def test_history_of_three_campaigns(three, capsys):
 def test_history_filters_and_bad_input(three, capsys):
     assert main(["history", "*1x2*", "--system", "alpha:gpu"]) == 0
     out = capsys.readouterr().out
-    assert "1x2.b8" in out and "1x1.b8" not in out and "\n1 cells; 1 changes beyond noise" in out
+    assert "1x2.b8" in out and "1x1.b8" not in out and "\n1 cell; 1 change beyond noise" in out
     assert main(["history", "--system", "beta"]) == 1
     assert "no stored cell on beta" in capsys.readouterr().err
     assert main(["history", "--since", "2999-01-01"]) == 1
@@ -195,3 +196,31 @@ def test_campaign_to_campaign_variation_widens_the_verdict_and_is_shown(tmp_path
     assert main(["compare", str(summaries / "c3.json"), str(summaries / "c4.json"), "--out", cmp_out]) == 0
     (cell,) = json.loads((tmp_path / "cmp" / "compare.c3.c4.json").read_text())["cells"]
     assert cell["noise"] == "runs" and cell["verdict"] == "slower" and not (tmp_path / "none.sqlite").exists()
+
+
+def test_the_head_line_says_only_what_is_known(tmp_path, monkeypatch, capsys):
+    """A cell collected without --system: its table's head line is its id and unit, not "on - (img/s)"; a unit
+    the store does not hold leaves out "()"; a partition without a system is named as one."""
+    monkeypatch.setenv("DLPERF_SLURM_STORE", str(tmp_path / "results.sqlite"))
+    for name, scale, seed in (("monday", 1.0, 0), ("tuesday", 0.8, 10)):
+        tree = sc.tree(tmp_path / "trees", name, scale, job=_job("535.104.05"), seed=seed, gpus=(1,))
+        assert main(["collect", "--from", str(tree), "--suite", sc.SUITE, "--no-plots", "-q",
+                     "--out", str(tmp_path / "summaries")]) == 0
+    capsys.readouterr()
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    heads = [block.splitlines()[0] for block in out.split("\n\n")[:-1]]
+    assert heads and all(h.endswith(" (img/s)") and " on " not in h and h.split()[0] == h.split(" (")[0]
+                         for h in heads), out
+    assert " on -" not in out and "()" not in out
+    with database.Store(str(tmp_path / "results.sqlite")) as st:
+        cell = st.cells()[0]
+    assert cell.system == "" and cell.unit == "img/s"
+    replace = dataclasses.replace
+    assert history.head_line("x", cell) == "x (img/s)"
+    assert history.head_line("x", replace(cell, unit="")) == "x"
+    assert history.head_line("x", replace(cell, system="alpha")) == "x on alpha (img/s)"
+    assert history.head_line("x", replace(cell, system="alpha", partition="gpu", unit="")) == "x on alpha:gpu"
+    assert history.head_line("x", replace(cell, partition="gpu")) == "x on partition gpu (img/s)"
+    steps = {("-", "x"): history.judge([replace(cell, unit="")])}
+    assert history.text(steps).splitlines()[0] == "x"

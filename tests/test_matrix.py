@@ -11,7 +11,10 @@ import pytest
 
 from dlperf_slurm.errors import MatrixError, UserError
 from dlperf_slurm.matrix import loader as matrix
+from dlperf_slurm.matrix.gpuhours import gpu_hours
+from dlperf_slurm.matrix.plan import plan_text
 from dlperf_slurm.model import cell, config
+from dlperf_slurm.submit.guard import confirm_size
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -364,10 +367,55 @@ def test_site_file_from_environment(tmp_path, monkeypatch):
     assert m.slurm.qos == "high"
 
 
+EXCLUSIVE = """
+suite = "pytorch-ddp/bert-base"
+[axes]
+devices = ["1x1", "1x2", "2x4"]
+batch_size = [32]
+[slurm]
+time = "01:00:00"
+exclusive = true
+[measure]
+repeats = 1
+"""
+
+
+def test_exclusive_gpu_hours_count_whole_nodes(tmp_path, monkeypatch):
+    """exclusive: a run holds its nodes whole: 1 + 1 + 2 nodes of 8 GPUs, not 1 + 2 + 8 GPUs; plan and submit's
+    guard count with the one function."""
+    monkeypatch.delenv("DLPERF_SLURM_GPUS_PER_NODE", raising=False)
+    m = load(tmp_path, EXCLUSIVE.replace("exclusive = true", "exclusive = true\ngpus_per_node = 8"))
+    asked = gpu_hours(m, m.cells)
+    assert (asked.hours, asked.floor, asked.node_gpus) == (32.0, False, 8)
+    assert "asks for 32.0 GPU-hours at most (time limit 01:00:00 per run; exclusive: whole nodes of 8 GPUs)" \
+        in plan_text(m)
+    runs = matrix.runs(m, tmp_path / "c")  # the guard counts the same
+    with pytest.raises(UserError, match=r"and 32\.0 GPU-hours at most \(time limit 01:00:00 each; exclusive: whole "
+                                        r"nodes of 8 GPUs\), above 3 runs or 10 GPU-hours"):
+        confirm_size(m, runs, (3, 10.0), yes=False)
+    # where a node's GPUs are not known: the cells' own GPUs, said to be a floor
+    m = load(tmp_path, EXCLUSIVE)
+    asked = gpu_hours(m, m.cells)
+    assert (asked.hours, asked.floor, asked.node_gpus) == (11.0, True, None)
+    text = " ".join(plan_text(m).split())
+    assert ("asks for at least 11.0 GPU-hours (time limit 01:00:00 per run; exclusive: whole nodes, whose GPUs "
+            "nothing here says (set gpus_per_node under [slurm]); counted: the cells' own GPUs)") in text, text
+    assert "GPU-hours at most" not in text
+    with pytest.raises(UserError, match=r"and at least 11\.0 GPU-hours \(time limit"):
+        confirm_size(m, matrix.runs(m, tmp_path / "c"), (3, 10.0), yes=False)
+    monkeypatch.setenv("DLPERF_SLURM_GPUS_PER_NODE", "4")  # what the relative shapes go by says it too
+    assert gpu_hours(load(tmp_path, EXCLUSIVE), m.cells).hours == 1 * 4 + 1 * 4 + 2 * 4
+    # not exclusive: each run's own GPUs, as before
+    m = load(tmp_path, EXCLUSIVE.replace("exclusive = true", "gpus_per_node = 8"))
+    asked = gpu_hours(m, m.cells)
+    assert (asked.hours, asked.floor, asked.basis()) == (11.0, False, "")
+    assert "asks for 11.0 GPU-hours at most (time limit 01:00:00 per run)\n" in plan_text(m) + "\n"
+
+
 def test_gpu_hours_and_run_paths(tmp_path):
     m = load(tmp_path, BASE + '\n[slurm]\ntime = "00:30:00"\n[measure]\nrepeats = 3\n')
     # sum of devices over cells: (1 + 8 + 16) x 8 variants; 3 repeats; half an hour each
-    assert m.gpu_hours == pytest.approx((1 + 8 + 16) * 8 * 3 * 0.5)
+    assert gpu_hours(m, m.cells * 3).hours == pytest.approx((1 + 8 + 16) * 8 * 3 * 0.5)
     runs = matrix.runs(m, tmp_path / "logs" / "bert")
     assert len(runs) == m.runs == 24 * 3
     r = next(r for r in runs if r.cell.id == "bert-base.pytorch-ddp.2x8.b48.amp.xla1" and r.repeat == 2)
@@ -452,7 +500,7 @@ def _many(gpus: int, batches: int, repeats: int, extra: str = "") -> str:
     (_many(2, 26, 1000, '[[include]]\nbatch_size = [27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, '
                         '43, 44, 45, 46, 47, 48, 49, 50, 51, 52]\nprecision = "amp"\n'),
      "measure.repeats", "104 cells (devices 2 x batch_size 26, plus 1 [[include]] rule) x 1,000 repeats = 104,000"),
-    (_many(64, 1600, 1), "axes.batch_size", "102,400 cells (devices 64 x batch_size 1,600) x 1 repeats = 102,400"),
+    (_many(64, 1600, 1), "axes.batch_size", "102,400 cells (devices 64 x batch_size 1,600) x 1 repeat = 102,400"),
     # with an exclude rule the cells are counted as they are made: never more than the limit is held
     (_many(64, 1600, 7, "[[exclude]]\nbatch_size = 3\n"), "axes.batch_size",
      "more than 14,285 cells (devices 64 x batch_size 1,600) x 7 repeats = more than 100,000 runs"),

@@ -70,7 +70,7 @@ def test_a_word_is_a_whole_part_of_the_id_not_any_substring(bert_cells):
 
 
 @pytest.mark.parametrize("expr,said", [
-    ("resnet", "-k 'resnet': selects none of the 24 cells: 'resnet' matches no cell"),
+    ("resnet", "-k 'resnet': selects none of the 24 cells: no cell matches 'resnet'"),
     ("1x8 and 2x8", "each term matches some cell, but no cell matches them all"),
     ("bogus=3", "no axis 'bogus'"),
     ("(amp", "a '(' is not closed"),

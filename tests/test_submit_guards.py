@@ -94,7 +94,7 @@ def test_a_large_submission_asks_for_yes(tmp_path):
     args = ("--logs", logs, "submit", str(mx), "--executor", "local", "--site", str(site), "--templates",
             str(TEMPLATES))
     p = cli(*args, cwd=tmp_path)
-    assert p.returncode == 2 and "this submit asks for 2 runs" in p.stderr and "above 1 runs" in p.stderr, p.stderr
+    assert p.returncode == 2 and "this submit asks for 2 runs" in p.stderr and "above 1 run or" in p.stderr, p.stderr
     p = cli(*args, "--yes", "--wait", cwd=tmp_path)
     assert p.returncode == 0 and "OK 2" in p.stdout, p.stdout + p.stderr
     p = cli(*args, cwd=tmp_path)  # nothing left to submit: nothing to confirm

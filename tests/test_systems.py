@@ -123,7 +123,7 @@ def test_a_campaign_submitted_for_a_system_is_stored_under_it(tmp_path, site, mo
     assert p.returncode == 0, p.stdout + p.stderr
     assert "--gpus-per-node" not in next((tmp_path / "logs" / "sys").rglob("*.sbatch")).read_text()
     p = cli("--logs", logs, "collect", "sys", "--no-plots", "-q", "--out", str(tmp_path / "s"))
-    assert p.returncode == 0 and "1 cells added" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "1 cell added" in p.stdout, p.stdout + p.stderr
     with sqlite3.connect(tmp_path / "results.sqlite") as conn:
         assert conn.execute(f"SELECT system_name, partition_name, n_ok FROM {database.TABLE}").fetchall() == [("ci", "", 2)]
 

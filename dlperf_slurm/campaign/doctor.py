@@ -31,6 +31,7 @@ from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.cell import Matrix
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome import evidence
+from dlperf_slurm.words import plural
 
 
 def _job_from_log(log: Path) -> str | None:
@@ -134,7 +135,7 @@ def rebuild(cdir: Path, load_matrix: Callable[[Path], Matrix], active_jobs: Call
         counts: dict[str, int] = {}
         for r in m.runs():
             counts[r.status] = counts.get(r.status, 0) + 1
-        out(f"{path}: rebuilt: {len(runs)} runs, {len(found)} found by their files; "
+        out(f"{path}: rebuilt: {plural(len(runs), 'run')}, {len(found)} found by their files; "
             + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         active = active_jobs(f"dlperf.{m.meta('name') or cdir.name}.")
         if active:

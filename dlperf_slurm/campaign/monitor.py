@@ -17,6 +17,7 @@ from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FINAL, Status
 from dlperf_slurm.outcome.decision import worst_failure
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Scheduler
+from dlperf_slurm.words import plural
 
 
 class Backoff:
@@ -122,10 +123,11 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print, cells: Col
             for name, ids in by_ex.items():
                 ex = exs.get(name)
                 if ex is None:
-                    raise UserError(f"cannot cancel {len(ids)} {name} runs: no {name} client on this machine")
+                    raise UserError(f"cannot cancel {plural(len(ids), f'{name} run')}: no {name} client on this "
+                                    "machine")
                 ex.cancel(ids)
             per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
-            out(f"cancel requested for {len(jobs)} runs" + (f" ({per})" if by_ex else ""))
+            out(f"cancel requested for {plural(len(jobs), 'run')}" + (f" ({per})" if by_ex else ""))
             return len(jobs)
         finally:
             m.close()
@@ -138,7 +140,8 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
     from dlperf_slurm.termtext import fit_table
 
     rows = [r for r in m.runs() if only is None or r.cell_id in only]
-    lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
+    lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {plural(len(rows), 'run')}: "
+             f"{fmt_counts(counts(rows))}"]
     lines += [f"  {n}" for n in notes]
     if any(r.status == Status.SUBMITTING for r in rows):
         lines.append("  a submit was interrupted: run `submit` again with the same matrix to settle SUBMITTING runs "

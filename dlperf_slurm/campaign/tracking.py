@@ -32,6 +32,7 @@ from dlperf_slurm.model.status import ACTIVE, Status
 from dlperf_slurm.outcome import decision, evidence
 from dlperf_slurm.parsing import accuracy
 from dlperf_slurm.schedulers.base import Scheduler
+from dlperf_slurm.words import plural
 
 HELD_BY_US = "JobHeldUser"
 
@@ -236,8 +237,8 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
         have = [(k, found[i]) for i, k in enumerate(keys) if i in found]
         if have and backend is not None:  # found only through a backend
             record_ids(m, backend, sub["token"], [k for k, _ in have], [j for _, j in have])
-            out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {len(keys)} runs had been "
-                f"submitted ({backend.group_label([j for _, j in have])})")
+            out(f"  reconciled interrupted submission {sub['token']}: {len(have)} of {plural(len(keys), 'run')} had "
+                f"been submitted ({backend.group_label([j for _, j in have])})")
         adopted, back = [], []
         for i, k in enumerate(keys):
             r = rows.get(k)
@@ -256,9 +257,9 @@ def reconcile(m: Manifest, schedulers: dict[str, Scheduler], out=print) -> int:
         m.close_submission(sub["token"], adopted=adopted, back=back, submitted_at=sub["created_at"],
                            state="SUBMITTED" if have or adopted else "ABANDONED")
         if adopted:
-            out(f"  interrupted submission {sub['token']}: {len(adopted)} runs found by their logs")
+            out(f"  interrupted submission {sub['token']}: {plural(len(adopted), 'run')} found by their logs")
         if back:
-            out(f"  interrupted submission {sub['token']}: {len(back)} runs never reached the scheduler; "
+            out(f"  interrupted submission {sub['token']}: {plural(len(back), 'run')} never reached the scheduler; "
                 "they will be submitted")
         released += len(back)
     return released

@@ -19,6 +19,7 @@ from typing import Any
 
 from dlperf_slurm.collect.runparse import RunSpec
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 
 def find_run(collections: Sequence[Any], what: str) -> RunSpec:
@@ -68,9 +69,10 @@ class _Trace(list):
         if len(mine) == len(steps):
             return [(r[0], r[1], *t[2:]) for r, t in zip(mine, steps)], ""
         first, last = (self.records[0], self.records[-1]) if self.records else ((0, ""), (0, ""))
-        return [], (f"this suite's parser gathers its {len(self.records)} step records (over ranks or epochs) "
-                    f"before timing {len(steps)} steps, so no one line is a step's own; its records run from line "
-                    f"{first[0]} to line {last[0]}:\n      {first[1].strip()[:300]}\n      {last[1].strip()[:300]}")
+        return [], (f"this suite's parser gathers its {plural(len(self.records), 'step record')} (over ranks or "
+                    f"epochs) before timing {plural(len(steps), 'step')}, so no one line is a step's own; its records "
+                    f"run from line {first[0]} to line {last[0]}:\n      {first[1].strip()[:300]}\n      "
+                    f"{last[1].strip()[:300]}")
 
 
 def _numbered(path: str, trace: _Trace) -> Iterator[str]:
@@ -142,11 +144,13 @@ def explain(collections: Sequence[Any], what: str) -> str:
         unit, published = "samples/s", "time"
     x = row.extra or {}
     out = [f"run {spec.key}: suite {spec.cell.suite}, cell {spec.cell.id}",
-           f"log {spec.log}" + (f" ({row.log_bytes:,} bytes)" if row.log_bytes is not None else " (none)"),
-           (f"window: skip {spec.warmup_steps} steps, time the next {spec.measure_steps} (steps {spec.warmup_steps} "
-            f"-> {spec.warmup_steps + spec.measure_steps}); the parser timed {len(tr)} steps, the last step "
+           f"log {spec.log}" + (f" ({plural(row.log_bytes, 'byte', grouped=True)})" if row.log_bytes is not None
+                                 else " (none)"),
+           (f"window: skip {plural(spec.warmup_steps, 'step')}, time the next {spec.measure_steps} (steps "
+            f"{spec.warmup_steps} -> {spec.warmup_steps + spec.measure_steps}); the parser timed "
+            f"{plural(len(tr), 'step')}, the last step "
             f"{max((t[2] for t in tr), default='none')}"
-            + (f", from {len(tr.records)} records its handler read" if tr.records else ""))]
+            + (f", from {plural(len(tr.records), 'record')} its handler read" if tr.records else ""))]
     if row.window_start is not None and row.window_end is not None:
         first = _step_line(trace, row.window_start)
         last = _step_line(trace, row.window_end, first[0] if first else 0)
@@ -180,7 +184,7 @@ def _formulas(row: Any, win: Mapping[str, Any], tr: Any, unit: str, published: s
                    f"x steps / seconds = {per_step:g} x {steps} / {seconds:.6g} s = {row.throughput_time:.2f} "
                    f"{unit}" if per_step else f"throughput, time flavour: {row.throughput_time:.2f} {unit}")
     if row.latency_ms is not None and steps and seconds:
-        out.append(f"latency: 1000 x {seconds:.6g} s / {steps} steps = {row.latency_ms:.2f} ms per step")
+        out.append(f"latency: 1000 x {seconds:.6g} s / {plural(steps, 'step')} = {row.latency_ms:.2f} ms per step")
     speeds = [t for t in tr if t[4] is not None and row.window_start < t[2] <= row.window_end]
     if row.throughput_speed is not None:
         raw = sum(t[4] for t in speeds) / len(speeds) if speeds else None

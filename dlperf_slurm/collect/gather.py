@@ -19,6 +19,7 @@ from dlperf_slurm.collect.runparse import RunSpec
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.matrix import measure as measure_mod
 from dlperf_slurm.model.cell import DEFAULT_MEASURE_STEPS, DEFAULT_WARMUP_STEPS, Cell, Target
+from dlperf_slurm.words import plural
 
 _TREE_NAME = re.compile(r"^(?P<model>.+?)_b(?P<bsz>\d+)_(?P<prec>[A-Za-z0-9]+)(?P<rest>(?:_[^_]+)*?)"
                         r"_(?P<rep>\d+)\.log$")
@@ -181,7 +182,7 @@ def _tree_window(suite: Any, warmup_steps: int | None, measure_steps: int | None
     if warmup_steps is None or measure_steps is None:
         dw, dm = suite.dlperf_window or (DEFAULT_WARMUP_STEPS, DEFAULT_MEASURE_STEPS)
         if suite.dlperf_window:
-            notes.append(f"window: {suite.name}'s DLPerf extraction window, skip {dw} steps, time {dm} "
+            notes.append(f"window: {suite.name}'s DLPerf extraction window, skip {plural(dw, 'step')}, time {dm} "
                          "(--warmup-steps/--measure-steps change it)")
         warmup_steps = dw if warmup_steps is None else warmup_steps
         measure_steps = dm if measure_steps is None else measure_steps
@@ -355,10 +356,11 @@ def _one_model_per_subtree(root: Path, models: dict[str, dict[str, list[str]]], 
     for sub, found in models.items():
         if len(found) > 1:
             where = root / sub if sub else root
-            names = ", ".join(f"{m} ({len(logs)} files, e.g. {Path(logs[0]).relative_to(root)})"
+            names = ", ".join(f"{m} ({plural(len(logs), 'file')}, e.g. {Path(logs[0]).relative_to(root)})"
                               for m, logs in sorted(found.items()))
-            raise UserError(f"--from {typed}: the shape folders of {where} hold the logs of {len(found)} models: "
-                            f"{names}; they would pool into the same cells. Give each model a folder of its own "
+            raise UserError(f"--from {typed}: the shape folders of {where} hold the logs of "
+                            f"{plural(len(found), 'model')}: {names}; they would pool into the same cells. Give each "
+                            "model a folder of its own "
                             f"(as DLPerf keeps one log root per model, e.g. {root}/<model>/<N>n<G>g/...) and point "
                             "--from at it (subfolders of one --from stay apart)")
 

@@ -21,6 +21,7 @@ from dlperf_slurm.disk import no_more_open_than
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.cell import METRICS, Target
 from dlperf_slurm.model.status import ACTIVE
+from dlperf_slurm.words import plural
 
 WATCH_SECONDS = 30.0  # --watch without a value
 
@@ -129,7 +130,7 @@ def select(collections: list[Collection], args) -> list[Collection]:
     if not chosen:
         return collections
     cells = list({c.id: c for col in collections for c in [*col.cells, *(r.cell for r in col.runs)]}.values())
-    what = f"cells of {'+'.join(c.name for c in collections)}"
+    what = f"of {'+'.join(c.name for c in collections)}"
     keep = {c.id for c in chosen.choose(cells, View.of_cell, what,
                                         say=not getattr(args, "selection_said", False))}
     args.selection_said = True
@@ -295,14 +296,14 @@ def _parsed(result: Result) -> str:
     mb = result.bytes / 1e6
     logged = sum(r.log_bytes is not None for r in result.runs)  # a run without a log is neither read nor cached
     cached = "" if result.reread is None else f"; {result.reread} read, {logged - result.reread} from the parse cache"
-    procs = f" ({result.workers} processes)" if result.workers > 1 else ""
-    return f"parsed {len(result.runs)} runs ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
+    procs = f" ({plural(result.workers, 'process', 'processes')})" if result.workers > 1 else ""
+    return f"parsed {plural(len(result.runs), 'run')} ({mb:.1f} MB of logs{cached}) in {result.seconds:.1f} s{procs}"
 
 
 def _written(wrote: list[Path], kept: list[Path], removed: Sequence[Path] = ()) -> str:
     text = f"wrote {', '.join(str(p) for p in wrote)}" if wrote else "summaries unchanged"
     if kept:
-        text += f"; {len(kept)} unchanged" if wrote else f" ({len(kept)} files under {kept[0].parent})"
+        text += f"; {len(kept)} unchanged" if wrote else f" ({plural(len(kept), 'file')} under {kept[0].parent})"
     if removed:
         text += f"; removed {', '.join(str(p) for p in removed)} (no longer made)"
     return text
@@ -318,9 +319,9 @@ def progress(result: Result, wrote: list[Path], seconds: float) -> str:
     going = sum(v for k, v in counts.items() if k in ACTIVE)
     ended = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
                       if k not in ACTIVE)
-    read = f"{result.reread} logs read" if result.reread is not None else "logs read"
-    return (f"{time.strftime('%H:%M:%S')} {result.name}: {n - going}/{n} runs ended ({ended or 'none'}), "
-            f"{going} pending or running; {read}, {len(wrote)} summary files written ({seconds:.1f} s)")
+    read = f"{plural(result.reread, 'log')} read" if result.reread is not None else "logs read"
+    return (f"{time.strftime('%H:%M:%S')} {result.name}: {n - going}/{plural(n, 'run')} ended ({ended or 'none'}), "
+            f"{going} pending or running; {read}, {plural(len(wrote), 'summary file')} written ({seconds:.1f} s)")
 
 
 def watch(args, every: float, rounds: int | None = None, out: TextIO | None = None,

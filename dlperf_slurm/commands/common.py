@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 
 #: the commands whose ``--out`` is the summaries' folder
@@ -60,11 +61,11 @@ def select_cells(m, args: argparse.Namespace):
         return m
     every = [*m.cells, *(d.cell for d in m.dropped)]
     keep = {c.id for c in chosen.choose(every, View.of_cell,
-                                        f"cells of {args.matrix}")}
+                                        f"of {args.matrix}")}
     cells = [c for c in m.cells if c.id in keep]
     if not cells:
-        raise UserError(f"{chosen.describe()}: selects only cells {args.matrix} drops "
-                        f"({m.dropped[0].reason}; `dlperf-slurm plan {args.matrix}` lists them)")
+        raise UserError(f"{chosen.describe()}: selects only cells the matrix drops ({m.dropped[0].reason}; "
+                        f"`dlperf-slurm plan {args.matrix}` lists them)")
     return dataclasses.replace(m, cells=cells, dropped=[d for d in m.dropped if d.cell.id in keep])
 
 
@@ -77,8 +78,8 @@ def note_dropped(m, matrix_arg: str) -> None:
     if not m.dropped:
         return
     reasons = list(dict.fromkeys(d.reason for d in m.dropped))
-    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {len(reasons) - 1} more reason{'s' * (len(reasons) > 2)}"
-    print(f"dlperf-slurm: {len(m.dropped)} of {len(m.cells) + len(m.dropped)} cells dropped ({why}): "
+    why = reasons[0] if len(reasons) == 1 else f"{reasons[0]}; {plural(len(reasons) - 1, 'more reason')}"
+    print(f"dlperf-slurm: {len(m.dropped)} of {plural(len(m.cells) + len(m.dropped), 'cell')} dropped ({why}): "
           f"`dlperf-slurm plan {matrix_arg}` lists them", file=sys.stderr)
 
 
@@ -103,5 +104,5 @@ def campaign_cells(man, args: argparse.Namespace) -> set[str] | None:
         return None
     name = man.meta("name") or man.dir.name
     keep = chosen.choose(list(man.cells().values()), View.of_cell,
-                         f"cells of campaign {name}")
+                         f"of campaign {name}")
     return {c.id for c in keep}

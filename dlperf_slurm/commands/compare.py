@@ -86,7 +86,7 @@ def selected(args, *sides: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     if not chosen:
         return list(sides)
     cells = list({r["cell_id"]: r for runs in sides for r in runs}.values())
-    keep = {r["cell_id"] for r in chosen.choose(cells, View.of_row, "cells compared")}
+    keep = {r["cell_id"] for r in chosen.choose(cells, View.of_row, "compared")}
     return [[r for r in runs if r["cell_id"] in keep] for runs in sides]
 
 

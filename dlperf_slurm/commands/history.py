@@ -32,7 +32,7 @@ def cmd_history(args) -> int:
     if chosen:
         views = {c.cell_id: View.of(c.cell_id, c.suite) for c in cells}
         keep = {v.id for v in chosen.choose(list(views.values()), lambda v: v,
-                                            f"cells stored in {database.describe(url)}")}
+                                            f"stored in {database.describe(url)}")}
         cells = [c for c in cells if c.cell_id in keep]
     steps = {key: judge(s, args.threshold) for key, s in series(cells).items()}
     print(text(steps, wide=args.wide))

@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from dlperf_slurm.commands.common import load_matrix
+from dlperf_slurm.words import plural
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -59,7 +60,7 @@ def cluster_lines(m, logs: str, wide: bool = False) -> list[str]:
     said = [f"  {cell}: {why}" for cell, run in first.items() if (why := backend.skip_reason(m, run))]
     if not said:
         return site
-    head = [f"cluster: {len(said)} of {len(first)} cells cannot start on this cluster (submit skips them):"]
+    head = [f"cluster: {len(said)} of {plural(len(first), 'cell')} cannot start on this cluster (submit skips them):"]
     if wide:
         return site + head + said
     more = len(said) - CLUSTER_CELLS_SHOWN

@@ -12,6 +12,7 @@ from typing import Any
 from dlperf_slurm.compare import references
 from dlperf_slurm.compare.published import figure
 from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table
+from dlperf_slurm.words import plural
 
 
 def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:
@@ -48,13 +49,13 @@ def cmd_references(args) -> int:
 
     for ref in sets:
         s = _set_summary(ref)
-        say(f"{ref.name}: {ref.title} ({ref.repository} at {ref.commit[:12]}); {len(ref.entries)} figures")
+        say(f"{ref.name}: {ref.title} ({ref.repository} at {ref.commit[:12]}); {plural(len(ref.entries), 'figure')}")
         say(f"  figure: {ref.figure}", "  ")
         for k, v in ref.conditions.items():
             say(f"  {k}: {v}", "  ")
         for suite, info in s["suites"].items():
             extra = "; ".join(f"{k}: {v}" for k, v in info.items() if k != "figures")
-            say(f"  {suite}: {info['figures']} figures; {extra}", "  ")
+            say(f"  {suite}: {plural(info['figures'], 'figure')}; {extra}", "  ")
         if args.name:
             print()
             table, dropped = figures_table(ref, wide)

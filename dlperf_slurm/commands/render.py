@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dlperf_slurm.commands.common import load_matrix, make_folder, note_dropped
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -24,5 +25,6 @@ def cmd_render(args: argparse.Namespace) -> int:
                         "into another folder (--out DIR)")
     make_folder(out, m.provenance.umask)
     paths = render.write_scripts(m, loader.runs(m, out), args.templates)
-    print(f"wrote {len(paths)} scripts under {out}/ ({len(m.cells)} cells x {m.measure.repeats} repeats)")
+    print(f"wrote {plural(len(paths), 'script')} under {out}/ ({plural(len(m.cells), 'cell')} x "
+          f"{plural(m.measure.repeats, 'repeat')})")
     return 0

@@ -12,6 +12,7 @@ from dlperf_slurm.matrix.search import RESULT, SUFFIX, Search, found_cells, run_
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table
+from dlperf_slurm.words import plural
 
 
 def fit_line(line: str, wide: bool = False) -> str:
@@ -78,8 +79,8 @@ def cmd_search(args) -> int:
                             "--no-run to keep the probes alone")
     main_backend = schedulers.choose(args.executor, cdir, jobs=args.jobs)
     report = submit(main, cdir, main_backend, template_dir=args.templates)
-    print(f"submitted {report.submitted} runs of the {len(cells)} cells at their largest value "
-          f"({m.measure.repeats} repeats each) into {cdir}")
+    print(f"submitted {plural(report.submitted, 'run')} of the {plural(len(cells), 'cell')} at their largest value "
+          f"({plural(m.measure.repeats, 'repeat')} each) into {cdir}")
     if args.wait:
         man = Manifest(cdir)
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 
 def cmd_site_show(args: argparse.Namespace) -> int:
@@ -117,7 +118,7 @@ def cmd_site_init(args: argparse.Namespace) -> int:
     from dlperf_slurm.disk import atomic_write
 
     atomic_write(out, text)
-    print(f"wrote {out} (cluster {conf.get('ClusterName', '?')}: {len(parts)} partitions); "
+    print(f"wrote {out} (cluster {conf.get('ClusterName', '?')}: {plural(len(parts), 'partition')}); "
           f"`python -m dlperf_slurm plan MATRIX` now reads it")
     return 0
 
@@ -186,8 +187,8 @@ def _header_lines(conf: dict[str, str], parts: dict, assocs: list[list[str]], wh
              "# writes it anew. A matrix's own [slurm] keys win over these.", "#", "# partitions:"]
     for p in parts.values():
         name = p.name + (" (default)" if p.default else "")
-        node = f"{p.nodes} node" + ("s" if p.nodes != 1 else "")
-        gres = f"{p.gpus_per_node} GPUs a node" if p.gpus_per_node else "no GPU GRES"
+        node = plural(p.nodes, 'node')
+        gres = f"{plural(p.gpus_per_node, 'GPU')} a node" if p.gpus_per_node else "no GPU GRES"
         lines.append(f"#   {name:<{width}}  {node:>9}, {gres}, MaxTime "
                      f"{hms(p.max_minutes) if p.max_minutes is not None else 'none'}"
                      + (f", MaxNodes {p.max_nodes}" if p.max_nodes is not None else ""))

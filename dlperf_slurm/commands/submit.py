@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlperf_slurm.commands.common import make_folder, note_dropped, select_cells
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import plural
 
 if TYPE_CHECKING:
     from dlperf_slurm.collect.topup import TopUp
@@ -29,7 +30,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from dlperf_slurm.campaign import monitor
     from dlperf_slurm.campaign.folders import MANIFEST
     from dlperf_slurm.submit import guard
-    from dlperf_slurm.submit.journal import plural, submit
+    from dlperf_slurm.submit.journal import submit
+    from dlperf_slurm.words import plural
 
     site: Any = False if args.no_site else args.site
     m, cdir = _campaign(args, site)
@@ -59,7 +61,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                     confirm=confirm, cells=cells)
     if args.dry_run:
         return 0
-    print(f"submitted {report.submitted} runs with {plural(report.calls, backend.call_word)}; "
+    print(f"submitted {plural(report.submitted, 'run')} with {plural(report.calls, *backend.call_word)}; "
           f"manifest: {cdir / MANIFEST}")
     while args.wait and report.waiting:  # a submit limit left runs unsubmitted: the rest as room frees
         monitor.wait_for_room(lambda: backend.submit_room(m))
@@ -188,8 +190,8 @@ def _top_up(cdir: Path, now: dict[str, int], top: TopUp, out=print) -> dict[str,
         raise UserError(f"--top-up: {cdir} has no campaign yet; submit it first, top up once its runs have ended")
     todo = topup.plan(topup.campaign_cells(cdir), now, top)
     for cell_id, (n, why) in todo.items():
-        out(f"top-up: {cell_id}: {now.get(cell_id, 0)} -> {n} repeats ({why})")
+        out(f"top-up: {cell_id}: {now.get(cell_id, 0)} -> {plural(n, 'repeat')} ({why})")
     if not todo:
         out(f"top-up: every cell with an OK run has its median's 95% interval within {top.target:.1%} "
-            f"(or {top.cap} repeats already): nothing to add")
+            f"(or {plural(top.cap, 'repeat')} already): nothing to add")
     return {cell_id: n for cell_id, (n, _why) in todo.items()}

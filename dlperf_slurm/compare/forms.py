@@ -19,6 +19,7 @@ from dlperf_slurm.compare.rule import (
     some_ids,
     verdict_text,
 )
+from dlperf_slurm.words import plural
 
 
 def _f(v: float | None, digits: int = 2) -> str:
@@ -54,9 +55,9 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
         counts[r.verdict.split(" (")[0]] = counts.get(r.verdict.split(" (")[0], 0) + 1
     gate = Gate.of(rows)
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
-              + f". Regressed: {len(gate.regressed)} of {len(rows)} cells."]
+              + f". Regressed: {len(gate.regressed)} of {plural(len(rows), 'cell')}."]
     if gate.cannot_tell:
-        lines += ["", (f"**Cannot tell: {len(gate.cannot_tell)} cell{'s' * (len(gate.cannot_tell) > 1)}** "
+        lines += ["", (f"**Cannot tell: {plural(len(gate.cannot_tell), 'cell')}** "
                        f"({some_ids(gate.cannot_tell)}): their repeats are too few or too noisy to tell a change of "
                        f"{threshold:.0%} from none; they do not fail the gate (more repeats, or quieter nodes, "
                        "tell).")]
@@ -65,8 +66,9 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     unread = [r for r in rows if r.unrecognised]
     if unread:
         which = "; ".join(f"{r.cell_id}: {r.unrecognised}" for r in unread[:5]) + ("; ..." if len(unread) > 5 else "")
-        lines += ["", (f"**UNRECOGNISED runs in {len(unread)} cells** ({which}): their programs finished, but their "
-                       "suite reads no step of their logs, so no figure of theirs is compared; `collect`'s reasons "
+        lines += ["", (f"**UNRECOGNISED runs in {plural(len(unread), 'cell')}** ({which}): their programs finished, "
+                       "but their suite reads no step of their logs, so no figure of theirs is compared; `collect`'s "
+                       "reasons "
                        "name the suites that read them.")]
     return "\n".join(lines) + "\n"
 

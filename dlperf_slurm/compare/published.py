@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 from dlperf_slurm.compare import references
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome.decision import status_without_figure
+from dlperf_slurm.words import plural
 
 SAME, DIFFERS, UNKNOWN = "same", "differs", "unknown"
 
@@ -205,10 +206,10 @@ def markdown(ref: references.ReferenceSet, new_name: str, rows: list[RefRow], un
         ratio = ratio_text(r, ref) + (" **below the gate**" if r.below_gate else "")
         lines.append(f"| {r.cell_id} | {median} | {r.new_n} | {published} | {ratio} | {r.statement} | "
                      f"[README]({r.source}) |")
-    lines += ["", (f"{len(rows)} cells have" if len(rows) != 1 else "1 cell has") + " a published figure"
+    lines += ["", plural(len(rows), 'cell has', 'cells have') + " a published figure"
               + (f"; {sum(r.below_gate for r in rows)} below the gate" if threshold is not None else "") + "."]
     if unmatched:
-        lines += [f"No published figure in {ref.name} for {len(unmatched)} cells (suite, shape, batch per device, "
-                  f"precision or XLA not in its tables; `python -m dlperf_slurm references {ref.name}`): "
+        lines += [f"No published figure in {ref.name} for {plural(len(unmatched), 'cell')} (suite, shape, batch per "
+                  f"device, precision or XLA not in its tables; `python -m dlperf_slurm references {ref.name}`): "
                   + ", ".join(unmatched) + "."]
     return "\n".join(lines) + "\n"

@@ -47,6 +47,7 @@ from dlperf_slurm import stats
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome.decision import status_without_figure
+from dlperf_slurm.words import plural
 
 CONFIDENCE = stats.CONFIDENCE  # of the interval: at most 1 - CONFIDENCE of identical comparisons call a change
 POWER = stats.POWER  # of the smallest detectable change each compared cell states
@@ -192,7 +193,7 @@ def call_out(row: CellComparison, base: Side | None, new: Side | None) -> CellCo
     """A comparison whose sides hold UNRECOGNISED runs says so (:func:`verdict_text`): their programs finished, but no
     figure of theirs is in either median (their logs are read with another suite, or by a parser that knows
     their format: ``collect``'s reasons name the suites that read them)."""
-    parts = [f"{n} {name}" for name, side in (("base", base), ("new", new))
+    parts = [plural(n, f"{name} run") for name, side in (("base", base), ("new", new))
              if side and (n := sum(s == Status.UNRECOGNISED for s in side.statuses))]
     row.unrecognised = ", ".join(parts)
     return row
@@ -202,7 +203,7 @@ def verdict_text(r: CellComparison) -> str:
     """The verdict as the tables show it: with why it cannot tell, and the UNRECOGNISED runs of its sides, when
     there are some."""
     return r.verdict + (f": {r.reason}" if r.reason else "") + (
-        f" ({r.unrecognised} runs UNRECOGNISED: their logs not read, in no median)" if r.unrecognised else "")
+        f" ({r.unrecognised} UNRECOGNISED: their logs not read, in no median)" if r.unrecognised else "")
 
 
 ONLY_IN_BASE, ONLY_IN_NEW = "only in base", "only in new"
@@ -234,10 +235,10 @@ class Gate:
         if not self.shared:
             out.append("BASE and NEW share no cell: nothing was compared (another matrix or system?)")
         if self.missing:
-            out.append(f"NEW lacks {len(self.missing)} cell{'s' * (len(self.missing) > 1)} BASE had "
+            out.append(f"NEW lacks {plural(len(self.missing), 'cell')} BASE had "
                        f"({some_ids(self.missing)})")
         if self.regressed:
-            out.append(f"{len(self.regressed)} cell{'s' * (len(self.regressed) > 1)} regressed "
+            out.append(f"{plural(len(self.regressed), 'cell')} regressed "
                        f"({some_ids(self.regressed)})")
         return out
 
@@ -297,8 +298,8 @@ def _one_campaign_per_cell(path: Path, runs: Sequence[Mapping[str, Any]]) -> Non
     shared = sorted(c for c, names in camps.items() if len(names) > 1)
     if shared:
         names = sorted(camps[shared[0]])
-        more = f" (and {len(shared) - 1} more cells)" if len(shared) > 1 else ""
-        raise UserError(f"{path}: cell {shared[0]}{more} holds the runs of {len(names)} campaigns "
+        more = f" (and {plural(len(shared) - 1, 'more cell')})" if len(shared) > 1 else ""
+        raise UserError(f"{path}: cell {shared[0]}{more} holds the runs of {plural(len(names), 'campaign')} "
                         f"({', '.join(names)}); a comparison takes one campaign's runs per cell: give one campaign's "
                         f"summary or its name instead (e.g. `collect {names[0]}` writes {names[0]}.json)")
 

@@ -19,6 +19,7 @@ from dlperf_slurm import launchers
 from dlperf_slurm.errors import MatrixError
 from dlperf_slurm.matrix.toml_source import Source, did_you_mean
 from dlperf_slurm.model.cell import Cell
+from dlperf_slurm.words import plural
 
 if TYPE_CHECKING:
     from dlperf_slurm.suites import Suite
@@ -113,9 +114,10 @@ def too_many_runs(ctx: Source, table: dict[str, Any], include: Any, cells: int, 
     key = "measure.repeats" if repeats >= most else f"axes.{axis}"
     source = " x ".join(f"{k} {n:,}" for k, n in sizes.items()) or "one value per axis"
     if isinstance(include, list) and include:
-        source += f", plus {len(include)} [[include]] rule{'s' * (len(include) > 1)}"
-    runs = f"more than {MAX_RUNS:,}" if at_least else f"{cells * repeats:,}"
-    return ctx.error(key, f"{'more than ' * at_least}{cells:,} cells ({source}) x {repeats:,} repeats = {runs} runs; "
+        source += f", plus {plural(len(include), '[[include]] rule')}"
+    runs = f"more than {MAX_RUNS:,} runs" if at_least else plural(cells * repeats, "run", grouped=True)
+    return ctx.error(key, f"{'more than ' * at_least}{plural(cells, 'cell', grouped=True)} ({source}) x "
+                          f"{plural(repeats, 'repeat', grouped=True)} = {runs}; "
                           f"a matrix may ask for at most {MAX_RUNS:,} runs: give fewer axis values or repeats, or "
                           "split it into several matrices")
 
@@ -301,8 +303,8 @@ def _relative(ctx: Source, full: str, v: str, n: int, word: str, node_gpus: Node
     have = node_gpus(full)
     g = RELATIVE_SHAPES[word](have)
     if n < 1 or g < 1:
-        raise ctx.error(full, f"{v!r}: nodes and GPUs per node must be >= 1 (a node has {have} "
-                              f"GPU{'s' * (have != 1)}: half of it is none)" if g < 1 else
+        raise ctx.error(full, f"{v!r}: nodes and GPUs per node must be >= 1 (a node has {plural(have, 'GPU')}: "
+                              f"half of it is none)" if g < 1 else
                         f"{v!r}: nodes and GPUs per node must be >= 1")
     if n > MAX_NODES:
         raise ctx.error(full, f"at most {MAX_NODES:,} nodes, got {v!r}")

@@ -33,6 +33,7 @@ from dlperf_slurm.model.config import (
     System,
     time_to_minutes,
 )
+from dlperf_slurm.words import plural
 
 GPU_REQUESTS = ("gpus-per-node", "gres", "none")
 
@@ -129,13 +130,15 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any],
                   slurm=slurm, environment=environment, options=options, description=str(data.get("description", "")),
                   grouped=several, setups=setups, health=health,
                   provenance=provenance, system=system,
-                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line())
+                  overridden=gate[1] + _overridden(ctx, data, origin), node_gpus=node.line(),
+                  gpus_per_node=node.known())
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:
     """Why the named system cannot run a cell: more GPUs per node than its nodes have."""
     if system is not None and system.gpus_per_node and cell.gpus_per_node > system.gpus_per_node:
-        return f"system {system.label} has {system.gpus_per_node} GPUs per node, the cell asks {cell.gpus_per_node}"
+        return (f"system {system.label} has {plural(system.gpus_per_node, 'GPU')} per node, the cell asks "
+                f"{cell.gpus_per_node}")
     return None
 
 

@@ -10,6 +10,7 @@ from dlperf_slurm import suites
 from dlperf_slurm.matrix import axes
 from dlperf_slurm.matrix.toml_source import Source, check_keys, did_you_mean
 from dlperf_slurm.model.cell import METRICS, MODES, Measure, Target
+from dlperf_slurm.words import noun, plural
 
 MEASURE_KEYS = {"repeats": Measure.repeats, "warmup_steps": Measure.warmup_steps,
                 "measure_steps": Measure.measure_steps, "hang_timeout": Measure.hang_timeout,
@@ -102,7 +103,7 @@ def windows_text(runs: Any) -> str:
         by.setdefault((warm, meas), []).append((campaign, cell))
         campaigns[campaign] = campaigns.get(campaign, 0) + 1
     if len(by) <= 1:
-        return "; ".join(f"skip {w} steps, time the next {m}" for w, m in by) or "none"
+        return "; ".join(f"skip {plural(w, 'step')}, time the next {m}" for w, m in by) or "none"
     parts = []
     for (w, m), members in sorted(by.items()):
         here: dict[str, int] = {}
@@ -111,8 +112,8 @@ def windows_text(runs: Any) -> str:
         whole = sorted(c for c, n in here.items() if n == campaigns[c])
         cells = sorted({cell for c, cell in members if c not in whole})
         who = [f"campaign {c}" for c in whole] + (
-            [f"cell{'s' * (len(cells) > 1)} {', '.join(cells)}"] if 0 < len(cells) <= 3 else
-            [f"{len(cells)} cells"] if cells else [])
-        parts.append(f"skip {w} steps, time the next {m} ({len(members)} run{'s' * (len(members) > 1)}: "
+            [f"{noun(len(cells), 'cell')} {', '.join(cells)}"] if 0 < len(cells) <= 3 else
+            [plural(len(cells), 'cell')] if cells else [])
+        parts.append(f"skip {plural(w, 'step')}, time the next {m} ({plural(len(members), 'run')}: "
                      f"{'; '.join(who)})")
     return "runs of one summary timed over different windows: " + "; ".join(parts)

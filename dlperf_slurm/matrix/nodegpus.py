@@ -11,6 +11,7 @@ from dlperf_slurm.matrix import axes
 from dlperf_slurm.matrix.toml_source import Source
 from dlperf_slurm.model.cell import Cell
 from dlperf_slurm.model.config import SlurmConfig, System
+from dlperf_slurm.words import plural
 
 #: the GPUs a node has where neither the site file nor a system says (relative shapes; the tests' 8, DLPerf's nodes)
 GPUS_ENV = "DLPERF_SLURM_GPUS_PER_NODE"
@@ -33,12 +34,24 @@ class NodeGpus:
             self.count, self.basis = self._find(key)
         return self.count
 
+    def known(self) -> int | None:
+        """The GPUs a node has where something here says, Slurm unasked: what the relative shapes found, else
+        ``[slurm] gpus_per_node``, the system's, :data:`GPUS_ENV` (None: nothing says)."""
+        if self.count is not None:
+            return self.count
+        if self.slurm.gpus_per_node:
+            return self.slurm.gpus_per_node
+        if self.system is not None and self.system.gpus_per_node:
+            return self.system.gpus_per_node
+        env = os.environ.get(GPUS_ENV, "").strip()
+        return int(env) if env.isdigit() and 1 <= int(env) <= axes.MAX_GPUS_PER_NODE else None
+
     def line(self) -> str:
         """How the relative shapes were resolved ('' when the matrix gave none)."""
         if self.count is None:
             return ""
         half = self.count // 2
-        return (f"shapes: 'all' is {self.count} GPUs a node" + (f", 'half' {half}" if half else "")
+        return (f"shapes: 'all' is {plural(self.count, 'GPU')} a node" + (f", 'half' {half}" if half else "")
                 + f" ({self.basis})")
 
     def _find(self, key: str) -> tuple[int, str]:
@@ -76,5 +89,6 @@ class NodeGpus:
 def site_reason(cell: Cell, slurm: SlurmConfig) -> str | None:
     """Why the site cannot run a cell: more GPUs a node than ``[slurm] gpus_per_node`` says its nodes have."""
     if slurm.gpus_per_node and cell.gpus_per_node > slurm.gpus_per_node:
-        return f"the nodes have {slurm.gpus_per_node} GPUs ([slurm] gpus_per_node); it asks {cell.gpus_per_node}"
+        return (f"the nodes have {plural(slurm.gpus_per_node, 'GPU')} ([slurm] gpus_per_node); it asks "
+                f"{cell.gpus_per_node}")
     return None

@@ -3,7 +3,9 @@ dropped, fitting a terminal (:mod:`dlperf_slurm.termtext`) unless ``--wide``."""
 
 from __future__ import annotations
 
+from dlperf_slurm.matrix.gpuhours import gpu_hours
 from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table, left_out_line
+from dlperf_slurm.words import plural
 
 
 def plan_text(m, wide: bool = False) -> str:
@@ -22,7 +24,7 @@ def plan_text(m, wide: bool = False) -> str:
              ", ".join(f"{k}={v}" for k, v in (*((("setup", c.setup),) if c.setup else ()), *c.params, *c.env))
              or "-", m.measure.repeats] for c in m.cells]
     out = wrap(f"campaign {m.name}: " + ("; ".join(f"suite {s.name} ({s.description})" for s in m.suites)
-                                         if not m.grouped else f"{len(m.suites)} suites"))
+                                         if not m.grouped else plural(len(m.suites), 'suite')))
     for s in m.suites if m.grouped else ():
         out += wrap(f"  {s.name}: {s.description}", "  ")
     if m.system is not None:
@@ -41,16 +43,20 @@ def plan_text(m, wide: bool = False) -> str:
     if dropped:
         out.append(left_out_line(dropped, "the cell id"))
     ms = m.measure
-    how = ("accuracy runs" if ms.accuracy else f"window: skip {ms.warmup_steps} steps, measure {ms.measure_steps}")
-    out += ["", f"{len(m.cells)} cells x {ms.repeats} repeats = {m.runs} runs; {how}"]
+    how = ("accuracy runs" if ms.accuracy else f"window: skip {plural(ms.warmup_steps, 'step')}, measure "
+                                               f"{ms.measure_steps}")
+    out += ["", f"{plural(len(m.cells), 'cell')} x {plural(ms.repeats, 'repeat')} = {plural(m.runs, 'run')}; {how}"]
     if ms.accuracy:
-        out.append(f"up to {ms.epochs} epochs; rate over the first epoch after {ms.warmup_steps} steps")
+        out.append(f"up to {plural(ms.epochs, 'epoch')}; rate over the first epoch after "
+                   f"{plural(ms.warmup_steps, 'step')}")
         if ms.target:
             out.append(f"target {ms.target.text()}: a program stops there if it can, else collect reads when it was "
                        "reached")
-    out += [f"asks for {m.gpu_hours:.1f} GPU-hours at most (time limit {m.slurm.time} per run)"]
+    hours = gpu_hours(m, m.cells * ms.repeats)
+    out += wrap(f"asks for {hours.text()} (time limit {m.slurm.time} per run"
+                + (f"; {hours.basis()})" if hours.basis() else ")"))
     if m.dropped:
-        out += ["", f"dropped {len(m.dropped)} cells:"]
+        out += ["", f"dropped {plural(len(m.dropped), 'cell')}:"]
         for d in m.dropped:
             out += wrap(f"  {d.cell.id}: {d.reason}", "  ")
     return "\n".join(out)

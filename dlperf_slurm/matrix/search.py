@@ -29,6 +29,7 @@ from dlperf_slurm.disk import atomic_write
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.cell import Cell, Matrix, Measure
 from dlperf_slurm.model.status import Status
+from dlperf_slurm.words import plural
 
 RESULT = "search.json"
 SUFFIX = ".search"  # the probes' campaign: <campaign><SUFFIX>
@@ -196,5 +197,5 @@ def read_results(campaign_dir: str | Path) -> dict[str, str]:
         doc = json.loads(p.read_text())
     except (OSError, ValueError):
         return {}
-    return {c["found_cell"]: f"{c['result']} ({doc['axis']}, {len(c['probes'])} probes)"
+    return {c["found_cell"]: f"{c['result']} ({doc['axis']}, {plural(len(c['probes']), 'probe')})"
             for c in doc.get("cells", []) if c.get("found_cell")}

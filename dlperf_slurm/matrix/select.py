@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.words import noun, plural
 
 T = TypeVar("T")
 
@@ -247,11 +248,11 @@ class Selection:
     def describe(self) -> str:
         return ", ".join(f"{flag} {text!r}" for flag, text in zip(_FLAGS, (self.keep, self.drop)) if text)
 
-    def choose(self, items: Sequence[T], view: Callable[[T], View], what: str = "cells", say: bool = True
+    def choose(self, items: Sequence[T], view: Callable[[T], View], where: str = "", say: bool = True
                ) -> list[T]:
         """The items whose cell is selected, in order; one line on stderr says how many of how many (``say``);
-        a selection that keeps none is an error naming its terms that match no cell (``what``: the cells'
-        whole, e.g. "cells of campaign smoke")."""
+        a selection that keeps none is an error naming its terms that match no cell (``where``: the cells'
+        whole, e.g. "of campaign smoke")."""
         if not self:
             return list(items)
         views = [view(x) for x in items]
@@ -266,22 +267,17 @@ class Selection:
         ids = list(dict.fromkeys(v.id for v in views))
         unmatched = [t.text for _f, _t, _test, terms in tests for t in terms if not any(t.test(v) for v in views)]
         if not keep:
-            raise UserError(f"{self.describe()}: selects none of the {len(ids)} {what}" + _why(unmatched, views))
+            raise UserError(f"{self.describe()}: selects none of the {plural(len(ids), 'cell')}"
+                            + (f" {where}" if where else "") + _why(unmatched, views))
         if say:
             import sys
 
             n = len({view(x).id for x in keep})
-            said = f"; {', '.join(repr(u) for u in unmatched)} match{'es' * (len(unmatched) == 1)} no cell" \
+            said = f"; {', '.join(repr(u) for u in unmatched)} {noun(len(unmatched), 'matches', 'match')} no cell" \
                 if unmatched else ""
-            print(f"dlperf-slurm: {n} of {len(ids)} {_noun(what, len(ids))} selected ({self.describe()}{said})",
-                  file=sys.stderr)
+            print(f"dlperf-slurm: {n} of {plural(len(ids), 'cell')}{' ' + where if where else ''} selected "
+                  f"({self.describe()}{said})", file=sys.stderr)
         return keep
-
-
-def _noun(what: str, n: int) -> str:
-    """``cells`` as ``what`` names them, singular for one ("1 of 1 cell")."""
-    head, space, rest = what.partition(" ")
-    return (head[:-1] if n == 1 and head.endswith("s") else head) + space + rest
 
 
 def _why(unmatched: list[str], views: Sequence[View]) -> str:
@@ -294,7 +290,7 @@ def _why(unmatched: list[str], views: Sequence[View]) -> str:
         near = [p for p in labels if text.lower() in p][:3]
         hint = f" (did you mean {' or '.join(repr(p) for p in near)}, or {text.lower()!r} within a word: " \
                f"'*{text.lower()}*'?)" if near and not _GLOB.search(text) else ""
-        said.append(f"{text!r} matches no cell{hint}")
+        said.append(f"no cell matches {text!r}{hint}")
     return ": " + "; ".join(said)
 
 

@@ -191,6 +191,7 @@ class Matrix:
     system: System | None = None  # the site file's named system (and partition) it is for, if any
     overridden: tuple[str, ...] = ()  # the matrix's keys that win over the system's own value, one line each
     node_gpus: str = ""  # how relative shapes (1xall) were resolved: one line for plan ('' when none was given)
+    gpus_per_node: int | None = None  # the GPUs a node has, where something says (gpu_hours)
 
     def suite_of(self, cell: Cell) -> Any:
         """The suite that runs ``cell``."""
@@ -203,11 +204,6 @@ class Matrix:
     @property
     def runs(self) -> int:
         return len(self.cells) * self.measure.repeats
-
-    @property
-    def gpu_hours(self) -> float:
-        """GPU-hours the campaign asks for: every run holds its GPUs for the whole time limit."""
-        return sum(c.devices for c in self.cells) * self.measure.repeats * self.slurm.minutes / 60.0
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ from dlperf_slurm import disk
 from dlperf_slurm.model.result import JobInfo, RunResult
 from dlperf_slurm.model.status import ACTIVE, FAILURES, FINAL, Status, status_of
 from dlperf_slurm.parsing import accuracy
+from dlperf_slurm.words import plural
 
 KILLED = (Status.TIMEOUT, Status.CANCELLED, Status.NODE_FAIL, Status.PREEMPTED)
 #: Statuses whose figures stay on the record: OK's are results; NONFINITE's and a late OOM's are evidence.
@@ -265,8 +266,9 @@ def decide(ev: Evidence) -> Outcome | None:
     if log is not None and log.status == Status.LOG_MISSING:
         return out(Status.LOG_MISSING, log.reason + (f"; {exit_note}" if exit_note else ""))
     if ev.damage and log is not None and log.status in DAMAGE_SHOWS and rc in (None, 0) and sched != Status.FAILED:
-        return out(Status.LOG_MISSING, f"{ev.damage}, {log.steps_seen} steps: truncated, emptied or overwritten "
-                                       "after the run, not what the run wrote; --retry-failed runs it again")
+        return out(Status.LOG_MISSING, f"{ev.damage}, {plural(log.steps_seen, 'step')}: truncated, emptied or "
+                                       "overwritten after the run, not what the run wrote; --retry-failed runs it "
+                                       "again")
     if not ev.has_log and marker is not None:
         return out(Status.LOG_MISSING, "no log, though the job script ran and ended (its exit marker"
                                        + (f": {exit_note}" if exit_note else ", exit code 0")
@@ -304,8 +306,9 @@ def decide(ev: Evidence) -> Outcome | None:
         return out(Status.UNRECOGNISED, _unrecognised(log, "exit code 0" if rc == 0 else "ended well")[1])
     needs = log.extra.get("window_needs") if log.status == Status.INCOMPLETE else None
     if needs and not log.extra.get("restarts"):  # the program ended on its own before the window's end
-        return out(log.status, f"the run had {log.steps_seen} steps, the window needs {needs}; use --measure-steps "
-                               "and --warmup-steps (collect --from) or the matrix's [measure] to fit the window in "
+        return out(log.status, f"the run had {plural(log.steps_seen, 'step')}, the window needs {needs}; use "
+                               "--measure-steps and --warmup-steps (collect --from) or the matrix's [measure] to fit "
+                               "the window in "
                                "the run, or run it longer")
     return out(*(accuracy.verdict(log) or (log.status, log.reason)))  # an accuracy run short of its target
 

@@ -17,6 +17,7 @@ from dlperf_slurm.model.cell import Cell
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.parsing import head
+from dlperf_slurm.words import plural
 
 #: a log written this long after its exit marker (both stamped by the same file server) was changed after the run
 WRITTEN_AFTER_S = 2.0
@@ -77,7 +78,7 @@ def changed_after_end(log: str | Path, marker: str | Path | None, read_ok_before
         log_st = os.stat(log)
     except OSError:
         return ""
-    size = f"now {log_st.st_size:,} bytes"
+    size = f"now {plural(log_st.st_size, 'byte', grouped=True)}"
     if marker:
         try:
             late = log_st.st_mtime - os.stat(marker).st_mtime

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import FAILURES, FINAL, Status, status_of
+from dlperf_slurm.words import plural
 
 ANY = "any"  # --fail-on any: every failure status
 
@@ -50,7 +51,7 @@ def reasons(statuses: Iterable[str], fail_on: frozenset[Status] = frozenset()) -
         out.append(f"every run failed ({total}: {_counts(counts)})")
     hit = Counter({s: n for s, n in counts.items() if status_of(s) in fail_on})
     if hit:
-        out.append(f"{sum(hit.values())} of {total} runs {_counts(hit)} (--fail-on "
+        out.append(f"{sum(hit.values())} of {plural(total, 'run')} {_counts(hit)} (--fail-on "
                    f"{','.join(sorted(s.value for s in fail_on)) if len(fail_on) < len(FAILURES) else ANY})")
     return out
 

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from dlperf_slurm.model.cell import METRICS
 from dlperf_slurm.model.status import Status
+from dlperf_slurm.words import plural
 
 EVALS, TOP1, TOP5, EPOCHS, PLANNED, TARGET, REACHED, TTT, START = (
     "evals", "top1", "top5", "epochs", "epochs_planned", "target", "reached", "time_to_target_s", "first_step_time")
@@ -119,9 +120,11 @@ def verdict(log: Any) -> tuple[Status, str] | None:
     key = tgt[0]
     scored = [e for e in evals if as_number(e.get(key)) is not None]  # the evaluations that give the target's metric
     planned = extra_.get(PLANNED)
-    ran = f"{extra_.get(EPOCHS)} of {planned} epochs" if planned else f"{extra_.get(EPOCHS)} epochs"
+    epochs = extra_.get(EPOCHS)
+    ran = (f"{epochs} of {plural(planned, 'epoch')}" if planned
+           else plural(epochs, "epoch") if isinstance(epochs, (int, float)) else "its epochs")
     if evals and all(e.get("epoch") is None for e in evals):  # a program that names no epoch (tf_cnn_benchmarks)
-        ran = f"{len(evals)} evaluations"
+        ran = plural(len(evals), 'evaluation')
     if not scored:
         what = f"an evaluation of {key}" if evals else "an evaluation"
         return Status.NOT_CONVERGED, f"ended after {ran} without {what}; target {key} {fmt(key, tgt[1])}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dlperf_slurm.disk import read_start
+from dlperf_slurm.words import plural
 
 #: a log whose first block has more than this share of bytes no text log holds (NUL, other C0 controls than
 #: tab/newline/CR/ESC/backspace, invalid UTF-8) is not text (garbage, a binary written over it)
@@ -52,6 +53,7 @@ def _not_text(head: bytes) -> str:
     if not head.isascii():
         bad += head.decode("utf-8", errors="replace").count("\ufffd")
     if bad > NOT_TEXT_SHARE * len(head):
-        return (f"the log is not text ({100 * bad // len(head)}% of its first {len(head):,} bytes are binary): "
+        return (f"the log is not text ({100 * bad // len(head)}% of its first "
+                f"{plural(len(head), 'byte', grouped=True)} are binary): "
                 "garbage or a binary written over it")
     return ""

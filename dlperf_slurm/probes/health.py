@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dlperf_slurm import events as ev
 from dlperf_slurm.probes.healthprobe import NODE_PREFIX
+from dlperf_slurm.words import plural
 
 UNHEALTHY_EXIT = 3  # the judge's exit code when the gate failed
 _NODE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -215,7 +216,7 @@ def markdown_line(runs: Sequence[Any]) -> str:
         return ""
     failed = [r for r in gated if not r.health.startswith("ok")]
     bws = sorted(r.health_busbw_gbs for r in gated if isinstance(r.health_busbw_gbs, (int, float)))
-    text = f"Health gate: {len(gated)} runs checked, {len(failed)} failed"
+    text = f"Health gate: {plural(len(gated), 'run')} checked, {len(failed)} failed"
     if bws:
         text += f"; all-reduce busbw {bws[0]:.3g}–{bws[-1]:.3g} GB/s (nccl-tests' busbw)"
     return text + "."

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from typing import Any
+from dlperf_slurm.words import plural
 
 NODE_PREFIX = "dlperf-health-node "  # a probe's record line (in the probe's output, not in the run's log)
 DEFAULT_SIZE_MB = {"nccl": 1024, "gloo": 32}  # the all-reduce's buffer when the matrix gives none
@@ -51,10 +52,10 @@ def gpu_checks(expected: int, allocated: bool = True) -> tuple[list[str], str, i
     except Exception:  # noqa: BLE001 - no pynvml, or NVML cannot start (no driver library): nvidia-smi says
         problems, n = _smi_checks()
         tool = "nvidia-smi"
-    text = f"{n}/{expected} GPUs ({tool})" if (n or expected) else "no GPU"
+    text = f"{n}/{plural(expected, 'GPU')} ({tool})" if (n or expected) else "no GPU"
     if n < expected:
         if allocated:
-            problems.insert(0, f"asked for {expected} GPUs, {n} visible")
+            problems.insert(0, f"asked for {plural(expected, 'GPU')}, {n} visible")
         else:
             text += " (no scheduler allocation)"
     return problems, text, n

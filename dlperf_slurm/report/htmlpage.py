@@ -26,6 +26,7 @@ from dlperf_slurm.model.status import ACTIVE, Status
 from dlperf_slurm.report import mdhtml
 from dlperf_slurm.report import plots as plotting
 from dlperf_slurm.report.tables import counts_text, group_table, group_title, groups, shared_suites
+from dlperf_slurm.words import plural
 
 LOG_LINES = 15  # a failed run's last log lines shown
 MAX_FAILURES = 200  # failed runs listed (the rest counted)
@@ -208,8 +209,8 @@ def render(result: Any, *, plots: bool = True, system: Mapping[str, Any] | None 
     name = result.name
     body = [f"<h1>dlperf_slurm report: {_e(name)}</h1>",
             f'<p class="note">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))} by '
-            f"<code>dlperf-slurm collect</code> from {len(runs)} runs "
-            f"({_e(counts_text(runs))}) in {len(cells)} cells; "
+            f"<code>dlperf-slurm collect</code> from {plural(len(runs), 'run')} "
+            f"({_e(counts_text(runs))}) in {plural(len(cells), 'cell')}; "
             + _e(", ".join(f"{c.name} ({c.source}: {c.where})" for c in result.collections)) + ".</p>"]
     body.append('<h2 id="system">System</h2>')
     if system and system.get("node_groups"):  # the markdown's System section, row for row
@@ -292,7 +293,7 @@ def _failures(runs: list[RunRow]) -> list[str]:
     """Every failed run (up to MAX_FAILURES): its status, its reason and its log's last lines."""
     body: list[str] = []
     failed_runs = [r for r in runs if r.status != Status.OK and r.status not in ACTIVE]
-    body.append(f'<h2 id="failures">Failures ({len(failed_runs)} runs)</h2>')
+    body.append(f'<h2 id="failures">Failures ({plural(len(failed_runs), "run")})</h2>')
     if not failed_runs:
         body.append('<p class="note">No run failed.</p>')
     for r in failed_runs[:MAX_FAILURES]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dlperf_slurm.model.rows import CellRow
 from dlperf_slurm.report.tables import groups, xla_name
 from dlperf_slurm.stats import fmt
+from dlperf_slurm.words import plural
 
 #: matplotlib's tab10 colours (C0..C9), one per group, in order
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -45,7 +46,7 @@ def one_shape(gs: Sequence[tuple[tuple, Sequence[CellRow]]]) -> str:
     if len(devs) != 1:
         return ""
     shapes = ", ".join(sorted({c.shape for _, g in gs for c in g}))
-    return (f"no plot: every cell with a figure ran on {devs[0]} GPU{'s' * (devs[0] != 1)} ({shapes}); throughput "
+    return (f"no plot: every cell with a figure ran on {plural(devs[0], 'GPU')} ({shapes}); throughput "
             "and scaling against the number of GPUs need two GPU counts: the table holds the figures")
 
 

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 
 from dlperf_slurm import events as ev
 from dlperf_slurm.probes import provprobe
+from dlperf_slurm.words import plural
 
 SCHEMA = "dlperf_slurm.system/1"
 
@@ -209,7 +210,7 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
 
     for i, g in enumerate(groups):
         title = "Nodes" if len(groups) == 1 else f"Node group {i + 1}" + (" (the majority)" if i == 0 else "")
-        runs = f"{g['runs']} run" + ("s" if g["runs"] != 1 else "")
+        runs = plural(g['runs'], 'run')
         gpu = g["gpu"]
         rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
                 ("GPUs from Slurm", g["slurm_gpus"]),
@@ -236,7 +237,7 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
                          f"{_short(d['nodes'])}: runs {_short(d['runs'], 4)}")
         lines.append("")
     if system["without_provenance"]:
-        lines += [f"No provenance: {len(system['without_provenance'])} runs "
+        lines += [f"No provenance: {plural(len(system['without_provenance']), 'run')} "
                   f"({_short(system['without_provenance'], 4)}).", ""]
     return lines
 

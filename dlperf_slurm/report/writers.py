@@ -45,6 +45,7 @@ from dlperf_slurm.report.tables import (
     setup_study,
     shared_suites,
 )
+from dlperf_slurm.words import plural
 
 if TYPE_CHECKING:  # the result collect makes (collect imports no writer)
     from dlperf_slurm.collect.drive import Result
@@ -117,7 +118,7 @@ def markdown(result: Result) -> str:
                                for s in c.runs)  # each window with its runs, where they differ
     lines = [f"# dlperf_slurm summary: {result.name}", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} by `dlperf-slurm collect` "
-                 f"from {len(runs)} runs in "
+                 f"from {plural(len(runs), 'run')} in "
                  f"{', '.join(f'{c.name} ({c.source}: {c.where})' for c in result.collections)}.")
     lines.append("")
     lines += system.markdown(system.describe(runs))
@@ -214,7 +215,8 @@ def terminal(result: Result, wide: bool = False) -> str:
 
     shared = shared_suites(result.cells)
     launchers = len({c.launcher for c in result.cells}) > 1
-    out = [f"{result.name}: {len(result.runs)} runs ({counts_text(result.runs)}), {len(result.cells)} cells"]
+    out = [f"{result.name}: {plural(len(result.runs), 'run')} ({counts_text(result.runs)}), "
+           f"{plural(len(result.cells), 'cell')}"]
     left_out: list[str] = []
     for key, gc in groups(result.cells):
         headers, rows = group_table(gc)

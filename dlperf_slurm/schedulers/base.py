@@ -27,11 +27,20 @@ from typing import Any, ClassVar, Iterable, Sequence
 from dlperf_slurm.model.cell import Matrix, Run
 from dlperf_slurm.model.config import time_to_minutes
 from dlperf_slurm.model.result import JobInfo
+from dlperf_slurm.words import plural
 
 
 def new_token() -> str:
     """A short unique token that names one submission (job name, output files, runner queue)."""
     return uuid.uuid4().hex[:10]
+
+
+def array_spec(n: int, throttle: int | None) -> str:
+    """The ``--array`` of ``n`` tasks: ``0-41``, throttled (``0-41%8``) only where the throttle lets fewer than ``n``
+    run at once; '' for one task."""
+    if n <= 1:
+        return ""
+    return f"0-{n - 1}" + (f"%{throttle}" if throttle and throttle < n else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,7 +173,7 @@ class Scheduler(ABC):
 
     def describe(self, group: Group) -> str:
         """One line for --dry-run."""
-        return f"{self.name}: {group.size} runs"
+        return f"{self.name}: {plural(group.size, 'run')}"
 
     def group_label(self, job_ids: Sequence[str]) -> str:
         return ", ".join(job_ids[:3]) + (" ..." if len(job_ids) > 3 else "")

@@ -25,6 +25,7 @@ from dlperf_slurm.model.result import JobInfo
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.schedulers import register
 from dlperf_slurm.schedulers.base import Group, Resources, Scheduler
+from dlperf_slurm.words import plural
 
 LOCAL_DIR = ".local"
 # the runner's words for a task's state -> run status
@@ -110,7 +111,7 @@ class LocalScheduler(Scheduler):
 
     def describe(self, group: Group) -> str:
         return (f"local runner ({self.jobs} at a time, time limit {group.resources.time} each): "
-                f"{group.size} scripts")
+                + plural(group.size, 'script'))
 
     def group_label(self, job_ids) -> str:
         return f"local runner {job_ids[0].rsplit('_', 1)[0]}" if job_ids else "local runner"

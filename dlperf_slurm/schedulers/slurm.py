@@ -37,7 +37,7 @@ from dlperf_slurm.model.cell import Matrix, Run
 from dlperf_slurm.model.config import time_to_minutes
 from dlperf_slurm.model.result import JobInfo
 from dlperf_slurm.schedulers import register, slurmlimits
-from dlperf_slurm.schedulers.base import Group, Resources, Scheduler, Settlement, resources
+from dlperf_slurm.schedulers.base import Group, Resources, Scheduler, Settlement, array_spec, resources
 from dlperf_slurm.schedulers.slurmctl import Slurm, explain, split_job_id
 from dlperf_slurm.schedulers.slurmlimits import Limits, asks_gpus, cell_refusal, gpu_gres_refusal
 
@@ -149,6 +149,8 @@ def submitit_parameters(res: Resources, size: int, throttle: int | None, hold: b
             p[_NAMED[k]] = v
         elif k != "time":
             extra[k.replace("-", "_")] = v  # submitit writes '_' as '-'; same keys as its own, so they replace
+    if size > 1:  # submitit's own spec carries a throttle as large as the array (0-41%42): this one says none
+        extra["array"] = array_spec(size, throttle)
     if hold:
         extra["hold"] = True
     p["additional_parameters"] = extra

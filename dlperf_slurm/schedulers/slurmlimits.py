@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dlperf_slurm.model.config import time_to_minutes
+from dlperf_slurm.words import plural
 
 if TYPE_CHECKING:
     from dlperf_slurm.model.config import SlurmConfig
@@ -192,9 +193,9 @@ def site_lines(limits: Limits, slurm: "SlurmConfig") -> list[str]:
             out.append(f"no partition is set and this cluster has no default partition: sbatch would refuse every "
                        f"job; set partition = \"NAME\" under [slurm] in your site file (its partitions: {names})")
         else:
-            gpus = f" of {default.gpus_per_node} GPUs" if default.gpus_per_node else ""
+            gpus = f" of {plural(default.gpus_per_node, 'GPU')}" if default.gpus_per_node else ""
             out.append(f"no partition is set: the jobs go to the cluster's default partition, {default.name} "
-                       f"({default.nodes} node{'s' * (default.nodes != 1)}{gpus}; its partitions: {names})")
+                       f"({plural(default.nodes, 'node')}{gpus}; its partitions: {names})")
     if not slurm.account:
         why = account_required(limits)
         if why:
@@ -243,21 +244,21 @@ def cell_refusal(limits: Limits, res: "Resources") -> str | None:
     gpus = res.gpus_per_node if res.gpu_request != "none" else 0
     if part is not None:
         if res.nodes > part.nodes:
-            return f"asks for {res.nodes} nodes; {where} has {part.nodes}"
+            return f"asks for {plural(res.nodes, 'node')}; {where} has {part.nodes}"
         if part.max_nodes is not None and res.nodes > part.max_nodes:
-            return f"asks for {res.nodes} nodes; {where} allows a job {part.max_nodes} (MaxNodes)"
+            return f"asks for {plural(res.nodes, 'node')}; {where} allows a job {part.max_nodes} (MaxNodes)"
         if part.max_minutes is not None and time_to_minutes(res.time) > part.max_minutes:
             return (f"asks for time {res.time}; {where}'s MaxTime is {hms(part.max_minutes)}: "
                     f"a shorter [slurm] time or another partition")
         if gpus and part.gpus_per_node and gpus > part.gpus_per_node:
-            return f"asks for {gpus} GPUs a node; the nodes of {where} have {part.gpus_per_node}"
+            return f"asks for {plural(gpus, 'GPU')} a node; the nodes of {where} have {part.gpus_per_node}"
     if gpus:
         q = limits.qos(res.account, res.qos)
         total = gpus * res.nodes
         if q and q.max_gpus_per_job is not None and total > q.max_gpus_per_job:
-            return f"asks for {total} GPUs; QOS {q.name} allows a job {q.max_gpus_per_job} (MaxTRESPerJob)"
+            return f"asks for {plural(total, 'GPU')}; QOS {q.name} allows a job {q.max_gpus_per_job} (MaxTRESPerJob)"
         if q and q.max_gpus_per_user is not None and total > q.max_gpus_per_user:
-            return (f"asks for {total} GPUs; QOS {q.name} allows a user {q.max_gpus_per_user} at once "
+            return (f"asks for {plural(total, 'GPU')}; QOS {q.name} allows a user {q.max_gpus_per_user} at once "
                     "(MaxTRESPerUser): it would pend forever")
     return None
 

@@ -10,6 +10,7 @@ from typing import Any
 from dlperf_slurm.campaign.identity import CampaignId, of_collection
 from dlperf_slurm.report.system import partition_of, system_section, versions_of
 from dlperf_slurm.store.database import Store, StoredCell, describe, is_postgres, split_system
+from dlperf_slurm.words import plural
 
 
 def now_iso() -> str:
@@ -78,13 +79,13 @@ class Filed:
     def line(self, url: str) -> str:
         """``results store URL: N cells added, M updated``, and for a campaign whose name another stored campaign
         has too, which one this is and which the others are."""
-        text = f"results store {describe(url)}: {self.added} cells added, {self.updated} updated"
+        text = f"results store {describe(url)}: {plural(self.added, 'cell')} added, {self.updated} updated"
         for c in self.campaigns:
             others = self.namesakes.get(c.key)
             if others:
                 on = f" on {c.system_label}" if c.system else ""
                 text += (f" (campaign {c.campaign} of {c.where or '?'}, ran {_minute(c.when)}; the store holds "
-                         f"{len(others)} other campaign{'s' * (len(others) > 1)} named {c.campaign}{on}: "
+                         f"{plural(len(others), 'other campaign')} named {c.campaign}{on}: "
                          + "; ".join(f"{w or k}, ran {_minute(t)}" for k, w, t in others) + ")")
         if is_postgres(url) and self.added and not self.updated:  # a campaign's first collect into a shared store
             text += (f"\nresults store {describe(url)} is shared (a center's PostgreSQL): whoever reads it sees these "

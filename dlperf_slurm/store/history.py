@@ -28,6 +28,7 @@ from dlperf_slurm.campaign.identity import CampaignId
 from dlperf_slurm.compare import rule
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.store.database import StoredCell
+from dlperf_slurm.words import plural
 
 LAST_GOOD = "last-good"
 
@@ -184,8 +185,8 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
     with database.Store(url) as st:
         own = [c for c in st.cells(campaign=new_name) if new_id is None or c.key == new_id.key]
         if new_id is None and len({c.key for c in own}) > 1:
-            raise UserError(f"--base {LAST_GOOD}: the store holds {len({c.key for c in own})} campaigns named "
-                            f"{new_name} ({', '.join(sorted({c.where or c.key for c in own}))}): give NEW as its "
+            raise UserError(f"--base {LAST_GOOD}: the store holds {plural(len({c.key for c in own}), 'campaign')} "
+                            f"named {new_name} ({', '.join(sorted({c.where or c.key for c in own}))}): give NEW as its "
                             "campaign folder, or a summary this version of collect wrote (it names its campaign)")
         matrix = new_id.matrix if new_id is not None else next((c.matrix for c in own if c.matrix), "")
         if not matrix:
@@ -202,7 +203,7 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
     cells = [c for c in cells if c.key != key and (not ran or c.when <= ran)]
     systems = sorted({c.system_label for c in cells if c.cell_id in set(new_cells)})
     if len(systems) > 1:
-        raise UserError(f"--base {LAST_GOOD}: the store holds these cells on {len(systems)} systems "
+        raise UserError(f"--base {LAST_GOOD}: the store holds these cells on {plural(len(systems), 'system')} "
                         f"({', '.join(systems)}): say which with --system NAME[:PARTITION]")
     cells = [c for c in cells if c.system_label in systems]
     found = last_good(cells, key, new_cells, threshold)
@@ -269,7 +270,15 @@ def variation_line(cells: Sequence[StoredCell]) -> str:
                 "versions)")
     sd, k, versions = found
     which = "the same versions" if versions else "no versions recorded"
-    return f"  campaign to campaign, nothing changed: {100 * math.expm1(sd):.1f} % (SD over {k} campaigns, {which})"
+    return (f"  campaign to campaign, nothing changed: {100 * math.expm1(sd):.1f} % (SD over {plural(k, 'campaign')}, "
+            f"{which})")
+
+
+def head_line(cell_id: str, cell: StoredCell) -> str:
+    """The line above a cell's table: its id, the system (and partition) and the unit, each where the store knows
+    it (``resnet50... on alpha:gpu (img/s)``; no ``on -``, no ``()``)."""
+    where = cell.system_label if cell.system else f"partition {cell.partition}" if cell.partition else ""
+    return cell_id + (f" on {where}" if where else "") + (f" ({cell.unit})" if cell.unit else "")
 
 
 def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, width: int = 100) -> str:
@@ -283,8 +292,7 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
     every = [st.cell for steps in steps_by_cell.values() for st in steps]
     named = labels(every)
     out: list[str] = []
-    for (system, cell_id), steps in steps_by_cell.items():
-        unit = steps[-1].cell.unit
+    for (_system, cell_id), steps in steps_by_cell.items():
         rows, notes = [], []
         for st in steps:
             c = st.cell
@@ -298,12 +306,13 @@ def text(steps_by_cell: dict[tuple[str, str], list[Step]], wide: bool = False, w
         table, dropped = fit_table(["campaign", "ran", "median", "95% CI", "OK/n", "vs previous", "catches",
                                     "changed"], rows, wide=wide, drop=("changed",), cut=("vs previous",),
                                    width=width)
-        out += [f"{cell_id} on {system} ({unit})", table,
+        out += [head_line(cell_id, steps[-1].cell), table,
                 *([left_out_line(dropped, "the lines below")] if dropped else []), *notes,
                 variation_line([st.cell for st in steps]), ""]
     flagged = sum(st.flagged for steps in steps_by_cell.values() for st in steps)
     regressed = sum(bool(st.against and st.against.regressed) for steps in steps_by_cell.values() for st in steps)
-    out += textwrap.wrap(f"{len(steps_by_cell)} cells; {flagged} changes beyond noise (*), {regressed} regressions "
+    out += textwrap.wrap(f"{plural(len(steps_by_cell), 'cell')}; {plural(flagged, 'change')} beyond noise (*), "
+                         f"{plural(regressed, 'regression')} "
                          "(compare's rule: the 95 % interval of new/previous, by Welch's t on log throughput, "
                          "excludes 1, or the campaign-to-campaign variation's where it is wider: c2c; regressed when "
                          "slower by more than the threshold, or no OK run any more; catches: the smallest slowdown "

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dlperf_slurm.errors import UserError
+from dlperf_slurm.matrix.gpuhours import gpu_hours
 from dlperf_slurm.model.cell import Matrix, Run
+from dlperf_slurm.words import noun, plural
 
 CONFIRM_RUNS = 1000
 CONFIRM_GPU_HOURS = 5000.0
@@ -42,8 +44,8 @@ def local_refusal(matrix: Matrix) -> str:
     gpus = sorted({c.devices for c in matrix.cells})
     each = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]} to {gpus[-1]}"
     return (f"no Slurm found (no sbatch on PATH: `module load slurm`?): campaign {matrix.name} asks for GPUs "
-            f"({matrix.runs:,} runs of {each} GPUs, {matrix.slurm.time} each) and is not marked to run here (tiny, "
-            "CPU): `--executor local` runs it on this machine anyway")
+            f"({plural(matrix.runs, 'run', grouped=True)} of {each} {noun(gpus[-1], 'GPU')}, {matrix.slurm.time} "
+            "each) and is not marked to run here (tiny, CPU): `--executor local` runs it on this machine anyway")
 
 
 def limits(site: str | os.PathLike | None | Literal[False]) -> tuple[int, float]:
@@ -69,22 +71,19 @@ def limits(site: str | os.PathLike | None | Literal[False]) -> tuple[int, float]
     return int(out[0]), float(out[1])
 
 
-def gpu_hours(matrix: Matrix, runs: Sequence[Run]) -> float:
-    """What ``runs`` ask for: each holds its GPUs for the whole time limit (as ``plan`` counts)."""
-    return sum(r.cell.devices for r in runs) * matrix.slurm.minutes / 60.0
-
-
 def confirm_size(matrix: Matrix, runs: Sequence[Run], bounds: tuple[int, float], yes: bool) -> None:
     """Refuse (one line, showing what it asks for) a submission of ``runs`` above ``bounds`` unless ``yes``."""
     if yes or not runs:
         return
-    hours = gpu_hours(matrix, runs)
+    asked = gpu_hours(matrix, [r.cell for r in runs])
     most_runs, most_hours = bounds
-    if len(runs) <= most_runs and hours <= most_hours:
+    if len(runs) <= most_runs and asked.hours <= most_hours:
         return
-    raise UserError(f"campaign {matrix.name}: this submit asks for {len(runs):,} runs and {hours:,.1f} GPU-hours at "
-                    f"most (time limit {matrix.slurm.time} each), above {most_runs:,} runs or {most_hours:,.0f} "
-                    "GPU-hours (the site file's [submit] confirm_above_runs, confirm_above_gpu_hours): `submit --yes` "
+    basis = f"; {asked.basis()}" if asked.basis() else ""
+    raise UserError(f"campaign {matrix.name}: this submit asks for {plural(len(runs), 'run', grouped=True)} and "
+                    f"{asked.text()} (time limit {matrix.slurm.time} each{basis}), above "
+                    f"{plural(most_runs, 'run', grouped=True)} or {most_hours:,.0f} GPU-hours (the site file's "
+                    "[submit] confirm_above_runs, confirm_above_gpu_hours): `submit --yes` "
                     "submits it; `plan` lists its cells")
 
 

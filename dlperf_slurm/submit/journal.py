@@ -26,8 +26,9 @@ from dlperf_slurm.matrix import loader as matrix_mod
 from dlperf_slurm.model.cell import Matrix, Run
 from dlperf_slurm.model.status import FAILURES, Status
 from dlperf_slurm.schedulers import for_campaign
-from dlperf_slurm.schedulers.base import Group, Scheduler, new_token
+from dlperf_slurm.schedulers.base import Group, Scheduler, array_spec, new_token
 from dlperf_slurm.submit.render import Renderer, check_template_dir, run_resources
+from dlperf_slurm.words import plural
 
 #: what ``--retry-failed`` resubmits: every final failure, the log's verdicts (NONFINITE, INCOMPLETE, ...) included,
 #: but UNRECOGNISED (the program finished; its log is read with another suite, or by a parser that knows its format)
@@ -74,7 +75,7 @@ def plan(matrix: Matrix, runs: Sequence[Run], backend: Scheduler, excludes: dict
             name = backend.group_name(matrix.name, token)
             n = len(chunk)
             throttle = matrix.slurm.array_throttle
-            array = f"0-{n - 1}%{min(n, throttle or n)}" if n > 1 else ""
+            array = array_spec(n, throttle)
             res = run_resources(matrix, chunk[0], job_name=name, output=backend.output_pattern(token, n), array=array,
                                 exclude=excl.get(chunk[0].key, ()))
             groups.append(Group(token=token, name=name, runs=chunk, resources=res, throttle=throttle,
@@ -155,7 +156,7 @@ class Journal:
     def after(self, group: Group, job_ids: list[str]) -> None:
         record_ids(self.m, self.backend, group.token, [r.key for r in group.runs], job_ids)
         self.submitted.append((group, job_ids))
-        self.out(f"  submitted {group.size} runs as {self.backend.group_label(job_ids)} "
+        self.out(f"  submitted {plural(group.size, 'run')} as {self.backend.group_label(job_ids)} "
                  f"({self.backend.describe(group)})")
         self._release(group, job_ids)
 
@@ -277,7 +278,8 @@ def _submit(matrix: Matrix, cdir: Path, backend: Scheduler, runs: list[Run], *, 
                         raise SubmitAborted(cause, sum(g.size for g in groups[:i]) + have,
                                             sum(g.size for g in groups[i:]) - have - unknown, unknown) from err
                     if len(ids) != group.size:
-                        raise RuntimeError(f"{backend.name} returned {len(ids)} job ids for {group.size} runs")
+                        raise RuntimeError(f"{backend.name} returned {len(ids)} job ids for "
+                                           f"{plural(group.size, 'run')}")
                     journal.after(group, ids)
             finally:
                 report.submitted = sum(g.size for g, _ in journal.submitted)
@@ -327,36 +329,33 @@ def _recorded_repeats(cdir: Path) -> dict[str, int]:
         m.close()
 
 
-def plural(n: int, words: tuple[str, str]) -> str:
-    return f"{n} {words[0] if n == 1 else words[1]}"
-
-
 def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int, backend: Scheduler, out) -> None:
     kept = ", ".join(f"{v} {k}" for k, v in sorted(report.kept.items()))
     counts: dict[str, int] = {}
     for r in runs:
         counts[r.cell.id] = counts.get(r.cell.id, 0) + 1
     per_cell = sorted(set(counts.values())) or [matrix.measure.repeats]
-    repeats = (f" x {per_cell[0]} repeats" if len(per_cell) == 1  # a top-up gives cells more repeats than the matrix
-               else f", {per_cell[0]} to {per_cell[-1]} repeats each")
+    # a top-up gives cells more repeats than the matrix
+    repeats = (f" x {plural(per_cell[0], 'repeat')}" if len(per_cell) == 1
+               else f", {per_cell[0]} to {plural(per_cell[-1], 'repeat')} each")
     n_cells = len(counts) or len(matrix.cells)  # the cells asked for (-k: those selected)
-    out(f"campaign {matrix.name}: {len(runs)} runs ({n_cells} cells{repeats}); "
-        f"submitting {n} as {plural(ngroups, backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
+    out(f"campaign {matrix.name}: {plural(len(runs), 'run')} ({plural(n_cells, 'cell')}{repeats}); "
+        f"submitting {n} as {plural(ngroups, *backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
-        out(f"  {failed} failed runs are kept as they are: --retry-failed resubmits them")
+        out(f"  {plural(failed, 'failed run is', 'failed runs are')} kept as they are: --retry-failed resubmits them")
     unread = report.kept.get(Status.UNRECOGNISED, 0)
     if unread:
-        out(f"  {unread} UNRECOGNISED runs are kept: their programs finished, their suite does not read their logs "
-            "(collect's reasons name the suites that do); --force reruns them")
+        out(f"  {plural(unread, 'UNRECOGNISED run is', 'UNRECOGNISED runs are')} kept: their programs finished, their "
+            "suite does not read their logs (collect's reasons name the suites that do); --force reruns them")
     cells: dict[tuple[str, str], list[str]] = {}  # one line a cell and reason, not a run
     for key, why in report.skipped:
         cell, dot, rep = key.rpartition(".")
         cells.setdefault((cell if dot and rep[:1] == "r" and rep[1:].isdigit() else key, why), []).append(key)
     for (cell, why), keys in cells.items():
-        out(f"  skipped {cell}" + (f" ({len(keys)} runs)" if len(keys) > 1 else "") + f": {why}")
+        out(f"  skipped {cell}" + (f" ({plural(len(keys), 'run')})" if len(keys) > 1 else "") + f": {why}")
     if report.waiting:
-        out(f"  {plural(report.waiting, ('run waits', 'runs wait'))}, unsubmitted: {report.limit}; `submit` again as "
+        out(f"  {plural(report.waiting, 'run waits', 'runs wait')}, unsubmitted: {report.limit}; `submit` again as "
             "runs end (`submit --wait` does, as room frees)")
 
 
@@ -381,7 +380,7 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
     groups, _waiting = fit_room(matrix, groups, backend, excludes, report)
     report.skipped = [(r.key, why) for r, why in skipped]
     _summarize(matrix, runs, report, sum(g.size for g in groups), len(groups), backend, out)
-    out(f"dry run: nothing is written or submitted. {plural(len(groups), backend.call_word)} would be made"
+    out(f"dry run: nothing is written or submitted. {plural(len(groups), *backend.call_word)} would be made"
         + (":" if groups else " (nothing to submit)."))
     for i, g in enumerate(groups, 1):
         out(f"[{i}] {backend.describe(g)}")

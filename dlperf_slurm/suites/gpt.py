@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, gpt_flops, gpt_log, register
+from dlperf_slurm.words import noun, plural
 
 #: name -> (layers, hidden, heads): GPT-2 345M (Megatron's example), GPT-3 sizes as Megatron-DeepSpeed's examples
 PRESETS: dict[str, tuple[int, int, int]] = {
@@ -97,12 +98,12 @@ class _GPT(Suite):
         if tp < 1 or pp < 1 or seq < 1 or gb < 0:
             return f"{self.name}: tensor_parallel, pipeline_parallel and seq_length must be >= 1, global_batch >= 0"
         if cell.devices % (tp * pp):
-            return (f"{cell.devices} GPUs ({cell.shape}) are not a multiple of tensor_parallel x pipeline_parallel = "
-                    f"{tp} x {pp} = {tp * pp}: no whole data-parallel size")
+            return (f"{plural(cell.devices, 'GPU')} ({cell.shape}) {noun(cell.devices, 'is', 'are')} not a multiple of "
+                    f"tensor_parallel x pipeline_parallel = {tp} x {pp} = {tp * pp}: no whole data-parallel size")
         if heads % tp or hidden % heads:
-            return f"{preset}: {heads} heads over hidden {hidden} cannot be split over tensor_parallel {tp}"
+            return f"{preset}: {plural(heads, 'head')} over hidden {hidden} cannot be split over tensor_parallel {tp}"
         if layers % pp:
-            return f"{preset}: {layers} layers cannot be split into pipeline_parallel {pp} stages"
+            return f"{preset}: {plural(layers, 'layer')} cannot be split into pipeline_parallel {plural(pp, 'stage')}"
         per_step = cell.batch_size * (cell.devices // (tp * pp))
         if gb and gb % per_step:
             return (f"global_batch {gb} is not a multiple of micro batch {cell.batch_size} x data-parallel size "

@@ -13,6 +13,7 @@ from dlperf_slurm import parsing as lp
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.parsing import evals as lp_evals
+from dlperf_slurm.words import plural
 
 # ----------------------------------------------------------------------------------------------- parsing
 # The line formats, one per program generation, tried in this order; each record maybe after a logging prefix
@@ -262,6 +263,6 @@ def parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...] 
             and st.forms <= {"gluon-cv-epoch", "gluon-cv-loss"} and total:
         first = offsets[min(offsets)] + max(max(s for e, s in steps if e == min(offsets)), ends.get(min(offsets), 0))
         res.reason += (f"; gluon-cv's train_horovod.py times whole epochs only (one Speed line per epoch, the first "
-                       f"{first} steps long): a window on epoch boundaries times it, e.g. --warmup-steps {first} "
-                       f"--measure-steps {first}")
+                       f"{plural(first, 'step')} long): a window on epoch boundaries times it, e.g. --warmup-steps "
+                       f"{first} --measure-steps {first}")
     return res

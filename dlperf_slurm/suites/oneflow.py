@@ -44,6 +44,7 @@ from dlperf_slurm import parsing as lp
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.suites import RUN_DIR, Suite, oneflow_accuracy, register
+from dlperf_slurm.words import plural
 
 
 def print_every(measure, options: Mapping[str, Any]) -> int:
@@ -318,6 +319,6 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
     extra["clock"] = "print stamps" if st.stamps else "sum of the printed intervals (batch x steps / samples/s)"
     if st.stamps and st.timed:
-        extra["clock_mixed"] = f"{st.stamps} lines with stamps, {st.timed} timed by their figure"
+        extra["clock_mixed"] = f"{plural(st.stamps, 'line')} with stamps, {st.timed} timed by their figure"
     return lp.finish(window, facts, ctx, global_batch=gb, extra=extra,
                      no_memory_reason="OneFlow-Benchmark's programs print GPU memory only through nvidia-smi")

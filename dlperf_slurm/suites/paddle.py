@@ -18,6 +18,7 @@ from dlperf_slurm import parsing as lp
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.suites import REPEAT, RUN_DIR, Suite, register
+from dlperf_slurm.words import plural
 
 
 class _Paddle(Suite):
@@ -358,7 +359,7 @@ def _parse(suite: _Paddle, lines: Iterable[str], ctx: ParseContext) -> RunResult
     facts = lp.Scanner(st.handler, starts=_wanted, wanted=_wanted).run(lines)
     extra: dict[str, Any] = {**evals.extra(), "formats": sorted(st.forms)}
     if st.stamps and st.timed:
-        extra["clock_mixed"] = f"{st.stamps} lines with stamps, {st.timed} timed by their batch time"
+        extra["clock_mixed"] = f"{plural(st.stamps, 'line')} with stamps, {st.timed} timed by their batch time"
     extra["clock"] = "log stamps" if st.stamps else "sum of the printed batch times"
     if st.ips:
         extra["reported_ips_mean"] = sum(st.ips) / len(st.ips)

@@ -35,6 +35,7 @@ from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.parsing import evals as lp_evals
 from dlperf_slurm.suites import Suite, register
+from dlperf_slurm.words import plural
 
 
 @register
@@ -249,7 +250,7 @@ def _parse(lines: Iterable[str], ctx: ParseContext, evaluations: tuple[str, ...]
                     "torchvision's log prints no 'max mem' (a CPU run, or its memory was 0)")
     if res.status == Status.INCOMPLETE and st.done and total < window.end_step:
         epochs = len(offsets)
-        res.reason = (f"the run had {total} steps ({epochs} epoch{'s' if epochs != 1 else ''} of its [i/N] counter), "
+        res.reason = (f"the run had {plural(total, 'step')} ({plural(epochs, 'epoch')} of its [i/N] counter), "
                       f"the window needs {window.end_step}; use --warmup-steps/--measure-steps (the program finished: "
                       f"{st.done!r})")
     if st.mem and res.mem_allocator_mib is None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from dlperf_slurm.disk import open_log
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.model.status import Status
+from dlperf_slurm.words import plural
 
 if TYPE_CHECKING:
     pass
@@ -277,7 +278,7 @@ def unrecognised_reason(info: dict[str, Any], exited: str = "") -> str:
     suites that read the log (or that none does)."""
     suite = info.get("suite") or "its suite"
     head = f"{suite} finds no training step it knows in this log ({exited + '; ' if exited else ''}" \
-           f"{int(info.get('lines') or 0):,} lines)"
+           f"{plural(int(info.get('lines') or 0), 'line', grouped=True)})"
     shown = info.get("progress") or []
     count = int(info.get("progress_count") or 0)
     if shown:

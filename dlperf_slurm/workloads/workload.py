@@ -14,6 +14,7 @@ from . import bert as bert_mod
 from . import digits as digits_mod
 from . import flops
 from .resnet import resnet50
+from dlperf_slurm.words import plural
 
 MODELS = ("resnet50", "bert-base")
 PRECISIONS = ("fp32", "amp", "fp16", "bf16")
@@ -163,8 +164,8 @@ def build_resnet50(cfg: WorkloadConfig) -> Workload:
         data = digits_mod.load(size)
         per_epoch = digits_mod.steps_per_epoch(len(data.train_y), cfg.batch_size, cfg.world_size)
         if per_epoch < 1:
-            raise ValueError(f"digits: {len(data.train_y)} training images cannot give {cfg.world_size} ranks a "
-                             f"batch of {cfg.batch_size} each; lower the batch size")
+            raise ValueError(f"digits: {len(data.train_y)} training images cannot give "
+                             f"{plural(cfg.world_size, 'rank')} a batch of {cfg.batch_size} each; lower the batch size")
         it_d = digits_mod.batches(data, cfg.batch_size, cfg.rank, cfg.world_size, cfg.seed - cfg.rank)
 
         def next_batch() -> Batch:
