@@ -13,7 +13,7 @@ from dlperf_slurm.campaign.manifest import Manifest
 from dlperf_slurm.campaign.records import ManifestRun
 from dlperf_slurm.campaign.tracking import reconcile, refresh, used_schedulers
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FINAL, Status
+from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FAILURES, FINAL, Status
 from dlperf_slurm.outcome.decision import worst_failure
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Scheduler
@@ -129,10 +129,18 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print) -> int:
             m.close()
 
 
-def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True) -> str:
-    """The campaign's status: per cell, then per run; ``wide`` False: the tables fit the terminal (a long
-    reason cut, see :func:`dlperf_slurm.termtext.fit_table`)."""
-    from dlperf_slurm.termtext import fit_table
+#: past a screenful, ``status`` lists at most this many failed runs (the rest counted; ``--runs``: every run)
+FAILED_RUNS_SHOWN = 20
+
+
+def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[str] = (), wide: bool = True,
+                  height: int | None = None) -> str:
+    """The campaign's status: per cell, then per run. ``show_runs`` True: every run; False: per cell only; None
+    (``status``'s default): every run when the whole report fits ``height`` lines (default: the terminal's,
+    :func:`dlperf_slurm.termtext.terminal_height`), else the failed runs (the first :data:`FAILED_RUNS_SHOWN`) and
+    one line saying ``--runs`` shows each. ``wide`` False: the tables fit the terminal (a long reason cut, see
+    :func:`dlperf_slurm.termtext.fit_table`)."""
+    from dlperf_slurm.termtext import fit_table, terminal_height
 
     rows = m.runs()
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {len(rows)} runs: {fmt_counts(counts(rows))}"]
@@ -152,13 +160,28 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
     lines.append("")
     lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide, cut=("failure", "statuses"),
                            tablefmt="github")[0])
-    if show_runs:
-        lines.append("")
-        # --wide: every reason whole (a cut once hid "torchrun: command not found"); else fit_table cuts to the terminal
-        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
-        lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
-                               tablefmt="github")[0])
+    if show_runs is False:
+        return "\n".join(lines)
+    shown = sum(len(part.splitlines()) or 1 for part in lines)
+    if show_runs or shown + 3 + len(rows) < (height or terminal_height()):  # a blank, the header, its rule, the runs
+        return "\n".join([*lines, "", _runs_table(rows, wide)])
+    failed = [r for r in rows if r.status in FAILURES]
+    if failed:
+        lines += ["", f"failed runs ({len(failed)} of {len(rows)}):", _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
+        if len(failed) > FAILED_RUNS_SHOWN:
+            lines.append(f"... and {len(failed) - FAILED_RUNS_SHOWN} more failed runs")
+    lines += ["", f"{len(rows)} runs: --runs shows each"]
     return "\n".join(lines)
+
+
+def _runs_table(rows: Sequence[ManifestRun], wide: bool) -> str:
+    """One row a run: key, job, status, reason; --wide: every reason whole (a cut once hid "torchrun: command not
+    found"); else fit_table cuts to the terminal."""
+    from dlperf_slurm.termtext import fit_table
+
+    run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
+    return fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
+                     tablefmt="github")[0]
 
 
 def _short(text: str, n: int | None = 110) -> str:

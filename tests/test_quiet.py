@@ -1,0 +1,106 @@
+"""Quiet by default at scale (#36): ``status`` past a screenful shows the cells and the failed runs (``--runs``:
+every run), ``submit --dry-run`` says a line a cell, ``plan`` past a screenful summarises (``--wide``, ``--out``),
+and ``submit --wait`` / ``collect --watch`` say the time left (one estimate, :mod:`dlperf_slurm.campaign.eta`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dlperf_slurm.campaign import monitor
+from dlperf_slurm.campaign.manifest import Manifest
+from dlperf_slurm.campaign.records import Decision
+from dlperf_slurm.cli import main
+from dlperf_slurm.matrix import loader as matrix_mod
+from dlperf_slurm.model.status import Status
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _matrix(tmp_path: Path, cells: int, repeats: int, devices: str = '"1x1"') -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    mx = tmp_path / "q.toml"
+    mx.write_text(f'suite = "pytorch-ddp/resnet50"\nname = "q"\n[axes]\ndevices = [{devices}]\n'
+                  f'batch_size = [{", ".join(str(b) for b in range(1, cells + 1))}]\n[options]\ntiny = true\n'
+                  f'[measure]\nrepeats = {repeats}\n[slurm]\ngpu_request = "none"\n')
+    return mx
+
+
+def _campaign(tmp_path: Path, cells: int, repeats: int, failed: int = 0, ended: bool = True) -> Path:
+    """``tmp_path/logs/q``: cells x repeats runs recorded as submitted to the local executor; ``ended``: every run
+    OK but the first ``failed`` (FAILED), else every run PENDING."""
+    m = matrix_mod.load(_matrix(tmp_path, cells, repeats), site=False)
+    cdir = tmp_path / "logs" / "q"
+    cdir.mkdir(parents=True)
+    runs = matrix_mod.runs(m, cdir)
+    man = Manifest(cdir, create=True)
+    try:
+        man.sync(m, runs)
+        now = time.time()
+        man.record_submission(token="t", name="q-t", executor="local", options={}, held=False,
+                              runs=[(r.key, None, {}) for r in runs], now=now)
+        man.record_ids(token="t", executor="local", job_id="local-t",
+                       ids=[(r.key, f"local-t_{i}", "local-t", i) for i, r in enumerate(runs)])
+        if ended:
+            man.settle([Decision(key=r.key, status=Status.FAILED if i < failed else Status.OK,
+                                 reason=f"exit code 1: boom {i}" if i < failed else "", exit_code=int(i < failed),
+                                 ended_at=now) for i, r in enumerate(runs)], now)
+    finally:
+        man.close()
+    return cdir
+
+
+def _report(cdir: Path, **kw) -> str:
+    m = Manifest(cdir)
+    try:
+        return monitor.status_report(m, **kw)
+    finally:
+        m.close()
+
+
+# -- status: past a screenful, the cells and the failed runs
+
+
+def test_status_shows_every_run_when_it_fits_else_the_cells_and_the_failed_runs(tmp_path):
+    small = _campaign(tmp_path / "s", cells=2, repeats=3, failed=1)
+    text = _report(small, show_runs=None, height=24)
+    assert ".r2 " in text and "--runs shows each" not in text and len(text.splitlines()) < 24
+    big = _campaign(tmp_path / "b", cells=10, repeats=7, failed=3)  # 70 runs: more than a screen
+    text = _report(big, show_runs=None, height=24, wide=False)
+    lines = text.splitlines()
+    assert lines[0].endswith("70 runs: OK 67  FAILED 3") and lines[-1] == "70 runs: --runs shows each"
+    assert "failed runs (3 of 70):" in lines and sum(" FAILED " in line and ".r" in line for line in lines) == 3
+    assert not any(".r" in line and "| OK " in line for line in lines)  # no OK run listed
+    assert sum(line.startswith("| resnet50") for line in lines) == 10 + 3  # a row a cell, a row a failed run
+    assert text.count("boom") == 3
+    every = _report(big, show_runs=True, height=24)
+    assert sum(".r" in line and "| OK " in line for line in every.splitlines()) == 67
+    assert "--runs" not in every
+    assert _report(big, show_runs=None, height=200) == every  # a taller terminal: every run
+    cells = _report(big, show_runs=False)
+    assert "failed runs" not in cells and "--runs" not in cells and ".r0" not in cells
+
+
+def test_status_names_at_most_twenty_failed_runs_and_counts_the_rest(tmp_path):
+    cdir = _campaign(tmp_path, cells=5, repeats=7, failed=26)
+    lines = _report(cdir, show_runs=None, height=24).splitlines()
+    assert "failed runs (26 of 35):" in lines and "... and 6 more failed runs" in lines
+    assert sum(line.startswith("| resnet50") and " FAILED " in line and ".r" in line for line in lines) == 20
+
+
+def test_status_cli_default_runs_and_cells(tmp_path, capsys, monkeypatch):
+    _campaign(tmp_path, cells=10, repeats=7, failed=1)
+    logs = str(tmp_path / "logs")
+    monkeypatch.setenv("LINES", "24")  # a 24-line terminal, whatever runs the test
+    assert main(["--logs", logs, "status", "q", "--no-refresh"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("70 runs: --runs shows each") and len(out.splitlines()) < 30
+    assert main(["--logs", logs, "status", "q", "--no-refresh", "--runs"]) == 0
+    out = capsys.readouterr().out
+    assert "--runs" not in out and len(out.splitlines()) > 70
+    assert main(["--logs", logs, "status", "q", "--no-refresh", "--cells"]) == 0
+    out = capsys.readouterr().out
+    assert "failed runs" not in out and "--runs" not in out
+    monkeypatch.setenv("LINES", "100")
+    assert main(["--logs", logs, "status", "q", "--no-refresh"]) == 0
+    assert "--runs" not in capsys.readouterr().out
