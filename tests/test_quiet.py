@@ -104,3 +104,18 @@ def test_status_cli_default_runs_and_cells(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LINES", "100")
     assert main(["--logs", logs, "status", "q", "--no-refresh"]) == 0
     assert "--runs" not in capsys.readouterr().out
+
+
+# -- submit --dry-run: a line a cell
+
+
+def test_dry_run_says_a_line_a_cell_not_a_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DLPERF_SLURM_GPUS_PER_NODE", "8")
+    assert main(["--logs", str(tmp_path / "logs"), "submit", str(ROOT / "matrices" / "bert.toml"), "--no-site",
+                 "--executor", "local", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    would = [line for line in lines if "would be submitted" in line]
+    skipped = [line for line in lines if line.startswith("  skipped ")]
+    assert len(would) == 12 and len(skipped) == 12 and len(lines) < 40, lines  # 84 runs each way, 7 a cell
+    assert all(": 7 runs would be submitted: " in line and line.endswith("_6.sbatch") for line in would), would
+    assert all(" (7 runs): needs " in line for line in skipped), skipped
