@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
     p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit 100 columns)")
+    p.add_argument("--out", metavar="FILE", help="also write the whole plan, every cell and column, to FILE (a plan "
+                   "longer than the terminal's height, 24 lines when not a terminal, is summarised unless --wide)")
     p.set_defaults(func=_lazy("plan"))
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")

@@ -119,3 +119,37 @@ def test_dry_run_says_a_line_a_cell_not_a_run(tmp_path, capsys, monkeypatch):
     assert len(would) == 12 and len(skipped) == 12 and len(lines) < 40, lines  # 84 runs each way, 7 a cell
     assert all(": 7 runs would be submitted: " in line and line.endswith("_6.sbatch") for line in would), would
     assert all(" (7 runs): needs " in line for line in skipped), skipped
+
+
+# -- plan: past a screenful, a summary
+
+
+def test_plan_past_a_screenful_summarises_and_wide_or_out_give_the_whole_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LINES", "24")
+    mx = _matrix(tmp_path, cells=30, repeats=7, devices='"1x1", "1x2", "1x4"')  # 90 cells
+    assert main(["plan", str(mx), "--no-site"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "90 cells; cells per value:" in lines and "  shape: 1n1g 30, 1n2g 30, 1n4g 30" in lines
+    assert any(line.startswith("  batch/dev: 1 3, 2 3, 3 3,") and line.endswith("... (22 more values)")
+               for line in lines), lines
+    assert "... 85 more cells: --wide for the whole table, or --out FILE" in lines
+    assert sum(line.startswith("| resnet50") for line in lines) == 5 and len(lines) < 35
+    assert "90 cells x 7 repeats = 630 runs; window: skip 20 steps, measure 100" in lines
+    assert main(["plan", str(mx), "--no-site", "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert sum(line.startswith("| resnet50") for line in wide.splitlines()) == 90 and "more cells" not in wide
+    dest = tmp_path / "plan.txt"
+    assert main(["plan", str(mx), "--no-site", "--out", str(dest)]) == 0
+    said = capsys.readouterr().out
+    assert said.splitlines()[-1] == f"wrote the whole plan (90 cells, every column) to {dest}"
+    assert wide.startswith(dest.read_text().rstrip("\n"))  # the whole plan (--wide's, the cluster's lines aside)
+    assert sum(line.startswith("| resnet50") for line in dest.read_text().splitlines()) == 90
+
+
+def test_plan_that_fits_is_the_whole_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LINES", "24")
+    assert main(["plan", str(_matrix(tmp_path, cells=3, repeats=7)), "--no-site"]) == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("| resnet50") for line in out.splitlines()) == 3
+    assert "cells per value" not in out and "more cells" not in out
