@@ -5,9 +5,12 @@ and ``submit --wait`` / ``collect --watch`` say the time left (one estimate, :mo
 from __future__ import annotations
 
 import time
+import types
 from pathlib import Path
 
-from dlperf_slurm.campaign import monitor
+import pytest
+
+from dlperf_slurm.campaign import eta, monitor
 from dlperf_slurm.campaign.manifest import Manifest
 from dlperf_slurm.campaign.records import Decision
 from dlperf_slurm.cli import main
@@ -56,6 +59,58 @@ def _report(cdir: Path, **kw) -> str:
         return monitor.status_report(m, **kw)
     finally:
         m.close()
+
+
+# -- the time left: one estimate
+
+
+def test_time_left_is_unknown_until_a_run_ends_then_the_rate_since_the_start():
+    assert eta.time_left(100.0, 0, 160.0, 0, 10) is None  # nothing ended since the watch began
+    assert eta.time_left(100.0, 4, 160.0, 4, 10) is None  # 4 had ended before it began: no rate yet
+    assert eta.time_left(100.0, 0, 100.0, 3, 10) is None  # no time passed
+    assert eta.time_left(100.0, 0, 160.0, 2, 10) == pytest.approx(300.0)  # 2 a minute: 10 more in 5 minutes
+    assert eta.time_left(100.0, 4, 160.0, 6, 10) == pytest.approx(300.0)  # the same rate, counted from the start
+    assert eta.time_left(100.0, 0, 160.0, 2, 0) == 0.0
+    assert [eta.time_left_text(s) for s in (None, 0.4, 44.6, 89, 90, 725, 5399, 5400, 7500)] == [
+        "time left: unknown", "time left: ~0 s", "time left: ~45 s", "time left: ~89 s", "time left: ~2 min",
+        "time left: ~12 min", "time left: ~90 min", "time left: ~1 h 30 min", "time left: ~2 h 05 min"]
+    clock = eta.Clock()
+    assert clock.text(3, 7, now=1000.0) == "time left: unknown" and (clock.start, clock.ended_at_start) == (1000, 3)
+    assert clock.text(3, 7, now=1030.0) == "time left: unknown"
+    assert clock.text(5, 5, now=1060.0) == "time left: ~2 min"  # 2 ended in 60 s: 5 more in 150 s
+
+
+def test_submit_wait_progress_line_says_the_time_left(tmp_path, monkeypatch):
+    """monitor.wait (``submit --wait``): its line says 'time left: unknown' until a run ends, then the estimate
+    from the rate runs ended (here 2 a minute), and nothing of it once every run has ended."""
+    cdir = _campaign(tmp_path, cells=3, repeats=2, ended=False)
+    now = [1000.0]
+    monkeypatch.setattr(eta, "time", types.SimpleNamespace(time=lambda: now[0]))
+    rounds = []
+
+    def two_runs_end(m, schedulers, out=None):  # every round after the first: a minute, and two more runs end
+        rounds.append(1)
+        if len(rounds) == 1:
+            return 0
+        now[0] += 60.0
+        pending = m.runs(statuses=[Status.PENDING])[:2]
+        m.settle([Decision(key=r.key, status=Status.OK, reason="", exit_code=0, ended_at=now[0]) for r in pending],
+                 now[0])
+        return len(pending)
+
+    monkeypatch.setattr(monitor, "refresh", two_runs_end)
+    lines: list[str] = []
+    m = Manifest(cdir)
+    try:
+        final = monitor.wait(m, {}, out=lines.append, poll=monitor.Backoff(0.0, 0.0))
+    finally:
+        m.close()
+    assert final == {Status.OK: 6}
+    assert len(lines) == 4, lines
+    assert lines[0].endswith("0/6 done  PENDING 6  time left: unknown"), lines
+    assert lines[1].endswith("2/6 done  OK 2  PENDING 4  time left: ~2 min"), lines  # 4 more at 2 a minute
+    assert lines[2].endswith("time left: ~60 s"), lines
+    assert lines[3].endswith("6/6 done  OK 6"), lines
 
 
 # -- status: past a screenful, the cells and the failed runs

@@ -47,7 +47,8 @@ def fmt_counts(c: dict[str, int]) -> str:
     return "  ".join(f"{k} {c[k]}" for k in keys)
 
 
-def progress_line(c: dict[str, int], width: int = 30) -> str:
+def progress_line(c: dict[str, int], width: int = 30, left: str = "") -> str:
+    """``[###x....] done/total done  counts``, then ``left`` (the time left, :mod:`.eta`) while runs remain."""
     total = sum(v for k, v in c.items() if k != Status.UNSUBMITTED) or 1
     done = sum(v for k, v in c.items() if k in FINAL)
     ok = c.get(Status.OK, 0)
@@ -55,7 +56,7 @@ def progress_line(c: dict[str, int], width: int = 30) -> str:
     n_bad = int(width * done / total) - n_ok
     bar = "#" * n_ok + "x" * max(0, n_bad)
     bar += "." * (width - len(bar))
-    return f"[{bar}] {done}/{total} done  {fmt_counts(c)}"
+    return f"[{bar}] {done}/{total} done  {fmt_counts(c)}" + (f"  {left}" if left and done < total else "")
 
 
 def wait_for_room(room, poll: Backoff | None = None) -> None:
@@ -72,27 +73,33 @@ def wait_for_room(room, poll: Backoff | None = None) -> None:
 
 def wait(m: Manifest, schedulers: dict[str, Scheduler], out=None, poll: Backoff | None = None,
          timeout: float | None = None) -> dict[str, int]:
-    """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar."""
+    """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar and the time
+    left (:mod:`.eta`; a terminal's line is rewritten every round, else a line is printed when the counts change)."""
+    from dlperf_slurm.campaign.eta import Clock
+
     poll = poll or Backoff(1.0, 30.0)
     stream = sys.stderr
     tty = stream.isatty()
     last = None
+    clock = Clock()
     deadline = None if timeout is None else time.time() + timeout
     while True:
         say = out if out is not None else (lambda s: print(f"dlperf-slurm: {s}", file=sys.stderr))
         if refresh(m, schedulers, out=say):
             poll.reset()
         c = counts(m.runs())
-        line = progress_line(c)
+        key = progress_line(c)
+        ended = sum(v for k, v in c.items() if k in FINAL)
+        line = progress_line(c, left=clock.text(ended, sum(c.get(k, 0) for k in (*ACTIVE, Status.SUBMITTING))))
         if out is not None:
-            if line != last:
+            if key != last:
                 out(line)
         elif tty:
-            stream.write("\r" + line + " " * 5)
+            stream.write("\r\x1b[K" + line)
             stream.flush()
-        elif line != last:
+        elif key != last:
             print(line, file=stream, flush=True)
-        last = line
+        last = key
         if not any(c.get(k) for k in (*ACTIVE, Status.SUBMITTING)):
             if tty and out is None:
                 stream.write("\n")
