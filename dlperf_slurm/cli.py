@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="show the cells of a matrix, dropped cells and the GPU-hours asked")
     _add_matrix_args(p)
     p.add_argument("--wide", action="store_true", help="every column, however wide (default: fit 100 columns)")
+    p.add_argument("--out", metavar="FILE", help="also write the whole plan, every cell and column, to FILE (a plan "
+                   "longer than the terminal's height, 24 lines when not a terminal, is summarised unless --wide)")
     p.set_defaults(func=_lazy("plan"))
 
     p = sub.add_parser("render", help="write every run's sbatch script without submitting")
@@ -186,6 +188,9 @@ def _campaign_commands(sub: "_Commands") -> None:
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     _select_options(p)
     p.add_argument("--cells", action="store_true", help="per cell only")
+    p.add_argument("--runs", action="store_true", help="every run, however many (default: every run when the "
+                   "report fits the terminal's height, 24 lines when not a terminal; else the cells and the failed "
+                   "runs, the first 20)")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
     p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "

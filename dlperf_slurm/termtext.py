@@ -74,3 +74,11 @@ def left_out_line(dropped: Sequence[str], where: str = "the summary files") -> s
     names = ", ".join(dict.fromkeys(d.split(" (")[0] for d in dropped))
     return textwrap.fill(f"(left out to fit {TERMINAL_WIDTH} columns: {names}; in {where}, or --wide)",
                          TERMINAL_WIDTH, break_on_hyphens=False)
+
+
+def terminal_height() -> int:
+    """The lines a screen shows: the terminal's ($LINES first), 24 when the output is no terminal. ``status`` and
+    ``plan`` print their long tables whole only when they fit it."""
+    import shutil
+
+    return shutil.get_terminal_size((TERMINAL_WIDTH, 24)).lines

@@ -11,12 +11,13 @@ import os
 import re
 import sqlite3
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from dlperf_slurm import cli, suites
-from dlperf_slurm.campaign import folders, manifest, schema
+from dlperf_slurm.campaign import eta, folders, manifest, schema
 from dlperf_slurm.collect import parsecache
 from dlperf_slurm.commands import collect as collectcli
 from dlperf_slurm.model.status import Status
@@ -252,7 +253,11 @@ def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch
         _status(man, run.key, "PENDING", f"1_{g}{r}")
     order = list(by.items())
 
+    now = [1000.0]  # the watch's clock (the time left): a minute a round
+    monkeypatch.setattr(eta, "time", types.SimpleNamespace(time=lambda: now[0]))
+
     def a_run_ends(_seconds):  # between two rounds, two more runs end
+        now[0] += 60.0
         for _ in range(2):
             if order:
                 (g, r), run = order.pop(0)
@@ -270,6 +275,9 @@ def test_watch_collects_as_runs_end_with_one_progress_line(tmp_path, monkeypatch
     assert len(lines) == 4 and "0/6 runs ended" in lines[0] and "6 pending or running" in lines[0]
     assert "2/6 runs ended (OK 2)" in lines[1] and "2 logs read" in lines[1]
     assert "6/6 runs ended (OK 6), 0 pending or running" in lines[-1]
+    # the time left: unknown until a run ends, then at the rate they ended (2 a minute), none once all ended
+    assert [line.rsplit("; ", 1)[1] if "time left" in line else "" for line in lines] == [
+        "time left: unknown", "time left: ~2 min", "time left: ~60 s", ""], lines
     doc = json.loads((tmp_path / "out" / "smoke.json").read_text())
     assert {r["status"] for r in doc["runs"]} == {Status.OK}
     assert cli.build_parser().parse_args(["collect", "--watch"]).watch == 0.0  # the default period

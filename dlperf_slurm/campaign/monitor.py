@@ -13,7 +13,7 @@ from dlperf_slurm.campaign.manifest import Manifest
 from dlperf_slurm.campaign.records import ManifestRun
 from dlperf_slurm.campaign.tracking import reconcile, refresh, used_schedulers
 from dlperf_slurm.errors import UserError
-from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FINAL, Status
+from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FAILURES, FINAL, Status
 from dlperf_slurm.outcome.decision import worst_failure
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Scheduler
@@ -48,7 +48,8 @@ def fmt_counts(c: dict[str, int]) -> str:
     return "  ".join(f"{k} {c[k]}" for k in keys)
 
 
-def progress_line(c: dict[str, int], width: int = 30) -> str:
+def progress_line(c: dict[str, int], width: int = 30, left: str = "") -> str:
+    """``[###x....] done/total done  counts``, then ``left`` (the time left, :mod:`.eta`) while runs remain."""
     total = sum(v for k, v in c.items() if k != Status.UNSUBMITTED) or 1
     done = sum(v for k, v in c.items() if k in FINAL)
     ok = c.get(Status.OK, 0)
@@ -56,7 +57,7 @@ def progress_line(c: dict[str, int], width: int = 30) -> str:
     n_bad = int(width * done / total) - n_ok
     bar = "#" * n_ok + "x" * max(0, n_bad)
     bar += "." * (width - len(bar))
-    return f"[{bar}] {done}/{total} done  {fmt_counts(c)}"
+    return f"[{bar}] {done}/{total} done  {fmt_counts(c)}" + (f"  {left}" if left and done < total else "")
 
 
 def wait_for_room(room, poll: Backoff | None = None) -> None:
@@ -73,27 +74,33 @@ def wait_for_room(room, poll: Backoff | None = None) -> None:
 
 def wait(m: Manifest, schedulers: dict[str, Scheduler], out=None, poll: Backoff | None = None,
          timeout: float | None = None) -> dict[str, int]:
-    """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar."""
+    """Poll (with back-off, one batched query per round) until no run is active; shows a progress bar and the time
+    left (:mod:`.eta`; a terminal's line is rewritten every round, else a line is printed when the counts change)."""
+    from dlperf_slurm.campaign.eta import Clock
+
     poll = poll or Backoff(1.0, 30.0)
     stream = sys.stderr
     tty = stream.isatty()
     last = None
+    clock = Clock()
     deadline = None if timeout is None else time.time() + timeout
     while True:
         say = out if out is not None else (lambda s: print(f"dlperf-slurm: {s}", file=sys.stderr))
         if refresh(m, schedulers, out=say):
             poll.reset()
         c = counts(m.runs())
-        line = progress_line(c)
+        key = progress_line(c)
+        ended = sum(v for k, v in c.items() if k in FINAL)
+        line = progress_line(c, left=clock.text(ended, sum(c.get(k, 0) for k in (*ACTIVE, Status.SUBMITTING))))
         if out is not None:
-            if line != last:
+            if key != last:
                 out(line)
         elif tty:
-            stream.write("\r" + line + " " * 5)
+            stream.write("\r\x1b[K" + line)
             stream.flush()
-        elif line != last:
+        elif key != last:
             print(line, file=stream, flush=True)
-        last = line
+        last = key
         if not any(c.get(k) for k in (*ACTIVE, Status.SUBMITTING)):
             if tty and out is None:
                 stream.write("\n")
@@ -133,11 +140,18 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print, cells: Col
             m.close()
 
 
-def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = (), wide: bool = True,
-                  only: Collection[str] | None = None) -> str:
-    """The campaign's status: per cell, then per run; ``wide`` False: the tables fit the terminal (a long
-    reason cut, see :func:`dlperf_slurm.termtext.fit_table`); ``only``: only these cells' runs."""
-    from dlperf_slurm.termtext import fit_table
+#: past a screenful, ``status`` lists at most this many failed runs (the rest counted; ``--runs``: every run)
+FAILED_RUNS_SHOWN = 20
+
+
+def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[str] = (), wide: bool = True,
+                  height: int | None = None, only: Collection[str] | None = None) -> str:
+    """The campaign's status: per cell, then per run. ``show_runs`` True: every run; False: per cell only; None
+    (``status``'s default): every run when the whole report fits ``height`` lines (default: the terminal's,
+    :func:`dlperf_slurm.termtext.terminal_height`), else the failed runs (the first :data:`FAILED_RUNS_SHOWN`) and
+    one line saying ``--runs`` shows each. ``wide`` False: the tables fit the terminal (a long reason cut, see
+    :func:`dlperf_slurm.termtext.fit_table`). ``only``: only these cells' runs (``-k``)."""
+    from dlperf_slurm.termtext import fit_table, terminal_height
 
     rows = [r for r in m.runs() if only is None or r.cell_id in only]
     lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {plural(len(rows), 'run')}: "
@@ -158,13 +172,28 @@ def status_report(m: Manifest, show_runs: bool = True, notes: Sequence[str] = ()
     lines.append("")
     lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide, cut=("failure", "statuses"),
                            tablefmt="github")[0])
-    if show_runs:
-        lines.append("")
-        # --wide: every reason whole (a cut once hid "torchrun: command not found"); else fit_table cuts to the terminal
-        run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
-        lines.append(fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
-                               tablefmt="github")[0])
+    if show_runs is False:
+        return "\n".join(lines)
+    shown = sum(len(part.splitlines()) or 1 for part in lines)
+    if show_runs or shown + 3 + len(rows) < (height or terminal_height()):  # a blank, the header, its rule, the runs
+        return "\n".join([*lines, "", _runs_table(rows, wide)])
+    failed = [r for r in rows if r.status in FAILURES]
+    if failed:
+        lines += ["", f"failed runs ({len(failed)} of {len(rows)}):", _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
+        if len(failed) > FAILED_RUNS_SHOWN:
+            lines.append(f"... and {plural(len(failed) - FAILED_RUNS_SHOWN, 'more failed run')}")
+    lines += ["", f"{plural(len(rows), 'run')}: --runs shows each"]
     return "\n".join(lines)
+
+
+def _runs_table(rows: Sequence[ManifestRun], wide: bool) -> str:
+    """One row a run: key, job, status, reason; --wide: every reason whole (a cut once hid "torchrun: command not
+    found"); else fit_table cuts to the terminal."""
+    from dlperf_slurm.termtext import fit_table
+
+    run_rows = [[r.key, r.job_id or "-", r.status, _short(r.reason, None if wide else 110)] for r in rows]
+    return fit_table(["run", "job", "status", "reason"], run_rows, wide=wide, drop=("job",), cut=("reason",),
+                     tablefmt="github")[0]
 
 
 def _short(text: str, n: int | None = 110) -> str:

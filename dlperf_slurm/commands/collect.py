@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from dlperf_slurm.campaign import folders, manifest, tracking
+from dlperf_slurm.campaign.eta import Clock
 from dlperf_slurm.collect import parsecache
 from dlperf_slurm.collect.drive import Result, collect, keep_verdicts
 from dlperf_slurm.collect.gather import Collection, runs_from_campaign, runs_from_matrix, runs_from_tree, tree_suite
@@ -312,8 +313,9 @@ def _written(wrote: list[Path], kept: list[Path], removed: Sequence[Path] = ()) 
 # ================================================================================================= watch
 
 
-def progress(result: Result, wrote: list[Path], seconds: float) -> str:
-    """One line: how many runs ended and how, how many are still going, what this round read and wrote."""
+def progress(result: Result, wrote: list[Path], seconds: float, clock: Clock | None = None) -> str:
+    """One line: how many runs ended and how, how many are still going, what this round read and wrote; with
+    ``clock``, the time left while runs are going (:mod:`dlperf_slurm.campaign.eta`)."""
     n = len(result.runs)
     counts = Counter(r.status for r in result.runs)
     going = sum(v for k, v in counts.items() if k in ACTIVE)
@@ -321,7 +323,8 @@ def progress(result: Result, wrote: list[Path], seconds: float) -> str:
                       if k not in ACTIVE)
     read = f"{plural(result.reread, 'log')} read" if result.reread is not None else "logs read"
     return (f"{time.strftime('%H:%M:%S')} {result.name}: {n - going}/{plural(n, 'run')} ended ({ended or 'none'}), "
-            f"{going} pending or running; {read}, {plural(len(wrote), 'summary file')} written ({seconds:.1f} s)")
+            f"{going} pending or running; {read}, {plural(len(wrote), 'summary file')} written ({seconds:.1f} s)"
+            + (f"; {clock.text(n - going, going)}" if clock is not None and going else ""))
 
 
 def watch(args, every: float, rounds: int | None = None, out: TextIO | None = None,
@@ -337,6 +340,7 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
     tty = out.isatty()
     state = None
     last = ""
+    clock = Clock()
     done = 0
     try:
         while True:
@@ -345,10 +349,10 @@ def watch(args, every: float, rounds: int | None = None, out: TextIO | None = No
             say_read_only()
             if store_result(args, result, say=False) and rounds is None:
                 args.no_store = True  # said once; the summaries keep coming
-            line = progress(result, wrote, time.perf_counter() - t0)
+            line = progress(result, wrote, time.perf_counter() - t0, clock)
             going = any(r.status in ACTIVE for r in result.runs)
             trees = all(c.source == "tree" for c in result.collections)
-            key = line.split(" ", 1)[1].rsplit(" (", 1)[0]  # the line without its clock and the round's seconds
+            key = line.split(" ", 1)[1].rsplit(" (", 1)[0]  # without its clock, the round's seconds, the time left
             if tty:
                 out.write("\r\x1b[K" + line)
             elif key != last or (not going and not trees):  # a new state, or the last line before stopping

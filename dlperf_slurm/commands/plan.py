@@ -1,7 +1,8 @@
 """``plan``: the cells of a matrix, the cells it dropped and the GPU-hours it asks for
-(:func:`~dlperf_slurm.matrix.plan.plan_text`,
-fitting 100 columns unless ``--wide``); on a machine with a Slurm client, also the cells this cluster could never
-start (their partition's size or MaxTime, the QOS's GPU limits: :mod:`dlperf_slurm.schedulers.slurmlimits`)."""
+(:func:`~dlperf_slurm.matrix.plan.plan_text`, fitting 100 columns and, past a screenful, summarised unless
+``--wide``; ``--out FILE`` writes the whole plan there too); on a machine with a Slurm client, also the cells this
+cluster could never start (their partition's size or MaxTime, the QOS's GPU limits:
+:mod:`dlperf_slurm.schedulers.slurmlimits`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import argparse
 from typing import Any
 
 from dlperf_slurm.commands.common import load_matrix
+from dlperf_slurm.errors import UserError
 from dlperf_slurm.words import plural
 
 
@@ -16,9 +18,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from dlperf_slurm.matrix.plan import plan_text
 
     m = load_matrix(args)
+    out = getattr(args, "out", None)
     print(plan_text(m, wide=args.wide))
     for line in cluster_lines(m, args.logs, wide=args.wide):
         print(line)
+    if out:  # the whole plan, every cell and column: a file has no screen to fit
+        from pathlib import Path
+
+        from dlperf_slurm.disk import atomic_write
+
+        try:
+            atomic_write(Path(out), plan_text(m, wide=True) + "\n")
+        except OSError as err:
+            raise UserError(f"--out {out}: cannot write it ({err.strerror or err})") from err
+        print(f"wrote the whole plan ({plural(len(m.cells), 'cell', grouped=True)}, every column) to {out}")
     return 0
 
 

@@ -1,4 +1,6 @@
-"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to);
+"""``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to):
+every run when the report fits the terminal's height (24 lines when it is no terminal), else the cells, the failed
+runs (the first 20) and one line saying ``--runs`` shows each (:func:`dlperf_slurm.campaign.monitor.status_report`);
 exits 1 when every run failed or, with ``--fail-on``, a run has one of its statuses.
 
 A campaign this user can only read (a colleague's, a read-only mount) or whose disk is full is shown as its
@@ -43,7 +45,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         for name in sorted(used):
             notes += exs[name].notes() if name in exs else [
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
-        print(monitor.status_report(m, show_runs=not args.cells, notes=notes, wide=args.wide, only=cells))
+        runs = True if getattr(args, "runs", False) else False if args.cells else None  # None: when they fit
+        print(monitor.status_report(m, show_runs=runs, notes=notes, wide=args.wide, only=cells))
         statuses = [r.status for r in m.runs() if cells is None or r.cell_id in cells]
     finally:
         m.close()

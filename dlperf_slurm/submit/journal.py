@@ -384,7 +384,17 @@ def _dry_run(matrix: Matrix, cdir: Path, runs, backend: Scheduler, retry_failed:
         + (":" if groups else " (nothing to submit)."))
     for i, g in enumerate(groups, 1):
         out(f"[{i}] {backend.describe(g)}")
-        for t, run in enumerate(g.runs):
-            out(f"      task {t}: {run.key} -> {run.script}")
+        for line in _cell_lines(g.runs):
+            out(f"      {line}")
     report.groups = len(groups)
     return report
+
+
+def _cell_lines(runs: Sequence[Run]) -> list[str]:
+    """A group's runs, one line a cell (in the group's order): ``CELL: N runs would be submitted: FIRST SCRIPT ...
+    the last one's name``."""
+    cells: dict[str, list[Run]] = {}
+    for run in runs:
+        cells.setdefault(run.cell.id, []).append(run)
+    return [f"{cell}: {plural(len(rs), 'run')} would be submitted: {rs[0].script}"
+            + (f" ... {rs[-1].script.name}" if len(rs) > 1 else "") for cell, rs in cells.items()]
