@@ -34,9 +34,13 @@ def plan_text(m, wide: bool = False, height: int | None = None) -> str:
                              break_on_hyphens=False)
 
     head, tail = _head(m, wrap), _tail(m, wrap)
-    whole = [*head, *_table(m, m.cells, wide), *tail, *_dropped(m, m.dropped, wrap)]
-    if wide or len("\n".join(whole).splitlines()) < (height or terminal_height()):
-        return "\n".join(whole)
+    height = height or terminal_height()
+    # at least one line a cell and a dropped cell, and the table's header and rule: a plan surely longer than the
+    # screen is summarised without rendering the whole table (10^5 cells: seconds of tabulate)
+    if wide or len(head) + len(tail) + len(m.cells) + len(m.dropped) + 2 < height:
+        whole = [*head, *_table(m, m.cells, wide), *tail, *_dropped(m, m.dropped, wrap)]
+        if wide or len("\n".join(whole).splitlines()) < height:
+            return "\n".join(whole)
     more = len(m.cells) - CELLS_SHOWN
     out = [*head, *_summary(m, wrap), "", *_table(m, m.cells[:CELLS_SHOWN], wide)]
     if more > 0:
@@ -109,7 +113,8 @@ def _tail(m, wrap: Callable[..., list[str]]) -> list[str]:
     ms = m.measure
     how = ("accuracy runs" if ms.accuracy else f"window: skip {plural(ms.warmup_steps, 'step')}, measure "
                                                f"{ms.measure_steps}")
-    out = ["", f"{plural(len(m.cells), 'cell')} x {plural(ms.repeats, 'repeat')} = {plural(m.runs, 'run')}; {how}"]
+    out = ["", f"{plural(len(m.cells), 'cell', grouped=True)} x {plural(ms.repeats, 'repeat')} = "
+           f"{plural(m.runs, 'run', grouped=True)}; {how}"]
     if ms.accuracy:
         out.append(f"up to {plural(ms.epochs, 'epoch')}; rate over the first epoch after "
                    f"{plural(ms.warmup_steps, 'step')}")
