@@ -126,6 +126,11 @@ def test_k_means_the_same_in_every_command(tmp_path, monkeypatch):
 
     p = cli(*common, "status", "sel", *sel)
     assert "2 of 6 cells of campaign sel selected" in p.stderr and _ids_in(p.stdout, every) == want
+    assert p.returncode == 0  # one selected cell's runs are OK
+    # the exit code a CI job reads is the selection's: every run of the cells given failed
+    assert cli(*common, "status", "sel", "-k", "fail").returncode == 1
+    assert cli(*common, "collect", "sel", "-k", "fail", "--no-store", "--no-plots", "-q",
+               "--out", str(tmp_path / "fails")).returncode == 1
     p = cli(*common, "status", "sel", "-k", "oom")  # a cell of the matrix no submit has asked for yet
     assert "2 of 6 cells" in p.stderr and "0 runs" in p.stdout
 
