@@ -37,10 +37,12 @@ def _global_options(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 def _select_options(p: argparse.ArgumentParser) -> None:
     """``-k`` and ``--exclude-cells``: one meaning in every command (:mod:`dlperf_slurm.matrix.select`)."""
-    p.add_argument("-k", dest="keep", metavar="EXPR", help="only the cells EXPR selects: words (whole parts of the "
-                   "cell id, its suite or shape, or globs: resnet50, 1x8, amp, '*b96*'), AXIS=VALUE comparisons "
-                   "(nodes>=2, precision=amp, batch_size<=64), joined by and, or, not, ( ), e.g. -k '1x8 and amp'")
-    p.add_argument("--exclude-cells", metavar="EXPR", help="leave out the cells EXPR selects (as -k)")
+    p.add_argument("-k", dest="keep", action="append", metavar="EXPR", help="only the cells EXPR selects: words "
+                   "(whole parts of the cell id or the id whole, its suite or shape, or globs: resnet50, 1x8, amp, "
+                   "'*b96*'), AXIS=VALUE comparisons (nodes>=2, precision=amp, batch_size<=64), joined by and, or, "
+                   "not, ( ), e.g. -k '1x8 and amp'; given twice, both hold")
+    p.add_argument("--exclude-cells", action="append", metavar="EXPR", help="leave out the cells EXPR selects (as "
+                   "-k); given twice, either leaves a cell out")
 
 
 def _add_matrix_args(p: argparse.ArgumentParser) -> None:

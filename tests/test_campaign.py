@@ -59,7 +59,7 @@ def test_local_submit_wait_resubmit_retry_and_force(tmp_path):
 
     # again: nothing missing, nothing submitted, failures kept
     p = cli(*args)
-    assert p.returncode == 0 and "submitting 0 as 0" in p.stdout and "--retry-failed" in p.stdout
+    assert p.returncode == 0 and "nothing to submit" in p.stdout and "--retry-failed" in p.stdout
     assert statuses(cdir) == st
 
     # --retry-failed: exactly the 4 failed runs; the old logs are moved aside, never deleted

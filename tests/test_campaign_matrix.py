@@ -54,7 +54,7 @@ def test_a_changed_matrix_under_a_used_name_is_refused_naming_the_keys(tmp_path)
     same = ("# a comment\n" + base.replace('name = "f"', 'name = "f"\ndescription = "again"')
             .replace('time = "00:10:00"', 'time = "00:20:00"').replace("\n", "\n\n"))
     p = _submit(tmp_path, same)
-    assert p.returncode == 0 and "submitting 0" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout + p.stderr
     p = _submit(tmp_path, same.replace("repeats = 2", "repeats = 3"), "--wait")
     assert p.returncode == 0 and "3 runs (1 cell x 3 repeats); submitting 1" in p.stdout, p.stdout + p.stderr
 
@@ -66,7 +66,7 @@ def test_new_revision_starts_the_next_and_continues_the_one_that_holds_the_matri
     p = _submit(tmp_path, changed, "--new-revision")
     assert p.returncode == 0 and p.stdout.startswith("campaign f.r2: 2 runs"), p.stdout + p.stderr
     p = _submit(tmp_path, changed, "--new-revision")  # the latest revision holds it: continued
-    assert p.returncode == 0 and p.stdout.startswith("campaign f.r2: 2 runs") and "submitting 0" in p.stdout, p.stdout
+    assert p.returncode == 0 and p.stdout.startswith("campaign f.r2: 2 runs") and "nothing to submit" in p.stdout, p.stdout
     err = _refused(_submit(tmp_path, changed))
     assert err.endswith("(--new-revision: f.r2, which holds this matrix)"), err
     err = _refused(_submit(tmp_path, changed.replace("measure_steps = 3", "measure_steps = 4"), "--campaign", "f.r2"))
@@ -88,7 +88,7 @@ def test_a_campaign_from_before_the_record_is_compared_through_its_copy(tmp_path
     err = _refused(_submit(tmp_path, base.replace("warmup_steps = 1", "warmup_steps = 9")))
     assert "another matrix: measure.warmup_steps 1 -> 9; " in err, err
     p = _submit(tmp_path, "# the same, said again\n" + base)
-    assert p.returncode == 0 and "submitting 0" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout + p.stderr
 
 
 def test_each_run_keeps_its_window_and_the_method_line_says_so_per_group(tmp_path):

@@ -352,7 +352,7 @@ def test_doctor_rebuilds_a_lost_manifest_with_every_runs_status(tmp_path, harm):
     assert after == before
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), cwd=tmp_path)
-    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    assert "nothing to submit" in p.stdout, p.stdout + p.stderr
     assert "nothing to do" in run_cmd(logs, tmp_path, "doctor", "d", "--no-site").stdout
 
 
@@ -379,7 +379,7 @@ def test_doctor_while_local_runs_are_queued_or_running_finds_them_all(tmp_path):
                what="the three runs OK")
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "--no-site", "--templates",
             str(TEMPLATES), env=env, cwd=tmp_path)
-    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    assert "nothing to submit" in p.stdout, p.stdout + p.stderr
 
 
 # ------------------------------------------------------------------------------------------ the disk fills mid-run
@@ -437,7 +437,7 @@ def test_the_disk_filling_while_local_runs_run_is_said_and_retried(small_fs):
     p = run_cmd(logs, small_fs, "collect", "d", "--no-plots")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
     p = cli("--logs", str(logs), *sub, env=env, cwd=small_fs)
-    assert "submitting 0 as 0" in p.stdout, p.stdout + p.stderr
+    assert "nothing to submit" in p.stdout, p.stdout + p.stderr
     p = cli("--logs", str(logs), *sub, "--retry-failed", "--wait", env=env, cwd=small_fs, timeout=300)
     assert p.returncode == 0 and "submitting 3 as" in p.stdout, p.stdout + p.stderr
     assert ok_runs(run_cmd(logs, small_fs, "status", "d", "--wide").stdout) == 4

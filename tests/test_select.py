@@ -86,6 +86,52 @@ def test_a_selection_of_nothing_or_a_bad_expression_is_one_line_naming_it(bert_c
     assert said in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_whole_id_or_parts_of_it_in_a_row_select_as_pasted_from_a_table(bert_cells):
+    one = bert_cells[0].id
+    assert pick(bert_cells, one) == [one] and pick(bert_cells, one.upper()) == [one]
+    assert pick(bert_cells, "pytorch-ddp.1x1") == [c.id for c in bert_cells if c.shape == "1n1g"]
+    assert pick(bert_cells, "1x1.b32") == [c.id for c in bert_cells if c.shape == "1n1g" and c.batch_size == 32]
+    with pytest.raises(UserError, match="no cell matches 'x1.b32'"):  # parts are whole, in a row too
+        pick(bert_cells, "x1.b32")
+
+
+def test_the_same_selection_is_one_file_name_and_another_is_another():
+    names = {Selection(k).slug() for k in ("devices<2", "devices>=2", "devices!=2", "devices=2")}
+    assert len(names) == 4 and all(n.startswith("k-devices-2-") for n in names)
+    assert Selection("amp").slug() == Selection("amp").slug() != Selection(None, "amp").slug()
+    assert len(Selection("x" * 5000).slug()) < 80
+
+
+def test_odd_input_is_one_short_line_never_a_traceback(bert_cells):
+    def error(keep=None, drop=None):
+        with pytest.raises(UserError) as err:
+            Selection(keep, drop).choose(bert_cells, View.of_cell, say=False)
+        text = str(err.value)
+        assert "\n" not in text and len(text) < 1200, text
+        return text
+
+    assert "nested deeper than 50" in error("(" * 300 + "amp" + ")" * 300)
+    assert pick(bert_cells, "not " * 5001 + "amp") == pick(bert_cells, "not amp")  # odd: one not
+    assert "it is empty" in error("")
+    assert "'precision=' is half a comparison" in error("precision=")
+    assert "'=amp' is half a comparison" in error("=amp")
+    assert "'x' is not a number" in error("nodes>=x")
+    assert "--exclude-cells leaves out every cell -k keeps" in error("amp", "*")
+    assert "…" in error("w" * 100_000)
+    assert pick(bert_cells, '"amp"') == pick(bert_cells, "amp") == pick(bert_cells, "precision='amp'")
+    assert pick(bert_cells, "xla=no") == pick(bert_cells, "xla=false") == [c.id for c in bert_cells if not c.xla]
+
+
+def test_repeated_options_combine_the_same_way_in_every_command():
+    import argparse
+
+    from dlperf_slurm.matrix.select import from_args
+
+    sel = from_args(argparse.Namespace(keep=["1x1", "amp"], exclude_cells=["b32", "b64"]))
+    assert sel == Selection("(1x1) and (amp)", "(b32) or (b64)")
+    assert from_args(argparse.Namespace(keep=[""], exclude_cells=None)) == Selection("")
+
+
 def test_the_view_reads_a_cells_axes_from_its_id_alone():
     """A stored cell has its id and suite only: the axes come from the id, as a matrix's cells' do."""
     v = View.of("bert-base.pytorch-ddp.2x8.b96.amp.xla1.launcher-srun.NCCL_ALGO-Ring", "pytorch-ddp/bert-base")
@@ -131,21 +177,30 @@ def test_k_means_the_same_in_every_command(tmp_path, monkeypatch):
     assert cli(*common, "status", "sel", "-k", "fail").returncode == 1
     assert cli(*common, "collect", "sel", "-k", "fail", "--no-store", "--no-plots", "-q",
                "--out", str(tmp_path / "fails")).returncode == 1
-    p = cli(*common, "status", "sel", "-k", "oom")  # a cell of the matrix no submit has asked for yet
+    p = cli(*common, "status", "sel", "-k", "oom")  # cells of the matrix no submit has asked for yet
     assert "2 of 6 cells" in p.stderr and "0 runs" in p.stdout
+    assert "2 cells of the matrix not submitted yet" in p.stdout and "`submit` without -k adds them" in p.stdout
+    p = cli(*common, "status", "sel")
+    assert "4 cells of the matrix not submitted yet" in p.stdout
 
     out = tmp_path / "summaries"
     p = cli(*common, "collect", "sel", *sel, "--out", str(out), "--no-plots")
     assert "2 of 6 cells of sel selected" in p.stderr, p.stderr
-    doc = json.loads((out / "sel.k-1x1-or-DLPERF_TEST_MODE-fail-x-1x2-and-fail-or-oom.json").read_text())
+    slug = Selection(sel[1], sel[3]).slug()
+    assert slug.startswith("k-1x1-or-DLPERF_TEST_MODE-fail-x-1x2-and-fail-or-oom-")
+    doc = json.loads((out / f"sel.{slug}.json").read_text())
+    assert doc["sources"][0]["notes"][-1] == f"only the cells selected by {Selection(sel[1], sel[3]).describe()}: " \
+        "2 of 6 cells"
     assert {r["cell_id"] for r in doc["runs"]} == want
     p = cli(*common, "collect", "sel", "--out", str(out), "--no-plots")  # the whole campaign: its own summary
     whole = out / "sel.json"
     assert {r["cell_id"] for r in json.loads(whole.read_text())["runs"]} == want
 
     p = cli(*common, "compare", str(whole), str(whole), "-k", "fail", "--out", str(out))
-    assert "1 of 2 cells compared selected" in p.stderr
-    compared = json.loads((out / "compare.sel.sel.k-fail.json").read_text())["cells"]
+    assert "1 of 2 cells of the two sides selected" in p.stderr
+    doc = json.loads((out / f"compare.sel.sel.{Selection('fail').slug()}.json").read_text())
+    assert doc["selection"] == "-k 'fail'"
+    compared = doc["cells"]
     assert {c["cell_id"] for c in compared} == {i for i in want if i.endswith("fail")}
     p = cli("history", "-k", "ok", "--wide")
     assert p.returncode == 0, p.stderr

@@ -108,3 +108,24 @@ def test_site_show_says_a_named_site_file_is_missing_and_site_commands_still_run
     assert f'slurm.account = "center"  {system}:4' in p.stdout
     p = cli("status", env=env, cwd=tmp_path)
     assert p.returncode == 2 and f"{user}: no such site file" in p.stderr
+
+
+def test_site_show_says_the_system_in_use_and_the_keys_it_sets(tmp_path):
+    system, user, env = _center(tmp_path)
+    system.write_text(system.read_text() + '\n[systems.ci]\n[systems.other.slurm]\npartition = "gpuq"\n')
+    line = system.read_text().splitlines().index('partition = "gpuq"') + 1
+    user.write_text('default_system = "ci"\n[slurm]\naccount = "mine"\n')
+    p = cli("site", "show", env=env, cwd=tmp_path, check=True)
+    assert f"system: ci (default_system, {user}:1); it sets no key over the site's" in p.stdout, p.stdout
+    p = cli("site", "show", "--system", "other", env=env, cwd=tmp_path, check=True)
+    lines = p.stdout.splitlines()
+    i = lines.index("system: other (--system); its keys over the site's:")
+    assert lines[i + 1] == f'  slurm.partition = "gpuq"  {system}:{line}'
+
+
+def test_a_default_system_the_site_files_lack_is_named_at_its_line(tmp_path):
+    site = tmp_path / "s.toml"
+    site.write_text('default_system = "zzz"\n')
+    mx = write_matrix(tmp_path, name="d")
+    p = cli("--site", str(site), "plan", str(mx), cwd=tmp_path)
+    assert p.returncode == 2 and f"{site}:1: default_system: 'zzz': no [systems.zzz]" in p.stderr, p.stderr

@@ -119,7 +119,7 @@ def test_the_disk_filling_while_slurm_runs_run_is_said_and_retried(tmp_path, sma
         left = [p.name for p in logs.rglob("*") if ".tmp." in p.name or p.name.endswith(".spare")]
         assert not left, (left, report())  # no temporary file, no spare left by an ended run
 
-        assert "submitting 0 as 0" in run("submit", str(mx), *sub).stdout, report()
+        assert "nothing to submit" in run("submit", str(mx), *sub).stdout, report()
         p = run("submit", str(mx), *sub, "--retry-failed", "--wait", timeout=300)
         assert p.returncode == 0 and "submitting 2 as" in p.stdout, report()
         st = statuses(logs, tmp_path, name)

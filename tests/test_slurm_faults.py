@@ -54,7 +54,7 @@ A_KILL_AFTER_S = 20  # (a): slurmctld is killed this long after the array starte
 WAIT_S = 90  # how long a reconciled campaign may take to finish (its runs take seconds)
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
           "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"}
-NOTHING = "submitting 0 as 0"
+NOTHING = "nothing to submit"
 SESSION = uuid.uuid4().hex[:6]
 
 

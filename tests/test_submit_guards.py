@@ -98,7 +98,7 @@ def test_a_large_submission_asks_for_yes(tmp_path):
     p = cli(*args, "--yes", "--wait", cwd=tmp_path)
     assert p.returncode == 0 and "OK 2" in p.stdout, p.stdout + p.stderr
     p = cli(*args, cwd=tmp_path)  # nothing left to submit: nothing to confirm
-    assert p.returncode == 0 and "submitting 0" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout + p.stderr
     site.write_text("[submit]\nconfirm_above_runs = -1\n")
     p = cli(*args, cwd=tmp_path)
     assert p.returncode == 2 and "submit.confirm_above_runs" in p.stderr and "expected a number >= 0" in p.stderr, \

@@ -39,7 +39,7 @@ def test_top_up_adds_repeats_only_to_the_cell_whose_interval_is_too_wide(tmp_pat
     assert all(r.status == Status.OK for r in runs)
     # a plain submit afterwards keeps the added repeats (nothing missing, nothing submitted)
     p = cli(*args)
-    assert p.returncode == 0 and "submitting 0 as 0" in p.stdout, p.stdout
+    assert p.returncode == 0 and "nothing to submit" in p.stdout, p.stdout
     # the cap: no cell beyond --max-repeats, and then nothing to add
     p = cli(*args, "--top-up", "--max-repeats", "9")
     assert p.returncode == 0 and "nothing to add" in p.stdout, p.stdout

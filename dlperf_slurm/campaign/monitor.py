@@ -17,7 +17,7 @@ from dlperf_slurm.model.status import ACTIVE, DISPLAY_ORDER, FAILURES, FINAL, St
 from dlperf_slurm.outcome.decision import worst_failure
 from dlperf_slurm.schedulers import for_campaign
 from dlperf_slurm.schedulers.base import Scheduler
-from dlperf_slurm.words import plural
+from dlperf_slurm.words import noun, plural
 
 
 class Backoff:
@@ -134,7 +134,9 @@ def cancel(campaign_dir: Path, pending_only: bool = False, out=print, cells: Col
                                     "machine")
                 ex.cancel(ids)
             per = ", ".join(f"{k}: {len(v)}" for k, v in by_ex.items())
-            out(f"cancel requested for {plural(len(jobs), 'run')}" + (f" ({per})" if by_ex else ""))
+            out(f"cancel requested for {plural(len(jobs), 'run')}" + (f" ({per})" if by_ex else "") if jobs else
+                "nothing to cancel: no run " + ("of these cells " if cells is not None else "")
+                + ("is pending" if pending_only else "is pending or running"))
             return len(jobs)
         finally:
             m.close()
@@ -163,6 +165,7 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
     cells: dict[str, list[ManifestRun]] = {}
     for r in rows:
         cells.setdefault(r.cell_id, []).append(r)
+    lines += _not_submitted([c for c in m.cells() if (only is None or c in only) and c not in cells])
     table = []
     for cell_id, rs in cells.items():
         c = counts(rs)
@@ -184,6 +187,15 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
             lines.append(f"... and {plural(len(failed) - FAILED_RUNS_SHOWN, 'more failed run')}")
     lines += ["", f"{plural(len(rows), 'run')}: --runs shows each"]
     return "\n".join(lines)
+
+
+def _not_submitted(ids: Sequence[str], shown: int = 5) -> list[str]:
+    """The line for the matrix's cells no submit has asked for yet (``submit -k`` asked for others)."""
+    if not ids:
+        return []
+    names = ", ".join(ids[:shown]) + (f", ... ({len(ids) - shown} more)" if len(ids) > shown else "")
+    return [f"  {plural(len(ids), 'cell')} of the matrix not submitted yet ({names}): `submit` without -k adds "
+            f"{noun(len(ids), 'it', 'them')}"]
 
 
 def _runs_table(rows: Sequence[ManifestRun], wide: bool) -> str:

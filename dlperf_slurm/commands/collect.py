@@ -135,8 +135,10 @@ def select(collections: list[Collection], args) -> list[Collection]:
     keep = {c.id for c in chosen.choose(cells, View.of_cell, what,
                                         say=not getattr(args, "selection_said", False))}
     args.selection_said = True
+    note = f"only the cells selected by {chosen.describe()}: {len(keep)} of {plural(len(cells), 'cell')}"
     return [dataclasses.replace(col, runs=[r for r in col.runs if r.cell.id in keep],
-                                cells=[c for c in col.cells if c.id in keep]) for col in collections]
+                                cells=[c for c in col.cells if c.id in keep], notes=[*col.notes, note])
+            for col in collections]
 
 
 _SAID: dict[str, str] = {}  # campaign -> its read-only line, '' once printed (once, also under --watch)

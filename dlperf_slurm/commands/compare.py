@@ -59,13 +59,14 @@ def cmd_compare(args) -> int:
         base, new = sides_from_runs(base_runs), sides_from_runs(new_runs)
         between = stored_between(args, base_name, new_name)
     rows = compare(base, new, args.threshold, between)
-    text = markdown(base_name, new_name, rows, args.threshold)
+    text = markdown(base_name, new_name, rows, args.threshold) + _selection_line(args)
     print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide), end="")
     out = Path(args.out)
     stem = f"compare.{base_name}.{new_name}" + (f".{from_args(args).slug()}" if from_args(args) else "")
     atomic_write(out / f"{stem}.md", text)
     atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
                                                    "confidence": CONFIDENCE, "test": TEST, "power": POWER,
+                                                   "selection": from_args(args).describe() or None,
                                                    "cells": [asdict(r) for r in rows]}, indent=1))
     print(f"written: {out / stem}.md, .json")
     if args.junit:
@@ -77,6 +78,12 @@ def cmd_compare(args) -> int:
     return 1 if gate.failed else 0
 
 
+def _selection_line(args) -> str:
+    """The markdown's last line under a selection: which cells were compared ('' without one)."""
+    chosen = from_args(args)
+    return f"\nCompared: only the cells selected by {chosen.describe()}.\n" if chosen else ""
+
+
 def selected(args, *sides: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Each side's runs of the cells ``-k`` / ``--exclude-cells`` select among the cells of either side (said in
     one line); the sides as they are without a selection."""
@@ -86,7 +93,8 @@ def selected(args, *sides: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     if not chosen:
         return list(sides)
     cells = list({r["cell_id"]: r for runs in sides for r in runs}.values())
-    keep = {r["cell_id"] for r in chosen.choose(cells, View.of_row, "compared")}
+    where = "of the two sides" if len(sides) > 1 else "of the campaign"
+    keep = {r["cell_id"] for r in chosen.choose(cells, View.of_row, where)}
     return [[r for r in runs if r["cell_id"] in keep] for runs in sides]
 
 
@@ -125,13 +133,14 @@ def campaign_of(what: str, logs: str):
 
 def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:
     rows, unmatched = published.compare(runs, ref, args.threshold)
-    text = published.markdown(ref, new_name, rows, unmatched, args.threshold)
+    text = published.markdown(ref, new_name, rows, unmatched, args.threshold) + _selection_line(args)
     print(text, end="")
     out = Path(args.out)
     stem = f"compare.ref-{ref.name}.{new_name}" + (f".{from_args(args).slug()}" if from_args(args) else "")
     atomic_write(out / f"{stem}.md", text)
     doc = {"reference": ref.name, "reference_title": ref.title, "repository": ref.repository, "commit": ref.commit,
            "reference_conditions": ref.conditions, "new": new_name, "threshold": args.threshold,
+           "selection": from_args(args).describe() or None,
            "cells": [{**asdict(r), "statement": r.statement} for r in rows], "unmatched": unmatched}
     atomic_write(out / f"{stem}.json", json.dumps(doc, indent=1))
     print(f"written: {out / stem}.md, .json")

@@ -26,8 +26,8 @@ def cmd_history(args) -> int:
         print(f"dlperf-slurm: no stored cell {what or 'at all'} in {database.describe(url)} (collect adds them)",
               file=sys.stderr)
         return 1
-    if args.pattern:  # the positional EXPR is -k's (both given: the cells both select)
-        args.keep = f"({args.pattern}) and ({args.keep})" if args.keep else args.pattern
+    if args.pattern:  # the positional EXPR is one more -k (both given: the cells both select)
+        args.keep = [args.pattern, *(args.keep or [])]
     chosen = from_args(args)
     if chosen:
         views = {c.cell_id: View.of(c.cell_id, c.suite) for c in cells}

@@ -48,6 +48,7 @@ def show_lines(args: argparse.Namespace) -> list[str]:
     for key, (value, place, under) in keys.items():
         shown = database.describe(value) if key == "store.url" and isinstance(value, str) else _toml(value)
         out.append(f"  {key} = {shown}  {place}" + (f" (over {', '.join(under)})" if under else ""))
+    out += _system_lines(args, site)
     out.append("folders and results store:")
     for kind in sitefile.DEFAULT_ROOTS:
         path, why = sitefile.root(kind, None, site)
@@ -58,6 +59,24 @@ def show_lines(args: argparse.Namespace) -> list[str]:
     store_why = (f"${database.ENV}" if os.environ.get(database.ENV) else
                  _where(site, "store.url") if (site.data.get("store") or {}).get("url") else "the default")
     out.append(f"  {'store':<9}  {database.describe(url)}  ({store_why})")
+    return out
+
+
+def _system_lines(args: argparse.Namespace, site: Any) -> list[str]:
+    """The named system the commands use (``--system``, else ``default_system``) and the keys it sets over the
+    site's, each with its file and line; [] when none is named."""
+    from dlperf_slurm.matrix import sitefile
+
+    _merged, system, origin = sitefile.select_system(site.data, site.src, getattr(args, "system", None))
+    if system is None:
+        return []
+    how = "--system" if getattr(args, "system", None) else f"default_system, {_where(site, 'default_system')}"
+    out = [f"system: {system.label} ({how}); its keys over the site's:" if origin else
+           f"system: {system.label} ({how}); it sets no key over the site's"]
+    for (table, key), (label, value) in origin.items():
+        name, _, part = label.partition(":")
+        held = f"systems.{name}" + (f".partitions.{part}" if part else "") + f".{table}.{key}"
+        out.append(f"  {table}.{key} = {_toml(value)}  {_where(site, held)}")
     return out
 
 
@@ -118,9 +137,39 @@ def cmd_site_init(args: argparse.Namespace) -> int:
     from dlperf_slurm.disk import atomic_write
 
     atomic_write(out, text)
+    read = args.out is None or _same_file(out, user_site_file())
     print(f"wrote {out} (cluster {conf.get('ClusterName', '?')}: {plural(len(parts), 'partition')}); "
-          f"`python -m dlperf_slurm plan MATRIX` now reads it")
+          + ("`python -m dlperf_slurm plan MATRIX` now reads it" if read else
+             f"the commands read it with --site {out} (or $DLPERF_SLURM_SITE={out})"))
+    for line in _overlap_lines(out):
+        print(line)
     return 0
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _overlap_lines(written: Path) -> list[str]:
+    """The keys the new file sets that the center's system-wide site file sets too: the user's win over it."""
+    from dlperf_slurm.matrix import sitefile
+
+    system = sitefile.system_site_file()
+    if not system.is_file() or _same_file(system, written):
+        return []
+    try:
+        theirs, _ = sitefile.load_site(system)
+        mine, _ = sitefile.load_site(written)
+    except UserError as err:
+        return [f"dlperf-slurm: the system-wide site file is not read: {err}"]
+    both = [k for k in _flat(mine) if k in _flat(theirs)]
+    if not both:
+        return []
+    return [f"the system-wide site file ({system}) sets {', '.join(both)} too: the values written here win over "
+            "the center's (delete a line to keep the center's)"]
 
 
 def _toml(value: Any) -> str:

@@ -35,6 +35,9 @@ _TOKEN = re.compile(r"\s*(?:(?P<paren>[()])|(?P<cmp>[A-Za-z_][\w.\-]*\s*(?:==|!=
                     r"|(?P<word>[^\s()]+))")
 _CMP = re.compile(r"(?P<axis>[A-Za-z_][\w.\-]*)\s*(?P<op>==|!=|<=|>=|=|<|>)\s*(?P<value>.+)")
 _GLOB = re.compile(r"[*?\[]")
+_HALF = re.compile(r"^(?:==|!=|<=|>=|=|<|>)|(?:==|!=|<=|>=|=|<|>)$")  # "precision=", "=amp"
+#: the deepest parentheses an expression may nest
+MAX_DEPTH = 50
 #: the axes every cell has, with the names a user may also type for them
 AXES = {"model": "model", "framework": "framework", "suite": "suite", "nodes": "nodes", "gpus_per_node": "gpus",
         "gpus": "gpus", "devices": "devices", "batch_size": "batch", "batch": "batch", "precision": "precision",
@@ -102,11 +105,11 @@ class _Parser:
     def __init__(self, flag: str, text: str, axes: set[str]):
         self.flag, self.text, self.axes = flag, text, axes
         self.tokens = self._tokens(text)
-        self.i = 0
+        self.i = self.depth = 0
         self.terms: list[_Term] = []
 
     def _fail(self, why: str) -> UserError:
-        return UserError(f"{self.flag} {self.text!r}: {why} (an expression of words, AXIS=VALUE comparisons, "
+        return UserError(f"{self.flag} {_cut(self.text)!r}: {why} (an expression of words, AXIS=VALUE comparisons, "
                          "and, or, not and parentheses, e.g. -k '1x8 and amp')")
 
     def _tokens(self, text: str) -> list[tuple[str, str]]:
@@ -149,11 +152,12 @@ class _Parser:
         return parts[0] if len(parts) == 1 else (lambda v: all(p(v) for p in parts))
 
     def _not(self) -> Callable[[View], bool]:
-        if self._peek() == ("op", "not"):
+        flips = 0
+        while self._peek() == ("op", "not"):  # a loop, not a recursion: "not not ... amp" of any length
             self.i += 1
-            inner = self._not()
-            return lambda v: not inner(v)
-        return self._atom()
+            flips += 1
+        inner = self._atom()
+        return (lambda v: not inner(v)) if flips % 2 else inner
 
     def _atom(self) -> Callable[[View], bool]:
         tok = self._peek()
@@ -162,14 +166,20 @@ class _Parser:
         self.i += 1
         kind, text = tok
         if tok == ("paren", "("):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self._fail(f"parentheses nested deeper than {MAX_DEPTH}")
             inner = self._or()
+            self.depth -= 1
             if self._peek() != ("paren", ")"):
                 raise self._fail("a '(' is not closed")
             self.i += 1
             return inner
         if kind in ("paren", "op"):
             raise self._fail(f"{text!r} where a word was expected")
-        term = _Term(text, self._comparison(text) if kind == "cmp" else _word(text))
+        if kind == "word" and _HALF.search(text):
+            raise self._fail(f"{_cut(text)!r} is half a comparison: write AXIS OP VALUE, e.g. precision=amp, nodes>=2")
+        term = _Term(text, self._comparison(text) if kind == "cmp" else _word(text.strip("'\"")))
         self.terms.append(term)
         return term.test
 
@@ -183,17 +193,29 @@ class _Parser:
 
             known = sorted(set(AXES) | self.axes)
             raise self._fail(f"no axis {m['axis']!r}{did_you_mean(name, known)}; axes: {', '.join(known)}")
-        if axis == "xla" and value in ("true", "false"):
-            value = str(int(value == "true"))
+        if axis == "xla" and value in ("true", "false", "yes", "no", "on", "off"):
+            value = str(int(value in ("true", "yes", "on")))
+        value = value.strip("'\"")
+        if op not in ("=", "==", "!=") and _number(value) is None:
+            raise self._fail(f"{m['axis']}{op}{value}: {value!r} is not a number (numbers only, with {op})")
         return _compare(axis, op, value)
 
 
 def _word(text: str) -> Callable[[View], bool]:
+    """A word's test: a label of the cell; with dots, parts of its id in a row (a whole id pasted from a table:
+    ``bert-base.pytorch-ddp.1x1.b32.fp32.xla0``; ``pytorch-ddp.1x1``); with ``*?[``, a glob."""
     word = text.lower()
     if _GLOB.search(word):
         return lambda v: fnmatch.fnmatchcase(v.id.lower(), word) or any(fnmatch.fnmatchcase(p, word)
                                                                         for p in v.labels)
+    if "." in word and word not in ("", "."):
+        return lambda v: word in v.labels or f".{word}." in f".{'.'.join(v.parts)}."
     return lambda v: word in v.labels
+
+
+def _cut(text: str, n: int = 120) -> str:
+    """Text a message echoes, cut to ``n`` characters."""
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def _number(text: str) -> float | None:
@@ -238,15 +260,20 @@ class Selection:
     drop: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.keep or self.drop)
+        return self.keep is not None or self.drop is not None
 
     def slug(self) -> str:
-        """The selection as a file name's part: ``k-1x8-and-amp``, ``x-b128`` (``--exclude-cells``)."""
-        parts = [f"{flag}-{text}" for flag, text in zip(("k", "x"), (self.keep, self.drop)) if text]
-        return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-")
+        """The selection as a file name's part, readable and distinct: ``k-1x8-and-amp-3f2a9c``, ``x-b128-…``
+        (``--exclude-cells``); the hash of the expressions keeps ``devices<2`` and ``devices>=2`` apart."""
+        import hashlib
+
+        parts = [f"{flag}-{text}" for flag, text in zip(("k", "x"), (self.keep, self.drop)) if text is not None]
+        words = re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-")[:60].strip("-")
+        return f"{words}-{hashlib.sha1(self.describe().encode()).hexdigest()[:6]}"
 
     def describe(self) -> str:
-        return ", ".join(f"{flag} {text!r}" for flag, text in zip(_FLAGS, (self.keep, self.drop)) if text)
+        return ", ".join(f"{flag} {_cut(text)!r}" for flag, text in zip(_FLAGS, (self.keep, self.drop))
+                         if text is not None)
 
     def choose(self, items: Sequence[T], view: Callable[[T], View], where: str = "", say: bool = True
                ) -> list[T]:
@@ -259,7 +286,7 @@ class Selection:
         axes = {k for v in views for k in v.values}
         tests: list[tuple[str, str, Callable[[View], bool], list[_Term]]] = []
         for flag, text in zip(_FLAGS, (self.keep, self.drop)):
-            if text:
+            if text is not None:
                 p = _Parser(flag, text, axes)
                 tests.append((flag, text, p.parse(), p.terms))
         keep = [x for x, v in zip(items, views)
@@ -267,14 +294,17 @@ class Selection:
         ids = list(dict.fromkeys(v.id for v in views))
         unmatched = [t.text for _f, _t, _test, terms in tests for t in terms if not any(t.test(v) for v in views)]
         if not keep:
+            kept = len(tests) == 2 and any(tests[0][2](v) for v in views)  # -k kept some, --exclude-cells all
             raise UserError(f"{self.describe()}: selects none of the {plural(len(ids), 'cell')}"
-                            + (f" {where}" if where else "") + _why(unmatched, views))
+                            + (f" {where}" if where else "")
+                            + (" (--exclude-cells leaves out every cell -k keeps)" if kept and not unmatched
+                               else _why(unmatched, views)))
         if say:
             import sys
 
             n = len({view(x).id for x in keep})
-            said = f"; {', '.join(repr(u) for u in unmatched)} {noun(len(unmatched), 'matches', 'match')} no cell" \
-                if unmatched else ""
+            said = f"; {_cut(', '.join(repr(u) for u in unmatched))} {noun(len(unmatched), 'matches', 'match')} " \
+                "no cell" if unmatched else ""
             print(f"dlperf-slurm: {n} of {plural(len(ids), 'cell')}{' ' + where if where else ''} selected "
                   f"({self.describe()}{said})", file=sys.stderr)
         return keep
@@ -290,10 +320,16 @@ def _why(unmatched: list[str], views: Sequence[View]) -> str:
         near = [p for p in labels if text.lower() in p][:3]
         hint = f" (did you mean {' or '.join(repr(p) for p in near)}, or {text.lower()!r} within a word: " \
                f"'*{text.lower()}*'?)" if near and not _GLOB.search(text) else ""
-        said.append(f"no cell matches {text!r}{hint}")
-    return ": " + "; ".join(said)
+        said.append(f"no cell matches {_cut(text)!r}{hint}")
+    return ": " + _cut("; ".join(said), 600)
 
 
 def from_args(args: Any) -> Selection:
-    """The selection a command line gives (``-k``, ``--exclude-cells``; none when the command has neither)."""
-    return Selection(getattr(args, "keep", None), getattr(args, "exclude_cells", None))
+    """The selection a command line gives (``-k``, ``--exclude-cells``; none when the command has neither). Each
+    may be given more than once: the ``-k`` s all hold (and), any ``--exclude-cells`` leaves a cell out (or)."""
+    def joined(values: Any, word: str) -> str | None:
+        if values is None or isinstance(values, str):
+            return values
+        return values[0] if len(values) == 1 else f" {word} ".join(f"({v})" for v in values)
+
+    return Selection(joined(getattr(args, "keep", None), "and"), joined(getattr(args, "exclude_cells", None), "or"))

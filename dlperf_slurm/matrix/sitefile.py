@@ -119,7 +119,8 @@ def root(kind: str, given: str | None, site: Site) -> tuple[Path, str]:
         raise src.error(held, f"${missing[0]} is not set in this environment: set it, or give the folder whole")
     path = Path(os.path.expanduser(os.path.expandvars(value)))
     line = src.line_of(held)
-    return (path if path.is_absolute() else src.path.parent / path), f"{src.path}:{line} [paths] {kind}"
+    path = path if path.is_absolute() else Path(os.path.normpath(src.path.parent / path))
+    return path, f"{src.path}:{line} [paths] {kind}"
 
 
 def user_site_file() -> Path:
@@ -160,6 +161,7 @@ def select_system(site: dict[str, Any], src: Source | None, wanted: str | None
     """The site's tables with a named system's (``NAME``) and its partition's (``NAME:PARTITION``) laid over them,
     in that order (``wanted``: ``--system``, else the site file's ``default_system``, else none); the system; and
     for each ``(table, key)`` a system or partition sets, ``(its label, its value)``."""
+    given = bool(wanted)
     wanted = wanted or site.get("default_system")
     if not wanted:
         return site, None, {}
@@ -170,6 +172,9 @@ def select_system(site: dict[str, Any], src: Source | None, wanted: str | None
     systems = site.get("systems") or {}
     if src is None or not isinstance(systems, dict) or name not in systems:
         known = ", ".join(sorted(systems)) if isinstance(systems, dict) and systems else "none"
+        if not given and src is not None:  # the site file's own default names it: said at its line
+            raise src.error("default_system", f"{wanted!r}: no [systems.{name}] in the site files (their systems: "
+                            f"{known}); name one of them, or --system NAME")
         raise UserError(f"--system {wanted}: {where} has no [systems.{name}] (its systems: {known})")
     layers: list[tuple[str, str, dict[str, Any]]] = []
     table = systems[name]

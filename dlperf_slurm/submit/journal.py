@@ -340,7 +340,8 @@ def _summarize(matrix: Matrix, runs, report: SubmitReport, n: int, ngroups: int,
                else f", {per_cell[0]} to {plural(per_cell[-1], 'repeat')} each")
     n_cells = len(counts) or len(matrix.cells)  # the cells asked for (-k: those selected)
     out(f"campaign {matrix.name}: {plural(len(runs), 'run')} ({plural(n_cells, 'cell')}{repeats}); "
-        f"submitting {n} as {plural(ngroups, *backend.group_word)}" + (f"; not resubmitted: {kept}" if kept else ""))
+        + (f"submitting {n} as {plural(ngroups, *backend.group_word)}" if n else "nothing to submit")
+        + (f"; not resubmitted: {kept}" if kept else ""))
     failed = sum(v for k, v in report.kept.items() if k in RETRYABLE)
     if failed:
         out(f"  {plural(failed, 'failed run is', 'failed runs are')} kept as they are: --retry-failed resubmits them")
