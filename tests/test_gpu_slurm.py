@@ -127,7 +127,7 @@ def test_dlperf_shapes_run_to_ok_with_the_gpus_slurm_gave(form, tmp_path):
         assert alloc[r.job_id] == nodes * gpus, (r.key, alloc)
         health = next(json.loads(line.split(" ", 1)[1]) for line in Path(r.log).read_text().splitlines()
                       if line.startswith(':::DLPERF {"event":"health"'))
-        assert health["ok"] and set(health["gpus"].values()) == {f"{gpus}/{gpus} GPUs (nvidia-smi)"}, health
+        assert health["ok"] and set(health["gpus"].values()) == {f"{gpus}/{gpus} GPU{'s' * (gpus != 1)} (nvidia-smi)"}, health
     summary = collect_summary(logs, cdir.name)
     shown = {g["slurm_gpus"] for g in summary["system"]["node_groups"]}
     assert shown == {f"{int(s.split('x')[1])} a node" for s in shapes}, summary["system"]["node_groups"]
