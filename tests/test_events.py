@@ -143,12 +143,11 @@ def test_failure_paths_print_declared_error_events(monkeypatch, capsys):
 
 # ------------------------------------------------------------------------------------- the provenance snippet
 def _provenance(tmp_path: Path, path: str) -> tuple[dict, list[dict]]:
-    """Render templates/provenance.sh.j2 (one node, no container), run it with ``PATH=path``, return its one job
-    event and its node events."""
+    """Run the job code's provenance step (templates/provenance.sh.j2, one node, no container) with ``PATH=path``,
+    as a run's script calls it; return its one job event and its node events."""
     script = tmp_path / "provenance.sh"
-    ctx = {"prov": {"python": "python3", "prefix": [], "srun": False, "conf": "{}"}, "nodes": 1,
-           "container": {"type": "none", "image": "", "mounts": [], "options": []}}
-    script.write_text(render.environment().get_template("provenance.sh.j2").render(ctx))
+    code = render.environment().get_template(render.JOB_CODE_TEMPLATE).render()
+    script.write_text(code + "\nDLPERF_IMAGE=''\nDLPERF_STEP=(srun --nodes=1)\ndlperf_provenance python3 '{}' ''\n")
     env = {"PATH": path, "DLPERF_RUN": "c.r0", "DLPERF_COMMAND": "torchrun x", "SLURM_JOB_ID": "77",
            "HOME": str(tmp_path)}
     p = subprocess.run(["/bin/bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)

@@ -80,9 +80,9 @@ def test_plan_and_render_say_it_and_the_script_passes_it_to_the_gate(tmp_path, s
     assert capsys.readouterr().err.count("is not used") == 2
     m = loader.load(mx, site=site, system="alpha")
     text = render.render_run(m, loader.runs(m, tmp_path / "logs")[0])
-    assert "--min-busbw-gbs 180.0 --expected-by alpha --marker" in text
+    assert "-- --ranks 2 --min-busbw-gbs 180.0 --expected-by alpha\n" in text  # the judge's arguments
     m = loader.load(mx, site=site, system="beta")
-    assert "--min-busbw-gbs 100.0 --marker" in render.render_run(m, loader.runs(m, tmp_path / "logs")[0])
+    assert "-- --ranks 2 --min-busbw-gbs 100.0\n" in render.render_run(m, loader.runs(m, tmp_path / "logs")[0])
 
 
 def test_a_run_on_a_system_expecting_more_than_the_gate_measures_is_unhealthy(tmp_path, site):

@@ -243,14 +243,18 @@ def test_health_from_the_site_file_and_the_matrix(tmp_path):
 def test_the_gate_in_the_job_script(tmp_path):
     m = loader.load(_write(tmp_path, MX + "[health]\nmin_busbw_gbs = 1.5\n"), site=False)
     run = loader.runs(m, tmp_path / "logs")[0]
-    text = render.render_run(m, run)
-    gate, launch = text.index("python3 -m dlperf_slurm.probes.health judge"), text.index("# launch (torchrun)")
-    assert gate < launch and f'-eq {health.UNHEALTHY_EXIT} ]' in text and "--min-busbw-gbs 1.5" in text
+    renderer = render.Renderer(m)
+    text, code = renderer.render(run, []), renderer.job_code.text
+    gate, launch = text.index("\ndlperf_health 30 300 python3 "), text.index("\ndlperf_launch &\n")
+    assert gate < launch and "--min-busbw-gbs 1.5" in text[gate:launch]
     assert "--ranks 2" in text and "--ranks-per-node 2 --expect-gpus 0" in text
-    assert "timeout -k 5 30 srun --nodes=1 --ntasks=1 --ntasks-per-node=1" in text  # one probe per node, whatever
-    # the allocation's task count (srun would inherit SLURM_NTASKS and start one per GPU otherwise)
+    # one probe per node, whatever the allocation's task count (srun would inherit SLURM_NTASKS and start one per
+    # GPU otherwise): the job code's step is the script's DLPERF_STEP
+    assert "\nDLPERF_STEP=(srun --nodes=1 --ntasks=1 --ntasks-per-node=1 --kill-on-bad-exit=0)\n" in text
+    assert 'timeout -k 5 "$bound" "${DLPERF_STEP[@]}" "${DLPERF_HEALTH_PY[@]}" -m dlperf_slurm.probes.health' in code
+    assert '"$judge" -m dlperf_slurm.probes.health judge' in code and f'"$rc" -eq {health.UNHEALTHY_EXIT} ]' in code
     off = loader.load(_write(tmp_path, MX + "[health]\nenabled = false\n"), site=False)
-    assert "dlperf_slurm.probes.health" not in render.render_run(off, loader.runs(off, tmp_path / "logs")[0])
+    assert "dlperf_health " not in render.render_run(off, loader.runs(off, tmp_path / "logs")[0])
 
 
 def test_a_failed_gate_under_the_local_executor_is_unhealthy_and_never_trains(tmp_path):

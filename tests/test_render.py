@@ -501,7 +501,8 @@ def test_user_template_folder_overrides_a_builtin(tmp_path):
     user.mkdir(parents=True)
     (user / "horovodrun.sh.j2").write_text("my-horovodrun -np {{ world_size }} {{ program|qjoin }}\n")
     text = render.render_run(m, loader.runs(m, tmp_path)[0], str(tmp_path / "tpl"))
-    assert "\n( my-horovodrun -np 8 python3 " in text  # the launch, run beside the hang watchdog
+    assert "\ndlperf_launch() {\nmy-horovodrun -np 8 python3 " in text  # the launch, run beside the hang watchdog
+    assert "\ndlperf_launch &\ndlperf_wait $!\n" in text
 
 
 def test_missing_user_template_folder_is_an_error(tmp_path, capsys):
@@ -560,9 +561,11 @@ def test_rendered_scripts_name_absolute_paths(tmp_path, monkeypatch, capsys):
     assert len(scripts) == 12
     for script in scripts:
         text = script.read_text()
-        for key in ("#SBATCH --output=", "DLPERF_LOG=", "DLPERF_MARKER=", "export DLPERF_CAMPAIGN_DIR="):
+        for key in ("#SBATCH --output=", "export DLPERF_CAMPAIGN_DIR="):
             value = text.split(key, 1)[1].split()[0]
             assert value.startswith(str(tmp_path.resolve()) + "/"), (script, key, value)
+        # the log (and the marker beside it) under that folder
+        assert "\nDLPERF_LOG=$DLPERF_CAMPAIGN_DIR/1n" in text and "\nDLPERF_MARKER=${DLPERF_LOG%.log}.exit\n" in text
 
 
 @pytest.mark.parametrize("text, needle", [("# mine\nhorovodrun {{ no_such_variable }}\n", "is undefined"),

@@ -31,10 +31,9 @@ def script(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     [path] = sorted(out.rglob("*.sbatch"))
     text = path.read_text()
-    value = lambda name: next(line.split("=", 1)[1] for line in text.splitlines()  # noqa: E731
-                              if line.startswith(name + "="))
-    log, marker = Path(value("DLPERF_LOG")), Path(value("DLPERF_MARKER"))
-    assert log.is_absolute() and marker.is_absolute(), (log, marker)  # unquoted plain paths under tmp_path
+    log, marker = path.with_suffix(".log"), path.with_suffix(".exit")  # beside the script, under its campaign folder
+    assert f"\nexport DLPERF_CAMPAIGN_DIR={out.resolve()}\n" in text, text
+    assert f"\nDLPERF_LOG=$DLPERF_CAMPAIGN_DIR/{log.relative_to(out)}\n" in text, text
     return path, log, marker
 
 

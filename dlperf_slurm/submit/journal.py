@@ -146,6 +146,8 @@ class Journal:
         # evidence first (moved aside, never deleted), then the scripts: only then may a job start
         for src, dst in moves:
             os.replace(src, dst)
+        for folder in sorted({r.campaign_dir for r in group.runs}):
+            self.renderer.install(folder)  # the job code the scripts name, before any of them
         for run, out in zip(group.runs, group.outputs):
             text = self.renderer.render(run, self.backend.preamble(dataclasses.replace(group.resources, array="")))
             if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too

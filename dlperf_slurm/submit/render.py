@@ -2,11 +2,16 @@
 
 Every value that reaches the shell goes through one quoting filter, ``q`` (``shlex.quote``); the
 environment is ``StrictUndefined`` so a missing variable is an error, never an empty string.
+
+The code every run shares (the start and the exit marker, the provenance probe, the health gate, the watchdog:
+``templates/job.sh.j2``) is the campaign's :class:`JobCode`, written once into the campaign folder under a name
+made of its hash; each run's script holds only what is its own and names that file with its whole sha256.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -27,6 +32,8 @@ from dlperf_slurm.schedulers.base import Resources, resources
 from dlperf_slurm.suites import REPEAT, RUN_DIR
 
 SBATCH_TEMPLATE = "sbatch.sh.j2"
+JOB_CODE_TEMPLATE = "job.sh.j2"
+JOB_CODE_DIR = ".job"  # in the campaign folder
 
 
 def shell_quote(value: Any) -> str:
@@ -219,22 +226,67 @@ def run_context(run: Run) -> dict[str, Any]:
     base = str(run.base)
     return {"run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
                     "script": base + ".sbatch", "dir": str(run.work_dir),
-                    "campaign_dir": str(run.campaign_dir)}}
+                    "campaign_dir": str(run.campaign_dir), "rel": str(run.base.relative_to(run.campaign_dir))}}
+
+
+@dataclasses.dataclass(frozen=True)
+class JobCode:
+    """The shell code every run of a campaign sources (``templates/job.sh.j2``): its text, its sha256, and its
+    name in the campaign folder (``.job/<the hash's first 16 hex digits>.sh``). Content-addressed: a run's script
+    names it with its whole hash and refuses a copy whose bytes do not hash so."""
+
+    text: str
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return f"{JOB_CODE_DIR}/{self.sha256[:16]}.sh"
+
+    @classmethod
+    def of(cls, text: str) -> "JobCode":
+        return cls(text, hashlib.sha256(text.encode()).hexdigest())
+
+    def install(self, campaign_dir: Path) -> Path:
+        """Write the file into ``campaign_dir`` unless it is there with these bytes; read-only (mode 444 under the
+        umask). A copy with other bytes (changed by hand, a torn write) is replaced: the name says what it holds."""
+        path = Path(campaign_dir) / self.name
+        data = self.text.encode()
+        try:
+            if path.read_bytes() == data:
+                return path
+        except OSError:
+            pass
+        atomic_write(path, data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o444 & ~umask)
+        return path
 
 
 class Renderer:
     """Renders the runs of one matrix; the launcher command is rendered once per cell. The script's preamble
-    (its scheduler directives) is the scheduler's: :meth:`render` takes it as lines."""
+    (its scheduler directives) is the scheduler's: :meth:`render` takes it as lines. The job code is rendered
+    once; :meth:`install` writes it into a campaign folder (before any script that names it may start)."""
 
     def __init__(self, matrix: Matrix, template_dir: str | None = None):
         self.matrix = matrix
         env = environment(template_dir)
         try:
             self._sbatch = env.get_template(SBATCH_TEMPLATE)
+            self.job_code = JobCode.of(env.get_template(JOB_CODE_TEMPLATE).render())
         except jinja2.TemplateError as err:
             raise template_error(err) from err
         self._env = env
         self._cells: dict[Cell, dict[str, Any]] = {}
+        self._installed: set[Path] = set()
+
+    def install(self, campaign_dir: Path) -> Path:
+        """The job code in ``campaign_dir`` (written there once per renderer and folder)."""
+        path = Path(campaign_dir) / self.job_code.name
+        if path not in self._installed:
+            self.job_code.install(Path(campaign_dir))
+            self._installed.add(path)
+        return path
 
     def context(self, run: Run) -> dict[str, Any]:
         cell_ctx = self._cells.get(run.cell)
@@ -243,7 +295,8 @@ class Renderer:
             if not cell_ctx["uses_run_dir"]:
                 cell_ctx["launch"] = self._launch(run.cell, cell_ctx)
             self._cells[run.cell] = cell_ctx
-        ctx = {**cell_ctx, **run_context(run)}
+        ctx = {**cell_ctx, **run_context(run), "job_code": {"name": self.job_code.name,
+                                                               "sha256": self.job_code.sha256}}
         if cell_ctx["uses_run_dir"]:  # the run's own folder and repeat in place of suites.RUN_DIR and REPEAT
             ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]).replace(REPEAT, str(run.repeat))
                               for a in cell_ctx["program"]]
@@ -283,14 +336,17 @@ def standalone_preamble(matrix: Matrix, run: Run) -> list[str]:
 
 
 def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str:
-    """The sbatch script of one run, for submitting by hand."""
+    """The sbatch script of one run, as text (nothing written: the job code it names is :func:`write_scripts`')."""
     return Renderer(matrix, template_dir).render(run, standalone_preamble(matrix, run))
 
 
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
-    """Render and write every run's script next to its log (atomically, executable); returns the paths."""
+    """Render and write every run's script next to its log (atomically, executable), and the campaign's job code
+    they name, for submitting by hand; returns the scripts' paths."""
     renderer = Renderer(matrix, template_dir)
     runs = list(runs)
     with no_more_open_than(sorted({str(r.campaign_dir) for r in runs}), matrix.provenance.umask):
+        for folder in sorted({r.campaign_dir for r in runs}):
+            renderer.install(folder)
         return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run)), executable=True)
                 for run in runs]
