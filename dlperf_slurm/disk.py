@@ -108,7 +108,7 @@ def read_start(path: str | os.PathLike, size: int) -> bytes:
 #: exit marker there (a log of a real program grows by KiBs; the marker and the runner's queue need a block each)
 FULL_BELOW = 64 * 1024
 #: what a job script reserves, before anything else, for its exit marker (``<run>.exit.spare``): on a disk that
-#: fills while it runs, the marker is written over these blocks in place and renamed (templates/sbatch.sh.j2)
+#: fills while it runs, the marker is written over these blocks in place and renamed (templates/job.sh.j2)
 SPARE_BYTES = 16 * 1024
 
 
@@ -127,7 +127,7 @@ def reserve_room(marker: str | os.PathLike, output: str = "") -> None:
     """Made before a run is submitted, so that a job starting on a disk already full can still start and say so:
     room in its scheduler output file (``output``, when it has one; see :func:`_preallocate`) and the room its
     exit marker needs (``<marker>.spare``, :data:`SPARE_BYTES`), which the job script writes its marker over when
-    nothing else can be written (templates/sbatch.sh.j2)."""
+    nothing else can be written (templates/job.sh.j2)."""
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         _preallocate(output, SPARE_BYTES)

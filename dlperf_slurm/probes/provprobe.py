@@ -1,8 +1,8 @@
 """The provenance probe every job script runs: ``job`` on the batch host, ``node`` on every node of the run, from
 where the program runs (inside its container, with its interpreter). Each prints one ``:::DLPERF`` line.
 
-This file is the probe's whole source: the job script carries it (``templates/provenance.sh.j2`` puts it into the
-script as text and runs it with ``python3 -c``), so it imports only the standard library and nothing of
+This file is the probe's whole source: the campaign's job code carries it (``templates/provenance.sh.j2`` puts it into the
+code as text and runs it with ``python3 -c``), so it imports only the standard library and nothing of
 dlperf_slurm (the nodes, and the container, need not have the package). Its event and key names are the ones
 declared in :mod:`dlperf_slurm.events` (``tests/test_provenance.py`` checks that every key it prints is).
 

@@ -97,7 +97,7 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
     env.filters["pyargs"] = python_args
     env.filters["pyexe"] = python_exe
     env.globals["events"] = events  # the :::DLPERF names, for the job event of provenance.sh.j2
-    env.globals["provprobe"] = provprobe_source()  # the provenance probe the script carries (provenance.sh.j2)
+    env.globals["provprobe"] = provprobe_source()  # the provenance probe the job code carries (provenance.sh.j2)
     env.globals["disk"] = {"full_below_kib": disk.FULL_BELOW // 1024, "spare_bytes": disk.SPARE_BYTES}
     return env
 
@@ -221,12 +221,20 @@ def _in_container(matrix: Matrix, launcher: Any, program: list[str]) -> tuple[li
     return program, apptainer, apptainer  # WRAP_LAUNCHER
 
 
-def run_context(run: Run) -> dict[str, Any]:
-    """What differs between the repeats of a cell: the run's files."""
-    base = str(run.base)
-    return {"run": {"key": run.key, "repeat": run.repeat, "log": base + ".log", "marker": base + ".exit",
-                    "script": base + ".sbatch", "dir": str(run.work_dir),
-                    "campaign_dir": str(run.campaign_dir), "rel": str(run.base.relative_to(run.campaign_dir))}}
+def run_context(run: Run, repeat: str | None = None) -> dict[str, Any]:
+    """What differs between the repeats of a cell: the run's files. ``repeat``: a text in place of the repeat's
+    number, wherever it appears (its key, its files' names)."""
+    number = str(run.repeat) if repeat is None else repeat
+    base = run.base.with_name(f"{run.cell.stem}_{number}")
+    return {"run": {"key": f"{run.cell.id}.r{number}", "repeat": run.repeat if repeat is None else repeat,
+                    "log": f"{base}.log", "marker": f"{base}.exit", "script": f"{base}.sbatch", "dir": f"{base}.work",
+                    "campaign_dir": str(run.campaign_dir), "rel": str(base.relative_to(run.campaign_dir))}}
+
+
+#: The prototype of a cell's scripts stands these words where its runs differ (shell-safe characters only: a value
+#: quoted with them is quoted alike with the digits of a repeat, so putting those in is rendering the run).
+_REPEAT_SLOT = "DLPERF0REPEAT0SLOT"
+_PREAMBLE_SLOT = "DLPERF0PREAMBLE0SLOT\n"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,6 +286,8 @@ class Renderer:
             raise template_error(err) from err
         self._env = env
         self._cells: dict[Cell, dict[str, Any]] = {}
+        self._protos: dict[tuple[Cell, Path, str], str] = {}
+        self._user_templates = bool(template_dir)
         self._installed: set[Path] = set()
 
     def install(self, campaign_dir: Path) -> Path:
@@ -288,17 +298,18 @@ class Renderer:
             self._installed.add(path)
         return path
 
-    def context(self, run: Run) -> dict[str, Any]:
+    def context(self, run: Run, repeat: str | None = None) -> dict[str, Any]:
         cell_ctx = self._cells.get(run.cell)
         if cell_ctx is None:
             cell_ctx = cell_context(self.matrix, run.cell)
             if not cell_ctx["uses_run_dir"]:
                 cell_ctx["launch"] = self._launch(run.cell, cell_ctx)
             self._cells[run.cell] = cell_ctx
-        ctx = {**cell_ctx, **run_context(run), "job_code": {"name": self.job_code.name,
-                                                               "sha256": self.job_code.sha256}}
+        ctx = {**cell_ctx, **run_context(run, repeat), "job_code": {"name": self.job_code.name,
+                                                                       "sha256": self.job_code.sha256}}
         if cell_ctx["uses_run_dir"]:  # the run's own folder and repeat in place of suites.RUN_DIR and REPEAT
-            ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]).replace(REPEAT, str(run.repeat))
+            number = str(run.repeat) if repeat is None else repeat
+            ctx["program"] = [str(a).replace(RUN_DIR, ctx["run"]["dir"]).replace(REPEAT, number)
                               for a in cell_ctx["program"]]
             ctx["launch"] = self._launch(run.cell, ctx)
         return ctx
@@ -307,11 +318,21 @@ class Renderer:
         return self._env.get_template(launchers.get(cell.launcher).template).render(ctx).strip()
 
     def render(self, run: Run, preamble: Sequence[str]) -> str:
-        """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body."""
+        """The job script of one run: the scheduler's preamble, then the launcher's command in the batch body.
+        The built-in templates render once per cell (a prototype with slots for the repeat and the preamble);
+        a user's own (``--templates``), which may compute with a run's values, render for every run."""
         try:
-            return self._sbatch.render({**self.context(run), "preamble": list(preamble)})
+            if self._user_templates:
+                return self._sbatch.render({**self.context(run), "preamble": list(preamble)})
+            slot = (run.cell, run.campaign_dir, run.group)
+            proto = self._protos.get(slot)
+            if proto is None:
+                proto = self._sbatch.render({**self.context(run, _REPEAT_SLOT), "preamble": [_PREAMBLE_SLOT[:-1]]})
+                self._protos[slot] = proto
         except jinja2.TemplateError as err:  # a user template's mistake (--templates): one line, not a traceback
             raise template_error(err) from err
+        return proto.replace(_PREAMBLE_SLOT, "".join(f"{line}\n" for line in preamble)) \
+            .replace(_REPEAT_SLOT, str(run.repeat))
 
 
 def template_error(err: jinja2.TemplateError) -> UserError:
