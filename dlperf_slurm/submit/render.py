@@ -347,13 +347,13 @@ def template_error(err: jinja2.TemplateError) -> UserError:
     return UserError(f"{where}template error: {err}")
 
 
-def standalone_preamble(matrix: Matrix, run: Run) -> list[str]:
+def standalone_preamble(matrix: Matrix, run: Run, scheduler: Any = None) -> list[str]:
     """The preamble of a script rendered for submitting by hand (``render``): Slurm's, named after the cell,
-    its Slurm output beside the log."""
+    its Slurm output beside the log. ``scheduler``: the campaign's SlurmScheduler, when the caller has one."""
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
 
     res = run_resources(matrix, run, output=str(run.base) + ".slurm-%j.out")
-    return SlurmScheduler(run.campaign_dir).preamble(res)
+    return (scheduler or SlurmScheduler(run.campaign_dir)).preamble(res)
 
 
 def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str:
@@ -364,10 +364,15 @@ def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
     """Render and write every run's script next to its log (atomically, executable), and the campaign's job code
     they name, for submitting by hand; returns the scripts' paths."""
+    from dlperf_slurm.schedulers.slurm import SlurmScheduler
+
     renderer = Renderer(matrix, template_dir)
     runs = list(runs)
-    with no_more_open_than(sorted({str(r.campaign_dir) for r in runs}), matrix.provenance.umask):
-        for folder in sorted({r.campaign_dir for r in runs}):
+    folders = sorted({r.campaign_dir for r in runs})
+    with no_more_open_than([str(f) for f in folders], matrix.provenance.umask):
+        schedulers = {folder: SlurmScheduler(folder) for folder in folders}
+        for folder in folders:
             renderer.install(folder)
-        return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run)), executable=True)
-                for run in runs]
+        return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run,
+                                                                                  schedulers[run.campaign_dir])),
+                             executable=True) for run in runs]
