@@ -22,6 +22,10 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, wide: bo
     from tabulate import tabulate
 
     def render(h: Sequence[str], r: Sequence[Sequence[str]]) -> str:
+        if tablefmt == "github":
+            fast = github_table(h, r)
+            if fast is not None:
+                return fast
         return tabulate(r, headers=list(h), tablefmt=tablefmt, disable_numparse=True)
 
     def too_wide(text: str) -> int:
@@ -82,3 +86,21 @@ def terminal_height() -> int:
     import shutil
 
     return shutil.get_terminal_size((TERMINAL_WIDTH, 24)).lines
+
+
+def github_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str | None:
+    """tabulate's ``github`` format of text cells (``disable_numparse``: every column left-aligned), written
+    directly: the same text, in a fraction of the time on tables of 10^4-10^5 rows. None where tabulate must do it
+    (a header of several lines, a cell that is not plain ASCII on one line, whose width only it measures)."""
+    cells = [list(headers), *rows]
+    if not all(isinstance(x, str) and x.isascii() and "\n" not in x for row in cells for x in row):
+        return None
+    if any(len(row) != len(headers) for row in rows) or not headers:
+        return None
+    rows = [[x.strip() for x in row] for row in rows]  # tabulate strips the values' white space, not the headers'
+    cells = [list(headers), *rows]
+    # tabulate's MIN_PADDING: a column is at least its header and two more
+    widths = [max([len(headers[k]) + 2] + [len(row[k]) for row in rows]) for k in range(len(headers))]
+    lines = ["| " + " | ".join(x.ljust(w) for x, w in zip(row, widths)) + " |" for row in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
