@@ -57,7 +57,7 @@ def main() -> None:
 
         t0 = time.perf_counter()
         renderer = render.Renderer(m)
-        texts = [renderer.render(r, render.standalone_preamble(m, r)) for r in runs]
+        texts = [renderer.standalone(r) for r in runs]
         t_render = time.perf_counter() - t0
 
         # every run rendered whole (what a user's own templates folder gets): the same text, for the figures only
@@ -65,7 +65,7 @@ def main() -> None:
         whole = render.Renderer(m, str(render.builtin_template_dir()))
         sample = runs[:: max(1, len(runs) // 2000)]
         for r in sample:
-            whole.render(r, render.standalone_preamble(m, r))
+            whole.standalone(r)
         t_whole = (time.perf_counter() - t0) / len(sample) * len(runs)
 
         t0 = time.perf_counter()

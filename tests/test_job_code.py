@@ -129,8 +129,8 @@ def test_the_job_code_holds_no_value_of_a_run():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "matrices").glob("*.toml")), ids=lambda p: p.name)
 def test_a_cells_prototype_renders_every_run_as_a_whole_render_does(path, tmp_path):
-    """The built-in templates render once per cell, the repeat put in after; a folder whose name needs quoting
-    included. The same templates as a user's own folder render every run whole: the two must be equal."""
+    """The built-in templates render once per cell, the repeat put in after (the directives too, for ``render``); a
+    folder whose name needs quoting included. The same templates as a user's own folder render every run whole: the two must be equal."""
     from dlperf_slurm.matrix import loader
 
     m = loader.load(path, site=False)
@@ -139,3 +139,4 @@ def test_a_cells_prototype_renders_every_run_as_a_whole_render_does(path, tmp_pa
     for run in runs:
         preamble = render.standalone_preamble(m, run)
         assert once.render(run, preamble) == whole.render(run, preamble), run.key
+        assert once.standalone(run) == whole.standalone(run) == whole.render(run, preamble), run.key

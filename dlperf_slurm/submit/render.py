@@ -287,6 +287,7 @@ class Renderer:
         self._env = env
         self._cells: dict[Cell, dict[str, Any]] = {}
         self._protos: dict[tuple[Cell, Path, str], str] = {}
+        self._preambles: dict[tuple[Cell, Path, str], list[str]] = {}
         self._user_templates = bool(template_dir)
         self._installed: set[Path] = set()
 
@@ -314,6 +315,22 @@ class Renderer:
             ctx["launch"] = self._launch(run.cell, ctx)
         return ctx
 
+    def standalone(self, run: Run, scheduler: Any = None) -> str:
+        """The script of one run for submitting by hand (``render``): :func:`standalone_preamble`'s directives,
+        worked out once per cell where the cell renders once (its output file named with the repeat's slot)."""
+        if self._user_templates:
+            return self.render(run, standalone_preamble(self.matrix, run, scheduler))
+        slot = (run.cell, run.campaign_dir, run.group)
+        preamble = self._preambles.get(slot)
+        if preamble is None:
+            from dlperf_slurm.schedulers.slurm import SlurmScheduler
+
+            output = run_context(run, _REPEAT_SLOT)["run"]["log"][:-len(".log")] + ".slurm-%j.out"
+            res = run_resources(self.matrix, run, output=output)
+            preamble = (scheduler or SlurmScheduler(run.campaign_dir)).preamble(res)
+            self._preambles[slot] = preamble
+        return self.render(run, preamble)
+
     def _launch(self, cell: Cell, ctx: dict[str, Any]) -> str:
         return self._env.get_template(launchers.get(cell.launcher).template).render(ctx).strip()
 
@@ -331,6 +348,7 @@ class Renderer:
                 self._protos[slot] = proto
         except jinja2.TemplateError as err:  # a user template's mistake (--templates): one line, not a traceback
             raise template_error(err) from err
+        # the preamble first: its lines may name the run's files with the repeat's slot too (:meth:`standalone`)
         return proto.replace(_PREAMBLE_SLOT, "".join(f"{line}\n" for line in preamble)) \
             .replace(_REPEAT_SLOT, str(run.repeat))
 
@@ -358,7 +376,7 @@ def standalone_preamble(matrix: Matrix, run: Run, scheduler: Any = None) -> list
 
 def render_run(matrix: Matrix, run: Run, template_dir: str | None = None) -> str:
     """The sbatch script of one run, as text (nothing written: the job code it names is :func:`write_scripts`')."""
-    return Renderer(matrix, template_dir).render(run, standalone_preamble(matrix, run))
+    return Renderer(matrix, template_dir).standalone(run)
 
 
 def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None = None) -> list[Path]:
@@ -373,6 +391,5 @@ def write_scripts(matrix: Matrix, runs: Iterable[Run], template_dir: str | None 
         schedulers = {folder: SlurmScheduler(folder) for folder in folders}
         for folder in folders:
             renderer.install(folder)
-        return [atomic_write(run.script, renderer.render(run, standalone_preamble(matrix, run,
-                                                                                  schedulers[run.campaign_dir])),
-                             executable=True) for run in runs]
+        return [atomic_write(run.script, renderer.standalone(run, schedulers[run.campaign_dir]), executable=True)
+                for run in runs]
