@@ -112,15 +112,20 @@ def test_site_show_says_a_named_site_file_is_missing_and_site_commands_still_run
 
 def test_site_show_says_the_system_in_use_and_the_keys_it_sets(tmp_path):
     system, user, env = _center(tmp_path)
-    system.write_text(system.read_text() + '\n[systems.ci]\n[systems.other.slurm]\npartition = "gpuq"\n')
+    system.write_text(system.read_text() + '\n[systems.ci]\ngpus_per_node = 8\n[systems.other.slurm]\n'
+                      'partition = "gpuq"\n')
     line = system.read_text().splitlines().index('partition = "gpuq"') + 1
     user.write_text('default_system = "ci"\n[slurm]\naccount = "mine"\n')
     p = cli("site", "show", env=env, cwd=tmp_path, check=True)
-    assert f"system: ci (default_system, {user}:1); it sets no key over the site's" in p.stdout, p.stdout
+    lines = p.stdout.splitlines()
+    i = lines.index(f"system: ci (default_system, {user}:1)")
+    gpus = system.read_text().splitlines().index("gpus_per_node = 8") + 1
+    assert lines[i + 1:i + 3] == [f"  gpus_per_node = 8  {system}:{gpus}",  # its hardware: the matrices' GPUs a node
+                                  "  it sets no [slurm], [environment] or [health] key over the site's"], p.stdout
     p = cli("site", "show", "--system", "other", env=env, cwd=tmp_path, check=True)
     lines = p.stdout.splitlines()
-    i = lines.index("system: other (--system); its keys over the site's:")
-    assert lines[i + 1] == f'  slurm.partition = "gpuq"  {system}:{line}'
+    i = lines.index("system: other (--system)")
+    assert lines[i + 1:i + 3] == ["  its keys over the site's:", f'    slurm.partition = "gpuq"  {system}:{line}']
 
 
 def test_a_default_system_the_site_files_lack_is_named_at_its_line(tmp_path):

@@ -71,12 +71,21 @@ def _system_lines(args: argparse.Namespace, site: Any) -> list[str]:
     if system is None:
         return []
     how = "--system" if getattr(args, "system", None) else f"default_system, {_where(site, 'default_system')}"
-    out = [f"system: {system.label} ({how}); its keys over the site's:" if origin else
-           f"system: {system.label} ({how}); it sets no key over the site's"]
+    out = [f"system: {system.label} ({how})"]
+    name, _, part = system.label.partition(":")
+    tables = [(f"systems.{name}", (site.data.get("systems") or {}).get(name) or {})]
+    if part:
+        tables.append((f"systems.{name}.partitions.{part}", (tables[0][1].get("partitions") or {}).get(part) or {}))
+    for prefix, table in tables:  # what it says of its hardware (gpus_per_node: the matrices' GPUs a node)
+        for key in sitefile.SYSTEM_HARDWARE:
+            if key in table:
+                out.append(f"  {key} = {_toml(table[key])}  {_where(site, f'{prefix}.{key}')}")
+    out.append("  its keys over the site's:" if origin else
+               "  it sets no [slurm], [environment] or [health] key over the site's")
     for (table, key), (label, value) in origin.items():
         name, _, part = label.partition(":")
         held = f"systems.{name}" + (f".partitions.{part}" if part else "") + f".{table}.{key}"
-        out.append(f"  {table}.{key} = {_toml(value)}  {_where(site, held)}")
+        out.append(f"    {table}.{key} = {_toml(value)}  {_where(site, held)}")
     return out
 
 

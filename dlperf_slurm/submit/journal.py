@@ -148,8 +148,9 @@ class Journal:
             os.replace(src, dst)
         for folder in sorted({r.campaign_dir for r in group.runs}):
             self.renderer.install(folder)  # the job code the scripts name, before any of them
+        preamble = self.backend.preamble(dataclasses.replace(group.resources, array=""))  # the group's, once
         for run, out in zip(group.runs, group.outputs):
-            text = self.renderer.render(run, self.backend.preamble(dataclasses.replace(group.resources, array="")))
+            text = self.renderer.render(run, preamble)
             if run.script.exists() and run.script.read_text() != text:  # a changed script: keep the old one too
                 os.replace(run.script, aside(run.script, rows[run.key].attempt))
             atomic_write(run.script, text, executable=True)
