@@ -59,24 +59,13 @@ extra_directives = ["--hold"]
 """
 
 
-WRAP = ("import resource, runpy, sys\n"
-        "sys.argv = ['dlperf_slurm', *sys.argv[1:]]\n"
-        "try:\n"
-        "    runpy.run_module('dlperf_slurm', run_name='__main__')\n"
-        "except SystemExit as e:\n"
-        "    code = e.code\n"
-        "else:\n"
-        "    code = 0\n"
-        "sys.stderr.write(f'\\nBENCH-RSS-KIB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
-        "sys.exit(code)\n")
-
-
 def cli(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
-    """``python -m dlperf_slurm ARGS``: wall s, peak RSS MiB of that process, the process."""
+    """``python -m dlperf_slurm ARGS``: wall s, peak RSS MiB of that process, the process. The peak is GNU time's
+    (%M): a process forked from this one would inherit this one's peak, which grows with what the bench holds."""
     env = {"PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "COLUMNS": "120"}
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", WRAP, *args], cwd=cwd, capture_output=True, text=True,
-                       env={**os.environ, **env})
+    p = subprocess.run(["/usr/bin/time", "-f", "BENCH-RSS-KIB %M", sys.executable, "-m", "dlperf_slurm", *args],
+                       cwd=cwd, capture_output=True, text=True, env={**os.environ, **env})
     wall = time.perf_counter() - t
     rss = next((int(line.split()[1]) / 1024 for line in reversed(p.stderr.splitlines())
                 if line.startswith("BENCH-RSS-KIB ")), float("nan"))
@@ -172,6 +161,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5, help="repeats a cell (default 5: 100,000 runs exactly)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary folder, removed)")
     args = ap.parse_args()
+    if not Path("/usr/bin/time").exists():
+        print("GNU time (/usr/bin/time) is needed for each step's peak memory: apt-get install time", file=sys.stderr)
+        return 2
     if shutil.which("sbatch") is None or subprocess.run(["scontrol", "ping"], capture_output=True).returncode:
         print("no Slurm cluster answers: start one with: bash tests/slurm/start.sh", file=sys.stderr)
         return 2

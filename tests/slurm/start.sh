@@ -14,6 +14,8 @@
 #   SLURM_CI_CPUS=N     CPUs advertised per node (default: nproc; may exceed real cores)
 #   SLURM_CI_MEM_MB=N   RealMemory per node (default: 80% of RAM / NODES)
 #   SLURM_CI_MAX_ARRAY=N MaxArraySize (default 1001, Slurm's default)
+#   SLURM_CI_MAX_JOBS=N MaxJobCount (default 10000, Slurm's default; each task of an array counts):
+#                       bench/bench_scale.py's 100,000 held runs need more
 #   SLURM_CI_SLURMD_TIMEOUT=S SlurmdTimeout (default 10 s, Slurm's is 300): how soon a dead slurmd's node is
 #                       marked DOWN and its jobs NODE_FAIL (tests/test_slurm_faults.py waits for that)
 #   SLURM_CI_FRESH=1    wipe slurmctld/slurmd state (job ids restart at 1) before starting
@@ -223,6 +225,7 @@ JobCompType=jobcomp/filetxt
 JobCompLoc=$LOG_DIR/jobcomp.log
 MinJobAge=300
 MaxArraySize=${SLURM_CI_MAX_ARRAY:-1001}
+MaxJobCount=${SLURM_CI_MAX_JOBS:-10000}
 KillWait=5
 SlurmdTimeout=${SLURM_CI_SLURMD_TIMEOUT:-10}
 InactiveLimit=0
