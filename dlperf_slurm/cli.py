@@ -189,10 +189,10 @@ def _campaign_commands(sub: "_Commands") -> None:
     p = sub.add_parser("status", help="per cell and per run: PENDING/RUNNING/OK/FAILED and failure classes")
     p.add_argument("campaign", nargs="?", help="campaign name or folder (default: the latest under LOGS)")
     _select_options(p)
-    p.add_argument("--cells", action="store_true", help="per cell only")
+    p.add_argument("--cells", action="store_true", help="every cell, however many, and no run")
     p.add_argument("--runs", action="store_true", help="every run, however many (default: every run when the "
-                   "report fits the terminal's height, 24 lines when not a terminal; else the cells and the failed "
-                   "runs, the first 20)")
+                   "report fits the terminal's height, 24 lines when not a terminal; else every cell and the failed "
+                   "runs, the first 20; past a screenful of cells, the cells with a failure, the first 20)")
     p.add_argument("--no-refresh", action="store_true", help="show the manifest as it is; ask no scheduler")
     p.add_argument("--wide", action="store_true", help="reasons uncut (default: the tables fit 100 columns)")
     p.add_argument("--fail-on", metavar="STATUS,...", help="exit 1 when any run has one of these statuses "

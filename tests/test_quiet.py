@@ -136,6 +136,26 @@ def test_status_shows_every_run_when_it_fits_else_the_cells_and_the_failed_runs(
     assert "failed runs" not in cells and "--runs" not in cells and ".r0" not in cells
 
 
+def test_status_past_a_screenful_of_cells_names_the_failing_ones(tmp_path):
+    """More cells than a screen: a line of how many are done, not ended and failing, the failing cells (the first
+    20, the rest counted), and a line naming --cells and --runs; --cells: every cell."""
+    cdir = _campaign(tmp_path, cells=60, repeats=2, failed=50)  # the first 25 cells fail both runs
+    text = _report(cdir, show_runs=None, height=24, wide=False)
+    lines = text.splitlines()
+    assert "60 cells: 35 every run OK, 25 with a failure" in lines, text
+    assert "cells with a failure (25 of 60):" in lines
+    assert "... and 5 more cells with a failure" in lines and "... and 30 more failed runs" in lines
+    assert sum(line.startswith("| resnet50") for line in lines) == 20 + 20  # the failing cells, the failed runs
+    assert "failed runs (50 of 120):" in lines and text.count("boom") == 20
+    assert lines[-1] == "60 cells, 120 runs: --cells shows each cell, --runs each run"
+    assert not any("| 2/2 " in line for line in lines)  # no cell whose runs are all OK
+    cells = _report(cdir, show_runs=False)
+    assert sum(line.startswith("| resnet50") for line in cells.splitlines()) == 60
+    going = _campaign(tmp_path / "p", cells=60, repeats=2, ended=False)
+    text = _report(going, show_runs=None, height=24)
+    assert "60 cells: 60 not ended" in text.splitlines() and "with a failure" not in text, text
+
+
 def test_status_names_at_most_twenty_failed_runs_and_counts_the_rest(tmp_path):
     cdir = _campaign(tmp_path, cells=5, repeats=7, failed=26)
     lines = _report(cdir, show_runs=None, height=24).splitlines()

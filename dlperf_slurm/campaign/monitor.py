@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Collection, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from dlperf_slurm.campaign.folders import campaign_lock
 from dlperf_slurm.campaign.manifest import Manifest
@@ -172,21 +172,47 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
         n_ok = c.get(Status.OK, 0)
         worst = worst_failure(c) or ""
         table.append([cell_id, f"{n_ok}/{len(rs)}", fmt_counts(c), worst])
-    lines.append("")
-    lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide, cut=("failure", "statuses"),
-                           tablefmt="github")[0])
+    screen = height or terminal_height()
+    head = sum(len(part.splitlines()) or 1 for part in lines)
+    summary = show_runs is None and head + 3 + len(table) >= screen  # more cells than a screen: those to look at
+    if summary:
+        lines += _cells_summary(table, wide, fit_table)
+    else:
+        lines.append("")
+        lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide,
+                               cut=("failure", "statuses"), tablefmt="github")[0])
     if show_runs is False:
         return "\n".join(lines)
     shown = sum(len(part.splitlines()) or 1 for part in lines)
-    if show_runs or shown + 3 + len(rows) < (height or terminal_height()):  # a blank, the header, its rule, the runs
+    if show_runs or (not summary and shown + 3 + len(rows) < screen):  # a blank, the header, its rule, the runs
         return "\n".join([*lines, "", _runs_table(rows, wide)])
     failed = [r for r in rows if r.status in FAILURES]
     if failed:
-        lines += ["", f"failed runs ({len(failed)} of {len(rows)}):", _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
+        lines += ["", f"failed runs ({len(failed):,} of {len(rows):,}):",
+                  _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
         if len(failed) > FAILED_RUNS_SHOWN:
-            lines.append(f"... and {plural(len(failed) - FAILED_RUNS_SHOWN, 'more failed run')}")
-    lines += ["", f"{plural(len(rows), 'run')}: --runs shows each"]
+            lines.append(f"... and {plural(len(failed) - FAILED_RUNS_SHOWN, 'more failed run', grouped=True)}")
+    lines += ["", (f"{plural(len(table), 'cell', grouped=True)}, {plural(len(rows), 'run', grouped=True)}: "
+                   "--cells shows each cell, --runs each run") if summary else
+              f"{plural(len(rows), 'run')}: --runs shows each"]
     return "\n".join(lines)
+
+
+def _cells_summary(table: list[list[str]], wide: bool, fit_table: Any) -> list[str]:
+    """More cells than a screen (``status``'s default): how many are done, going and failing, and the failing ones
+    (the first :data:`FAILED_RUNS_SHOWN`, the rest counted); the failed runs follow."""
+    failing = [row for row in table if row[3]]
+    done = sum(1 for row in table if not row[3] and row[1].split("/")[0] == row[1].split("/")[1])
+    parts = [f"{done:,} every run OK", f"{len(table) - done - len(failing):,} not ended",
+             f"{len(failing):,} with a failure"]
+    out = ["", f"{plural(len(table), 'cell', grouped=True)}: " + ", ".join(p for p in parts if not p.startswith("0 "))]
+    if failing:
+        out += ["", f"cells with a failure ({len(failing):,} of {len(table):,}):",
+                fit_table(["cell", "ok/n", "statuses", "failure"], failing[:FAILED_RUNS_SHOWN], wide=wide,
+                          cut=("failure", "statuses"), tablefmt="github")[0]]
+        if len(failing) > FAILED_RUNS_SHOWN:
+            out.append(f"... and {plural(len(failing) - FAILED_RUNS_SHOWN, 'more cell', grouped=True)} with a failure")
+    return out
 
 
 def _not_submitted(ids: Sequence[str], shown: int = 5) -> list[str]:
