@@ -1,8 +1,8 @@
 """``status``: per cell and per run, the campaign's statuses (asking its schedulers first, unless told not to):
-every run when the report fits the terminal's height (24 lines when it is no terminal), else the cells (past a screenful
-of them, those with a failure), the failed
-runs (the first 20) and one line saying ``--runs`` shows each (:func:`dlperf_slurm.campaign.monitor.status_report`);
-exits 1 when every run failed or, with ``--fail-on``, a run has one of its statuses.
+every run when the report fits the terminal's height (24 lines when it is no terminal), else the cells (past a
+screenful of them, those with a failure), the failed runs (the first 20) and one line saying ``--runs`` shows each
+(:func:`dlperf_slurm.campaign.monitor.status_report`); exits 1 when every run failed or, with ``--fail-on``, a run
+has one of its statuses.
 
 A campaign this user can only read (a colleague's, a read-only mount) or whose disk is full is shown as its
 manifest recorded it: the scheduler is not asked and nothing is written, which one line says."""
