@@ -155,23 +155,25 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
     :func:`dlperf_slurm.termtext.fit_table`). ``only``: only these cells' runs (``-k``)."""
     from dlperf_slurm.termtext import fit_table, terminal_height
 
-    rows = [r for r in m.runs() if only is None or r.cell_id in only]
-    lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {plural(len(rows), 'run')}: "
-             f"{fmt_counts(counts(rows))}"]
+    # (cell, status) of every run: all the counts need; the whole records only of the runs the report shows
+    pairs = [(cell, status) for cell, status in m.statuses() if only is None or cell in only]
+    total: dict[str, int] = {}
+    cells: dict[str, dict[str, int]] = {}
+    for cell, status in pairs:
+        total[status] = total.get(status, 0) + 1
+        per = cells.setdefault(cell, {})
+        per[status] = per.get(status, 0) + 1
+    lines = [f"campaign {m.meta('name') or m.dir.name} ({m.dir}): {plural(len(pairs), 'run')}: {fmt_counts(total)}"]
     lines += [f"  {n}" for n in notes]
-    if any(r.status == Status.SUBMITTING for r in rows):
+    if total.get(Status.SUBMITTING):
         lines.append("  a submit was interrupted: run `submit` again with the same matrix to settle SUBMITTING runs "
                      "(nothing is submitted twice)")
-    cells: dict[str, list[ManifestRun]] = {}
-    for r in rows:
-        cells.setdefault(r.cell_id, []).append(r)
-    lines += _not_submitted([c for c in m.cells() if (only is None or c in only) and c not in cells])
+    lines += _not_submitted([c for c in m.cell_ids() if (only is None or c in only) and c not in cells])
     table = []
-    for cell_id, rs in cells.items():
-        c = counts(rs)
+    for cell_id, c in cells.items():
         n_ok = c.get(Status.OK, 0)
         worst = worst_failure(c) or ""
-        table.append([cell_id, f"{n_ok}/{len(rs)}", fmt_counts(c), worst])
+        table.append([cell_id, f"{n_ok}/{sum(c.values())}", fmt_counts(c), worst])
     screen = height or terminal_height()
     head = sum(len(part.splitlines()) or 1 for part in lines)
     summary = show_runs is None and head + 3 + len(table) >= screen  # more cells than a screen: those to look at
@@ -184,17 +186,17 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
     if show_runs is False:
         return "\n".join(lines)
     shown = sum(len(part.splitlines()) or 1 for part in lines)
-    if show_runs or (not summary and shown + 3 + len(rows) < screen):  # a blank, the header, its rule, the runs
-        return "\n".join([*lines, "", _runs_table(rows, wide)])
-    failed = [r for r in rows if r.status in FAILURES]
-    if failed:
-        lines += ["", f"failed runs ({len(failed):,} of {len(rows):,}):",
-                  _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
-        if len(failed) > FAILED_RUNS_SHOWN:
-            lines.append(f"... and {plural(len(failed) - FAILED_RUNS_SHOWN, 'more failed run', grouped=True)}")
-    lines += ["", (f"{plural(len(table), 'cell', grouped=True)}, {plural(len(rows), 'run', grouped=True)}: "
+    if show_runs or (not summary and shown + 3 + len(pairs) < screen):  # a blank, the header, its rule, the runs
+        return "\n".join([*lines, "", _runs_table([r for r in m.runs() if only is None or r.cell_id in only], wide)])
+    failed_n = sum(n for k, n in total.items() if k in FAILURES)
+    if failed_n:
+        failed = [r for r in m.runs(statuses=sorted(FAILURES)) if only is None or r.cell_id in only]
+        lines += ["", f"failed runs ({failed_n:,} of {len(pairs):,}):", _runs_table(failed[:FAILED_RUNS_SHOWN], wide)]
+        if failed_n > FAILED_RUNS_SHOWN:
+            lines.append(f"... and {plural(failed_n - FAILED_RUNS_SHOWN, 'more failed run', grouped=True)}")
+    lines += ["", (f"{plural(len(table), 'cell', grouped=True)}, {plural(len(pairs), 'run', grouped=True)}: "
                    "--cells shows each cell, --runs each run") if summary else
-              f"{plural(len(rows), 'run')}: --runs shows each"]
+              f"{plural(len(pairs), 'run')}: --runs shows each"]
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from dlperf_slurm.model.cell import Cell
 from dlperf_slurm.model.status import Status
@@ -58,6 +58,12 @@ class ManifestRun:
     measure_steps: int | None
 
     @classmethod
+    def from_values(cls, values: Sequence[Any]) -> ManifestRun:
+        """The record of a row selected as :data:`RUN_SELECT` names its columns, as a plain tuple (the fast way:
+        no name looked up a field)."""
+        return cls(**dict(zip(_RUN_COLUMNS, values)))
+
+    @classmethod
     def from_row(cls, row: sqlite3.Row) -> ManifestRun:
         """The record of a row of the runs table (an ``sqlite3.Row`` with every column), field by column."""
         try:
@@ -68,6 +74,10 @@ class ManifestRun:
 
 
 _RUN_COLUMNS = tuple(f.name for f in fields(ManifestRun))
+#: the runs table's columns in :class:`ManifestRun`'s order, for a SELECT read with :meth:`ManifestRun.from_values`;
+#: bare names, never quoted: SQLite reads a double-quoted name no column has as a string, where a bare one is an
+#: error ("no such column": an older schema's table, read the slow way)
+RUN_SELECT = ", ".join(_RUN_COLUMNS)
 
 
 @dataclass(kw_only=True)

@@ -48,7 +48,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"{name}: no client on this machine; statuses from the manifest and exit markers"]
         runs = True if getattr(args, "runs", False) else False if args.cells else None  # None: when they fit
         print(monitor.status_report(m, show_runs=runs, notes=notes, wide=args.wide, only=cells))
-        statuses = [r.status for r in m.runs() if cells is None or r.cell_id in cells]
+        statuses = [status for cell, status in m.statuses() if cells is None or cell in cells]
     finally:
         m.close()
     return exitstatus.exit_status("status", statuses, fail_on)
