@@ -167,14 +167,15 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
                  durable: bool = False) -> Path:
     """Write ``path`` through ``.<name>.<pid>.tmp`` in the same folder and a rename; the folder is made if
     missing. Permissions follow the umask (``executable`` adds the x bits); ``durable`` also fsyncs."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    name = os.fspath(path)  # string work: 10^5 scripts in a render, where pathlib's parsing was a fifth of it
+    folder, base = os.path.split(name)
+    tmp = os.path.join(folder, f".{base}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     mode = 0o777 if executable else 0o666
     try:
         fd = os.open(tmp, flags, mode)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder or ".", exist_ok=True)
         fd = os.open(tmp, flags, mode)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -182,16 +183,16 @@ def atomic_write(path: str | os.PathLike, data: bytes | str, *, executable: bool
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, name)
     except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         if isinstance(err, OSError) and err.filename is None:  # a write or fsync names no file: it was this one
-            raise OSError(err.errno, err.strerror or str(err), str(path)) from err
+            raise OSError(err.errno, err.strerror or str(err), name) from err
         raise
-    return path
+    return path if isinstance(path, Path) else Path(name)
 
 
 @contextlib.contextmanager

@@ -222,7 +222,7 @@ class Run:
 
     @functools.cached_property
     def base(self) -> Path:
-        return self.campaign_dir / self.group / self.cell.shape / f"{self.cell.stem}_{self.repeat}"
+        return self.campaign_dir.joinpath(self.group, self.cell.shape, f"{self.cell.stem}_{self.repeat}")
 
     @functools.cached_property
     def log(self) -> Path:
