@@ -26,5 +26,6 @@ def cmd_render(args: argparse.Namespace) -> int:
     make_folder(out, m.provenance.umask)
     paths = render.write_scripts(m, loader.runs(m, out), args.templates)
     print(f"wrote {plural(len(paths), 'script')} under {out}/ ({plural(len(m.cells), 'cell')} x "
-          f"{plural(m.measure.repeats, 'repeat')})")
+          f"{plural(m.measure.repeats, 'repeat')}), and the job code they share: "
+          f"{render.Renderer(m, args.templates).job_code.name}")
     return 0
