@@ -249,3 +249,14 @@ def test_info_lines_are_never_the_last_error_and_a_real_error_after_them_is(tmp_
     assert recognise.last_error(log) == (len(info) + 1, "torchrun: command not found")
     log.write_text("\n".join([*info, "ImportError: cannot import name 'INFO' from 'logging'", *info]) + "\n")
     assert recognise.last_error(log)[1].startswith("ImportError")
+
+
+@pytest.mark.parametrize("name", ["paddledetection_yolov3_train.log", "paddleocr_rec_train.log"])
+def test_a_trainer_with_its_own_loss_field_and_a_slashed_date_is_no_keras_log(name):
+    """PaddleDetection's and PaddleOCR's trainers stamp each line [MM/DD ...] or [YYYY/MM/DD ...] and print a
+    ``loss:`` field: the TF2 suites' Keras progress lines (``step/steps - ... - loss: x``, first on the line) are
+    not theirs, and no TF2 suite claims them (before, "05/11" was read as Keras' step 5 of 11)."""
+    found = recognise.readers(REAL / "unclaimed" / name)
+    assert not [s for s in found if s.startswith("tf2/")], found
+    if name.startswith("paddledetection"):
+        assert found == []

@@ -61,7 +61,8 @@ def test_every_run_renders_its_own_model_dir(tmp_path, suite):
         assert "/tmp/tf2" not in text and "{run_dir}" not in text
         assert f"export DLPERF_RUN_DIR={render.shell_quote(run.work_dir)}\n" in text
         assert 'rm -rf -- "$DLPERF_RUN_DIR" && mkdir -p -- "$DLPERF_RUN_DIR"' in text
-        assert text.index("DLPERF_RUN_DIR=") > text.index('if [ -e "$DLPERF_MARKER" ]')  # a ghost keeps it
+        # emptied after the start, whose ghost guard (the job code's dlperf_start) leaves an ended run's folder
+        assert text.index("DLPERF_RUN_DIR=") > text.index("\ndlperf_start\n")
         if suite == "tf2/resnet50":
             assert "train.resume_checkpoint=false" in text
         dirs.add(run.work_dir)

@@ -166,7 +166,10 @@ _GLOG_START = re.compile(r"[IWEF]\d{4}")
 _TIMEHISTORY = re.compile(
     r"TimeHistory: (" + _NUM + r") seconds, (" + _NUM + r") examples/second between steps (\d+) and (\d+)\s*$")
 _TRAINSTEP = re.compile(r"Train Step: (\d+)/(\d+)\s+/ loss = (\S+?)(?:\s|$)")
-_KERAS = re.compile(r"(\d+)/(\d+) .*?\bloss: (\S+?)(?:\s|$)")
+# Keras' own progress line: ``step/steps`` first on the line (or after a carriage return: a progress bar's updates
+# on one line), the metrics joined with " - ". Not a trainer's line whose time stamp is ``[MM/DD hh:mm:ss]`` or
+# ``[YYYY/MM/DD ...]`` before its own ``loss:`` field (PaddleDetection's, PaddleOCR's): no suite reads those.
+_KERAS = re.compile(r"(?:^|\r)[ \t]*(\d+)/(\d+) [^\r]*? - loss: (\S+?)(?:\s|$)")
 _MAX_STREAMS = 64
 
 
