@@ -103,7 +103,7 @@ def environment(user_dir: str | None = None) -> jinja2.Environment:
 
 
 def provprobe_source() -> str:
-    """The provenance probe's source, as the job script carries it."""
+    """The provenance probe's source, as the campaign's job code carries it."""
     return (Path(__file__).resolve().parents[1] / "probes" / "provprobe.py").read_text().rstrip("\n")
 
 
