@@ -81,6 +81,9 @@ python = "{python}"
 script = "{script}"
 [options."tf-cnn/resnet50"]
 workdir = "{workdir}"
+# on a CPU: NHWC (tf_cnn_benchmarks' default NCHW has a CPU MaxPool only in oneDNN's kernels, which TF enables by
+# default only on CPUs with AVX512_VNNI/AMX: without them the run fails "Default MaxPoolingOp only supports NHWC")
+extra_args = "--device=cpu --data_format=NHWC"
 [measure]
 repeats = 1
 warmup_steps = 10
