@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
@@ -80,8 +79,7 @@ def golden(request, monkeypatch):
 
     def check(name: str, text: str) -> None:
         # the job code's hash stands as one placeholder: a golden shows the run's script, not which probe it names
-        sha = render.environment().get_template(render.JOB_CODE_TEMPLATE).render()
-        sha = hashlib.sha256(sha.encode()).hexdigest()
+        sha = render.job_code().sha256
         text = text.replace(sha, "<job code sha256>").replace(sha[:16], "<job code>")
         path = GOLDEN / f"{name}.sbatch"
         if request.config.getoption("--update-golden"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Collection, Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 from dlperf_slurm.campaign.folders import campaign_lock
 from dlperf_slurm.campaign.manifest import Manifest
@@ -178,7 +178,7 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
     head = sum(len(part.splitlines()) or 1 for part in lines)
     summary = show_runs is None and head + 3 + len(table) >= screen  # more cells than a screen: those to look at
     if summary:
-        lines += _cells_summary(table, wide, fit_table)
+        lines += _cells_summary(table, cells, wide)
     else:
         lines.append("")
         lines.append(fit_table(["cell", "ok/n", "statuses", "failure"], table, wide=wide,
@@ -200,11 +200,14 @@ def status_report(m: Manifest, show_runs: bool | None = True, notes: Sequence[st
     return "\n".join(lines)
 
 
-def _cells_summary(table: list[list[str]], wide: bool, fit_table: Any) -> list[str]:
+def _cells_summary(table: list[list[str]], cells: dict[str, dict[str, int]], wide: bool) -> list[str]:
     """More cells than a screen (``status``'s default): how many are done, going and failing, and the failing ones
-    (the first :data:`FAILED_RUNS_SHOWN`, the rest counted); the failed runs follow."""
+    (the first :data:`FAILED_RUNS_SHOWN`, the rest counted); the failed runs follow. ``table``: the cell table's
+    rows, ``cells``: each cell's counts, in the same order."""
+    from dlperf_slurm.termtext import fit_table
+
     failing = [row for row in table if row[3]]
-    done = sum(1 for row in table if not row[3] and row[1].split("/")[0] == row[1].split("/")[1])
+    done = sum(1 for c in cells.values() if c.get(Status.OK, 0) == sum(c.values()))
     parts = [f"{done:,} every run OK", f"{len(table) - done - len(failing):,} not ended",
              f"{len(failing):,} with a failure"]
     out = ["", f"{plural(len(table), 'cell', grouped=True)}: " + ", ".join(p for p in parts if not p.startswith("0 "))]

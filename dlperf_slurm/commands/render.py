@@ -27,5 +27,5 @@ def cmd_render(args: argparse.Namespace) -> int:
     paths = render.write_scripts(m, loader.runs(m, out), args.templates)
     print(f"wrote {plural(len(paths), 'script')} under {out}/ ({plural(len(m.cells), 'cell')} x "
           f"{plural(m.measure.repeats, 'repeat')}), and the job code they share: "
-          f"{render.Renderer(m, args.templates).job_code.name}")
+          f"{render.job_code(args.templates).name}")
     return 0

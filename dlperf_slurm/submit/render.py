@@ -271,6 +271,15 @@ class JobCode:
         return path
 
 
+@lru_cache(maxsize=8)
+def job_code(template_dir: str | None = None) -> JobCode:
+    """The campaign's job code as these templates render it (a user folder's ``job.sh.j2`` over the built-in)."""
+    try:
+        return JobCode.of(environment(template_dir).get_template(JOB_CODE_TEMPLATE).render())
+    except jinja2.TemplateError as err:
+        raise template_error(err) from err
+
+
 class Renderer:
     """Renders the runs of one matrix; the launcher command is rendered once per cell. The script's preamble
     (its scheduler directives) is the scheduler's: :meth:`render` takes it as lines. The job code is rendered
@@ -281,9 +290,10 @@ class Renderer:
         env = environment(template_dir)
         try:
             self._sbatch = env.get_template(SBATCH_TEMPLATE)
-            self.job_code = JobCode.of(env.get_template(JOB_CODE_TEMPLATE).render())
+
         except jinja2.TemplateError as err:
             raise template_error(err) from err
+        self.job_code = job_code(template_dir)
         self._env = env
         self._cells: dict[Cell, dict[str, Any]] = {}
         self._protos: dict[tuple[Cell, Path, str], str] = {}
@@ -323,11 +333,7 @@ class Renderer:
         slot = (run.cell, run.campaign_dir, run.group)
         preamble = self._preambles.get(slot)
         if preamble is None:
-            from dlperf_slurm.schedulers.slurm import SlurmScheduler
-
-            output = run_context(run, _REPEAT_SLOT)["run"]["log"][:-len(".log")] + ".slurm-%j.out"
-            res = run_resources(self.matrix, run, output=output)
-            preamble = (scheduler or SlurmScheduler(run.campaign_dir)).preamble(res)
+            preamble = standalone_preamble(self.matrix, run, scheduler, repeat=_REPEAT_SLOT)
             self._preambles[slot] = preamble
         return self.render(run, preamble)
 
@@ -365,12 +371,14 @@ def template_error(err: jinja2.TemplateError) -> UserError:
     return UserError(f"{where}template error: {err}")
 
 
-def standalone_preamble(matrix: Matrix, run: Run, scheduler: Any = None) -> list[str]:
+def standalone_preamble(matrix: Matrix, run: Run, scheduler: Any = None, repeat: str | None = None) -> list[str]:
     """The preamble of a script rendered for submitting by hand (``render``): Slurm's, named after the cell,
-    its Slurm output beside the log. ``scheduler``: the campaign's SlurmScheduler, when the caller has one."""
+    its Slurm output beside the log. ``scheduler``: the campaign's SlurmScheduler, when the caller has one;
+    ``repeat``: a text in place of the repeat's number in the output's name (:func:`run_context`)."""
     from dlperf_slurm.schedulers.slurm import SlurmScheduler
 
-    res = run_resources(matrix, run, output=str(run.base) + ".slurm-%j.out")
+    base = run_context(run, repeat)["run"]["log"][:-len(".log")]
+    res = run_resources(matrix, run, output=base + ".slurm-%j.out")
     return (scheduler or SlurmScheduler(run.campaign_dir)).preamble(res)
 
 
