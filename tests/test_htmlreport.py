@@ -4,6 +4,7 @@ Chromium), whose numbers are read back from the rendered page and compared with 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -140,7 +141,38 @@ def test_a_real_browser_renders_the_numbers_of_the_json_summary(campaigns, tmp_p
     page = Page()
     page.feed(p.stdout)  # the DOM as Chromium built it
     _check(page, json.loads((campaigns / "wednesday.json").read_text()))
-    shot = tmp_path / "wednesday.png"
-    p = browser(url, tmp_path, f"--screenshot={shot}", "--window-size=1400,2400")
-    assert p.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    screenshot(url, tmp_path, "report-with-failures.png")
+
+
+def screenshot(url: str, tmp: Path, name: str) -> Path:
+    """The page as Chromium draws it, a PNG (kept in ``$DLPERF_SLURM_SCREENSHOTS`` too, where that names a folder:
+    docs/img's screenshots are taken so)."""
+    shot = tmp / name
+    p = browser(url, tmp, f"--screenshot={shot}", "--window-size=1400,2400")
+    assert p.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p.stderr[-2000:]
     assert shot.stat().st_size > 50_000  # a blank page is a few kB
+    if os.environ.get("DLPERF_SLURM_SCREENSHOTS"):
+        shutil.copyfile(shot, Path(os.environ["DLPERF_SLURM_SCREENSHOTS"]) / name)
+    return shot
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium: apt-get install chromium (.ci/run does)")
+def test_a_real_browser_shows_a_one_shape_campaign_a_sentence_instead_of_a_plot(tmp_path):
+    """Issue #32 part 5: a campaign whose cells ran on one GPU count (a real run of the built-in workload) gets no
+    plot (one point a line, an efficiency of 100 % by definition) but a sentence why, as Chromium renders it."""
+    log = Path(__file__).parent / "fixtures/real/dlperf_slurm-workload/85a9eb7/smoke_resnet50_tiny_1n1g_b4_fp32_0.log"
+    (tmp_path / "one" / "1n1g").mkdir(parents=True)
+    shutil.copyfile(log, tmp_path / "one" / "1n1g" / "resnet50_b4_fp32_0.log")
+    assert main(["collect", "--from", str(tmp_path / "one"), "--suite", "pytorch-ddp/resnet50", "--warmup-steps",
+                 "2", "--measure-steps", "5", "--out", str(tmp_path / "s"), "--no-store", "-q"]) == 0
+    url = (tmp_path / "s" / "one.html").resolve().as_uri()
+    p = browser(url, tmp_path, "--dump-dom")
+    assert p.returncode == 0, p.stderr[-2000:]
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", p.stdout))
+    assert "<svg" not in p.stdout and "no plot: every cell with a figure ran on 1 GPU (1n1g)" in text
+    summary = json.loads((tmp_path / "s" / "one.json").read_text())
+    (cell,) = summary["cells"]
+    page = Page()
+    page.feed(p.stdout)
+    assert page.medians == {cell["cell_id"]: (str(cell["median"]), f"{cell['median']:.2f}")}
+    screenshot(url, tmp_path, "report-one-shape.png")

@@ -10,7 +10,8 @@ launcher, variant), whatever their campaign; a summary of several campaigns that
 (their runs would pool into one side).
 
 A cell's verdict (one rule, :func:`compare_cell`, which ``history`` uses too), from Welch's t test on the logs of
-the OK runs' throughputs: new/base is the ratio of the two sides' geometric means, with its 95 % interval
+the OK runs' throughputs (with the smaller side's repeats - 1 degrees of freedom, the conservative bound):
+new/base is the ratio of the two sides' geometric means, with its 95 % interval
 (docs/method.md, "Comparing two campaigns", gives the test, its assumptions and its measured error rates):
 
 - ``faster`` / ``slower``: the interval excludes 1 (on identical conditions at most 5 % of comparisons say either,
