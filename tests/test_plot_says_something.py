@@ -42,3 +42,26 @@ def test_a_one_shape_campaign_gets_no_plot_and_a_sentence_why(tmp_path):
     assert not list(out.glob("*.svg"))
     page = (out / "t.html").read_text()
     assert "<svg" not in page and "pytorch-ddp/resnet50: no plot: every cell with a figure ran on 1 GPU (1n1g)" in page
+
+
+def test_every_decade_keeps_its_label_beside_a_data_end(tmp_path):
+    """Issue #32 part 5: labelled at every decade and at the data's ends. A lowest median just above 1,000 sat
+    within a label's height of the 1k decade, and the decade's label gave way to the end's (1.01k): the axis then
+    had no decade labelled. The decade stays; the end's label gives way to it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+    import synthcampaigns as sc
+
+    tree = sc.tree(tmp_path / "t", "near", 10.1, gpus=(1, 2, 4))
+    out = tmp_path / "s"
+    assert main(["collect", "--from", str(tree), "--suite", sc.SUITE, "--out", str(out), "--no-store", "-q"]) == 0
+    (svg,) = out.glob("*.svg")
+    left = [t for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end" font-size="12">([^<]*)<',
+                                     svg.read_text()) if float(x) < 100]
+    import json
+
+    medians = sorted(c["median"] for c in json.loads((out / "near.json").read_text())["cells"])
+    assert 1000 < medians[0] < 1030 and medians[-1] > 4000, medians
+    assert "1k" in left and f"{medians[0] / 1000:.3g}k" not in left, (left, medians)  # the decade, not 1.01k
+    assert f"{medians[-1] / 1000:.3g}k" in left, left  # the highest median: its own label

@@ -84,6 +84,11 @@ def log_ticks(lo: float, hi: float) -> tuple[float, float, list[float]]:
     return lo, hi, ticks
 
 
+def _is_decade(v: float) -> bool:
+    """A power of ten (a log axis's main tick)."""
+    return abs(math.log10(v) - round(math.log10(v))) < 1e-9
+
+
 def lin_ticks(hi: float) -> list[float]:
     """Ticks from 0 to ``hi`` at a step of 1, 2, 2.5 or 5 times a power of ten (5 to 9 ticks)."""
     raw = hi / 8
@@ -197,11 +202,13 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
 
     medians = [_median(c) for _, _, g, _ in lines for c in g if _median(c) > 0]
     ends = sorted({float(f"{v:.3g}") for v in (min(medians), max(medians))} if medians else set())  # labelled too
-    at: list[tuple[float, str]] = []  # the ends' labels, one where they are as close as two labels can be
+    decades = [(sy(t), tick_text(t)) for t in yt if _is_decade(t)]  # always labelled
+    at: list[tuple[float, str]] = []  # the ends' labels, but where a decade's or the other end's already is
     for e in ends:
-        if all(abs(sy(e) - y) > 14 for y, _ in at):
+        if all(abs(sy(e) - y) > 14 for y, _ in decades + at):
             at.append((sy(e), tick_text(e)))
-    yticks = [(sy(t), tick_text(t)) for t in yt if all(abs(sy(t) - y) > 14 for y, _ in at)] + at
+    yticks = decades + [(sy(t), tick_text(t)) for t in yt
+                        if not _is_decade(t) and all(abs(sy(t) - y) > 14 for y, _ in decades + at)] + at
     svg.axes(l1, r1, f"{suite}: throughput", f"throughput ({unit}), median, min-max bars; ideal dashed",
              [(sx1(d), str(d)) for d in devs], yticks)
     for text, color, g, base in lines:
