@@ -31,7 +31,24 @@ def campaign(root: Path, name: str = "f", repeats: int = 4, **kw) -> tuple[Path,
     p = cli("--logs", str(logs), "submit", str(mx), "--executor", "local", "-j", "2", "--no-site", "--templates",
             str(TEMPLATES), "--wait", cwd=root)
     assert p.returncode == 0, p.stdout + p.stderr
+    _runners_ended(logs / name)
     return mx, logs, logs / name
+
+
+def _runners_ended(cdir: Path, timeout: float = 60) -> None:
+    """``--wait`` returns when the runs have ended; the detached local runner then still writes its own end into
+    ``.local/<token>.json``. Wait for it, so a test's snapshot of the folder is not taken halfway (a loaded machine
+    made test_read_only_campaign see that write as a reading command's)."""
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = [json.loads(f.read_text() or "{}") for f in (cdir / ".local").glob("*.json")]
+        if all("ended" in st.get("runner", {"ended": 0}) for st in states):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{cdir}: a local runner had not written its end after {timeout:.0f} s")
 
 
 def ok_runs(status_text: str) -> int:
