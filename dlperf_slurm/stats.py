@@ -278,8 +278,8 @@ def ratio_test(base: Sequence[float], new: Sequence[float], confidence: float = 
     The degrees of freedom are the smaller side's n - 1, the conservative bound of Welch-Satterthwaite's estimate
     (which is never below it): that estimate takes the two sample variances at face value, and with 2 to 5 repeats
     a side they are themselves noisy, and too small where a campaign's repeats cluster (two node groups, a clock
-    state that changes): on DLPerf's real repeats split into two sides it called 6.3-6.7 % of identical
-    comparisons a change, the bound 0.1-2.4 % (docs/method.md).
+    state that changes): on DLPerf's real repeats split into two sides it called up to 6.7 % of a benchmark's
+    identical comparisons a change, the bound at most 3.3 % (docs/method.md).
 
     ``between``: ``(sd, k)``, the standard deviation of a campaign's mean log throughput over ``k`` earlier
     campaigns in which nothing changed; the difference of two campaigns then has a standard error of ``sd * √2``

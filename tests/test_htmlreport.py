@@ -160,17 +160,15 @@ def screenshot(url: str, tmp: Path, name: str) -> Path:
 def test_a_real_browser_shows_a_one_shape_campaign_a_sentence_instead_of_a_plot(tmp_path):
     """Issue #32 part 5: a campaign whose cells ran on one GPU count (a real run of the built-in workload) gets no
     plot (one point a line, an efficiency of 100 % by definition) but a sentence why, as Chromium renders it."""
-    log = Path(__file__).parent / "fixtures/real/dlperf_slurm-workload/85a9eb7/smoke_resnet50_tiny_1n1g_b4_fp32_0.log"
-    (tmp_path / "one" / "1n1g").mkdir(parents=True)
-    shutil.copyfile(log, tmp_path / "one" / "1n1g" / "resnet50_b4_fp32_0.log")
-    assert main(["collect", "--from", str(tmp_path / "one"), "--suite", "pytorch-ddp/resnet50", "--warmup-steps",
-                 "2", "--measure-steps", "5", "--out", str(tmp_path / "s"), "--no-store", "-q"]) == 0
-    url = (tmp_path / "s" / "one.html").resolve().as_uri()
+    from test_plot_says_something import ONE_GPU, _collect
+
+    out = _collect(tmp_path, {"1n1g": ONE_GPU})
+    url = (out / "t.html").resolve().as_uri()
     p = browser(url, tmp_path, "--dump-dom")
     assert p.returncode == 0, p.stderr[-2000:]
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", p.stdout))
     assert "<svg" not in p.stdout and "no plot: every cell with a figure ran on 1 GPU (1n1g)" in text
-    summary = json.loads((tmp_path / "s" / "one.json").read_text())
+    summary = json.loads((out / "t.json").read_text())
     (cell,) = summary["cells"]
     page = Page()
     page.feed(p.stdout)

@@ -5,8 +5,10 @@ sentence saying why, in the HTML report."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from dlperf_slurm.cli import main
@@ -31,8 +33,6 @@ def test_the_throughput_axis_is_labelled_at_the_datas_ends(tmp_path):
     (svg,) = out.glob("*.svg")
     left = [t for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end" font-size="12">([^<]*)<',
                                      svg.read_text()) if float(x) < 100]  # the left panel's y labels
-    import json
-
     medians = sorted(c["median"] for c in json.loads((out / "t.json").read_text())["cells"])
     assert f"{medians[0]:.3g}" in left, (left, medians)  # 157: both medians round to it, one label
 
@@ -48,8 +48,6 @@ def test_every_decade_keeps_its_label_beside_a_data_end(tmp_path):
     """Issue #32 part 5: labelled at every decade and at the data's ends. A lowest median just above 1,000 sat
     within a label's height of the 1k decade, and the decade's label gave way to the end's (1.01k): the axis then
     had no decade labelled. The decade stays; the end's label gives way to it."""
-    import sys
-
     sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
     import synthcampaigns as sc
 
@@ -59,8 +57,6 @@ def test_every_decade_keeps_its_label_beside_a_data_end(tmp_path):
     (svg,) = out.glob("*.svg")
     left = [t for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end" font-size="12">([^<]*)<',
                                      svg.read_text()) if float(x) < 100]
-    import json
-
     medians = sorted(c["median"] for c in json.loads((out / "near.json").read_text())["cells"])
     assert 1000 < medians[0] < 1030 and medians[-1] > 4000, medians
     assert "1k" in left and f"{medians[0] / 1000:.3g}k" not in left, (left, medians)  # the decade, not 1.01k

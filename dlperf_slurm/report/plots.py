@@ -207,8 +207,9 @@ def draw(gs: list[tuple[tuple, list[CellRow]]], suite: str, shared: bool) -> str
     for e in ends:
         if all(abs(sy(e) - y) > 14 for y, _ in decades + at):
             at.append((sy(e), tick_text(e)))
+    kept = decades + at  # the ticks between decades give way to both
     yticks = decades + [(sy(t), tick_text(t)) for t in yt
-                        if not _is_decade(t) and all(abs(sy(t) - y) > 14 for y, _ in decades + at)] + at
+                        if not _is_decade(t) and all(abs(sy(t) - y) > 14 for y, _ in kept)] + at
     svg.axes(l1, r1, f"{suite}: throughput", f"throughput ({unit}), median, min-max bars; ideal dashed",
              [(sx1(d), str(d)) for d in devs], yticks)
     for text, color, g, base in lines:
