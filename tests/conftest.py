@@ -51,6 +51,18 @@ SHELL_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
 _ON_THE_CLUSTER = ("slurm", "cgroup", "netbed", "gpubed")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist's ``--dist loadgroup`` (setup.cfg's addopts): every test on the real cluster in one group, so
+    one worker runs them one after another as a run without workers would (they share one controller, and some stop
+    its daemons); the other workers take the rest beside it."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if any(item.get_closest_marker(m) for m in _ON_THE_CLUSTER):
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
 @pytest.fixture(autouse=True)
 def _no_credential_of_the_shell_reaches_a_file(request, monkeypatch):
     """A test on the real cluster runs with :data:`SHELL_SECRET` in its environment; no file under its ``tmp_path``
