@@ -57,3 +57,12 @@ def entries(text: str, headings: list[str], column: str, batch: int | None = Non
         b = int(r[batch_c]) if batch_c is not None else batch
         out.append((f"{nodes}x{per}", b, r[value_c].split()[0]))
     return out
+
+
+def labelled(text: str, headings: list[str], label_column: str, column: str) -> dict[str, str]:
+    """A table whose rows are named, not keyed by GPUs (torchtitan's benchmarks: ``| FSDP + torch.compile | 6,667
+    | 77.0 |``): row label -> the figure in ``column`` as written, thousands separators removed."""
+    header, body = table(text, headings)
+    low = [h.lower() for h in header]
+    label_c, value_c = low.index(label_column.lower()), low.index(column.lower())
+    return {r[label_c]: r[value_c].replace(",", "") for r in body}

@@ -316,7 +316,7 @@ def test_under_srun_each_task_gets_its_rank_from_slurm(suite, tmp_path):
     suite's wrapper sets from the task's Slurm variables (run here with bash for real)."""
     cell = Cell(**{**_cell(suite, "2x4").__dict__, "launcher": "srun"})
     argv = suite.program(cell, Measure(), suite.options)
-    assert argv[:4] == ["bash", "-c", gpt.SRUN_RANKS, "dlperf"] and argv[5].endswith("pretrain_gpt.py")
+    assert argv[:4] == ["bash", "-c", suites.SRUN_RANKS, "dlperf"] and argv[5].endswith("pretrain_gpt.py")
     probe = [*argv[:4], sys.executable, "-c", "import os; print(os.environ['RANK'], os.environ['LOCAL_RANK'], "
                                               "os.environ['WORLD_SIZE'])"]
     env = {**os.environ, "SLURM_PROCID": "6", "SLURM_LOCALID": "2", "SLURM_NTASKS": "8"}

@@ -264,7 +264,7 @@ _RN = 'suite = "pytorch-ddp/resnet50"\n'
      '[options]\ntiny = true\n[options."pytorch-ddp/bert-base"]\ntiny = 3\n', "options.pytorch-ddp/bert-base.tiny", 8),
     (_RN + 'axes.devices = ["1x1"]\naxes.batch_size = [4]\nmeasure.repeats = 0\n', "measure.repeats", 4),
     (_RN + '[axes]\ndevices = ["1x1"]\nlauncher_args = [\n  ["--mca", "btl", "self,tcp"],\n  [],\n]\n'
-     'batch_size = [4]\nprecision = ["fp8"]\n', "axes.precision", 9),
+     'batch_size = [4]\nprecision = ["fp4"]\n', "axes.precision", 9),
 ])
 def test_error_line_of_nested_quoted_and_inline_keys(tmp_path, body, key, line):
     p = write(tmp_path, body)

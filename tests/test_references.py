@@ -5,6 +5,7 @@ the conditions that differ, without a verdict and without gating unless asked.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tomllib
@@ -33,7 +34,7 @@ PLANNED = {"ngc-pytorch/resnet50", "ngc-pytorch/bert-base", "ngc-tf1/resnet50", 
            "ngc-mxnet/resnet50", "oneflow/resnet50", "oneflow/bert-base", "paddle/resnet50", "paddle/bert-base",
            "mindspore/resnet50", "mindspore/bert-base", "tf2/resnet50", "tf2/bert-base", "pytorch-examples/resnet50",
            "mxnet-gluon/resnet50", "mxnet-gluon/bert-base"}
-FIXTURE_DIR = {"dlperf-v100": "dlperf", "ngc-a100": "ngc"}
+FIXTURE_DIR = {"dlperf-v100": "dlperf", "ngc-a100": "ngc", "torchtitan-h100": "torchtitan"}
 
 
 def raw(name):
@@ -58,7 +59,7 @@ def readme_rows(name, table):
 
 
 def test_the_sets_ship_and_load():
-    assert set(references.names()) == {"dlperf-v100", "ngc-a100"}
+    assert set(references.names()) == {"dlperf-v100", "ngc-a100", "torchtitan-h100"}
     cfg = (Path(__file__).parent.parent / "setup.cfg").read_text()
     assert "dlperf_slurm.compare.references = *.toml" in cfg  # package data: pip install . ships the sets
     for name in references.names():
@@ -94,6 +95,98 @@ def test_every_table_is_the_readmes_table(name):
     for t in raw(name)["table"]:
         rows = [(d, b, float(v)) for d, b, v in t["rows"]]
         assert rows == readme_rows(name, t), (t["source"], t["headings"])
+
+
+def _torchtitan_rows_checked(t) -> list[tuple[str, str]]:
+    """(what the set says, what the stored file says) of each row of a torchtitan table: its figure per GPU, its
+    local batch (the heading's), its GPUs (the heading's) and the settings the row's label or the heading state."""
+    text = readme("torchtitan-h100", t["source"])
+    figures = readme_tables.labelled(text, t["headings"], t["label_column"], t["column"])
+    heading = t["headings"][0]
+    out = []
+    for devices, batch, value, own in t["rows"]:
+        n, g = (int(v) for v in devices.split("x"))
+        out.append((str(value), figures[own["row"]]))
+        out.append((f"{n * g} GPUs", re.search(r"(\d+) GPUs", heading).group(0)))
+        out.append((f"Local batch size {batch}", re.search(r"Local batch size \d+", heading).group(0)))
+        if "seq_len" in own:  # the row's own sequence length: the table's column of it
+            seqs = readme_tables.labelled(text, t["headings"], t["label_column"], "Sequence Length")
+            out.append((str(own["seq_len"]), seqs[own["row"]]))
+        cp = re.search(r"CP (\d+)", own["row"])
+        if cp:
+            out.append((str(own.get("cp", 1)), cp.group(1)))
+        flavor = t["params"]["flavor"]
+        out.append((f"Llama 3.1 {flavor} model", re.search(r"Llama 3\.1 \S+ model", heading).group(0)))
+        ac = t["params"]["activation_checkpointing"].capitalize()
+        out.append((f"{ac} activation checkpointing", re.search(r"\w+ activation checkpointing", heading).group(0)))
+        for k, word in (("tp", "TP"), ("pp", "PP")):
+            if k in t["params"]:
+                out.append((f"{word}{t['params'][k]}", re.search(word + r" ?(\d+)", heading).group(0).replace(" ", "")))
+    return out
+
+
+def test_every_torchtitan_row_is_the_benchmark_files_row():
+    """torchtitan's tables name their rows (FSDP, FSDP + torch.compile, ...): each entry's TPS/GPU is that row's,
+    its GPUs, local batch, model, checkpointing and layout are what the table's heading and row say, and every row
+    of each table is in the set."""
+    tables = raw("torchtitan-h100")["table"]
+    for t in tables:
+        for said, stored in _torchtitan_rows_checked(t):
+            assert said == stored, (t["headings"][0][:40], said, stored)
+    seen: dict[str, set[str]] = {}
+    for t in tables:
+        seen.setdefault(t["headings"][0], set()).update(own["row"] for *_, own in t["rows"])
+    for heading, rows in seen.items():
+        t = next(t for t in tables if t["headings"][0] == heading)
+        text = readme("torchtitan-h100", t["source"])
+        assert rows == set(readme_tables.labelled(text, [heading], t["label_column"], t["column"])), heading
+
+
+def test_a_typo_in_a_torchtitan_figure_fails_the_check():
+    t = raw("torchtitan-h100")["table"][0]
+    t["rows"][0][2] += 1
+    assert any(said != stored for said, stored in _torchtitan_rows_checked(t))
+
+
+def test_the_torchtitan_set_matches_a_cell_by_its_layout_and_scales_its_figure_per_gpu():
+    ref = references.load("torchtitan-h100")
+    suite = suite_registry.get("torchtitan/llama3")
+    base = {k: str(v) for k, v in suite.axis_defaults.items()}
+    fsdp = {**base, "flavor": "8B", "seq_len": "8192"}
+
+    def lookup(*key, settings):
+        return ref.lookup("torchtitan/llama3", *key, settings, base)
+
+    main, also = lookup("1x8", 2, "bf16", False, settings=fsdp)
+    assert main is not None and main.value == 5762 * 8 and main.per_gpu == 5762 and main.row == "FSDP" and not also
+    assert lookup("1x8", 2, "bf16", False, settings={**fsdp, "tp": "2"})[0] is None  # another layout
+    assert lookup("1x8", 2, "bf16", False, settings={**fsdp, "seq_len": "4096"})[0] is None
+    cp = lookup("1x8", 1, "fp8", True, settings={**fsdp, "activation_checkpointing": "full", "cp": "4",
+                                                 "seq_len": "131072"})[0]
+    assert cp is not None and cp.value == 1071 * 8 and cp.row == "FSDP 2, CP 4"
+    two_d, also = lookup("32x8", 16, "fp8", True, settings={**base, "flavor": "70B", "tp": "8", "seq_len": "8192",
+                                                            "activation_checkpointing": "full"})
+    assert two_d.value == 829 * 256 and [e.variant for e in also] == ["AsyncTP"] and also[0].value == 876 * 256
+    # every main figure is one per key and its settings; every entry names the suite's axes only
+    keys = [(e.key, e.params) for e in ref.entries if not e.variant]
+    assert len(keys) == len(set(keys)) and all(k in suite.axes for e in ref.entries for k, _ in e.params or ())
+
+
+def test_a_torchtitan_campaign_against_the_set_names_the_row_and_the_settings():
+    ref = references.load("torchtitan-h100")
+    runs = [{"cell_id": "llama3.torchtitan.1x8.b2.bf16.xla1.flavor-8B.seq_len-8192", "suite": "torchtitan/llama3",
+             "nodes": 1, "gpus_per_node": 8, "batch_size": 2, "precision": "bf16", "xla": True, "status": Status.OK,
+             "throughput": t, "unit": "tokens/s", "variant": "flavor=8B, seq_len=8192", "provenance": H100}
+            for t in (50_000.0, 52_000.0, 51_000.0)]
+    rows, unmatched = published.compare(runs, ref)
+    (row,) = rows
+    assert not unmatched and row.reference == 6667 * 8 and row.ratio == pytest.approx(51_000 / (6667 * 8))
+    assert "6667 per GPU x 8 GPUs" in row.note and "row 'FSDP + torch.compile'" in row.note
+    assert row.conditions["settings"]["status"] == "same" and "flavor=8B" in row.conditions["settings"]["here"]
+    gpu = row.conditions["GPU"]  # an H100 80GB here, the H100 96GB of torchtitan's hosts there
+    assert gpu["status"] == "differs" and "80GB" in gpu["here"] and "96GB" in gpu["reference"], gpu
+    other = [{**r, "variant": "flavor=8B, seq_len=8192, tp=2", "cell_id": "x"} for r in runs]
+    assert published.compare(other, ref) == ([], ["x"])  # tensor parallel 2: no published figure
 
 
 def test_a_typo_in_a_figure_fails_the_check():
@@ -281,7 +374,8 @@ def test_the_references_command_and_clear_errors(tmp_path):
         assert max(map(len, fit.splitlines())) <= 100 and max(map(len, wide.splitlines())) > 100
         rows = [line for line in fit.splitlines() if line.startswith("| ") and "| suite " not in line]
         assert [r.split("|")[5].strip() for r in rows] == [published.figure(e.value) for e in ref.entries]
-        assert "note, variant, xla left out" in " ".join(fit.split())
+        left_out = "note, variant, row, xla, settings" if any(e.params for e in ref.entries) else "note, variant, xla"
+        assert f"{left_out} left out" in " ".join(fit.split()), fit
         assert all(f"{e.source}: {' > '.join(e.headings)}" in wide for e in ref.entries)
     p = cli("references", "ngc-a100", "--json")
     (doc,) = json.loads(p.stdout)

@@ -213,6 +213,62 @@ CASES = {
         [measure]
         repeats = 1
         """,
+    "torchtitan_llama3_2x8_fsdp_tp2": """
+        suite = "torchtitan/llama3"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [1]
+        precision = ["bf16"]
+        flavor = ["8B"]
+        tp = [2]
+        seq_len = [8192]
+        [options]
+        hf_assets_path = "/data/hf/Llama-3.1-8B"
+        dataset = "c4"
+        [measure]
+        repeats = 1
+        """,
+    "torchtitan_llama3_4x8_srun_hsdp_pp2_cp2": """
+        suite = "torchtitan/llama3"
+        name = "golden"
+        [axes]
+        launcher = ["srun"]
+        devices = ["4x8"]
+        batch_size = [2]
+        precision = ["bf16"]
+        xla = [true]
+        flavor = ["70B"]
+        dp_replicate = [2]
+        dp_shard = [2]
+        tp = [4]
+        pp = [2]
+        cp = [1]
+        global_batch = [32]
+        activation_checkpointing = ["full"]
+        [options]
+        hf_assets_path = "/data/hf/Llama-3.1-70B"
+        dataset = "c4_test"
+        dataset_path = "/data/c4_test"
+        overrides = "--parallelism.pipeline-parallel-schedule Interleaved1F1B"
+        [measure]
+        repeats = 1
+        """,
+    "torchtitan_deepseek_v3_2x8_ep8": """
+        suite = "torchtitan/deepseek-v3"
+        name = "golden"
+        [axes]
+        devices = ["2x8"]
+        batch_size = [4]
+        precision = ["bf16"]
+        flavor = ["16B"]
+        ep = [8]
+        seq_len = [4096]
+        [options]
+        hf_assets_path = "/data/hf/DeepSeek-V2-Lite"
+        [measure]
+        repeats = 1
+        """,
     "megatron_gpt_4x8_tp4_pp4": """
         suite = "megatron/gpt"
         name = "golden"

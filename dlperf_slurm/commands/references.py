@@ -27,10 +27,14 @@ def _set_summary(ref: references.ReferenceSet) -> dict[str, Any]:
 def figures_table(ref: references.ReferenceSet, wide: bool = False) -> tuple[str, list[str]]:
     """Every figure of the set, one row each; fitting 100 columns unless ``wide`` (the note, variant and xla
     columns left out, the source cut, ending in "…"): the table and the columns left out."""
-    rows = [[e.suite, e.devices, str(e.batch_size), e.precision, str(e.xla).lower(), figure(e.value), e.variant, e.note,
+    stated = any(e.params for e in ref.entries)  # a set whose entries state their settings (an LLM's layout)
+    rows = [[e.suite, e.devices, str(e.batch_size), e.precision, str(e.xla).lower(), figure(e.value),
+             *([", ".join(f"{k}={v}" for k, v in e.params or ()), e.row] if stated else []), e.variant, e.note,
              f"{e.source}: {' > '.join(e.headings)}"] for e in ref.entries]
-    return fit_table(["suite", "devices", "batch", "precision", "xla", "figure", "variant", "note", "source"],
-                     rows, wide=wide, drop=("note", "variant", "xla"), cut=("source",), tablefmt="github")
+    return fit_table(["suite", "devices", "batch", "precision", "xla", "figure",
+                      *(["settings", "row"] if stated else []), "variant", "note", "source"],
+                     rows, wide=wide, drop=("note", "variant", "row", "xla", "settings"), cut=("source",),
+                     tablefmt="github")
 
 
 def cmd_references(args) -> int:

@@ -132,11 +132,40 @@ def conditions(runs: list[Mapping[str, Any]], ref_conditions: Mapping[str, str],
     out["precision"] = _condition(UNKNOWN if tf32 else SAME, entry.precision,
                                   f"{entry.precision} ({entry.note})" if tf32 else entry.precision)
     out["batch per device"] = _condition(SAME, str(entry.batch_size), str(entry.batch_size))
+    if entry.params:
+        said = ", ".join(f"{k}={v}" for k, v in entry.params)
+        out["settings"] = _condition(SAME, said, said)  # part of the match
     out["XLA"] = _condition(SAME, str(entry.xla).lower(), str(entry.xla).lower())
     out["data"] = _condition(UNKNOWN, "not recorded by collect", ref_conditions.get("data", ""))
     if entry.nodes > 1:
         out["interconnect"] = _condition(UNKNOWN, "not recorded by collect", ref_conditions.get("interconnect", ""))
     return out
+
+
+def cell_settings(row: Mapping[str, Any]) -> tuple[dict[str, str] | None, dict[str, str]]:
+    """(a run row's every extra axis of its suite, the suite's default where the cell's variant states none; the
+    suite's defaults), as text, as a reference entry states its settings; (None, {}) for a suite this tool does not
+    know."""
+    from dlperf_slurm import suites
+
+    try:
+        suite = suites.get(str(row["suite"]))
+    except KeyError:
+        return None, {}
+    said = dict(part.split("=", 1) for part in str(row.get("variant") or "").split(", ") if "=" in part)
+    defaults = {k: str(suite.axis_defaults.get(k)) for k in suite.axes}
+    return {k: said.get(k, defaults[k]) for k in suite.axes}, defaults
+
+
+def _note(entry: references.Entry) -> str:
+    """The entry's note, with the figure per GPU it was scaled from and the README's row it is."""
+    parts = [entry.note] if entry.note else []
+    if entry.per_gpu is not None:
+        gpus = entry.nodes * entry.gpus_per_node
+        parts.append(f"{figure(entry.per_gpu)} per GPU x {plural(gpus, 'GPU')}")
+    if entry.row:
+        parts.append(f"row {entry.row!r}")
+    return "; ".join(parts)
 
 
 def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
@@ -150,7 +179,7 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
         first = rs[0]
         devices = f"{int(first['nodes'])}x{int(first['gpus_per_node'])}"
         entry, also = ref.lookup(first["suite"], devices, int(first["batch_size"]), first["precision"],
-                                 bool(first["xla"]))
+                                 bool(first["xla"]), *cell_settings(first))
         if entry is None:
             unmatched.append(cid)
             continue
@@ -162,7 +191,7 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
                      status=Status.OK if ok else status_without_figure(r["status"] for r in rs),
                      unit=first.get("unit") or "samples/s", reference=entry.value,
                      ratio=median / entry.value if median is not None else None, source=ref.url(entry),
-                     note=entry.note, also=[f"{e.variant}: {figure(e.value)}" for e in also],
+                     note=_note(entry), also=[f"{e.variant}: {figure(e.value)}" for e in also],
                      conditions=conditions(rs, ref.conditions_for(entry.suite), entry))
         if threshold is not None:
             row.below_gate = row.ratio is None or row.ratio < 1 - threshold

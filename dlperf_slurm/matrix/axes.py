@@ -24,7 +24,7 @@ from dlperf_slurm.words import plural
 if TYPE_CHECKING:
     from dlperf_slurm.suites import Suite
 
-PRECISIONS = ("fp32", "amp", "fp16", "bf16")
+PRECISIONS = ("fp32", "amp", "fp16", "bf16", "fp8")  # fp8: a suite whose program has it (torchtitan)
 CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args", "setup")
 SUITE_KEY = "suite"  # in a rule: the suites it applies to
 

@@ -73,6 +73,9 @@ def slurm_kill(line: str) -> Status | None:
 
 
 _EXCEPTION = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?")
+#: a launcher's own exception for a rank that failed (torchrun's, after the rank's traceback; a launcher's
+#: subprocess): it says a rank failed, not why, so it never replaces the rank's own exception read before it
+_WRAPPER_EXCEPTIONS = ("ChildFailedError", "CalledProcessError")
 
 
 def _clip(line: str) -> str:
@@ -359,7 +362,8 @@ class Scanner:
             facts.oom_rank = rank
         if "Error" in text or "error" in text or "xception" in text or "Killed" in text:
             if _EXCEPTION.match(text):
-                facts.last_exception = _clip(text)
+                if facts.last_exception is None or not any(w in text for w in _WRAPPER_EXCEPTIONS):
+                    facts.last_exception = _clip(text)
             else:
                 facts.last_error = _clip(text)
         if facts.slurm is None and "***" in text:

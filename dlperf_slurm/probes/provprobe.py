@@ -123,8 +123,8 @@ def _version(dist):
 #: Distributions that are a framework (the System section's split: :mod:`dlperf_slurm.report.system`); the rest, libraries.
 FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "paddlepaddle", "paddlepaddle-gpu",
               "mindspore", "mindspore-gpu", "oneflow", "mxnet", "mxnet-cu112", "jax")
-LIBRARIES = ("jaxlib", "torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "nvidia-dali-cuda110",
-             "nvidia-dali-cuda120", "mpi4py", "numpy", "dlperf_slurm")
+LIBRARIES = ("jaxlib", "torchvision", "horovod", "deepspeed", "apex", "transformers", "megatron-core", "torchtitan",
+             "torchao", "nvidia-dali-cuda110", "nvidia-dali-cuda120", "mpi4py", "numpy", "dlperf_slurm")
 
 
 def _first_version(dists):

@@ -192,7 +192,7 @@ def cell_context(matrix: Matrix, cell: Cell) -> dict[str, Any]:
         "container": {"type": container.type, "image": container.image, "mounts": list(container.mounts),
                       "options": list(container.options)},
         "launcher": cell.launcher,
-        "launcher_args": list(setup.launcher_args if setup else ()) + list(cell.launcher_args),
+        "launcher_args": [*suite.launcher_args(cell), *(setup.launcher_args if setup else ()), *cell.launcher_args],
         "nodes": cell.nodes,
         "gpus_per_node": cell.gpus_per_node,
         "world_size": cell.devices,

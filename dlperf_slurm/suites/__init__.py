@@ -18,7 +18,7 @@ from dlperf_slurm.model.status import Status  # noqa: F401  (suites use them)
 # Every suite module: a lookup imports the one its suite's framework names (``tf-cnn/vgg16``: tf_cnn), or all of them
 # when the suite lives elsewhere (``deepspeed/gpt``: gpt); listing the registry imports all.
 _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow",
-            "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack")
+            "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack", "torchtitan")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 
@@ -30,6 +30,16 @@ RUN_DIR = "{run_dir}"
 #: does RUN_DIR. An accuracy run gives each repeat its own seed with it, so the spread over the repeats of a cell is
 #: the spread over seeds (as MLPerf's repeated runs), not the same training seven times.
 REPEAT = "{repeat}"
+
+
+#: Under srun (one task per GPU) the ranks learn their place from Slurm: torch's env:// rendezvous, which Megatron
+#: and DeepSpeed's init_distributed read, wants RANK, LOCAL_RANK and WORLD_SIZE (MASTER_ADDR/PORT: the job script's).
+SRUN_RANKS = 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS"; exec "$@"'
+
+
+def ranks_from_slurm(cell: Cell, argv: list[str]) -> list[str]:
+    """The argv a rank runs: under srun wrapped to export the rank variables torch's env:// rendezvous reads."""
+    return ["bash", "-c", SRUN_RANKS, "dlperf", *argv] if cell.launcher == "srun" else argv
 
 
 class Suite:
@@ -109,6 +119,11 @@ class Suite:
         """Why ``value`` (already of the default's type, at least its :attr:`option_minimum`) is no valid value of
         option ``name``; None if it is."""
         return None
+
+    def launcher_args(self, cell: Cell) -> tuple[str, ...]:
+        """Arguments the suite's log needs of the cell's launcher, before the matrix's own (e.g. every rank's lines
+        labelled with its rank, where the program prints on every rank)."""
+        return ()
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
         """Environment variables the suite needs (on top of the matrix's)."""

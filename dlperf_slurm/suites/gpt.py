@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext, RunResult
-from dlperf_slurm.suites import RUN_DIR, Suite, gpt_flops, gpt_log, register
+from dlperf_slurm.suites import RUN_DIR, Suite, gpt_flops, gpt_log, ranks_from_slurm, register
 from dlperf_slurm.words import noun, plural
 
 #: name -> (layers, hidden, heads): GPT-2 345M (Megatron's example), GPT-3 sizes as Megatron-DeepSpeed's examples
@@ -117,15 +117,6 @@ class _GPT(Suite):
         return gpt_log.parse(lines, ctx, no_memory_reason=self.memory_note)
 
 
-#: Under srun (one task per GPU) the ranks learn their place from Slurm: torch's env:// rendezvous, which Megatron
-#: and DeepSpeed's init_distributed read, wants RANK, LOCAL_RANK and WORLD_SIZE (MASTER_ADDR/PORT: the job script's).
-SRUN_RANKS = 'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" WORLD_SIZE="$SLURM_NTASKS"; exec "$@"'
-
-
-def _ranks_from_slurm(cell: Cell, argv: list[str]) -> list[str]:
-    return ["bash", "-c", SRUN_RANKS, "dlperf", *argv] if cell.launcher == "srun" else argv
-
-
 def _megatron_common(s: "_GPT", cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
     """The flags Megatron-LM and Megatron-DeepSpeed share (``--log-interval 1``: every iteration logged)."""
     lay = s.layout(cell)
@@ -171,7 +162,7 @@ class MegatronGPT(_GPT):
         if not options["data_path"]:
             argv += ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(gpt_flops.GPT2_VOCAB)]
         # --log-throughput: 2024+ builds print "throughput per GPU (TFLOP/s/GPU)"
-        return _ranks_from_slurm(cell, argv + ["--log-throughput"])
+        return ranks_from_slurm(cell, argv + ["--log-throughput"])
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
         return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # Megatron's examples: needed to overlap TP communication
@@ -225,7 +216,7 @@ class DeepSpeedGPT(_GPT):
             argv += ["--recompute-granularity", "selective"]
         if lay["pp"] == 1:
             argv.append("--no-pipeline-parallel")  # else Megatron-DeepSpeed runs DeepSpeed's pipeline engine
-        return _ranks_from_slurm(cell, argv + ["--deepspeed", "--deepspeed_config", f"{RUN_DIR}/ds_config.json",
+        return ranks_from_slurm(cell, argv + ["--deepspeed", "--deepspeed_config", f"{RUN_DIR}/ds_config.json",
                                                "--zero-stage", str(int(cell.param("zero_stage", 1)))])
 
 
