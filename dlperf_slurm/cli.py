@@ -264,6 +264,13 @@ def _collect_commands(sub: "_Commands") -> None:
     p.set_defaults(func=_lazy("collect"))
 
 
+def _metric_option(p) -> None:
+    p.add_argument("--metric", choices=("throughput", "energy"), default="throughput",
+                   help="what is judged: throughput (default), or energy: samples (tokens) per joule of the runs "
+                   "whose GPUs' energy was measured, by the same rule (a cell regresses when it does less work per "
+                   "joule)")
+
+
 def _compare_command(sub: "_Commands") -> None:
     p = sub.add_parser("compare", help="compare two campaigns cell by cell (new/base with a 95 %% interval by "
                        "Welch's t on log throughput; faster, slower, no change, or cannot tell); exits 1 when a cell "
@@ -289,6 +296,7 @@ def _compare_command(sub: "_Commands") -> None:
                    "file has it whole)")
     p.add_argument("--junit", metavar="FILE", help="also write the verdicts as JUnit XML for a CI system: one "
                    "testcase per cell, a regression a failure, a cell no longer running an error")
+    _metric_option(p)
     p.set_defaults(func=_lazy("compare"))
     p = sub.add_parser("history", help="each cell's median over the stored campaigns with its interval, the "
                        "changes beyond noise (compare's rule) and what changed between campaigns (driver, NCCL, "
@@ -301,6 +309,7 @@ def _compare_command(sub: "_Commands") -> None:
     p.add_argument("--threshold", type=float, default=0.05, metavar="F", help="a slower campaign regressed when "
                    "new/previous < 1 - F (default 0.05), as in compare")
     p.add_argument("--wide", action="store_true", help="the versions that changed in the table, not under it")
+    _metric_option(p)
     p.set_defaults(func=_lazy("history"))
     p = sub.add_parser("references", help="the published reference sets shipped with the tool: their conditions, "
                        "sources and figures")

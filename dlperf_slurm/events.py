@@ -113,6 +113,10 @@ NVML_PEAK_USED_MIB = "nvml_peak_used_mib"  # {"host:gpu_index": MiB}
 NVML_GPU0_MIB = "nvml_gpu0_mib"  # the first sampled GPU on rank 0's host
 GPU_UTIL_MEAN = "gpu_util_mean"  # % over the measured window
 REASON = "reason"  # why figures are missing
+ENERGY_J = "energy_j"  # {"host:gpu_index": J} between two readings of each GPU's NVML energy counter
+ENERGY_S = "energy_s"  # {"host:gpu_index": s}: the wall time between those readings
+ENERGY_BASIS = "energy_basis"  # what the readings span: "nvml window" (the measured window), "nvml program"
+ENERGY_REASON = "energy_reason"  # why a GPU's energy is missing
 
 # summary
 STEPS = "steps"
@@ -186,6 +190,7 @@ DEVICE_CPU = "cpu"
 
 # the memory event's reason on a CPU run
 CPU_MEMORY_REASON = "no CUDA device (CPU run): GPU memory not measured"
+CPU_ENERGY_REASON = "no CUDA device (CPU run): GPU energy not measured"
 
 # ------------------------------------------------------------------------------------------ keys per event
 
@@ -197,7 +202,8 @@ HEADER_KEYS = (SUITE, MODEL, TINY, RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODES, DE
                DATASET, STEPS_PER_EPOCH, TARGET, SEED)
 STEP_KEYS = (STEP, TIME, SAMPLES, LOSS, STEP_TIME, THROUGHPUT, TINY, EPOCH)
 ERROR_KEYS = (KIND, STEP, LOSS, MESSAGE, TINY)
-MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU0_MIB, GPU_UTIL_MEAN, REASON)
+MEMORY_KEYS = (MAX_ALLOCATED_MIB, MAX_RESERVED_MIB, NVML_PEAK_USED_MIB, NVML_GPU0_MIB, GPU_UTIL_MEAN, REASON, ENERGY_J,
+               ENERGY_S, ENERGY_BASIS, ENERGY_REASON)
 SUMMARY_KEYS = (STEPS, WARMUP_STEPS, MEASURE_STEPS, THROUGHPUT, LATENCY_MS, THROUGHPUT_MEAN, MEASURED_SECONDS,
                 NONFINITE_LOSS, NONFINITE_STEPS, TFLOPS, PEAK_TFLOPS, MFU, GLOBAL_BATCH, TINY, EPOCHS)
 EVAL_KEYS = (EPOCH, STEP, TIME, TOP1, TOP5, EXAMPLES, TINY)

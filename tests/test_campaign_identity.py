@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent / "slurm"))
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import pgserver  # noqa: E402
 import store_v1  # noqa: E402
+import store_v2  # noqa: E402
 import synthcampaigns as sc  # noqa: E402
 from testlib import TEMPLATES, cli, write_matrix  # noqa: E402
 
@@ -104,7 +105,7 @@ def test_a_schema_1_store_migrates_with_every_row_and_its_campaigns_take_them_ov
         after = {(c.campaign, c.cell_id): c for c in st.cells()}
         cur = st.conn.cursor()
         cur.execute("SELECT version FROM dlperf_schema")
-        assert cur.fetchall() == [(2,)]
+        assert cur.fetchall() == [(database.SCHEMA_VERSION,)]
     assert set(after) == set(before) and len(after) == 4
     for k, c in after.items():
         o = before[k]
@@ -113,6 +114,7 @@ def test_a_schema_1_store_migrates_with_every_row_and_its_campaigns_take_them_ov
                (o.median, o.ci_low, o.ci_high, o.n, o.n_ok, o.status, o.ok_values, o.statuses, o.versions,
                 o.first_collected, o.collected_at, o.system, o.partition)
         assert c.key == f"legacy:{c.campaign}" and c.ran_at == o.first_collected and c.matrix == ""
+        assert c.ok_energy == ()  # schema 1 kept no energy
     filed = filing.record_collect(monday, url, "alpha:gpu")
     assert (filed.added, filed.updated) == (0, 2)  # taken over: the same campaign, collected again
     with database.Store(url) as st:
@@ -152,3 +154,25 @@ def test_last_good_is_of_the_same_matrix_system_and_partition(tmp_path):
     p = cli("--logs", str(logs), "compare", "last-good", "b1", "--store", url, "--out", str(tmp_path / "cmp"))
     assert p.returncode == 2 and "no campaign of matrix b on" not in p.stderr  # no system asked: b1's own
     assert "no campaign of matrix b that ran before b1 shares a cell" in p.stderr, p.stderr
+
+
+def test_a_schema_2_store_gains_the_energy_column_with_every_row_kept(url, tmp_path):
+    """Rows written by the released schema-2 code (fixtures/store_v2.py): opened by this version, every row and value
+    is kept, with no energy (schema 2 kept none); the next collect of the campaign updates its rows, energy too."""
+    monday = sc.result(tmp_path / "t", "monday", 1.0)
+    rows = filing.records(monday, system="alpha", partition="gpu")
+    old_fields = {f for f in store_v2.StoredCell.__dataclass_fields__}
+    with store_v2.Store(url) as old:
+        assert old.add([store_v2.StoredCell(**{k: getattr(c, k) for k in old_fields}) for c in rows]) == (2, 0)
+        before = {c.cell_id: c for c in old.cells()}
+    with database.Store(url) as st:
+        after = {c.cell_id: c for c in st.cells()}
+        cur = st.conn.cursor()
+        cur.execute("SELECT version FROM dlperf_schema")
+        assert cur.fetchall() == [(3,)]
+    assert set(after) == set(before) and len(after) == 2
+    for cid, c in after.items():
+        assert {k: getattr(c, k) for k in old_fields} == {k: getattr(before[cid], k) for k in old_fields}
+        assert c.ok_energy == ()
+    filed = filing.record_collect(monday, url, "alpha:gpu")
+    assert (filed.added, filed.updated) == (0, 2)

@@ -99,12 +99,14 @@ RUN_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_node
                "precision,xla,launcher,variant,repeat,run,job_id,hosts,status,reason,throughput,throughput_time,"
                "throughput_speed,published,unit,latency_ms,steps_seen,window_start,window_end,window_steps,"
                "mem_peak_mib,mem_gpu0_mib,mem_allocator_mib,mem_reason,gpu_util,loss_finite,tiny,exit_code,"
-               "scheduler_state,garbled_lines,log,log_bytes,parse_seconds,provenance,extra,health,health_busbw_gbs")
+               "scheduler_state,garbled_lines,log,log_bytes,parse_seconds,provenance,extra,health,health_busbw_gbs,"
+               "energy_j_per_step,power_w_per_gpu,samples_per_joule,energy_basis,energy_reason")
 CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_node,devices,batch_size,global_batch,"
                 "precision,xla,launcher,variant,status,display,n,n_ok,median,min,max,mean,stdev,cv,median_time,"
                 "median_speed,published,unit,speedup,efficiency,baseline,latency_ms,mem_peak_mib,mem_gpu0_mib,"
                 "mem_allocator_mib,mem_reason,gpu_util,tflops_per_gpu,mfu,flags,tiny,statuses,reason,ci_low,ci_high,"
-                "ci_coverage,ceiling_tflops,mfu_ceiling,searched")
+                "ci_coverage,ceiling_tflops,mfu_ceiling,searched,samples_per_joule,samples_per_joule_ci_low,"
+                "samples_per_joule_ci_high,power_w_per_gpu,energy_j_per_step,energy_basis,energy_reason")
 
 
 def test_typed_rows_are_the_published_columns(tmp_path):

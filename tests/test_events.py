@@ -35,7 +35,7 @@ def test_every_event_has_its_keys_and_names_are_unique():
     for event, keys in ev.KEYS.items():
         assert len(set(keys)) == len(keys), event
         assert ev.EVENT not in keys, event
-    values = {"PREFIX", "DEVICE_CUDA", "DEVICE_CPU", "CPU_MEMORY_REASON", "PER_NODE"}  # constants that are no key
+    values = {"PREFIX", "DEVICE_CUDA", "DEVICE_CPU", "CPU_MEMORY_REASON", "CPU_ENERGY_REASON", "PER_NODE"}  # constants that are no key
     key_values = {v for k, v in _CONSTANTS.items() if not k.startswith(("EV_", "KIND_")) and k not in values}
     assert key_values == {k for keys in ev.KEYS.values() for k in keys} | {ev.EVENT}, "a key in no event's tuple"
 

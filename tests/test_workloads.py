@@ -21,6 +21,7 @@ from dlperf_slurm.workloads import distenv, gpumem, loop
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_REASON = "no CUDA device (CPU run): GPU memory not measured"
+CPU_ENERGY_REASON = "no CUDA device (CPU run): GPU energy not measured"
 
 
 # ----------------------------------------------------------------------------------------------- log lines
@@ -481,7 +482,8 @@ def check_contract(stdout, model, world, launcher, warmup=2, measure=3, batch=4)
         assert s["samples"] == batch * world and s["tiny"] is True and math.isfinite(s["loss"])
         assert s["throughput"] == pytest.approx(s["samples"] / s["step_time"])
     assert memory == {"event": "memory", "max_allocated_mib": None, "max_reserved_mib": None,
-                      "nvml_peak_used_mib": None, "nvml_gpu0_mib": None, "gpu_util_mean": None, "reason": CPU_REASON}
+                      "nvml_peak_used_mib": None, "nvml_gpu0_mib": None, "gpu_util_mean": None, "reason": CPU_REASON,
+                      "energy_j": None, "energy_s": None, "energy_basis": None, "energy_reason": CPU_ENERGY_REASON}
     window = times[warmup + measure - 1] - times[warmup - 1]
     assert summary["tiny"] is True and summary["nonfinite_loss"] is False and summary["steps"] == n
     assert summary["throughput"] == pytest.approx(batch * world * measure / window, rel=1e-9)

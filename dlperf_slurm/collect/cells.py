@@ -98,7 +98,7 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
     mem_reasons = Counter(r.mem_reason for r in ok if r.mem_reason and not _num(r.mem_peak_mib))
     tiny = any(r.tiny for r in rs)
     rate = _compute_rate(st.median, first.devices, (r.extra for r in ok))
-    return CellRow(
+    return CellRow(**_energy(ok),
         **{k: getattr(first, k) for k in columns(CellKey)},
         status=status, display=None if ok else _display(counts, n, status), n=n, n_ok=st.n_ok,
         median=st.median, min=st.min, max=st.max, mean=st.mean, stdev=st.stdev, cv=st.cv,
@@ -111,6 +111,21 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
         gpu_util=median("gpu_util") if any(_num(r.gpu_util) for r in ok) else None,
         searched="", **rate, flags=list(st.flags) + _rate_flags(rate) + (["tiny"] if tiny else []), tiny=tiny,
         statuses=dict(sorted(counts.items())), reason=reasons.most_common(1)[0][0] if reasons else "")
+
+
+def _energy(ok: Sequence[RunRow]) -> dict[str, Any]:
+    """A cell's energy fields from its OK runs: samples (tokens) per joule summarised as the throughput is (median
+    and its interval), the median W per GPU and J per step, the runs' basis, or why there is no figure."""
+    per_joule = [r.samples_per_joule for r in ok if _num(r.samples_per_joule)]
+    st = stats.summarize(per_joule, len(ok))
+    bases = {r.energy_basis for r in ok if r.energy_basis}
+    reasons = Counter(r.energy_reason for r in ok if r.energy_reason and not _num(r.samples_per_joule))
+    return {"samples_per_joule": st.median, "samples_per_joule_ci_low": st.ci_low,
+            "samples_per_joule_ci_high": st.ci_high,
+            "power_w_per_gpu": stats.median([r.power_w_per_gpu for r in ok if _num(r.power_w_per_gpu)]),
+            "energy_j_per_step": stats.median([r.energy_j_per_step for r in ok if _num(r.energy_j_per_step)]),
+            "energy_basis": bases.pop() if len(bases) == 1 else ("mixed" if bases else ""),
+            "energy_reason": reasons.most_common(1)[0][0] if reasons and not per_joule else ""}
 
 
 def cells_of(runs: Sequence[RunRow], repeats: Mapping[Any, int] | None = None) -> list[CellRow]:

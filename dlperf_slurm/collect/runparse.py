@@ -170,7 +170,8 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         health=health.summary(res.health), health_busbw_gbs=(res.health or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra=_row_extra(res))
+        extra=_row_extra(res), energy_j_per_step=res.energy_j_per_step, power_w_per_gpu=res.power_w_per_gpu,
+        samples_per_joule=res.samples_per_joule, energy_basis=res.energy_basis, energy_reason=res.energy_reason)
 
 
 def _row_extra(res: RunResult) -> dict[str, Any]:

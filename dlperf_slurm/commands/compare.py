@@ -36,8 +36,7 @@ def cmd_compare(args) -> int:
     if args.new.startswith(PREFIX):
         raise UserError(f"{args.new}: a reference set is the BASE (compare {args.new} CAMPAIGN), not the new side")
     if args.base.startswith(PREFIX):  # a published reference: one figure per cell, no interval, no verdict
-        if args.junit:
-            raise UserError(f"--junit judges two campaigns; against {args.base} there is no interval to judge by")
+        _refuse_against_a_reference(args)
         ref = references.load(args.base)  # an unknown set fails before any campaign is collected
         new_name, runs = load_runs(args.new, args.logs)
         return cmd_compare_reference(args, ref, new_name, selected(args, runs)[0])
@@ -49,33 +48,45 @@ def cmd_compare(args) -> int:
         from dlperf_slurm.store import database, history
 
         new_name, runs = load_runs(args.new, args.logs)
-        new = sides_from_runs(selected(args, runs)[0])
+        new = sides_from_runs(selected(args, runs)[0], args.metric)
         base_name, base, between = history.last_good_side(database.url_for(args), args.system, new_name,
-                                                          campaign_of(args.new, args.logs), new, args.threshold)
+                                                          campaign_of(args.new, args.logs), new, args.threshold,
+                                                          args.metric)
         print(f"--base {LAST_GOOD}: {base_name}")
     else:
         (base_name, base_runs), (new_name, new_runs) = load_runs(args.base, args.logs), load_runs(args.new, args.logs)
         base_runs, new_runs = selected(args, base_runs, new_runs)
-        base, new = sides_from_runs(base_runs), sides_from_runs(new_runs)
+        base, new = sides_from_runs(base_runs, args.metric), sides_from_runs(new_runs, args.metric)
         between = stored_between(args, base_name, new_name)
     rows = compare(base, new, args.threshold, between)
-    text = markdown(base_name, new_name, rows, args.threshold) + _selection_line(args)
-    print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide), end="")
+    text = markdown(base_name, new_name, rows, args.threshold, args.metric) + _selection_line(args)
+    print(terminal(base_name, new_name, rows, args.threshold, wide=args.wide, metric=args.metric), end="")
     out = Path(args.out)
-    stem = f"compare.{base_name}.{new_name}" + (f".{from_args(args).slug()}" if from_args(args) else "")
+    stem = (f"compare.{base_name}.{new_name}" + (f".{args.metric}" if args.metric != "throughput" else "")
+            + (f".{from_args(args).slug()}" if from_args(args) else ""))
     atomic_write(out / f"{stem}.md", text)
-    atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "threshold": args.threshold,
+    atomic_write(out / f"{stem}.json", json.dumps({"base": base_name, "new": new_name, "metric": args.metric,
+                                                   "threshold": args.threshold,
                                                    "confidence": CONFIDENCE, "test": TEST, "power": POWER,
                                                    "selection": from_args(args).describe() or None,
                                                    "cells": [asdict(r) for r in rows]}, indent=1))
     print(f"written: {out / stem}.md, .json")
     if args.junit:
-        atomic_write(Path(args.junit), junit(base_name, new_name, rows, args.threshold))
+        atomic_write(Path(args.junit), junit(base_name, new_name, rows, args.threshold, args.metric))
         print(f"written: {args.junit} (JUnit)")
     gate = Gate.of(rows)
     for reason in gate.reasons():
         print(f"dlperf-slurm: compare fails: {reason}", file=sys.stderr)
     return 1 if gate.failed else 0
+
+
+def _refuse_against_a_reference(args) -> None:
+    """What a published reference set cannot be compared by: an interval (``--junit``), another metric."""
+    if args.metric != "throughput":
+        raise UserError(f"--metric {args.metric}: a reference set holds published throughputs only; compare "
+                        f"{args.base} NEW without --metric, or two campaigns with it")
+    if args.junit:
+        raise UserError(f"--junit judges two campaigns; against {args.base} there is no interval to judge by")
 
 
 def _selection_line(args) -> str:
@@ -107,7 +118,7 @@ def stored_between(args, base_name: str, new_name: str) -> dict[str, tuple[float
     url = database.url_for(args)
     try:
         base_id, new_id = campaign_of(args.base, args.logs), campaign_of(args.new, args.logs)
-        return history.between_from_store(url, base_name, base_id, new_id.key if new_id else None)
+        return history.between_from_store(url, base_name, base_id, new_id.key if new_id else None, args.metric)
     except UserError as err:
         print(f"dlperf-slurm: compare: no campaign-to-campaign variation (the runs' own spread only): {err}",
               file=sys.stderr)

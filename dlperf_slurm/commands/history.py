@@ -7,7 +7,7 @@ import sys
 
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.matrix.select import View, from_args
-from dlperf_slurm.store.history import judge, parse_since, series, text
+from dlperf_slurm.store.history import as_metric, judge, parse_since, series, text
 
 
 def cmd_history(args) -> int:
@@ -34,6 +34,6 @@ def cmd_history(args) -> int:
         keep = {v.id for v in chosen.choose(list(views.values()), lambda v: v,
                                             f"stored in {database.describe(url)}")}
         cells = [c for c in cells if c.cell_id in keep]
-    steps = {key: judge(s, args.threshold) for key, s in series(cells).items()}
+    steps = {key: judge(s, args.threshold) for key, s in series(as_metric(cells, args.metric)).items()}
     print(text(steps, wide=args.wide))
     return 0

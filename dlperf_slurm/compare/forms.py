@@ -30,18 +30,22 @@ def _catch(r: CellComparison) -> str:
     return f"≥ {pct_text(r.detectable)}" if r.detectable is not None else "—"
 
 
-def method_line(threshold: float) -> str:
+def method_line(threshold: float, metric: str = "throughput") -> str:
     """How the table was judged, in one line (the markdown's and the terminal's)."""
     c = int(CONFIDENCE * 100)
-    return (f"new/base of the geometric mean throughput, {c} % interval by {TEST} over the repeats (noise: the runs' "
+    what = "throughput" if metric == "throughput" else "energy efficiency (samples or tokens per joule)"
+    test = TEST if metric == "throughput" else TEST.replace("throughput", "samples per joule")
+    return (f"new/base of the geometric mean {what}, {c} % interval by {test} over the repeats (noise: the runs' "
             "CV, or the cell's campaign-to-campaign variation where the store holds it and it is wider); faster/"
             f"slower: the interval excludes 1; no change: it lies within 1 ± {threshold:.0%}; cannot tell: neither "
             f"(does not fail the gate); would catch: the smallest slowdown found in {int(POWER * 100)} % of trials; "
             f"regressed: slower by more than {threshold:.0%}, or no OK run any more.")
 
 
-def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float) -> str:
-    lines = [f"# {new_name} against {base_name}", "", method_line(threshold), "",
+def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float,
+             metric: str = "throughput") -> str:
+    title = f"# {new_name} against {base_name}" + ("" if metric == "throughput" else f": {metric}")
+    lines = [title, "", method_line(threshold, metric), "",
              "| cell | base median | new median | new/base | interval | noise | would catch | runs (base/new) "
              "| verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -56,11 +60,18 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
     gate = Gate.of(rows)
     lines += ["", "; ".join(f"{k}: {v}" for k, v in counts.items())
               + f". Regressed: {len(gate.regressed)} of {plural(len(rows), 'cell')}."]
-    if gate.cannot_tell:
-        lines += ["", (f"**Cannot tell: {plural(len(gate.cannot_tell), 'cell')}** "
-                       f"({some_ids(gate.cannot_tell)}): their repeats are too few or too noisy to tell a change of "
+    unmeasured = [r.cell_id for r in rows if r.unmeasured]
+    unit = next((r.unit for r in rows if r.unmeasured), "")
+    noisy = [c for c in gate.cannot_tell if c not in set(unmeasured)]
+    if noisy:
+        lines += ["", (f"**Cannot tell: {plural(len(noisy), 'cell')}** "
+                       f"({some_ids(noisy)}): their repeats are too few or too noisy to tell a change of "
                        f"{threshold:.0%} from none; they do not fail the gate (more repeats, or quieter nodes, "
                        "tell).")]
+    if unmeasured:
+        lines += ["", (f"**Nothing to judge: {plural(len(unmeasured), 'cell')}** ({some_ids(unmeasured)}): a side's "
+                       f"OK runs give no {unit} figure (not measured there: no GPU energy counter read, or "
+                       "no energy line printed); they do not fail the gate.")]
     if gate.failed:
         lines += ["", "**Fails:** " + "; ".join(gate.reasons()) + "."]
     unread = [r for r in rows if r.unrecognised]
@@ -74,14 +85,14 @@ def markdown(base_name: str, new_name: str, rows: Sequence[CellComparison], thre
 
 
 def terminal(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float,
-             wide: bool = False) -> str:
+             wide: bool = False, metric: str = "throughput") -> str:
     """The comparison for the terminal: the markdown's table fitting 100 columns unless ``wide`` (the .md file
     keeps it whole)."""
     import textwrap
 
     from dlperf_slurm.termtext import TERMINAL_WIDTH, fit_table, left_out_line
 
-    md = markdown(base_name, new_name, rows, threshold).splitlines()
+    md = markdown(base_name, new_name, rows, threshold, metric).splitlines()
     table = [[_f(r.base_median), _f(r.new_median), _f(r.ratio, 3),
               f"{_f(r.low, 3)}–{_f(r.high, 3)}" if r.low is not None else "—", noise_text(r), _catch(r),
               f"{r.base_n}/{r.new_n}",
@@ -133,7 +144,8 @@ def testcase_outcome(r: CellComparison, threshold: float) -> tuple[str, str]:
     return "passed", r.verdict + ratio
 
 
-def junit(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float) -> str:
+def junit(base_name: str, new_name: str, rows: Sequence[CellComparison], threshold: float,
+          metric: str = "throughput") -> str:
     """The comparison as JUnit XML: one ``testsuite`` (NEW against BASE), one ``testcase`` per cell (classname the
     cell's suite part, name the cell id); a comparison that shares no cell gets one erroring testcase so the
     report is not an empty success."""
@@ -158,11 +170,12 @@ def junit(base_name: str, new_name: str, rows: Sequence[CellComparison], thresho
         ET.SubElement(case, "error", message=reason, type="no shared cell").text = reason
         cases.append(("error", case))
     count = {k: sum(kind == k for kind, _ in cases) for k in ("failure", "error", "skipped")}
-    suite = ET.Element("testsuite", name=f"dlperf-slurm compare {new_name} vs {base_name}", tests=str(len(cases)),
+    name = f"dlperf-slurm compare {new_name} vs {base_name}" + ("" if metric == "throughput" else f" ({metric})")
+    suite = ET.Element("testsuite", name=name, tests=str(len(cases)),
                        failures=str(count["failure"]), errors=str(count["error"]), skipped=str(count["skipped"]),
                        time="0")
     props = ET.SubElement(suite, "properties")
-    for k, v in (("base", base_name), ("new", new_name), ("threshold", f"{threshold:g}"),
+    for k, v in (("base", base_name), ("new", new_name), ("metric", metric), ("threshold", f"{threshold:g}"),
                  ("confidence", f"{CONFIDENCE:g}"), ("test", TEST), ("power", f"{POWER:g}")):
         ET.SubElement(props, "property", name=k, value=v)
     suite.extend(case for _, case in cases)

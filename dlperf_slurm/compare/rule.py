@@ -48,6 +48,7 @@ from dlperf_slurm import stats
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome.decision import status_without_figure
+from dlperf_slurm.parsing.energy import per_joule_unit
 from dlperf_slurm.words import plural
 
 CONFIDENCE = stats.CONFIDENCE  # of the interval: at most 1 - CONFIDENCE of identical comparisons call a change
@@ -56,13 +57,25 @@ TEST = "Welch's t on log throughput"
 DEFAULT_THRESHOLD = 0.05  # campaign against campaign; against a reference set only an explicit --threshold gates
 
 
+#: what a comparison may judge (``--metric``): the run rows' field each reads; both are higher-is-better rates, so
+#: one rule judges either (energy: samples or tokens per joule, docs/method.md "Energy")
+METRICS = {"throughput": "throughput", "energy": "samples_per_joule"}
+
+
+def metric_unit(unit: str, metric: str) -> str:
+    """The unit a metric's figures read in: the throughput's own, or its per-joule form."""
+    return per_joule_unit(unit) if metric == "energy" else unit
+
+
 @dataclass(frozen=True)
 class Side:
-    """One campaign's view of one cell: its OK throughputs and the statuses of all its runs."""
+    """One campaign's view of one cell: its OK figures of the compared metric (throughput unless said), the statuses
+    of all its runs, and how many OK runs gave no figure of that metric (an energy counter not read)."""
 
     values: tuple[float, ...]
     statuses: tuple[str, ...]
     unit: str = "samples/s"
+    unmeasured: int = 0
 
     @property
     def median(self) -> float | None:
@@ -94,6 +107,7 @@ class CellComparison:
     between: float | None = None  # the cell's campaign-to-campaign variation (SD of log means), when known
     between_k: int = 0  # over how many earlier campaigns
     noise: str = ""  # which set the interval: "runs" (their own spread) or "campaigns" (campaign to campaign)
+    unmeasured: bool = False  # it cannot tell because a side's OK runs give no figure of the metric (no energy read)
 
     @property
     def beyond_noise(self) -> bool:
@@ -144,6 +158,11 @@ def compare_cell(cell_id: str, base: Side | None, new: Side | None, threshold: f
     if base is None or new is None:
         out.verdict = ONLY_IN_NEW if base is None else ONLY_IN_BASE
         return out
+    for name, one in (("new", new), ("base", base)):
+        if not one.values and one.unmeasured:  # OK runs, none with this metric's figure: not a failure of the runs
+            out.verdict, out.reason = CANNOT_TELL, f"{name}'s {plural(one.unmeasured, 'OK run')} give no {unit} figure"
+            out.unmeasured = True
+            return out
     if base.values and not new.values:
         out.verdict, out.regressed = f"now {new.status}", True
         return out
@@ -251,19 +270,26 @@ def some_ids(ids: Sequence[str], n: int = 3) -> str:
 # ============================================================================================== inputs
 
 
-def sides_from_runs(runs: Iterable[Mapping[str, Any]]) -> dict[str, Side]:
-    """Cells from run rows (``RunRow`` as dicts: ``cell_id``, ``status``, ``throughput``, ``unit``)."""
+def sides_from_runs(runs: Iterable[Mapping[str, Any]], metric: str = "throughput") -> dict[str, Side]:
+    """Cells from run rows (``RunRow`` as dicts: ``cell_id``, ``status``, ``unit`` and the metric's field,
+    :data:`METRICS`)."""
+    field = METRICS[metric]
     values: dict[str, list[float]] = {}
     statuses: dict[str, list[str]] = {}
     units: dict[str, str] = {}
+    unmeasured: dict[str, int] = {}
     for r in runs:
         cid = r["cell_id"]
         statuses.setdefault(cid, []).append(str(r["status"]))
         values.setdefault(cid, [])
-        units.setdefault(cid, r.get("unit") or "samples/s")
-        if r["status"] == Status.OK and isinstance(r.get("throughput"), (int, float)):
-            values[cid].append(float(r["throughput"]))
-    return {c: Side(tuple(values[c]), tuple(statuses[c]), units[c]) for c in statuses}
+        units.setdefault(cid, metric_unit(r.get("unit") or "samples/s", metric))
+        if r["status"] == Status.OK:
+            value = r.get(field)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values[cid].append(float(value))
+            elif isinstance(r.get("throughput"), (int, float)):  # an OK run without this metric's figure
+                unmeasured[cid] = unmeasured.get(cid, 0) + 1
+    return {c: Side(tuple(values[c]), tuple(statuses[c]), units[c], unmeasured.get(c, 0)) for c in statuses}
 
 
 def load_runs(what: str, logs: str) -> tuple[str, list[dict[str, Any]]]:
@@ -305,10 +331,10 @@ def _one_campaign_per_cell(path: Path, runs: Sequence[Mapping[str, Any]]) -> Non
                         f"summary or its name instead (e.g. `collect {names[0]}` writes {names[0]}.json)")
 
 
-def load_side(what: str, logs: str) -> tuple[str, dict[str, Side]]:
+def load_side(what: str, logs: str, metric: str = "throughput") -> tuple[str, dict[str, Side]]:
     """A campaign or a collect JSON summary (:func:`load_runs`) as its cells' sides."""
     name, runs = load_runs(what, logs)
-    return name, sides_from_runs(runs)
+    return name, sides_from_runs(runs, metric)
 
 
 # ============================================================================================== output

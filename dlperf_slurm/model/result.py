@@ -63,6 +63,11 @@ class RunResult:
     mem_allocator_mib: float | None = None  # framework allocator peak (torch max_memory_allocated), max over ranks
     mem_reason: str = ""  # why memory is missing (e.g. CPU run)
     gpu_util: float | None = None
+    energy_j_per_step: float | None = None  # all GPUs (parsing.energy)
+    power_w_per_gpu: float | None = None
+    samples_per_joule: float | None = None  # samples (tokens) per joule: the global batch / J per step
+    energy_basis: str = ""  # "nvml window" | "program" | "nvml program"; "" without a figure
+    energy_reason: str = ""  # why an energy figure is missing
     loss_finite: bool | None = None
     tiny: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # what else a suite's parser says (flops_per_sample, ...)

@@ -74,6 +74,12 @@ class RunRow(CellKey):
     extra: dict[str, Any]  # what else the parser and the decision said (log_status, flops_per_sample, ...)
     health: str  # the health gate's verdict ("ok, busbw 1.2 GB/s", "failed: ..."); "" when no gate ran
     health_busbw_gbs: float | None  # its all-reduce bus bandwidth (nccl-tests' busbw)
+    # energy (parsing.energy), last so the columns read by position keep their place
+    energy_j_per_step: float | None = None  # all GPUs
+    power_w_per_gpu: float | None = None
+    samples_per_joule: float | None = None  # in the unit's samples (tokens) per joule
+    energy_basis: str = ""  # "nvml window" | "program" | "nvml program"; "" without a figure
+    energy_reason: str = ""  # why the run has no energy figure
 
 
 @dataclass(kw_only=True)
@@ -116,6 +122,14 @@ class CellRow(CellKey):
     ceiling_tflops: float | None  # the campaign's measured matmul ceiling per device (dlperf_slurm.probes.ceiling)
     mfu_ceiling: float | None  # tflops_per_gpu / ceiling_tflops
     searched: str  # the cell is the largest value a ``search`` found: "max 96 (batch_size, 9 probes)"; else ""
+    # energy over the OK runs (parsing.energy): samples (tokens) per joule with its interval, as the throughput's
+    samples_per_joule: float | None = None  # median
+    samples_per_joule_ci_low: float | None = None
+    samples_per_joule_ci_high: float | None = None
+    power_w_per_gpu: float | None = None  # median
+    energy_j_per_step: float | None = None  # median, all GPUs
+    energy_basis: str = ""  # the OK runs' basis ("nvml window", ...; "mixed" where they differ)
+    energy_reason: str = ""  # why the cell has no energy figure (its OK runs' most frequent reason)
 
 
 @functools.cache

@@ -14,6 +14,7 @@ from typing import Any
 from dlperf_slurm import events as ev
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing import energy as _energy
 from dlperf_slurm.parsing import lines as _lines
 from dlperf_slurm.parsing.lines import Facts, _clip, finite, to_float
 
@@ -195,24 +196,37 @@ def _why(facts: Facts) -> str:
 def finish(window: Window, facts: Facts, ctx: ParseContext, *, global_batch: float | None = None,
            speed_scale: float = 1.0, tiny: bool = False, no_memory_reason: str = "",
            figures: WindowFigures | None = None, complete: bool | None = None,
-           extra: dict[str, Any] | None = None) -> RunResult:
+           extra: dict[str, Any] | None = None, own_energy: tuple[float, float] | None = None) -> RunResult:
     """The run's result and status from its log alone (method.md, "A run's status").
 
     Order: OOM text, then a Slurm kill banner, then no step at all (LAUNCH_FAILED), a non-finite loss (NONFINITE),
     fewer steps than the window (INCOMPLETE), a window the log does not cover (UNMEASURED), else OK.
-    ``figures``/``complete`` let a suite that measures itself (tf_cnn, Horovod) bypass the window arithmetic.
+    ``figures``/``complete`` let a suite that measures itself (tf_cnn, Horovod) bypass the window arithmetic;
+    ``own_energy``: the program's own J per iteration per GPU and W per GPU over the window, where it prints them
+    (:mod:`dlperf_slurm.parsing.energy`).
     """
     gb = float(global_batch if global_batch else ctx.global_batch)
     fig = figures if figures is not None else window.figures(gb)
     reached = window.reached if complete is None else complete
     res = _result(window, facts, fig, dict(extra or {}), tiny=tiny, no_memory_reason=no_memory_reason,
                   speed_scale=speed_scale)
+    if facts.memories or own_energy is not None:
+        _set_energy(res, _energy.figures(_energy.counters(facts.memories), own_energy, devices=ctx.world_size,
+                                         steps=fig.steps if fig is not None else None, global_batch=gb))
     _verdict(res, window, facts, fig, reached)
     if res.status not in (Status.OK, Status.NONFINITE):
         # only an OK run's figures are results; a NONFINITE run keeps them as evidence (method.md)
         if res.status != Status.OOM or not reached:
             res.throughput = res.throughput_speed = res.latency_ms = None
+            res.energy_j_per_step = res.samples_per_joule = None
     return res
+
+
+def _set_energy(res: RunResult, en: _energy.Energy) -> None:
+    res.energy_j_per_step, res.power_w_per_gpu, res.samples_per_joule = en.j_per_step, en.w_per_gpu, en.per_joule
+    res.energy_basis, res.energy_reason = en.basis, en.reason
+    if en.program_over_nvml is not None:
+        res.extra["energy_program_over_nvml"] = round(en.program_over_nvml, 4)
 
 
 def _result(window: Window, facts: Facts, fig: WindowFigures | None, x: dict[str, Any], *, tiny: bool,

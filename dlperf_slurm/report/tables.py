@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dlperf_slurm import stats
 from dlperf_slurm.model.rows import CellRow, RunRow
 from dlperf_slurm.model.status import Status
+from dlperf_slurm.parsing.energy import per_joule_unit
 
 PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
 TINY = "tiny — not a real result"
@@ -119,6 +120,9 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
     rate = any(c.tflops_per_gpu is not None for c in cells)
     if rate:
         headers[7:7] = ["TFLOP/s per GPU (MFU: of peak / of measured ceiling)"]
+    energy = any(c.samples_per_joule is not None or c.power_w_per_gpu is not None for c in cells)
+    if energy:
+        headers[7 + rate:7 + rate] = [f"energy ({per_joule_unit(unit)}, 95% CI; W/GPU; basis)"]
     rows = []
     for c in cells:
         ok = c.n_ok > 0
@@ -128,8 +132,25 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
                f"{c.n_ok}/{c.n}", _flags_text(c)]
         if rate:
             row[7:7] = [_rate_text(c) if ok else ""]
+        if energy:
+            row[7 + rate:7 + rate] = [_energy_text(c) if ok else ""]
         rows.append(row)
     return headers, rows
+
+
+def _energy_text(c: CellRow) -> str:
+    """Samples (tokens) per joule with its interval, the median W per GPU, and what the figures came from."""
+    bits = []
+    if c.samples_per_joule is not None:
+        ci = ""
+        if c.samples_per_joule_ci_low is not None and c.samples_per_joule_ci_high is not None:
+            ci = f" ({c.samples_per_joule_ci_low:.4g}–{c.samples_per_joule_ci_high:.4g})"
+        bits.append(f"{c.samples_per_joule:.4g}{ci}")
+    if c.power_w_per_gpu is not None:
+        bits.append(f"{c.power_w_per_gpu:.0f} W")
+    if c.energy_basis:
+        bits.append(c.energy_basis)
+    return "; ".join(bits)
 
 
 def _rate_text(c: CellRow) -> str:

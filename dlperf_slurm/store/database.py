@@ -8,10 +8,12 @@ median with its confidence interval, runs planned and OK, status, the OK runs' t
 was first and last collected. Collecting a campaign again updates its rows (an upsert on that key), never
 duplicates them.
 
-Schema 2 (this one) keys campaigns by identity; a schema-1 store (keyed by name) is migrated when first opened,
-in one transaction, every row kept: a row's identity becomes ``legacy:<name>`` and its run time its first
-collect's, and the first collect of a campaign of that name on that system and partition takes those rows over
-as its own (:meth:`Store.add`): collecting the old campaign again updates them, as before.
+Schema 3 (this one) keys campaigns by identity and keeps the OK runs' energy figures (``ok_energy``, samples per
+joule) beside their throughputs. An older store is migrated when first opened, in one transaction, every row kept:
+a schema-2 store gains the energy column, empty for its rows; in a schema-1 store (keyed by name) a row's identity
+becomes ``legacy:<name>`` and its run time its first collect's, and the first collect of a campaign of that name on
+that system and partition takes those rows over as its own (:meth:`Store.add`): collecting the old campaign again
+updates them, as before.
 
 Where it lives (:func:`resolve`): ``--store URL``, else ``$DLPERF_SLURM_STORE``, else the site file's
 ``[store] url``, else SQLite at ``$XDG_DATA_HOME/dlperf_slurm/results.sqlite`` (``~/.local/share/...``). A URL
@@ -37,14 +39,14 @@ from dlperf_slurm.disk import private_file
 from dlperf_slurm.errors import UserError
 
 ENV = "DLPERF_SLURM_STORE"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TABLE = "dlperf_cells"
 LEGACY = "legacy:"  # a schema-1 row's identity: legacy:<campaign name>
 
 #: the key, then the columns after it, in order; ``first_collected`` is set once, the others on every collect
 _KEY = ("system_name", "partition_name", "campaign_key", "cell_id")
 _VALUES = ("campaign", "matrix", "campaign_where", "ran_at", "suite", "unit", "median", "ci_low", "ci_high", "n",
-           "n_ok", "status", "ok_values", "statuses", "versions", "first_collected", "collected_at")
+           "n_ok", "status", "ok_values", "statuses", "versions", "first_collected", "collected_at", "ok_energy")
 _V1_COLUMNS = ("system_name", "partition_name", "campaign", "cell_id", "suite", "unit", "median", "ci_low", "ci_high",
                "n", "n_ok", "status", "ok_values", "statuses", "versions", "first_collected", "collected_at")
 
@@ -72,6 +74,7 @@ def _create(table: str) -> str:
     versions TEXT NOT NULL,
     first_collected TEXT NOT NULL,
     collected_at TEXT NOT NULL,
+    ok_energy TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (system_name, partition_name, campaign_key, cell_id))"""
 
 
@@ -82,10 +85,12 @@ _INDEXES = (f"CREATE INDEX IF NOT EXISTS {TABLE}_cell ON {TABLE} (cell_id, syste
 _FROM_V1 = (_create(f"{TABLE}_v2"),
             f"INSERT INTO {TABLE}_v2 ({', '.join(_KEY + _VALUES)}) SELECT system_name, partition_name, "
             f"'{LEGACY}' || campaign, cell_id, campaign, '', '', first_collected, "
-            f"{', '.join(c for c in _V1_COLUMNS if c not in ('system_name', 'partition_name', 'campaign', 'cell_id'))} "
-            f"FROM {TABLE}",
+            f"{', '.join(c for c in _V1_COLUMNS if c not in ('system_name', 'partition_name', 'campaign', 'cell_id'))}"
+            f", '[]' FROM {TABLE}",
             f"DROP TABLE {TABLE}",
             f"ALTER TABLE {TABLE}_v2 RENAME TO {TABLE}")
+#: schema 2 -> 3: the OK runs' energy figures (samples per joule), none for the rows stored before
+_FROM_V2 = (f"ALTER TABLE {TABLE} ADD COLUMN ok_energy TEXT NOT NULL DEFAULT '[]'",)
 
 _UPSERT = (f"INSERT INTO {TABLE} ({', '.join(_KEY + _VALUES)}) VALUES ({', '.join(['%s'] * len(_KEY + _VALUES))}) "
            f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET "
@@ -110,6 +115,7 @@ class StoredCell:
     status: str
     ok_values: tuple[float, ...]  # the OK runs' throughputs
     statuses: tuple[str, ...]  # every run's status
+    ok_energy: tuple[float, ...] = ()  # the OK runs' samples (tokens) per joule, where they were measured
     versions: dict[str, str] = field(default_factory=dict)  # driver, CUDA, NCCL, framework, container, ...
     first_collected: str = ""  # ISO 8601 UTC
     collected_at: str = ""
@@ -273,8 +279,8 @@ class Store:
         elif row[0] > SCHEMA_VERSION:
             raise UserError(f"results store {describe(self.url)}: schema version {row[0]} is newer than this "
                             f"dlperf_slurm's ({SCHEMA_VERSION}): upgrade dlperf_slurm")
-        elif row[0] == 1:
-            for stmt in _FROM_V1:
+        elif row[0] in (1, 2):
+            for stmt in _FROM_V1 if row[0] == 1 else _FROM_V2:  # schema 1's rebuild makes schema 3's table at once
                 cur.execute(stmt)
             cur.execute(self._sql("UPDATE dlperf_schema SET version = %s"), (SCHEMA_VERSION,))
         for stmt in (_create(f"IF NOT EXISTS {TABLE}"), *_INDEXES):
@@ -373,17 +379,18 @@ def _like(glob: str) -> str:
 def _params(c: StoredCell) -> tuple[Any, ...]:
     return (c.system, c.partition, c.key, c.cell_id, c.campaign, c.matrix, c.where, c.when, c.suite, c.unit,
             c.median, c.ci_low, c.ci_high, c.n, c.n_ok, c.status, json.dumps(list(c.ok_values)),
-            json.dumps(list(c.statuses)), json.dumps(c.versions, sort_keys=True), c.first_collected, c.collected_at)
+            json.dumps(list(c.statuses)), json.dumps(c.versions, sort_keys=True), c.first_collected, c.collected_at,
+            json.dumps(list(c.ok_energy)))
 
 
 def _cell(row: Sequence[Any]) -> StoredCell:
     (system, partition, key, cell_id, campaign, matrix, where, ran_at, suite, unit, median, ci_low, ci_high, n, n_ok,
-     status, ok_values, statuses, versions, first, last) = row
+     status, ok_values, statuses, versions, first, last, ok_energy) = row
     return StoredCell(system=system, partition=partition, campaign=campaign, cell_id=cell_id, suite=suite,
                       unit=unit, median=median, ci_low=ci_low, ci_high=ci_high, n=n, n_ok=n_ok, status=status,
                       ok_values=tuple(json.loads(ok_values)), statuses=tuple(json.loads(statuses)),
                       versions=json.loads(versions), first_collected=first, collected_at=last, campaign_key=key,
-                      matrix=matrix, where=where, ran_at=ran_at)
+                      matrix=matrix, where=where, ran_at=ran_at, ok_energy=tuple(json.loads(ok_energy or "[]")))
 
 
 def _first_line(err: BaseException) -> str:

@@ -31,7 +31,8 @@ def identities(result: Any) -> dict[str, CampaignId]:
 def records(result: Any, *, system: str = "", partition: str = "", system_section: dict[str, Any] | None = None,
             when: str | None = None) -> list[StoredCell]:
     """A collect's cells as store records: one per cell with a status (a cell not yet run is left out); its OK
-    values and statuses are the side ``compare`` reads from the same runs (:func:`compare.sides_from_runs`)."""
+    values and statuses are the side ``compare`` reads from the same runs (:func:`compare.sides_from_runs`), its
+    energy values the side ``compare --metric energy`` reads."""
     from dlperf_slurm.compare.rule import sides_from_runs
 
     when = when or now_iso()
@@ -41,6 +42,9 @@ def records(result: Any, *, system: str = "", partition: str = "", system_sectio
         by_campaign.setdefault(r.campaign, []).append(r)
     sides = {name: sides_from_runs({"cell_id": r.cell_id, "status": r.status, "throughput": r.throughput}
                                    for r in runs) for name, runs in by_campaign.items()}
+    energy = {name: sides_from_runs(({"cell_id": r.cell_id, "status": r.status, "throughput": r.throughput,
+                                      "samples_per_joule": r.samples_per_joule} for r in runs), "energy")
+              for name, runs in by_campaign.items()}
     versions = {name: versions_of(system_section, runs) for name, runs in by_campaign.items()}
     out = []
     for c in result.cells:
@@ -51,6 +55,7 @@ def records(result: Any, *, system: str = "", partition: str = "", system_sectio
         out.append(StoredCell(system=system, partition=partition, campaign=c.campaign, cell_id=c.cell_id,
                               suite=c.suite, unit=c.unit, median=c.median, ci_low=c.ci_low, ci_high=c.ci_high,
                               n=c.n, n_ok=c.n_ok, status=str(c.status), ok_values=side.values,
+                              ok_energy=energy[c.campaign][c.cell_id].values,
                               statuses=side.statuses, versions=versions.get(c.campaign, {}),
                               first_collected=when, collected_at=when,
                               campaign_key=cid.key if cid else "", matrix=cid.matrix if cid else "",

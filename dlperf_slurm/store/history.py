@@ -17,6 +17,7 @@ they ran; two of one name read ``smoke#1``, ``smoke#2`` (by when they ran), thei
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from collections.abc import Iterable, Sequence
@@ -46,6 +47,20 @@ class Step:
     def flagged(self) -> bool:
         """A change beyond noise (:attr:`compare.CellComparison.beyond_noise`): faster, slower, now failing, fixed."""
         return self.against is not None and self.against.beyond_noise
+
+
+def as_metric(cells: Iterable[StoredCell], metric: str) -> list[StoredCell]:
+    """The stored cells as the metric ``history --metric`` / ``compare --metric`` judges: themselves for throughput;
+    for energy, each with its OK runs' samples (tokens) per joule as its values, their median and interval, and the
+    per-joule unit (a cell stored before schema 3, or whose runs had no energy counter, has none)."""
+    if metric == "throughput":
+        return list(cells)
+    out = []
+    for c in cells:
+        st = stats.summarize(c.ok_energy, c.n)
+        out.append(dataclasses.replace(c, ok_values=c.ok_energy, median=st.median, ci_low=st.ci_low,
+                                       ci_high=st.ci_high, unit=rule.metric_unit(c.unit, metric)))
+    return out
 
 
 def side(c: StoredCell) -> rule.Side:
@@ -109,8 +124,8 @@ def between_of(cells: Sequence[StoredCell], base_key: str, new_key: str | None =
     return out
 
 
-def between_from_store(url: str, base_name: str, base_id: CampaignId | None, new_key: str | None
-                       ) -> dict[str, tuple[float, int]]:
+def between_from_store(url: str, base_name: str, base_id: CampaignId | None, new_key: str | None,
+                       metric: str = "throughput") -> dict[str, tuple[float, int]]:
     """``compare BASE NEW``: BASE's cells' campaign-to-campaign variation from the results store at ``url``, where
     it holds BASE (by its identity, else its name when only one campaign has it) and 3 or more campaigns of a cell
     with BASE's versions on BASE's system and partition. An SQLite store that does not exist is not created: no
@@ -127,7 +142,7 @@ def between_from_store(url: str, base_name: str, base_id: CampaignId | None, new
             return {}
         cells = [c for system, partition in sorted({(c.system, c.partition) for c in own})
                  for c in st.cells(system=system, partition=partition, cell_ids={c.cell_id for c in own})]
-    return between_of(cells, own[0].key, new_key)
+    return between_of(as_metric(cells, metric), own[0].key, new_key)
 
 
 def variation(cells: Sequence[StoredCell]) -> tuple[float, int, dict[str, str]] | None:
@@ -172,12 +187,13 @@ def last_good(cells: Sequence[StoredCell], new_key: str, new_cells: Iterable[str
 
 
 def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: CampaignId | None,
-                   new_cells: Iterable[str], threshold: float
+                   new_cells: Iterable[str], threshold: float, metric: str = "throughput"
                    ) -> tuple[str, dict[str, rule.Side], dict[str, tuple[float, int]]]:
     """``compare --base last-good``: the last good campaign's name and cells, from the store at ``url``: of NEW's
     matrix, on NEW's system and partition (``--system``, else those NEW is stored under, else the one it was
     submitted for), run before NEW; and its cells' campaign-to-campaign variation (:func:`between_of`). NEW: its
-    name and identity (None: a summary that records none; then the store knows it by its name)."""
+    name and identity (None: a summary that records none; then the store knows it by its name). ``metric``: what
+    is judged (:data:`dlperf_slurm.compare.rule.METRICS`)."""
     from dlperf_slurm.store import database
 
     new_cells = list(new_cells)
@@ -205,7 +221,7 @@ def last_good_side(url: str, system_arg: str | None, new_name: str, new_id: Camp
     if len(systems) > 1:
         raise UserError(f"--base {LAST_GOOD}: the store holds these cells on {plural(len(systems), 'system')} "
                         f"({', '.join(systems)}): say which with --system NAME[:PARTITION]")
-    cells = [c for c in cells if c.system_label in systems]
+    cells = as_metric([c for c in cells if c.system_label in systems], metric)  # "good" judged on that metric
     found = last_good(cells, key, new_cells, threshold)
     if found is None:
         where = f" on {system_arg}" if system_arg else ""

@@ -12,7 +12,11 @@ prints its iteration line on the *last* rank, ``print_rank_last``):
     iterations:   0 |
 
   (the stamp and the TFLOP/s field only in 2024+ builds; ``lm loss`` is missing while fp16 loss scaling skips every
-  iteration of the interval). Megatron-DeepSpeed adds ``samples per second: X | ... | TFLOPs: Y |``; GPT-NeoX
+  iteration of the interval). With ``--log-energy`` (2025+) the line also holds the interval's ``energy per GPU
+  (J/iter/GPU): 1992.5 | power per GPU (W/GPU): 647.8 |`` (its energy monitor's joules over the interval, per
+  iteration, divided by the world size): the run's energy over the window from the program's own lines
+  (:mod:`dlperf_slurm.parsing.energy`).
+  Megatron-DeepSpeed adds ``samples per second: X | ... | TFLOPs: Y |``; GPT-NeoX
   (DeepSpeed's issue threads) prints ``samples/sec: X | iteration N/ M | ... | approx flops per GPU: 112.9TFLOPS |
   lm_loss: ...`` with the unit glued on; bigscience-workshop's fork (BLOOM) prints ``elapsed time per iteration
   (s): 105.22``. The interval's ``elapsed time per iteration`` is timed with a barrier
@@ -80,6 +84,7 @@ _MEG_NAN = re.compile(r"number of nan iterations:\s*(\d+)")
 _MEG_SPS = re.compile(r"(?:samples per second|samples/sec):\s*" + _F)
 _MEG_TFLOPS = re.compile(r"(?:throughput per GPU \(TFLOP/s/GPU\)|\bTFLOPs|approx flops per GPU):\s*" + _F
                          + r"\s*(?:TFLOPS)?")
+_MEG_ENERGY = re.compile(r"energy per GPU \(J/iter/GPU\):\s*" + _F + r"\s*\|\s*power per GPU \(W/GPU\):\s*" + _F)
 _MEG_MEM = re.compile(r"memory \(MB\) \| allocated: " + _F + r" \| max allocated: " + _F + r" \| reserved: " + _F
                       + r" \| max reserved: " + _F)
 # ---- DeepSpeed engine
@@ -125,6 +130,7 @@ class _Kind:
         self.gbs: list[float] = []  # global batch per record, where the record says it
         self.tflops: list[tuple[float, float]] = []  # (reported TFLOP/s per GPU, that line's samples/s), in window
         self.reported: list[float] = []  # the program's own samples/s figures, in the window
+        self.energy: list[tuple[int, float, float]] = []  # (iterations, J/iter/GPU, W/GPU) of each line in window
         self.skipped = 0
         self.samples: int | None = None  # the last record's count of samples so far (OneFlow, LiBai)
 
@@ -174,6 +180,9 @@ class _Reader:
                 k.reported.append(sps)
             if tfl and speed:
                 k.tflops.append((float(tfl.group(1)), sps if sps is not None else speed))
+            en = _MEG_ENERGY.search(text)  # --log-energy (Megatron-LM 2025+): the interval's means
+            if en:
+                k.energy.append((span, float(en.group(1)), float(en.group(2))))
         k.clock += span * sec
         self.add(k, step, k.clock if sec > 0 else None, speed=speed, loss=loss,
                  seconds=span * sec if sec > 0 else None, gb=gb)
@@ -292,6 +301,14 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     return _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
 
 
+def _own_energy(lines: list[tuple[int, float, float]]) -> tuple[float, float] | None:
+    """Megatron's J/iter/GPU and W/GPU over the window: its interval lines' means weighted by their iterations."""
+    iters = sum(n for n, _, _ in lines)
+    if not iters:
+        return None
+    return sum(n * j for n, j, _ in lines) / iters, sum(n * w for n, _, w in lines) / iters
+
+
 def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: dict[str, str],
             mem: dict[str, float], smi_mib: list[float], no_memory_reason: str) -> RunResult:
     name = next((n for n in KINDS if kinds[n].window.points), KINDS[0])
@@ -318,7 +335,8 @@ def _finish(kinds: dict[str, _Kind], facts: lp.Facts, ctx: ParseContext, dump: d
                   "libai": "LiBai's step timer: its mean s/iter x the iterations it timed (from the 3rd)",
                   "deepspeed": "log stamps",
                   "deepspeed-pipe": "sum of each interval's steps x its printed iter time"}[name]
-    res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason)
+    res = lp.finish(k.window, facts, ctx, global_batch=float(gb), extra=x, no_memory_reason=no_memory_reason,
+                    own_energy=_own_energy(k.energy))
     x = res.extra  # finish copies what it is given
     gpu = model_flops(x, res, k.tflops, dump, facts.job, ctx)
     # memory: the programs' own figures

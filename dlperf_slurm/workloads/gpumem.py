@@ -1,4 +1,6 @@
-"""NVML side-thread sampler: peak "used" MiB of every local GPU and mean utilization over the measured window.
+"""NVML side-thread sampler: peak "used" MiB of every local GPU and mean utilization over the measured window, and
+the energy each GPU used over that window: its cumulative energy counter (``nvmlDeviceGetTotalEnergyConsumption``,
+mJ since the driver loaded; Volta and newer) read at the window's two ends, with the wall time between the readings.
 
 ``pynvml`` (package nvidia-ml-py) is imported lazily. Where it, the NVML library or a GPU is missing, the
 report carries a ``reason`` and no figures, never zeros. The trainer runs one per rank, on the GPU that rank
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -24,10 +27,14 @@ class GpuMemReport:
     util_mean: float | None = None  # mean GPU utilization (%) over the measured window, all sampled GPUs
     samples: int = 0
     reason: str | None = None  # why there are no figures
+    energy_j: dict[int, float] = field(default_factory=dict)  # NVML index -> joules between the window's ends
+    energy_s: float | None = None  # wall seconds between the two readings
+    energy_reason: str | None = None  # why there is no energy figure (an older GPU, a counter that went back)
 
     def as_dict(self) -> dict[str, Any]:
         return {"host": self.host, "peak_used_mib": dict(self.peak_used_mib), "util_mean": self.util_mean,
-                "samples": self.samples, "reason": self.reason}
+                "samples": self.samples, "reason": self.reason, "energy_j": dict(self.energy_j),
+                "energy_s": self.energy_s, "energy_reason": self.energy_reason}
 
 
 def _load_pynvml() -> ModuleType:
@@ -74,6 +81,8 @@ class GpuMemSampler:
         self._handles: list[tuple[int, Any]] = []
         self._util: list[float] = []
         self._in_window = False
+        self._energy_start: tuple[float, dict[int, int]] | None = None  # (time, mJ per GPU) at the window's start
+        self._energy_end: tuple[float, dict[int, int]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -109,9 +118,43 @@ class GpuMemSampler:
 
     def window_start(self) -> None:
         self._in_window = True
+        if self._handles and self._energy_start is None:
+            self._energy_start = self.energy_now()
 
     def window_end(self) -> None:
         self._in_window = False
+        if self._handles and self._energy_start is not None and self._energy_end is None:
+            self._energy_end = self.energy_now()
+
+    def energy_now(self) -> tuple[float, dict[int, int]]:
+        """``(time.time(), {NVML index: mJ})``: every GPU's energy counter now; a GPU whose counter NVML cannot
+        read (not supported before Volta) is left out, its error kept for the report's reason."""
+        nvml, readings = self._nvml, {}
+        with self._lock:
+            for index, handle in self._handles:
+                try:
+                    readings[index] = int(nvml.nvmlDeviceGetTotalEnergyConsumption(handle))
+                except Exception as exc:  # noqa: BLE001 (NVMLError_NotSupported and friends)
+                    self.report.energy_reason = (f"GPU {index}: NVML energy counter unreadable "
+                                                 f"({type(exc).__name__}: {exc})")
+            return time.time(), readings
+
+    def _energy(self) -> None:
+        """The report's energy figures from the two readings (the end taken now where the window never ended)."""
+        if self._energy_start is None:
+            self.report.energy_reason = self.report.energy_reason or "no window started: energy not read"
+            return
+        if self._energy_end is None:
+            self._energy_end = self.energy_now()
+        (t0, first), (t1, last) = self._energy_start, self._energy_end
+        used = {i: (last[i] - first[i]) / 1000.0 for i in first if i in last}
+        if any(v < 0 for v in used.values()):  # a counter reset (driver reload) inside the window: no figure
+            self.report.energy_reason = "an NVML energy counter went back inside the window: energy not measured"
+            return
+        if used and t1 > t0:
+            self.report.energy_j, self.report.energy_s = used, t1 - t0
+        elif not self.report.energy_reason:
+            self.report.energy_reason = "the window took no measurable time: energy not measured"
 
     def sample_once(self) -> None:
         """Take one sample of every GPU; an NVML error on one GPU skips that GPU's sample."""
@@ -148,6 +191,7 @@ class GpuMemSampler:
                 self.sample_once()
                 self._in_window = False
             self.report.util_mean = sum(self._util) / len(self._util) if self._util else None
+            self._energy()
             self._shutdown(self._nvml)
             self._handles = []
         return self.report

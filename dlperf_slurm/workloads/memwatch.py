@@ -1,6 +1,6 @@
 """``python -m dlperf_slurm.workloads.memwatch -- PROGRAM ARGS...``: run a third-party program and report its GPU
-memory as DLPerf's ``gpu_memory_usage.py`` did (NVML "used", sampled every second), as one ``:::DLPERF`` memory event
-after the program ends.
+memory as DLPerf's ``gpu_memory_usage.py`` did (NVML "used", sampled every second), and the energy its GPUs used
+from its start to its end (NVML's energy counter), as one ``:::DLPERF`` memory event after the program ends.
 
 Only the node's first local rank samples (``LOCAL_RANK`` / ``OMPI_COMM_WORLD_LOCAL_RANK`` / ``SLURM_LOCALID``, 0
 when none is set); every other rank becomes the program at once (``exec``). The program keeps this process's
@@ -40,14 +40,19 @@ def command(argv: list[str]) -> list[str]:
 
 
 def memory_fields(report, host: str) -> dict:
-    """The memory event's fields from a :class:`~dlperf_slurm.workloads.gpumem.GpuMemReport`."""
+    """The memory event's fields from a :class:`~dlperf_slurm.workloads.gpumem.GpuMemReport`; its energy spans
+    the whole program (this wrapper does not see where the program's measured window lies in time)."""
+    energy = {ev.ENERGY_J: {f"{host}:{i}": round(v, 3) for i, v in sorted(report.energy_j.items())} or None,
+              ev.ENERGY_S: ({f"{host}:{i}": round(report.energy_s, 6) for i in sorted(report.energy_j)}
+                            if report.energy_j and report.energy_s else None),
+              ev.ENERGY_BASIS: "nvml program", ev.ENERGY_REASON: report.energy_reason}
     if not report.peak_used_mib:
         return {ev.NVML_PEAK_USED_MIB: None, ev.NVML_GPU0_MIB: None, ev.GPU_UTIL_MEAN: None,
-                ev.REASON: report.reason or "no NVML sample"}
+                ev.REASON: report.reason or "no NVML sample", **energy}
     first = min(report.peak_used_mib)
     return {ev.NVML_PEAK_USED_MIB: {f"{host}:{i}": round(v, 1) for i, v in sorted(report.peak_used_mib.items())},
             ev.NVML_GPU0_MIB: round(report.peak_used_mib[first], 1), ev.GPU_UTIL_MEAN: report.util_mean,
-            ev.REASON: None}
+            ev.REASON: None, **energy}
 
 
 def main(args: list[str] | None = None) -> int:

@@ -92,7 +92,11 @@ def _memory_event(cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -
     """Merge every rank's allocator peaks and every node's NVML report into the memory event's fields."""
     if not cuda:
         return {ev.MAX_ALLOCATED_MIB: None, ev.MAX_RESERVED_MIB: None, ev.NVML_PEAK_USED_MIB: None,
-                ev.NVML_GPU0_MIB: None, ev.GPU_UTIL_MEAN: None, ev.REASON: ev.CPU_MEMORY_REASON}
+                ev.NVML_GPU0_MIB: None, ev.GPU_UTIL_MEAN: None, ev.REASON: ev.CPU_MEMORY_REASON,
+                ev.ENERGY_J: None, ev.ENERGY_S: None, ev.ENERGY_BASIS: None, ev.ENERGY_REASON: ev.CPU_ENERGY_REASON}
+    energy_j: dict[str, float] = {}
+    energy_s: dict[str, float] = {}
+    energy_reasons: list[str] = []
     alloc = {str(g["rank"]): g["max_allocated_mib"] for g in gathered}
     reserved = {str(g["rank"]): g["max_reserved_mib"] for g in gathered}
     peaks: dict[str, float] = {}
@@ -112,10 +116,17 @@ def _memory_event(cuda: bool, gathered: list[dict[str, Any]], rank0_host: str) -
                 gpu0 = (int(index), round(mib, 1))
         if rep["util_mean"] is not None:
             utils.append(rep["util_mean"])
+        for index, joules in (rep.get("energy_j") or {}).items():  # each rank reads its own GPU's counter
+            energy_j[f"{rep['host']}:{index}"] = round(joules, 3)
+            energy_s[f"{rep['host']}:{index}"] = round(rep["energy_s"], 6)
+        if rep.get("energy_reason"):
+            energy_reasons.append(f"{rep['host']}: {rep['energy_reason']}")
     return {ev.MAX_ALLOCATED_MIB: alloc, ev.MAX_RESERVED_MIB: reserved, ev.NVML_PEAK_USED_MIB: peaks or None,
             ev.NVML_GPU0_MIB: gpu0[1] if gpu0 else None,
             ev.GPU_UTIL_MEAN: sum(utils) / len(utils) if utils else None,
-            ev.REASON: "; ".join(reasons) if reasons else None}
+            ev.REASON: "; ".join(reasons) if reasons else None,
+            ev.ENERGY_J: energy_j or None, ev.ENERGY_S: energy_s or None, ev.ENERGY_BASIS: "nvml window",
+            ev.ENERGY_REASON: "; ".join(dict.fromkeys(energy_reasons)) or None}
 
 
 @dataclass(frozen=True)
