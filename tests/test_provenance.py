@@ -284,3 +284,36 @@ def test_the_node_check_names_a_missing_interpreter_and_an_import_error():
     assert provprobe.import_failure(env, {"imports": ["json", "dlperf_no_such_module"]}, sys.executable) == \
         (f"on node n3, cannot import dlperf_no_such_module with {sys.executable}: ModuleNotFoundError: No module "
          "named 'dlperf_no_such_module'")
+
+
+def test_a_node_whose_gpus_are_power_capped_is_named_in_the_system_section(tmp_path):
+    """Three runs, each seeing an `nvidia-smi` (a stand-in on PATH printing the probe's query for two H100s in the
+    query's own CSV form: `700.00 W`, `1980 MHz`); one run's GPUs are capped at 500 W below their 700 W default. The
+    System section shows each group's power limit and clocks, and names the capped one as differing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$FAKE_SMI" in odd) w="500.00 W";; *) w="700.00 W";; esac\n'
+                   'for i in 0 1; do echo "$i, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz, $w, 700.00 W, '
+                   '1755 MHz"; done\n')
+    smi.chmod(0o755)
+    mx = _matrix(tmp_path, "capped").read_text().replace(
+        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
+    (tmp_path / "capped.toml").write_text(mx)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(tmp_path / "capped.toml"), "--executor", "local", "--wait", env=env,
+            cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", "capped", "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((tmp_path / "summaries" / "capped.json").read_text())
+    groups = doc["system"]["node_groups"]
+    assert [g["gpu_limits"] for g in groups] == [
+        "power limit 700.00 W; SM clock max 1980 MHz, application 1755 MHz",
+        "power limit 500.00 W (default 700.00 W); SM clock max 1980 MHz, application 1755 MHz"]
+    (diff,) = [d for d in doc["system"]["differs"] if d["field"] == "gpu_limits"]
+    assert diff["value"].startswith("power limit 500.00 W") and len(diff["runs"]) == 1
+    md = (tmp_path / "summaries" / "capped.md").read_text()
+    assert "| GPU power limit and clocks | power limit 700.00 W; SM clock max 1980 MHz, application 1755 MHz |" in md
+    assert "**gpu_limits** power limit 500.00 W (default 700.00 W)" in md

@@ -194,8 +194,10 @@ def _program(path):
 
 
 def node_record(environ, conf) -> dict:
-    gpus = _run("nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,clocks.max.sm",
-                "--format=csv,noheader")
+    # the power limit in force (a site may cap it below the default) and the application clock: what an energy or
+    # a throughput figure depends on besides the model (report.system shows them per node group)
+    gpus = _run("nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,clocks.max.sm,power.limit,"
+                "power.default_limit,clocks.applications.graphics", "--format=csv,noheader")
     versions = {"python": sys.version.split()[0]}
     for d in (*FRAMEWORKS, *LIBRARIES):
         v = _version(d)

@@ -12,7 +12,9 @@ group; the group most (run, node) records share comes first. A value that differ
 The JSON object (``"system"`` in ``summaries/<name>.json``; documented in docs/method.md, "The System section")::
 
     {"schema": "dlperf_slurm.system/1",
-     "node_groups": [{"nodes": [...], "runs": N, "gpu": {"model", "count", "driver"}, "framework_cuda",
+     "node_groups": [{"nodes": [...], "runs": N, "gpu": {"model", "count", "driver"},
+                      "gpu_limits": "power limit 700.00 W; SM clock max 1980 MHz, application 1755 MHz" | null,
+                      "framework_cuda",
                       "framework_cudnn", "framework_nccl" (the framework's own: "none (CPU build)"), "cuda", "cudnn",
                       "nccl" (the node's toolkit and libraries),
                       "python", "framework": {dist: version}, "libraries": {dist: version},
@@ -37,8 +39,9 @@ SCHEMA = "dlperf_slurm.system/1"
 #: Distributions that are a framework (the rest of a node's versions, but Python, are its libraries): the probe's.
 FRAMEWORKS = provprobe.FRAMEWORKS
 #: The fields of a node's description, in the order the markdown shows them.
-FIELDS = ("gpu", "slurm_gpus", "driver", "framework_cuda", "framework_cudnn", "framework_nccl", "cuda", "cudnn", "nccl",
-          "framework", "libraries", "python", "container", "modules", "partition", "qos", "program", "tool")
+FIELDS = ("gpu", "slurm_gpus", "driver", "gpu_limits", "framework_cuda", "framework_cudnn", "framework_nccl", "cuda",
+          "cudnn", "nccl", "framework", "libraries", "python", "container", "modules", "partition", "qos", "program",
+          "tool")
 #: the framework's own CUDA stack, as its program reported it (the built-in workload's header: torch.version.cuda,
 #: the cuDNN and NCCL it loaded), apart from the node's toolkit (``cuda``: $CUDA_VERSION or nvcc on PATH, which a
 #: CPU build of the framework never uses)
@@ -53,6 +56,30 @@ def _gpus(lines: Any) -> tuple[str | None, int, str | None]:
     models = sorted({p[1] for p in parts if len(p) > 1})
     drivers = sorted({p[2] for p in parts if len(p) > 2})
     return " + ".join(models) or None, len(parts), " + ".join(drivers) or None
+
+
+def _limits(lines: Any) -> str | None:
+    """The GPUs' power limit (with the default where it differs: a site's cap) and SM clocks (max, application)
+    from the probe's nvidia-smi lines (fields 5-8: ``clocks.max.sm, power.limit, power.default_limit,
+    clocks.applications.graphics``); None for a probe from before them, or a GPU that reports none."""
+    if not isinstance(lines, list) or not lines:
+        return None
+    parts = [[p.strip() for p in str(line).split(",")] for line in lines]
+    if not all(len(p) >= 8 for p in parts):
+        return None
+
+    def one(i: int) -> str:
+        values = sorted({p[i] for p in parts if p[i] and not p[i].startswith("[")})  # [N/A], [Not Supported]
+        return " + ".join(values)
+
+    limit, default, sm_max, app = one(5), one(6), one(4), one(7)
+    bits = []
+    if limit:
+        bits.append(f"power limit {limit}" + (f" (default {default})" if default and default != limit else ""))
+    if sm_max or app:
+        bits.append("SM clock " + ", ".join(x for x in (f"max {sm_max}" if sm_max else "",
+                                                       f"application {app}" if app else "") if x))
+    return "; ".join(bits) or None
 
 
 def _slurm_gpus(node: Mapping[str, Any]) -> str | None:
@@ -103,6 +130,7 @@ def _node(job: Mapping[str, Any], node: Mapping[str, Any], own: Mapping[str, str
         cuda = cuda[-1] if cuda else None
     return {
         "gpu": {"model": model, "count": count} if model else None, "driver": driver,
+        "gpu_limits": _limits(node.get(ev.GPUS)),
         **(own or dict.fromkeys(OWN)), "cuda": cuda,
         "slurm_gpus": _slurm_gpus(node),
         "cudnn": node.get(ev.CUDNN), "nccl": node.get(ev.NCCL),
@@ -214,7 +242,8 @@ def markdown(system: dict[str, Any] | None) -> list[str]:
         gpu = g["gpu"]
         rows = [("GPU", f"{gpu['count']} × {gpu['model']}" if gpu.get("model") else "none seen (nvidia-smi)"),
                 ("GPUs from Slurm", g["slurm_gpus"]),
-                ("driver", gpu.get("driver")), *own_rows(g),
+                ("driver", gpu.get("driver")),
+                ("GPU power limit and clocks", g.get("gpu_limits") or "not recorded"), *own_rows(g),
                 ("CUDA toolkit (nvcc)", g["cuda"]), ("cuDNN (node)", g["cudnn"]), ("NCCL (node)", g["nccl"]),
                 ("framework", g["framework"]), ("libraries", g["libraries"]), ("Python", g["python"]),
                 ("container", g["container"] or "none"), ("modules", g["modules"]),
