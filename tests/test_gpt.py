@@ -89,6 +89,21 @@ def test_megatron_pre_2024_lines_without_stamp():
     assert gap.status == Status.OK and gap.window["steps"] == 184 - 124
 
 
+def test_a_mixture_of_experts_without_the_programs_own_tflops_gets_no_dense_formula_figure():
+    """The 2023 real log (no TFLOP/s field) read as it is, then with Megatron's arguments dump naming 8 experts in
+    front of it (the dump's own line form, `  num_experts ....... 8`): the dense formula, which would count every
+    expert, gives no FLOPs for the MoE run; the dense run keeps its formula figure."""
+    text = _find("megatron_2023_no_stamp.excerpt.log").read_text()
+    ctx = ParseContext(nodes=16, gpus_per_node=8, batch_size=8, warmup_steps=122, measure_steps=3, precision="fp16")
+    dump = ("  num_layers ...................................... 40\n  hidden_size ..................................... "
+            "5120\n  seq_length ...................................... 2048\n")
+    dense = MEG.parse(lp.iter_text_lines(dump + text), ctx)
+    assert dense.status == Status.OK and dense.extra["flops_per_sample"] > 0
+    moe = MEG.parse(lp.iter_text_lines(dump + "  num_experts ..................................... 8\n" + text), ctx)
+    assert moe.status == Status.OK and "flops_per_sample" not in moe.extra
+    assert moe.extra["flops_basis"].startswith("none: a mixture of 8 experts")
+
+
 def test_neox_line_with_tflops_glued_to_its_unit_and_the_deepspeed_timer_beside_it():
     res = _parse(DS, "neox_deepspeed_glued_tflops.excerpt.log", gpus=1, bs=1, warmup=0, measure=34, precision="bf16")
     assert res.status == Status.OK, res.reason
@@ -233,6 +248,52 @@ def _cell(suite, devices="1x8", bs=8, precision="fp16", **params) -> Cell:
 def test_drop_reasons(params, why):
     reason = MEG.drop_reason(_cell(MEG, **params))
     assert (reason is None) if why is None else (why in reason), reason
+
+
+@pytest.mark.parametrize("params, why", [  # 1 node x 8 GPUs, micro batch 8 (_cell), Megatron-LM's own checks
+    ({"context_parallel": 2, "seq_length": 4096}, None),
+    ({"context_parallel": 3}, "tensor_parallel x pipeline_parallel x context_parallel = 1 x 1 x 3 = 3"),
+    ({"context_parallel": 2, "seq_length": 4098}, "seq_length 4098 is not a multiple of 2 x context_parallel = 4"),
+    ({"pipeline_parallel": 2, "virtual_pipeline": 2, "global_batch": 128}, None),
+    ({"pipeline_parallel": 2, "virtual_pipeline": 5, "global_batch": 128},
+     "24 layers cannot be split into pipeline_parallel x virtual_pipeline = 2 x 5 = 10 stages"),
+    ({"pipeline_parallel": 2, "virtual_pipeline": 2}, "micro batches of a step (1: global_batch"),
+    ({"pipeline_parallel": 4, "virtual_pipeline": 2, "global_batch": 96}, "(6: global_batch"),
+    ({"virtual_pipeline": 2}, "virtual_pipeline 2 needs pipeline_parallel > 1"),
+    ({"expert_parallel": 2}, "expert_parallel 2 needs num_experts > 0"),
+    ({"num_experts": 8, "expert_parallel": 8}, None),
+    ({"num_experts": 6, "expert_parallel": 4}, "num_experts 6 is not a multiple of expert_parallel 4"),
+    ({"num_experts": 8, "expert_parallel": 8, "tensor_parallel": 4},
+     "tensor_parallel x expert_parallel x pipeline_parallel = 4 x 8 x 1 = 32"),
+    ({"context_parallel": "two"}, "must be integers"),
+    ({"virtual_pipeline": 0}, "must be >= 1"),
+])
+def test_megatron_context_virtual_pipeline_and_expert_layouts_are_checked_before_submission(params, why):
+    reason = MEG.drop_reason(_cell(MEG, **params))
+    assert (reason is None) if why is None else (why in reason), reason
+
+
+def test_megatron_flags_of_the_llm_axes_and_the_data_parallel_size_they_leave():
+    cell = _cell(MEG, "4x8", bs=1, model_size="24x2048x16", tensor_parallel=2, pipeline_parallel=2,
+                 virtual_pipeline=2, context_parallel=2, num_experts=8, expert_parallel=4, seq_length=4096,
+                 global_batch=64)
+    assert MEG.drop_reason(cell) is None
+    lay = MEG.layout(cell)
+    assert (lay["dp"], lay["accumulation"]) == (32 // 8, 64 // 4)  # GPUs / (tp x pp x cp); global / (micro x dp)
+    argv = " ".join(MEG.program(cell, Measure(), MEG.options))
+    for want in ("--context-parallel-size 2", "--num-virtual-stages-per-pipeline-rank 2", "--num-experts 8",
+                 "--expert-model-parallel-size 4", "--global-batch-size 64"):
+        assert want in argv, want
+    assert "--log-energy" not in argv and "--log-energy" in MEG.program(cell, Measure(), {**MEG.options,
+                                                                                          "log_energy": True})
+    plain = " ".join(MEG.program(_cell(MEG), Measure(), MEG.options))  # the defaults add no flag: older builds run
+    assert not any(f in plain for f in ("--context-parallel", "--num-virtual", "--num-experts", "--expert-model"))
+    assert MEG.global_batch(_cell(MEG, context_parallel=2)) == 8 * 4  # micro 8 x dp (8 GPUs / cp 2)
+
+
+def test_the_llm_axes_are_megatrons_only():
+    assert {"context_parallel", "virtual_pipeline", "num_experts", "expert_parallel"} <= set(MEG.axes)
+    assert not {"context_parallel", "virtual_pipeline", "num_experts", "expert_parallel"} & (set(DS.axes) | set(OF.axes))
 
 
 def test_zero_2_with_pipeline_and_selective_on_libai_are_dropped():

@@ -284,6 +284,25 @@ CASES = {
         repeats = 1
         warmup_steps = 30
         """,
+    "megatron_gpt_4x8_tp2_pp2_vpp2_cp2_moe8_ep4": """
+        suite = "megatron/gpt"
+        name = "golden"
+        [axes]
+        devices = ["4x8"]
+        batch_size = [1]
+        precision = ["bf16"]
+        model_size = ["24x2048x16"]
+        tensor_parallel = [2]
+        pipeline_parallel = [2]
+        virtual_pipeline = [2]
+        context_parallel = [2]
+        num_experts = [8]
+        expert_parallel = [4]
+        seq_length = [4096]
+        global_batch = [64]
+        [measure]
+        repeats = 1
+        """,
     "oneflow_gpt_2x8_tp2": """
         suite = "oneflow/gpt"
         name = "golden"

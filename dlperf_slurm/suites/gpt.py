@@ -13,6 +13,14 @@ Extra axes (beyond DLPerf's shape, batch and precision):
   accumulation) must be a multiple of micro batch x data-parallel size (the rest is gradient accumulation);
 - ``seq_length``; ``activation_checkpointing`` (``full``, DLPerf's ``--checkpoint-activations``; ``selective``;
   ``none``); ``zero_stage`` (``deepspeed/gpt`` only); precision ``fp16``, ``bf16`` or ``fp32``.
+- ``megatron/gpt`` only, as Megatron-LM (2025+) takes them: ``context_parallel`` (``--context-parallel-size``: the
+  data-parallel size becomes GPUs / (tp x pp x cp), and the sequence must split into 2 x cp chunks);
+  ``virtual_pipeline`` (``--num-virtual-stages-per-pipeline-rank``, the interleaved schedule: pp > 1, the layers
+  splitting into pp x vpp stages, and the micro batches a step (accumulation) a multiple of pp, at least pp);
+  ``num_experts`` (0: a dense model; else ``--num-experts``, a mixture of experts with Megatron's default top-2
+  router) and ``expert_parallel`` (``--expert-model-parallel-size``: it divides the experts, and tp x ep x pp
+  divides the GPUs, Megatron's expert grid). Each is checked before submission: a cell that does not divide is
+  dropped with the reason; a default value adds no flag (an older Megatron-LM runs as before).
 
 Figures (:mod:`.gpt_log`): samples/s (the published throughput) and tokens/s, ms per iteration (latency), TFLOP/s
 per GPU and MFU (the program's own TFLOP/s where it prints it, else the Megatron paper's formula on the model's
@@ -61,25 +69,27 @@ class _GPT(Suite):
 
     # ---- the cell's layout
     def layout(self, cell: Cell) -> dict[str, int]:
-        """tp, pp, dp, micro batch, global batch, accumulation steps, layers, hidden, heads, seq of a cell (which
-        :meth:`drop_reason` accepted)."""
-        tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
-        dp = cell.devices // (tp * pp)
+        """tp, pp, cp, dp, vpp, experts, ep, micro batch, global batch, accumulation steps, layers, hidden, heads,
+        seq of a cell (which :meth:`drop_reason` accepted)."""
+        tp, pp, cp = _degrees(cell)
+        dp = cell.devices // (tp * pp * cp)
         mb = cell.batch_size
         gb = self.global_batch(cell)
         layers, hidden, heads = model_dims(str(cell.param("model_size", "345M"))) or (0, 0, 0)
-        return {"tp": tp, "pp": pp, "dp": dp, "micro": mb, "global": gb, "accumulation": gb // (mb * dp),
+        return {"tp": tp, "pp": pp, "cp": cp, "dp": dp, "vpp": int(cell.param("virtual_pipeline", 1)),
+                "experts": int(cell.param("num_experts", 0)), "ep": int(cell.param("expert_parallel", 1)),
+                "micro": mb, "global": gb, "accumulation": gb // (mb * dp),
                 "layers": layers, "hidden": hidden, "heads": heads, "seq": int(cell.param("seq_length", 2048))}
 
     def global_batch(self, cell: Cell) -> int:
-        """The ``global_batch`` axis, else micro batch x data-parallel size (GPUs / (tp x pp)): the batch the
+        """The ``global_batch`` axis, else micro batch x data-parallel size (GPUs / (tp x pp x cp)): the batch the
         program's ``--global-batch-size`` (``train_batch_size``, ``train.global_batch_size``) is given."""
         try:
-            tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
+            tp, pp, cp = _degrees(cell)
             gb = int(cell.param("global_batch", 0))
         except (TypeError, ValueError):
             return super().global_batch(cell)  # a cell drop_reason refuses
-        return gb or cell.batch_size * (cell.devices // max(1, tp * pp))
+        return gb or cell.batch_size * (cell.devices // max(1, tp * pp * cp))
 
     def drop_reason(self, cell: Cell) -> str | None:
         why = super().drop_reason(cell)
@@ -90,31 +100,75 @@ class _GPT(Suite):
         if dims is None:
             return f"{self.name}: model_size {preset!r} is no preset ({', '.join(PRESETS)}) nor layers x hidden x heads"
         layers, hidden, heads = dims
+        names = ", ".join(n for n in _INTEGERS if n in self.axes)
         try:
-            tp, pp = int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1))
+            tp, pp, cp = _degrees(cell)
             gb, seq = int(cell.param("global_batch", 0)), int(cell.param("seq_length", 2048))
+            vpp, experts, ep = (int(cell.param(n, d)) for n, d in (("virtual_pipeline", 1), ("num_experts", 0),
+                                                                     ("expert_parallel", 1)))
         except (TypeError, ValueError):
-            return f"{self.name}: tensor_parallel, pipeline_parallel, global_batch and seq_length must be integers"
-        if tp < 1 or pp < 1 or seq < 1 or gb < 0:
-            return f"{self.name}: tensor_parallel, pipeline_parallel and seq_length must be >= 1, global_batch >= 0"
-        if cell.devices % (tp * pp):
+            return f"{self.name}: {names} must be integers"
+        if min(tp, pp, cp, seq, vpp, ep) < 1 or gb < 0 or experts < 0:
+            return f"{self.name}: {names} must be >= 1 (global_batch and num_experts >= 0)"
+        model = tp * pp * cp
+        if cell.devices % model:
+            factors = "tensor_parallel x pipeline_parallel" + (" x context_parallel" if cp > 1 else "")
+            values = f"{tp} x {pp}" + (f" x {cp}" if cp > 1 else "")
             return (f"{plural(cell.devices, 'GPU')} ({cell.shape}) {noun(cell.devices, 'is', 'are')} not a multiple of "
-                    f"tensor_parallel x pipeline_parallel = {tp} x {pp} = {tp * pp}: no whole data-parallel size")
+                    f"{factors} = {values} = {model}: no whole data-parallel size")
         if heads % tp or hidden % heads:
             return f"{preset}: {plural(heads, 'head')} over hidden {hidden} cannot be split over tensor_parallel {tp}"
         if layers % pp:
             return f"{preset}: {plural(layers, 'layer')} cannot be split into pipeline_parallel {plural(pp, 'stage')}"
-        per_step = cell.batch_size * (cell.devices // (tp * pp))
+        dp = cell.devices // model
+        per_step = cell.batch_size * dp
         if gb and gb % per_step:
             return (f"global_batch {gb} is not a multiple of micro batch {cell.batch_size} x data-parallel size "
-                    f"{cell.devices // (tp * pp)} = {per_step}")
-        return None
+                    f"{dp} = {per_step}")
+        return _llm_axes_reason(preset, layers, seq, tp, pp, cp, vpp, experts, ep, cell.devices,
+                                (gb or per_step) // per_step)
 
     def steps(self, measure: Measure) -> int:
         return measure.warmup_steps + measure.measure_steps
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return gpt_log.parse(lines, ctx, no_memory_reason=self.memory_note)
+
+
+_INTEGERS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "virtual_pipeline", "num_experts",
+             "expert_parallel", "global_batch", "seq_length")
+
+
+def _degrees(cell: Cell) -> tuple[int, int, int]:
+    """The cell's tensor, pipeline and context parallel degrees (context 1 where the suite has no such axis)."""
+    return (int(cell.param("tensor_parallel", 1)), int(cell.param("pipeline_parallel", 1)),
+            int(cell.param("context_parallel", 1)))
+
+
+def _llm_axes_reason(preset: str, layers: int, seq: int, tp: int, pp: int, cp: int, vpp: int, experts: int, ep: int,
+                     gpus: int, micro_batches: int) -> str | None:
+    """Why Megatron-LM would refuse a cell's context, virtual-pipeline or expert layout at start-up (its own
+    checks: ``megatron/training/arguments.py`` validate_args, ``parallel_state``, the interleaved schedule), or
+    None."""
+    if cp > 1 and seq % (2 * cp):
+        return f"seq_length {seq} is not a multiple of 2 x context_parallel = {2 * cp} (Megatron-LM's load balance)"
+    if vpp > 1:
+        if pp < 2:
+            return f"virtual_pipeline {vpp} needs pipeline_parallel > 1 (the interleaved schedule)"
+        if layers % (pp * vpp):
+            return (f"{preset}: {plural(layers, 'layer')} cannot be split into pipeline_parallel x virtual_pipeline "
+                    f"= {pp} x {vpp} = {pp * vpp} stages")
+        if micro_batches < pp or micro_batches % pp:
+            return (f"the interleaved schedule needs the micro batches of a step ({micro_batches}: global_batch / "
+                    f"(micro batch x data-parallel size)) to be a multiple of pipeline_parallel {pp}")
+    if ep > 1 and not experts:
+        return f"expert_parallel {ep} needs num_experts > 0 (a mixture-of-experts model)"
+    if experts and experts % ep:
+        return f"num_experts {experts} is not a multiple of expert_parallel {ep}"
+    if ep > 1 and gpus % (tp * ep * pp):
+        return (f"{plural(gpus, 'GPU')} {noun(gpus, 'is', 'are')} not a multiple of tensor_parallel x expert_parallel "
+                f"x pipeline_parallel = {tp} x {ep} x {pp} = {tp * ep * pp} (Megatron's expert grid)")
+    return None
 
 
 def _megatron_common(s: "_GPT", cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
@@ -148,12 +202,24 @@ class MegatronGPT(_GPT):
     description = "NVIDIA Megatron-LM pretrain_gpt.py: tensor/pipeline/data parallel GPT pre-training"
     launcher = "torchrun"
     launchers = ("torchrun", "srun")
+    # log_energy: Megatron-LM's --log-energy (2025+ builds; an older one refuses the flag): its own J/iter/GPU and
+    # W/GPU on each iteration line, the run's energy where no NVML reading covers the window (parsing.energy)
     options = {"python": "python3", "workdir": "/workspace/megatron-lm", "script": "pretrain_gpt.py",
-               **_DATA_OPTIONS}
+               "log_energy": False, **_DATA_OPTIONS}
     memory_note = "Megatron reports torch's allocator (report_memory), not the GPU's used memory"
+    axes = {**_GPT.axes, "context_parallel": (), "virtual_pipeline": (), "num_experts": (), "expert_parallel": ()}
+    axis_defaults = {**_GPT.axis_defaults, "context_parallel": 1, "virtual_pipeline": 1, "num_experts": 0,
+                     "expert_parallel": 1}
 
     def program(self, cell: Cell, measure: Measure, options: Mapping[str, Any]) -> list[str]:
         argv = _megatron_common(self, cell, measure, options)
+        lay = self.layout(cell)
+        if lay["cp"] > 1:
+            argv += ["--context-parallel-size", str(lay["cp"])]
+        if lay["vpp"] > 1:
+            argv += ["--num-virtual-stages-per-pipeline-rank", str(lay["vpp"])]
+        if lay["experts"]:
+            argv += ["--num-experts", str(lay["experts"]), "--expert-model-parallel-size", str(lay["ep"])]
         ckpt = cell.param("activation_checkpointing", "full")
         if ckpt == "full":  # --checkpoint-activations before Megatron-LM 23.04; the same since
             argv += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
@@ -162,7 +228,7 @@ class MegatronGPT(_GPT):
         if not options["data_path"]:
             argv += ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(gpt_flops.GPT2_VOCAB)]
         # --log-throughput: 2024+ builds print "throughput per GPU (TFLOP/s/GPU)"
-        return ranks_from_slurm(cell, argv + ["--log-throughput"])
+        return ranks_from_slurm(cell, argv + ["--log-throughput"] + (["--log-energy"] if options["log_energy"] else []))
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
         return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # Megatron's examples: needed to overlap TP communication

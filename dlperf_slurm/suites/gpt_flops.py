@@ -50,6 +50,11 @@ def model_size(dump: dict[str, str], command: str) -> dict[str, Any]:
     return size
 
 
+def _experts(command: str) -> int | None:
+    m = re.search(r"--num-experts[ =](\d+)", command)
+    return int(m.group(1)) or None if m else None
+
+
 def flops_per_sample(seq: int, layers: int, hidden: int, vocab: int, full_recompute: bool) -> float:
     """Narayanan et al. 2021, eq. 3, per sample: 24 f s l h^2 (1 + s/(6h) + V/(16 l h)), f = 4 with full
     recomputation else 3."""
@@ -82,7 +87,11 @@ def model_flops(x: dict[str, Any], res: RunResult, tflops: list[tuple[float, flo
             x["flops_per_sample"] = sum(per) / len(per)
             x["flops_basis"] = "the program's own TFLOP/s per GPU x GPUs / its samples/s"
             x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in tflops) / len(tflops)
-    if "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
+    moe = as_int(dump.get("num_experts")) or _experts(str((job or {}).get(ev.COMMAND) or ""))
+    if "flops_per_sample" not in x and moe:  # the dense formula counts every expert: no figure rather than a wrong one
+        x["flops_basis"] = (f"none: a mixture of {moe} experts, whose FLOPs the dense formula does not give, and no "
+                            "TFLOP/s of the program's own in the window")
+    elif "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
         tp = size.get("tensor_model_parallel_size") or 1
         vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
         x["flops_per_sample"] = flops_per_sample(seq, size["num_layers"], size["hidden_size"], vocab,

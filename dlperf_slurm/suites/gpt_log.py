@@ -111,7 +111,7 @@ LIBAI_UNTIMED = 2  # LiBai's IterationTimer(warmup_iter=3) times iterations from
 _DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*) \.{2,} (\S.*?)\s*$")
 _DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", "padded_vocab_size", "vocab_size",
               "checkpoint_activations", "recompute_granularity", "global_batch_size", "train_batch_size",
-              "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage"}
+              "tensor_model_parallel_size", "pipeline_model_parallel_size", "zero_optimization_stage", "num_experts"}
 KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
