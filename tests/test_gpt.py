@@ -104,6 +104,36 @@ def test_a_mixture_of_experts_without_the_programs_own_tflops_gets_no_dense_form
     assert moe.extra["flops_basis"].startswith("none: a mixture of 8 experts")
 
 
+MB = Path(__file__).parent / "fixtures" / "real" / "Megatron-Bridge"
+
+
+def test_megatron_bridge_step_time_line_gives_the_intervals_tflops():
+    """Megatron-Bridge's log (NVIDIA/cloudai's tests; SOURCE.toml): its Step Time line's MODEL_TFLOP/s/GPU goes with
+    the iteration line after it (which has no TFLOP/s field of its own), behind NeMo-Run's task prefix, the stamp
+    to the second; one 50-iteration interval timed by the iteration line."""
+    log = MB / "2025-12" / "megatron_bridge_fp8_mx.excerpt.log"
+    ctx = ParseContext(nodes=1, gpus_per_node=8, batch_size=1, warmup_steps=0, measure_steps=50, precision="bf16")
+    res = MEG.parse(lp.iter_text_lines(log.read_text()), ctx)
+    assert res.status == Status.OK, res.reason
+    assert res.throughput == pytest.approx(512 / 9.0890) and res.latency_ms == pytest.approx(9089.0)
+    assert res.extra["reported_tflops_per_gpu_mean"] == 663.5
+    assert res.extra["flops_per_sample"] == pytest.approx(663.5e12 * 8 / (512 / 9.0890))
+    assert res.extra["flops_basis"].startswith("the program's own TFLOP/s per GPU")
+
+
+def test_megatron_bridge_step_time_lines_before_model_tflops():
+    """The form before 2025-11-07 ("TFLOP/s/GPU"), as Megatron-Bridge's own tutorial quotes four runs: each line
+    gives the TFLOP/s the iteration line after it is read with."""
+    lines = [line for line in (MB / "2025-10" / "step_time_lines.txt").read_text().splitlines()
+             if line.startswith("Step Time")]
+    got = []
+    for line in lines:
+        m = gpt_log._MB_STEP.search(line)
+        assert m is not None, line
+        got.append((float(m.group(1)), float(m.group(2))))
+    assert got == [(11.65, 1158.1), (8.57, 1574.0), (8.63, 1562.8), (7.47, 1805.6)]
+
+
 def test_neox_line_with_tflops_glued_to_its_unit_and_the_deepspeed_timer_beside_it():
     res = _parse(DS, "neox_deepspeed_glued_tflops.excerpt.log", gpus=1, bs=1, warmup=0, measure=34, precision="bf16")
     assert res.status == Status.OK, res.reason

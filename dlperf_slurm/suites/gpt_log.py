@@ -16,6 +16,9 @@ prints its iteration line on the *last* rank, ``print_rank_last``):
   (J/iter/GPU): 1992.5 | power per GPU (W/GPU): 647.8 |`` (its energy monitor's joules over the interval, per
   iteration, divided by the world size): the run's energy over the window from the program's own lines
   (:mod:`dlperf_slurm.parsing.energy`).
+  Megatron-Bridge (which trains with Megatron-core's training_log) prints before each interval's line its ``Step
+  Time : 9.09s GPU utilization: 663.5MODEL_TFLOP/s/GPU`` (before 2025-11-07 ``...TFLOP/s/GPU``): that line's
+  TFLOP/s goes with the iteration line after it.
   Megatron-DeepSpeed adds ``samples per second: X | ... | TFLOPs: Y |``; GPT-NeoX
   (DeepSpeed's issue threads) prints ``samples/sec: X | iteration N/ M | ... | approx flops per GPU: 112.9TFLOPS |
   lm_loss: ...`` with the unit glued on; bigscience-workshop's fork (BLOOM) prints ``elapsed time per iteration
@@ -84,6 +87,10 @@ _MEG_NAN = re.compile(r"number of nan iterations:\s*(\d+)")
 _MEG_SPS = re.compile(r"(?:samples per second|samples/sec):\s*" + _F)
 _MEG_TFLOPS = re.compile(r"(?:throughput per GPU \(TFLOP/s/GPU\)|\bTFLOPs|approx flops per GPU):\s*" + _F
                          + r"\s*(?:TFLOPS)?")
+# Megatron-Bridge (2025-09+) prints its achieved model TFLOP/s per GPU on a line of its own before the interval's
+# iteration line (print_rank_0): "Step Time : 9.09s GPU utilization: 663.5MODEL_TFLOP/s/GPU" (before 2025-11-07:
+# "...: 1158.1TFLOP/s/GPU")
+_MB_STEP = re.compile(r"Step Time :\s*" + _F + r"s GPU utilization:\s*" + _F + r"\s*(?:MODEL_)?TFLOP/s/GPU")
 _MEG_ENERGY = re.compile(r"energy per GPU \(J/iter/GPU\):\s*" + _F + r"\s*\|\s*power per GPU \(W/GPU\):\s*" + _F)
 _MEG_MEM = re.compile(r"memory \(MB\) \| allocated: " + _F + r" \| max allocated: " + _F + r" \| reserved: " + _F
                       + r" \| max reserved: " + _F)
@@ -116,8 +123,8 @@ KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
 def _wanted(text: str) -> bool:
-    return ("iteration" in text or "SamplesPerSec" in text or "iter time (s)" in text or text[:1] == "|"
-            or text[:5] == "step=" or " .." in text or " MiB" in text)
+    return ("iteration" in text or "Step Time" in text or "SamplesPerSec" in text or "iter time (s)" in text
+            or text[:1] == "|" or text[:5] == "step=" or " .." in text or " MiB" in text)
 
 
 class _Kind:
@@ -148,6 +155,7 @@ class _Reader:
         self.mem: dict[str, float] = {}
         self.iso = lp.IsoClock()
         self.smi_mib: list[float] = []
+        self.step_tflops: float | None = None  # Megatron-Bridge's Step Time line, for the iteration line after it
 
     def add(self, kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
         span = step - kind.prev if step > kind.prev else 1
@@ -167,6 +175,8 @@ class _Reader:
         span = step - k.prev if step > k.prev else 1
         sec = (lp.to_float(ms.group(2)) or 0.0) / (1000.0 if ms.group(1) == "ms" else 1.0)
         gbm, spm, tfl = _MEG_GB.search(text), _MEG_SPS.search(text), _MEG_TFLOPS.search(text)
+        reported = float(tfl.group(1)) if tfl else self.step_tflops  # the line's own, else Megatron-Bridge's
+        self.step_tflops = None
         sps = float(spm.group(1)) if spm else None  # the program's samples/s (a matched number always parses)
         gb = float(gbm.group(1)) if gbm else (sps * sec if sps is not None and sec > 0 else None)
         loss_m, nan_m, skip_m = _MEG_LOSS.search(text), _MEG_NAN.search(text), _MEG_SKIP.search(text)
@@ -178,8 +188,8 @@ class _Reader:
         if k.in_window(step):
             if sps is not None:
                 k.reported.append(sps)
-            if tfl and speed:
-                k.tflops.append((float(tfl.group(1)), sps if sps is not None else speed))
+            if reported is not None and speed:
+                k.tflops.append((reported, sps if sps is not None else speed))
             en = _MEG_ENERGY.search(text)  # --log-energy (Megatron-LM 2025+): the interval's means
             if en:
                 k.energy.append((span, float(en.group(1)), float(en.group(2))))
@@ -256,6 +266,11 @@ class _Reader:
         return lp.CONSUMED
 
     def handler(self, text: str, rank: int | None, final: bool) -> int:
+        if "Step Time :" in text:
+            m = _MB_STEP.search(text)
+            if m is not None:
+                self.step_tflops = float(m.group(2))
+                return lp.CONSUMED
         if "iteration" in text:
             m = _MEG_ITER.search(text)
             if m is not None:
@@ -296,7 +311,8 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     # a PipelineEngine line starts a record: one that follows a cut one is never its tail
     facts = lp.Scanner(r.handler, ranks="all", wanted=_wanted,
                        starts=lambda text: text.startswith(("steps: ", "step: ")),
-                       block_needles=("iteration", "SamplesPerSec", "iter time (s)", "|", "step=", " ..", " MiB")
+                       block_needles=("iteration", "Step Time", "SamplesPerSec", "iter time (s)", "|", "step=", " ..",
+                                      " MiB")
                        ).run(lines)
     return _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
 
