@@ -182,7 +182,9 @@ _CLAS = re.compile(r"epoch:\s*(\d+)\s*,?\s*train step:\s*(\d+)")
 _PPCLS = re.compile(r"\[Train\]\[Epoch (\d+)/\d+\]\[Iter: (\d+)/(\d+)\]")
 _BERT18 = re.compile(r"epoch: (\d+), progress: \d+/\d+, step: (\d+), ")
 _NLP = re.compile(r"global step:? (\d+)")
-_TRAINER = re.compile(r"\bglobal_step: (\d+),")
+# the Trainer's line always holds its interval's speed metrics (interval_runtime, ...): PaddleOCR's trainer prints
+# "epoch: [1/5], global_step: 10, ..." without them, a program no suite covers
+_TRAINER = re.compile(r"\bglobal_step: (\d+),(?=.*\binterval_runtime: )")
 _LOSS = re.compile(r"\bloss:?\s+(" + _NUM + r")(?:,|\s|$)")
 _BATCH_TIME = re.compile(r"\b(?:elapse|batch_cost|avg_batch_cost):? (" + _NUM + r") ?(?:sec|s)\b")
 _ELAPSE = re.compile(r"\belapse: (" + _NUM + r")s ")  # PaddleClas static before #525: the running mean
