@@ -104,6 +104,29 @@ def test_a_mixture_of_experts_without_the_programs_own_tflops_gets_no_dense_form
     assert moe.extra["flops_basis"].startswith("none: a mixture of 8 experts")
 
 
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_megatron_records_a_paste_wrapped_are_refused_with_the_reason(tmp_path, width):
+    """The real 2024 log re-flowed at WIDTH columns, as an issue or mail client wraps a paste: its records are not
+    read as steps (no window is guessed from the pieces), and the run says why before what it quotes."""
+    import textwrap
+
+    from dlperf_slurm.collect import drive, gather
+
+    text = _find("megatron_2024_tflops.excerpt.log").read_text()
+    wrapped = "\n".join(piece for line in text.splitlines()
+                        for piece in (textwrap.wrap(line, width) if "iteration" in line else [line]))
+    ctx = ParseContext(nodes=2, gpus_per_node=8, batch_size=1, warmup_steps=10, measure_steps=2, precision="fp16")
+    res = MEG.parse(lp.iter_text_lines(wrapped), ctx)
+    assert res.throughput is None and res.extra["wrapped_records"] == 3
+    assert res.reason.startswith("3 iteration records are wrapped over several lines")
+    tree = tmp_path / "t" / "2n8g"
+    tree.mkdir(parents=True)
+    (tree / "megatron_gpt_b1_fp16_0.log").write_text(wrapped + "\n")
+    (run,) = drive.collect([gather.runs_from_tree(tree.parent, "megatron/gpt", 10, 2, name="t")], jobs=1,
+                           name="t").runs
+    assert run.status == Status.UNRECOGNISED and run.reason.startswith("3 iteration records are wrapped"), run.reason
+
+
 MB = Path(__file__).parent / "fixtures" / "real" / "Megatron-Bridge"
 
 

@@ -320,7 +320,8 @@ def _unrecognised(log: RunResult, exited: str) -> tuple[bool, str]:
 
     info = (log.extra or {}).get("unread")
     info = dict(info) if isinstance(info, Mapping) else {}
-    return bool(info.get("plenty")), recognise.unrecognised_reason(info, exited)
+    why = str((log.extra or {}).get("no_step_why") or "")  # the suite's parser knows why (records wrapped, ...)
+    return bool(info.get("plenty")), (why + "; " if why else "") + recognise.unrecognised_reason(info, exited)
 
 
 def _hang_reason(ev: Evidence, hang: Mapping[str, Any], where: str) -> str:

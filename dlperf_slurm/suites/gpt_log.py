@@ -74,6 +74,7 @@ from typing import Any, Iterable
 from dlperf_slurm import parsing as lp
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites.gpt_flops import as_int, model_flops
+from dlperf_slurm.words import noun, plural
 
 _NUM = lp.NUM
 _F = r"(" + _NUM + r")"
@@ -156,6 +157,7 @@ class _Reader:
         self.iso = lp.IsoClock()
         self.smi_mib: list[float] = []
         self.step_tflops: float | None = None  # Megatron-Bridge's Step Time line, for the iteration line after it
+        self.wrapped = 0  # iteration records cut into several lines (no elapsed time on the line that starts them)
 
     def add(self, kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
         span = step - kind.prev if step > kind.prev else 1
@@ -168,6 +170,8 @@ class _Reader:
     def megatron(self, text: str, m: re.Match, final: bool) -> int:
         ms = _MEG_MS.search(text, m.end())
         if ms is None:
+            if not text.rstrip().endswith("|"):
+                self.wrapped += 1  # the record goes on on the next lines: a paste re-flowed it
             return lp.NOT_MINE
         if not final and not text.rstrip().endswith("|"):
             return lp.FRAGMENT  # the record ends with " |": a line cut by buffering is glued with its tail first
@@ -314,7 +318,15 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
                        block_needles=("iteration", "Step Time", "SamplesPerSec", "iter time (s)", "|", "step=", " ..",
                                       " MiB")
                        ).run(lines)
-    return _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
+    res = _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
+    if r.wrapped and not any(k.window.points for k in r.kinds.values()):
+        res.extra["wrapped_records"] = r.wrapped
+        why = (f"{plural(r.wrapped, 'iteration record')} {noun(r.wrapped, 'is', 'are')} wrapped over several lines "
+               "(no elapsed time on the line that starts it: a paste re-flowed the log?), and each record is read on "
+               "one line, as Megatron prints it: give the log as the program wrote it")
+        res.extra["no_step_why"] = why  # the decision's UNRECOGNISED reason says it first (outcome.decision)
+        res.reason = f"{why}; {res.reason}"
+    return res
 
 
 def _own_energy(lines: list[tuple[int, float, float]]) -> tuple[float, float] | None:
