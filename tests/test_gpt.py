@@ -118,13 +118,28 @@ def test_megatron_records_a_paste_wrapped_are_refused_with_the_reason(tmp_path, 
     ctx = ParseContext(nodes=2, gpus_per_node=8, batch_size=1, warmup_steps=10, measure_steps=2, precision="fp16")
     res = MEG.parse(lp.iter_text_lines(wrapped), ctx)
     assert res.throughput is None and res.extra["wrapped_records"] == 3
-    assert res.reason.startswith("3 iteration records are wrapped over several lines")
+    assert res.reason.startswith("3 step records are wrapped over several lines")
     tree = tmp_path / "t" / "2n8g"
     tree.mkdir(parents=True)
     (tree / "megatron_gpt_b1_fp16_0.log").write_text(wrapped + "\n")
     (run,) = drive.collect([gather.runs_from_tree(tree.parent, "megatron/gpt", 10, 2, name="t")], jobs=1,
                            name="t").runs
-    assert run.status == Status.UNRECOGNISED and run.reason.startswith("3 iteration records are wrapped"), run.reason
+    assert run.status == Status.UNRECOGNISED and run.reason.startswith("3 step records are wrapped"), run.reason
+
+
+def test_deepspeed_timer_records_a_paste_wrapped_are_refused_with_the_reason():
+    """DeepSpeed 0.19's real ThroughputTimer lines (this project's CPU run of the engine) re-flowed at 80 columns:
+    the record's end (``MaxMemAllocated=...GB``) is lines later, so no step is read, and the reason says why."""
+    import textwrap
+
+    text = _find("deepspeed_0198_cpu_tiny.log").read_text()
+    wrapped = "\n".join(piece for line in text.splitlines()
+                        for piece in (textwrap.wrap(line, 80) if "SamplesPerSec" in line else [line]))
+    ctx = ParseContext(nodes=1, gpus_per_node=2, batch_size=2, warmup_steps=3, measure_steps=5, precision="fp32")
+    assert DS.parse(lp.iter_text_lines(text), ctx).status == Status.OK  # as the program wrote it
+    res = DS.parse(lp.iter_text_lines(wrapped), ctx)
+    assert res.throughput is None and res.extra["wrapped_records"] >= 1
+    assert "step records are wrapped over several lines" in res.reason, res.reason
 
 
 MB = Path(__file__).parent / "fixtures" / "real" / "Megatron-Bridge"

@@ -101,6 +101,7 @@ _DS_OLD = re.compile(r"\] (\d+)/(\d+), SamplesPerSec=" + _F)
 _DS_07 = re.compile(r"\] (\d+)/(\d+), RunningAvgSamplesPerSec=" + _F + r", CurrSamplesPerSec=" + _F)
 _DS_PIPE = re.compile(r"\bsteps?: *(\d+)(?: */ *\d+)? +loss: " + _F + r" .*?iter time \(s\): " + _F
                       + r" samples/sec: " + _F)
+_DS_END = re.compile(r"MaxMemAllocated=" + _NUM + r"GB\s*$")  # what ends the ThroughputTimer's record
 _DS_MEM = re.compile(r"MaxMemAllocated=" + _F + r"GB")
 _DS_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3})\]")
 # ---- OneFlow-Benchmark oneflow_gpt, LiBai
@@ -125,6 +126,7 @@ KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 def _wanted(text: str) -> bool:
     return ("iteration" in text or "Step Time" in text or "SamplesPerSec" in text or "iter time (s)" in text
+            or "timer.py:" in text
             or text[:1] == "|" or text[:5] == "step=" or " .." in text or " MiB" in text)
 
 
@@ -157,7 +159,7 @@ class _Reader:
         self.iso = lp.IsoClock()
         self.smi_mib: list[float] = []
         self.step_tflops: float | None = None  # Megatron-Bridge's Step Time line, for the iteration line after it
-        self.wrapped = 0  # iteration records cut into several lines (no elapsed time on the line that starts them)
+        self.wrapped = 0  # step records cut into several lines (the line that starts one does not end it)
 
     def add(self, kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
         span = step - kind.prev if step > kind.prev else 1
@@ -207,7 +209,7 @@ class _Reader:
         m = _DS_NEW.search(text) or _DS_OLD.search(text) or _DS_07.search(text)
         if m is None:
             return lp.NOT_MINE
-        if not final and not re.search(r"MaxMemAllocated=" + _NUM + r"GB\s*$", text):
+        if not final and not _DS_END.search(text):
             return lp.FRAGMENT
         k = self.kinds["deepspeed"]
         if m.re is _DS_NEW:  # step, the running mean, the step's own samples/s
@@ -282,6 +284,8 @@ class _Reader:
             m = _LIBAI.search(text)
             if m is not None:
                 return self.libai(m, text)
+        if "timer.py:" in text and "stop]" in text and not _DS_END.search(text):
+            self.wrapped += 1  # a ThroughputTimer record whose end (MaxMemAllocated=...GB) is on a later line
         if "SamplesPerSec=" in text:
             return self.deepspeed(text, final)
         if "iter time (s)" in text:
@@ -315,15 +319,15 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     # a PipelineEngine line starts a record: one that follows a cut one is never its tail
     facts = lp.Scanner(r.handler, ranks="all", wanted=_wanted,
                        starts=lambda text: text.startswith(("steps: ", "step: ")),
-                       block_needles=("iteration", "Step Time", "SamplesPerSec", "iter time (s)", "|", "step=", " ..",
-                                      " MiB")
+                       block_needles=("iteration", "Step Time", "SamplesPerSec", "timer.py:", "iter time (s)", "|",
+                                      "step=", " ..", " MiB")
                        ).run(lines)
     res = _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
     if r.wrapped and not any(k.window.points for k in r.kinds.values()):
         res.extra["wrapped_records"] = r.wrapped
-        why = (f"{plural(r.wrapped, 'iteration record')} {noun(r.wrapped, 'is', 'are')} wrapped over several lines "
-               "(no elapsed time on the line that starts it: a paste re-flowed the log?), and each record is read on "
-               "one line, as Megatron prints it: give the log as the program wrote it")
+        why = (f"{plural(r.wrapped, 'step record')} {noun(r.wrapped, 'is', 'are')} wrapped over several lines (the "
+               "line that starts one does not end it: a paste re-flowed the log?), and each record is read on one "
+               "line, as the program prints it: give the log as the program wrote it")
         res.extra["no_step_why"] = why  # the decision's UNRECOGNISED reason says it first (outcome.decision)
         res.reason = f"{why}; {res.reason}"
     return res
