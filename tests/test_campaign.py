@@ -180,6 +180,25 @@ def _fake_tasks(state) -> list[str]:
     return sorted(fakeslurm.load(state)["jobs"])
 
 
+def test_a_jobs_energy_from_slurm_accounting_reaches_its_run_row(tmp_path, fake):
+    """A site whose energy plugin counts (the fake's ConsumedEnergyRaw): the status that settles a run records its
+    job's joules in the manifest once, and collect puts them in the run's row (extra slurm_energy_j)."""
+    mx = write_matrix(tmp_path, name="e", modes=("ok",), repeats=2)
+    logs = tmp_path / "logs"
+    assert _submit(logs, mx).returncode == 0
+    runs = manifest.load_manifest(logs / "e")
+    for i, r in enumerate(runs):
+        fakeslurm.set_state(fake, r.job_id, "COMPLETED", energy=[5421, 0][i])  # 0: none counted
+        _complete_log(r)
+        r.marker.write_text(json.dumps({"rc": 0, "signal": "", "end": time.time(), "job": r.job_id}))
+    assert cli("--logs", str(logs), "status", "e").returncode == 0
+    assert [r.slurm_energy_j for r in manifest.load_manifest(logs / "e")] == [5421.0, None]
+    p = cli("--logs", str(logs), "collect", "e", "--no-plots", "--no-store", "--out", str(tmp_path / "s"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads((tmp_path / "s" / "e.json").read_text())["runs"]
+    assert [r["extra"].get("slurm_energy_j") for r in sorted(rows, key=lambda r: r["repeat"])] == [5421.0, None]
+
+
 def test_slurm_statuses_from_fake_scheduler(tmp_path, fake):
     mx = write_matrix(tmp_path, name="f", modes=("ok",), repeats=7)
     logs = tmp_path / "logs"

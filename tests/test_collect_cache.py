@@ -240,8 +240,10 @@ def test_an_old_manifest_is_upgraded_and_keeps_working(tmp_path, capsys):
             "--quiet", "--no-plots"]
     assert cli.main(argv) == 0
     m = manifest.Manifest(cdir)
-    assert m.meta("schema_version") == schema.SCHEMA_VERSION == 5  # 4: runs.log_id, 5: each run's window
-    assert {"log_id", "warmup_steps", "measure_steps"} <= {r[1] for r in m.db.execute("PRAGMA table_info(runs)")}
+    # 4: runs.log_id, 5: each run's window, 6: runs.slurm_energy_j
+    assert m.meta("schema_version") == schema.SCHEMA_VERSION == 6
+    assert {"log_id", "warmup_steps", "measure_steps", "slurm_energy_j"} <= {
+        r[1] for r in m.db.execute("PRAGMA table_info(runs)")}
     assert m.db.execute("SELECT COUNT(*) FROM parse_cache").fetchone()[0] == 6
     m.close()
     assert "6 read" in capsys.readouterr().out

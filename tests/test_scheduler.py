@@ -80,6 +80,19 @@ def test_parse_sacct_skips_steps_and_reads_cancel_by():
     assert info["11"].status == Status.NODE_FAIL
 
 
+def test_parse_sacct_reads_consumed_energy_where_a_plugin_counts_it():
+    """ConsumedEnergyRaw (integer joules): a figure where positive; 0 or empty (no energy plugin) is none; a pending
+    array range's line gives no task a figure."""
+    info = scheduler.parse_sacct("7|7|COMPLETED|0:0|None|n1|5421\n8|8|COMPLETED|0:0|None|n1|0\n"
+                                 "9|9|FAILED|1:0|None|n2|\n10_[1-3]|10|PENDING|0:0|None|None assigned|0\n")
+    assert info["7"].energy_j == 5421.0 and info["8"].energy_j is None and info["9"].energy_j is None
+    assert info["10_2"].energy_j is None
+    assert scheduler.parse_sacct("11|11|COMPLETED|0:0|None|n1")["11"].energy_j is None  # an older format
+    # the real test cluster's sacct (Slurm 22.05, acct_gather_energy/none): 0 once a job ended, empty while it runs
+    real = scheduler.parse_sacct("89_5|89|COMPLETED|0:0|JobHeldUser|n1|0\n96_1|96|RUNNING|0:0|None|n1|\n")
+    assert real["89_5"].energy_j is None and real["96_1"].energy_j is None and real["89_5"].status == Status.OK
+
+
 def test_explain_names_the_cause():
     e = scheduler.explain(["sbatch"], "sbatch: error: Batch job submission failed: Invalid partition name specified")
     assert isinstance(e, SubmissionRefused) and "partition" in str(e) and "Invalid partition" in str(e)
@@ -120,6 +133,18 @@ def test_query_is_one_squeue_and_one_sacct_for_all_jobs(fake):
     assert calls["sacct"] == 2  # one probe, one query
     sq = [c for c in fakeslurm.load(fake)["log"] if c[0] == "squeue"][0]
     assert "-t" in sq and "all" in sq and "-r" in sq and "100,101,102,103" in sq  # base ids, batched
+
+
+def test_query_reads_the_energy_of_the_jobs_squeue_says_ended_in_the_same_sacct_call(fake):
+    """squeue keeps a job it saw end for MinJobAge with its final state but no energy: the one sacct call of the
+    query asks for those too, and their record keeps squeue's state with sacct's ConsumedEnergyRaw."""
+    _jobs(fake, {"200": ("x", "RUNNING", True), "201": ("x", "COMPLETED", True), "202": ("x", "TIMEOUT", False)})
+    fakeslurm.set_state(fake, "201", "COMPLETED", energy=5421)
+    fakeslurm.set_state(fake, "202", "TIMEOUT", in_squeue=False, energy=812)
+    info = Slurm().query(["200", "201", "202"])
+    assert info["201"].source == "squeue" and info["201"].energy_j == 5421.0
+    assert info["202"].source == "sacct" and info["202"].energy_j == 812.0 and info["200"].energy_j is None
+    assert fakeslurm.load(fake)["calls"]["sacct"] == 2  # one probe, one query
 
 
 def test_query_without_sacct_uses_squeue_only(fake):

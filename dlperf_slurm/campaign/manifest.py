@@ -334,9 +334,9 @@ class Manifest:
         with self.write() as db:
             db.executemany("UPDATE runs SET status=?, reason=?, exit_code=?, sched_state=?, nodes=?, "
                            "ended_at=COALESCE(?, ended_at), updated_at=?, log_status=COALESCE(?, log_status), "
-                           "log_id=COALESCE(?, log_id) WHERE key=?", [(d.status, d.reason, d.exit_code, d.sched_state,
-                                                                       d.nodes, d.ended_at, now, d.log_status,
-                                                                       d.log_id, d.key) for d in decisions])
+                           "log_id=COALESCE(?, log_id), slurm_energy_j=COALESCE(?, slurm_energy_j) WHERE key=?",
+                           [(d.status, d.reason, d.exit_code, d.sched_state, d.nodes, d.ended_at, now, d.log_status,
+                             d.log_id, d.slurm_energy_j, d.key) for d in decisions])
 
     def set_verdicts(self, verdicts: Sequence[Decision]) -> None:
         """Record the log verdicts ``collect`` read for ended runs that had none, with the status decided with
@@ -407,7 +407,7 @@ def load_campaign(campaign_dir: str | os.PathLike) -> CampaignInfo:
                           log_status=status_of(r.log_status) if r.log_status else None, log_id=r.log_id,
                           slurm_out=Path(r.slurm_out) if r.slurm_out else None, sched_state=r.sched_state,
                           window=None if r.warmup_steps is None or r.measure_steps is None else (
-                              r.warmup_steps, r.measure_steps),
+                              r.warmup_steps, r.measure_steps), slurm_energy_j=r.slurm_energy_j,
                           previous=history.get(r.key, []))
                 for r in m.runs()]
         return CampaignInfo(name=m.meta("name") or m.dir.name, dir=m.dir, suite=m.meta("suite") or "",

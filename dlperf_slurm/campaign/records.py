@@ -56,6 +56,7 @@ class ManifestRun:
     #: campaign's ``measure``)
     warmup_steps: int | None
     measure_steps: int | None
+    slurm_energy_j: float | None = None  # sacct's ConsumedEnergyRaw when the run ended (None: none recorded)
 
     @classmethod
     def from_values(cls, values: Sequence[Any]) -> ManifestRun:
@@ -108,6 +109,7 @@ class RunRecord:
     sched_state: str | None = None  # the scheduler's own last word for the job (e.g. COMPLETED)
     slurm_out: Path | None = None  # the scheduler's own output file for this run (kill banners)
     window: tuple[int, int] | None = None  # (warm-up, measured steps) it was submitted with; None: the campaign's
+    slurm_energy_j: float | None = None  # sacct's ConsumedEnergyRaw of its job (a site's energy plugin)
     previous: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts, oldest first
 
 
@@ -144,3 +146,4 @@ class Decision:
     sched_state: str | None = None
     nodes: str | None = None
     ended_at: float | None = None
+    slurm_energy_j: float | None = None  # sacct's ConsumedEnergyRaw of the job, where the site's plugin counts

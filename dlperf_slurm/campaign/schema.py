@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS parse_cache (
     fingerprint TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL
 );
 """
-SCHEMA_VERSION = 5  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id; 5: each run's window
+SCHEMA_VERSION = 6  # 3: parse_cache (collect's memory of the logs it read); 4: runs.log_id; 5: each run's window;
+#                     6: runs.slurm_energy_j (sacct's ConsumedEnergyRaw)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,7 +32,7 @@ CREATE TABLE IF NOT EXISTS runs (
     attempt INTEGER NOT NULL DEFAULT 0, exit_code INTEGER, sched_state TEXT, nodes TEXT,
     created_at REAL NOT NULL, submitted_at REAL, ended_at REAL, updated_at REAL NOT NULL,
     cancel_requested_at REAL, time_limit_s REAL, log_status TEXT, slurm_out TEXT, log_id TEXT,
-    warmup_steps INTEGER, measure_steps INTEGER
+    warmup_steps INTEGER, measure_steps INTEGER, slurm_energy_j REAL
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE TABLE IF NOT EXISTS submissions (
@@ -50,7 +51,7 @@ _ADDED_TABLES = (PARSE_CACHE_SCHEMA,)
 
 # columns added since schema 1 (ALTER TABLE on an older manifest)
 _ADDED = {"runs": {"log_status": "TEXT", "slurm_out": "TEXT", "log_id": "TEXT", "warmup_steps": "INTEGER",
-                  "measure_steps": "INTEGER"},
+                  "measure_steps": "INTEGER", "slurm_energy_j": "REAL"},
           "submissions": {"held": "INTEGER NOT NULL DEFAULT 0", "released_at": "REAL"}}
 
 

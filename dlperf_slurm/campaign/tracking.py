@@ -142,11 +142,13 @@ def refresh(m: Manifest, schedulers: dict[str, Scheduler], keys: Iterable[str] |
                 ended = (ev.marker or {}).get("end") or now
             log_status = ev.log.status if ev.log is not None else None
             nodes = info.nodes if info and info.nodes else r.nodes
+            energy = info.energy_j if info else None
             if (decided.status, decided.reason, nodes) != (r.status, r.reason, r.nodes) or log_status \
-                    or ev.log_id:
+                    or ev.log_id or (energy is not None and energy != r.slurm_energy_j):
                 updates.append(Decision(key=r.key, status=decided.status, reason=decided.reason,
                                         exit_code=decided.exit_code, log_status=log_status, nodes=nodes, ended_at=ended,
-                                        sched_state=info.state if info else r.sched_state, log_id=ev.log_id))
+                                        sched_state=info.state if info else r.sched_state, log_id=ev.log_id,
+                                        slurm_energy_j=energy))
     if updates:
         m.settle(updates, now)
     return len(updates)

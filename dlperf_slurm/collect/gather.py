@@ -90,7 +90,7 @@ def runs_from_campaign(campaign_dir: str | os.PathLike) -> Collection:
                             warmup_steps=(r.window or (warm, meas))[0], measure_steps=(r.window or (warm, meas))[1],
                             options=info.options_for(r.cell.suite), campaign=info.name,
                             slurm_out=slurm_out, log_status=r.log_status, log_id=r.log_id, target=target,
-                            epochs=epochs))
+                            epochs=epochs, slurm_energy_j=r.slurm_energy_j))
     return Collection(name=info.name, source="manifest", where=str(info.dir), runs=runs, repeats=measure.get("repeats"),
                       cells=list(info.cells))
 

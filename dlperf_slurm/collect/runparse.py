@@ -50,6 +50,7 @@ class RunSpec:
     log_id: str | None = None  # the log's identity that verdict was read from (None: not kept)
     target: Target | None = None  # an accuracy run's target ([measure] target, collect --from --target)
     epochs: int = 0  # an accuracy run's planned epochs (0: not said)
+    slurm_energy_j: float | None = None  # sacct's ConsumedEnergyRaw of its job, as the manifest recorded it
 
 
 def parse_run(spec: RunSpec) -> RunRow:
@@ -170,13 +171,16 @@ def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | N
         health=health.summary(res.health), health_busbw_gbs=(res.health or {}).get(ev.BUSBW_GBS),
         log=spec.log, log_bytes=size, parse_seconds=seconds,
         provenance={k: job[k] for k in _PROVENANCE if job.get(k) is not None},
-        extra=_row_extra(res), energy_j_per_step=res.energy_j_per_step, power_w_per_gpu=res.power_w_per_gpu,
+        extra=_row_extra(res, spec), energy_j_per_step=res.energy_j_per_step, power_w_per_gpu=res.power_w_per_gpu,
         samples_per_joule=res.samples_per_joule, energy_basis=res.energy_basis, energy_reason=res.energy_reason)
 
 
-def _row_extra(res: RunResult) -> dict[str, Any]:
-    """The row's ``extra`` column: what the parser said besides the figures, then what the decision added."""
+def _row_extra(res: RunResult, spec: RunSpec | None = None) -> dict[str, Any]:
+    """The row's ``extra`` column: what the parser said besides the figures, then what the decision added, and the
+    job's energy as Slurm's accounting counted it (``slurm_energy_j``, where a site's energy plugin does)."""
     out = {k: v for k, v in (res.extra or {}).items() if k != "rule"}  # the deciding row: --explain's
+    if spec is not None and spec.slurm_energy_j is not None:
+        out["slurm_energy_j"] = spec.slurm_energy_j
     if res.exit_code is not None:
         out["exit_code"] = res.exit_code
     out["log_status"] = res.log_status

@@ -24,6 +24,7 @@ class JobInfo:
     nodes: str = ""
     source: str = ""  # squeue | sacct | local | ...
     disk_full: str = ""  # the disk holding the run's log was full while it ran: where, how full (storage.disk_full)
+    energy_j: float | None = None  # sacct's ConsumedEnergyRaw: the job's joules, where a site's energy plugin counts
 
 
 @dataclass(kw_only=True)

@@ -9,6 +9,7 @@ knows, when sacct works. ``DLPERF_SLURM_NO_SACCT=1`` makes this module behave as
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -152,6 +153,9 @@ def run(argv: Sequence[str], timeout: float = 60, env: dict | None = None) -> su
                                     "(the Slurm controller is unreachable or overloaded)", argv) from None
 
 
+_ACTIVE = (Status.PENDING, Status.RUNNING, Status.REQUEUED)
+
+
 def sacct_disabled_by_env() -> bool:
     return os.environ.get("DLPERF_SLURM_NO_SACCT", "").strip() not in ("", "0", "false", "no")
 
@@ -276,7 +280,7 @@ class Slurm:
         out: dict[str, JobInfo] = {}
         for chunk in _chunks(ids or [""], 500):
             argv = ["sacct", "-n", "-X", "-P", "-S", start, "-E", "now", "-o",
-                    "JobID,JobIDRaw,State,ExitCode,Reason,NodeList"]
+                    "JobID,JobIDRaw,State,ExitCode,Reason,NodeList,ConsumedEnergyRaw"]
             argv += ["-j", ",".join(chunk)] if chunk != [""] else ["--name", ",".join(names)]
             p = self._run(argv)
             if p.returncode != 0:
@@ -288,13 +292,20 @@ class Slurm:
         return out
 
     def query(self, job_ids: Iterable[str], since: float | None = None) -> dict[str, JobInfo]:
-        """State of every given job: squeue first, sacct for what squeue no longer knows."""
+        """State of every given job: squeue first, sacct (one call) for what squeue no longer knows and for the
+        energy of the jobs squeue says ended (``ConsumedEnergyRaw``: squeue does not give it; a run is settled once,
+        so this is when its energy is read)."""
         job_ids = list(job_ids)
         info = self.squeue(job_ids)
         missing = [j for j in job_ids if j not in info]
-        if missing:
-            for k, v in self.sacct(missing, since).items():
-                info.setdefault(k, v)
+        ended = [j for j in job_ids if j in info and info[j].status is not None and info[j].status not in _ACTIVE]
+        if missing or ended:
+            done = set(ended)
+            for k, v in self.sacct(missing + ended, since).items():
+                if k not in info:
+                    info[k] = v
+                elif v.energy_j is not None and k in done:
+                    info[k] = dataclasses.replace(info[k], energy_j=v.energy_j)
         return info
 
     def release(self, job_ids: Iterable[str]) -> None:
@@ -373,7 +384,9 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
 
 
 def parse_sacct(text: str) -> dict[str, JobInfo]:
-    """Lines of ``JobID|JobIDRaw|State|ExitCode|Reason|NodeList`` (``-X -P -n``); steps are skipped."""
+    """Lines of ``JobID|JobIDRaw|State|ExitCode|Reason|NodeList|ConsumedEnergyRaw`` (``-X -P -n``); steps are
+    skipped. ConsumedEnergyRaw is the joules a site's energy plugin (AcctGatherEnergyType) counted for the job:
+    empty or 0 where no plugin counts (``acct_gather_energy/none``), which is no figure."""
     out: dict[str, JobInfo] = {}
     for line in text.splitlines():
         parts = line.split("|")
@@ -384,6 +397,8 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
         rc = int(exit_code.split(":")[0]) if exit_code.split(":")[0].isdigit() else None
         reason = parts[4].strip() if len(parts) > 4 else ""
         nodes = parts[5].strip() if len(parts) > 5 else ""
+        joules = parts[6].strip() if len(parts) > 6 else ""
+        energy = float(joules) if joules.isdigit() and int(joules) > 0 else None
         if reason in ("None", "(null)"):
             reason = ""
         extra = state.split(" ", 1)[1] if " " in state else ""  # 'CANCELLED by 0'
@@ -397,5 +412,6 @@ def parse_sacct(text: str) -> dict[str, JobInfo]:
             word = normalize_state(state)
             out[j] = JobInfo(job_id=j, status=map_state(word), state=word, reason=reason, exit_code=rc,
                              raw_id=raw if len(ids) == 1 else "",
-                             nodes="" if nodes in ("None assigned", "(null)") else nodes, source="sacct")
+                             nodes="" if nodes in ("None assigned", "(null)") else nodes, source="sacct",
+                             energy_j=energy if len(ids) == 1 else None)
     return out

@@ -55,11 +55,15 @@ def update(state_file: Path, fn) -> dict:
 
 
 def set_state(state_file: Path, job_id: str, state: str, reason: str = "", exit_code: str = "0:0",
-              in_squeue: bool = True) -> None:
-    """Set one job (``123`` or ``123_4``) to a Slurm state; ``in_squeue=False``: purged from the controller."""
+              in_squeue: bool = True, energy: int | None = None) -> None:
+    """Set one job (``123`` or ``123_4``) to a Slurm state; ``in_squeue=False``: purged from the controller;
+    ``energy``: the joules sacct's ConsumedEnergyRaw says (a site's energy plugin; the real test cluster, which has
+    none, says 0)."""
     def fn(s):
         j = s["jobs"][job_id]
         j.update(state=state, reason=reason, exit_code=exit_code, in_squeue=in_squeue)
+        if energy is not None:
+            j["energy"] = energy
     update(state_file, fn)
 
 
@@ -201,7 +205,10 @@ def _sacct(s, args, out) -> int:
         return 1
     for k, j in _select(s, args, ("--name",)):  # sacct's -n is --noheader
         state = j["state"] + (" by 0" if j["state"] == "CANCELLED" else "")
-        out.append(f"{k}|{k.split('_')[0]}|{state}|{j.get('exit_code', '0:0')}|None|n1")
+        fields = [k, k.split("_")[0], state, j.get("exit_code", "0:0"), "None", "n1"]
+        if "ConsumedEnergyRaw" in " ".join(args):
+            fields.append(str(j.get("energy", 0)))
+        out.append("|".join(fields))
     return 0
 
 
