@@ -63,6 +63,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("cluster"))
 
 
+
 @pytest.fixture(autouse=True)
 def _no_credential_of_the_shell_reaches_a_file(request, monkeypatch):
     """A test on the real cluster runs with :data:`SHELL_SECRET` in its environment; no file under its ``tmp_path``

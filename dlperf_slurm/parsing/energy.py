@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlperf_slurm import events as ev
+from dlperf_slurm.words import plural
 
 BASIS_WINDOW = "nvml window"
 BASIS_PROGRAM = "program"
@@ -109,7 +110,7 @@ def _nvml(read: Counters | None, devices: int, steps: int | None,
     if not read.joules:
         return None, read.reason or "no GPU's energy counter was read"
     if devices > 0 and len(read.joules) < devices:
-        return None, (f"energy read on {len(read.joules)} of the run's {devices} GPUs: no figure"
+        return None, (f"energy read on {len(read.joules)} of the run's {plural(devices, 'GPU')}: no figure"
                       + (f" ({read.reason})" if read.reason else ""))
     w_per_gpu = sum(read.joules[k] / read.seconds[k] for k in read.joules) / len(read.joules)
     if read.basis != BASIS_WINDOW:

@@ -154,15 +154,15 @@ def _llm_axes_reason(preset: str, layers: int, seq: int, tp: int, pp: int, cp: i
         return f"seq_length {seq} is not a multiple of 2 x context_parallel = {2 * cp} (Megatron-LM's load balance)"
     if vpp > 1:
         if pp < 2:
-            return f"virtual_pipeline {vpp} needs pipeline_parallel > 1 (the interleaved schedule)"
+            return f"virtual_pipeline > 1 ({vpp}) needs pipeline_parallel > 1 (the interleaved schedule)"
         if layers % (pp * vpp):
             return (f"{preset}: {plural(layers, 'layer')} cannot be split into pipeline_parallel x virtual_pipeline "
-                    f"= {pp} x {vpp} = {pp * vpp} stages")
+                    f"= {pp} x {vpp} = {plural(pp * vpp, 'stage')}")
         if micro_batches < pp or micro_batches % pp:
             return (f"the interleaved schedule needs the micro batches of a step ({micro_batches}: global_batch / "
                     f"(micro batch x data-parallel size)) to be a multiple of pipeline_parallel {pp}")
     if ep > 1 and not experts:
-        return f"expert_parallel {ep} needs num_experts > 0 (a mixture-of-experts model)"
+        return f"expert_parallel > 1 ({ep}) needs num_experts > 0 (a mixture-of-experts model)"
     if experts and experts % ep:
         return f"num_experts {experts} is not a multiple of expert_parallel {ep}"
     if ep > 1 and gpus % (tp * ep * pp):

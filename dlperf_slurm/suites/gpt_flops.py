@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from dlperf_slurm import events as ev
+from dlperf_slurm.words import plural
 from dlperf_slurm.model.result import ParseContext, RunResult
 
 _FLAGS = {"num_layers": r"--num-layers[ =](\d+)|model\.cfg\.hidden_layers=(\d+)",  # LiBai: hidden_layers
@@ -89,8 +90,8 @@ def model_flops(x: dict[str, Any], res: RunResult, tflops: list[tuple[float, flo
             x["reported_tflops_per_gpu_mean"] = sum(t for t, _ in tflops) / len(tflops)
     moe = as_int(dump.get("num_experts")) or _experts(str((job or {}).get(ev.COMMAND) or ""))
     if "flops_per_sample" not in x and moe:  # the dense formula counts every expert: no figure rather than a wrong one
-        x["flops_basis"] = (f"none: a mixture of {moe} experts, whose FLOPs the dense formula does not give, and no "
-                            "TFLOP/s of the program's own in the window")
+        x["flops_basis"] = (f"none: a mixture of {plural(moe, 'expert')}, whose FLOPs the dense formula does not "
+                            "give, and no TFLOP/s of the program's own in the window")
     elif "flops_per_sample" not in x and seq and size.get("num_layers") and size.get("hidden_size"):
         tp = size.get("tensor_model_parallel_size") or 1
         vocab = size.get("vocab_size") or -(-GPT2_VOCAB // (128 * tp)) * 128 * tp  # Megatron's padding
