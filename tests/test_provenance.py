@@ -238,32 +238,40 @@ def test_a_site_umask_never_opens_files_past_the_users_own(tmp_path):
                                                                                             script.name: "0o0"}
 
 
+def _three_runs_seeing(tmp_path, name: str, smi_body: str) -> None:
+    """A local campaign NAME of three runs (env FAKE_SMI a, odd, b), each seeing on PATH an `nvidia-smi` stand-in
+    whose shell body is ``smi_body`` (it prints the query's CSV lines, told apart by $FAKE_SMI), collected into
+    tmp_path/summaries."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n" + smi_body)
+    smi.chmod(0o755)
+    mx = _matrix(tmp_path, name).read_text().replace(
+        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
+    (tmp_path / f"{name}.toml").write_text(mx)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    logs = tmp_path / "logs"
+    p = cli("--logs", str(logs), "submit", str(tmp_path / f"{name}.toml"), "--executor", "local", "--wait", env=env,
+            cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = cli("--logs", str(logs), "collect", name, "--no-plots", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 def test_a_node_with_another_driver_is_named_in_the_system_section(tmp_path):
     """Three runs on this machine, each seeing an `nvidia-smi` (a stand-in on PATH printing the query's CSV for two
     A100s, with the drivers two public hosts reported): one run's driver differs from the majority's, and the
     summary's System section names it, in the markdown and in the JSON object."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text('#!/bin/sh\ncase "$FAKE_SMI" in odd) d=580.159.04;; *) d=535.129.03;; esac\n'
-                   'for i in 0 1; do echo "$i, NVIDIA A100-SXM4-80GB, $d, 81920 MiB, 1410 MHz"; done\n')
-    smi.chmod(0o755)
-    mx = _matrix(tmp_path, "mixed").read_text().replace(
-        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
-    (tmp_path / "mixed.toml").write_text(mx)
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(tmp_path / "mixed.toml"), "--executor", "local", "--wait", env=env,
-            cwd=tmp_path, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    p = cli("--logs", str(logs), "collect", "mixed", "--no-plots", cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _three_runs_seeing(tmp_path, "mixed", 'case "$FAKE_SMI" in odd) d=580.159.04;; *) d=535.129.03;; esac\n'
+                       'for i in 0 1; do echo "$i, NVIDIA A100-SXM4-80GB, $d, 81920 MiB, 1410 MHz"; done\n')
     system = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["system"]
     assert system["schema"] == "dlperf_slurm.system/1"
     assert [g["gpu"] for g in system["node_groups"]] == [
         {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "535.129.03"},
         {"model": "NVIDIA A100-SXM4-80GB", "count": 2, "driver": "580.159.04"}]
     assert [g["runs"] for g in system["node_groups"]] == [2, 1]
+    assert [g["gpu_limits"] for g in system["node_groups"]] == [None, None]  # a probe's lines from before them
     [finding] = system["differs"]
     runs = json.loads((tmp_path / "summaries" / "mixed.json").read_text())["runs"]
     odd = [r["run"] for r in runs if "FAKE_SMI-odd" in r["run"]]
@@ -290,23 +298,9 @@ def test_a_node_whose_gpus_are_power_capped_is_named_in_the_system_section(tmp_p
     """Three runs, each seeing an `nvidia-smi` (a stand-in on PATH printing the probe's query for two H100s in the
     query's own CSV form: `700.00 W`, `1980 MHz`); one run's GPUs are capped at 500 W below their 700 W default. The
     System section shows each group's power limit and clocks, and names the capped one as differing."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text('#!/bin/sh\ncase "$FAKE_SMI" in odd) w="500.00 W";; *) w="700.00 W";; esac\n'
-                   'for i in 0 1; do echo "$i, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz, $w, 700.00 W, '
-                   '1755 MHz"; done\n')
-    smi.chmod(0o755)
-    mx = _matrix(tmp_path, "capped").read_text().replace(
-        'xla = [false]', 'xla = [false]\n"env.FAKE_SMI" = ["a", "odd", "b"]')
-    (tmp_path / "capped.toml").write_text(mx)
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    logs = tmp_path / "logs"
-    p = cli("--logs", str(logs), "submit", str(tmp_path / "capped.toml"), "--executor", "local", "--wait", env=env,
-            cwd=tmp_path, timeout=600)
-    assert p.returncode == 0, p.stdout + p.stderr
-    p = cli("--logs", str(logs), "collect", "capped", "--no-plots", cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
+    _three_runs_seeing(tmp_path, "capped", 'case "$FAKE_SMI" in odd) w="500.00 W";; *) w="700.00 W";; esac\n'
+                       'for i in 0 1; do echo "$i, NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB, 1980 MHz, $w, '
+                       '700.00 W, 1755 MHz"; done\n')
     doc = json.loads((tmp_path / "summaries" / "capped.json").read_text())
     groups = doc["system"]["node_groups"]
     assert [g["gpu_limits"] for g in groups] == [

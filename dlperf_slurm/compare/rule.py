@@ -48,7 +48,7 @@ from dlperf_slurm import stats
 from dlperf_slurm.errors import UserError
 from dlperf_slurm.model.status import Status
 from dlperf_slurm.outcome.decision import status_without_figure
-from dlperf_slurm.parsing.energy import per_joule_unit
+from dlperf_slurm.model.rows import per_joule_unit
 from dlperf_slurm.words import plural
 
 CONFIDENCE = stats.CONFIDENCE  # of the interval: at most 1 - CONFIDENCE of identical comparisons call a change

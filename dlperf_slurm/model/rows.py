@@ -132,6 +132,11 @@ class CellRow(CellKey):
     energy_reason: str = ""  # why the cell has no energy figure (its OK runs' most frequent reason)
 
 
+def per_joule_unit(unit: str) -> str:
+    """The unit a row's energy figure reads in, from its throughput's: samples/s -> samples/J, tokens/s -> tokens/J."""
+    return unit[:-2] + "/J" if unit.endswith("/s") else f"{unit} x s/J"
+
+
 @functools.cache
 def columns(cls: type) -> tuple[str, ...]:
     """The columns of a row type: its fields' names, in order."""

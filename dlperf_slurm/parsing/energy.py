@@ -30,11 +30,6 @@ BASIS_PROGRAM = "program"
 BASIS_PROGRAM_SPAN = "nvml program"
 
 
-def per_joule_unit(unit: str) -> str:
-    """The per-joule unit of a throughput unit: samples/s -> samples/J, tokens/s -> tokens/J."""
-    return unit[:-2] + "/J" if unit.endswith("/s") else f"{unit} x s/J"
-
-
 @dataclass(frozen=True, kw_only=True)
 class Energy:
     """A run's energy figures (None where its basis cannot give one) and where they came from."""

@@ -12,9 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from dlperf_slurm import stats
-from dlperf_slurm.model.rows import CellRow, RunRow
+from dlperf_slurm.model.rows import CellRow, RunRow, per_joule_unit
 from dlperf_slurm.model.status import Status
-from dlperf_slurm.parsing.energy import per_joule_unit
 
 PREC_ORDER = ("fp32", "tf32", "amp", "fp16", "bf16")
 TINY = "tiny — not a real result"
