@@ -216,6 +216,7 @@ def test_sampler_degrades_with_a_reason_not_zeros(nvml, reason):
     assert not s.start()
     rep = s.stop()
     assert reason in rep.reason and rep.peak_used_mib == {} and rep.util_mean is None
+    assert reason in rep.energy_reason and "energy not read" in rep.energy_reason and rep.energy_j == {}
 
 
 def test_sampler_without_pynvml(monkeypatch):
@@ -237,6 +238,7 @@ def test_sampler_real_nvml_here():
     else:
         rep = s.stop()
         assert rep.reason and rep.peak_used_mib == {} and rep.util_mean is None
+        assert rep.energy_j == {} and rep.energy_reason  # the real pynvml without a driver: why, never zeros
 
 
 # ---------------------------------------------------------------------------------------- loop + summary

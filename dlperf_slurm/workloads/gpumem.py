@@ -194,6 +194,8 @@ class GpuMemSampler:
             self._energy()
             self._shutdown(self._nvml)
             self._handles = []
+        elif self.report.reason and not self.report.energy_reason:  # NVML never started: the same cause, said
+            self.report.energy_reason = self.report.reason.replace("GPU memory not sampled", "GPU energy not read")
         return self.report
 
     @staticmethod
