@@ -165,6 +165,11 @@ GAPS = {
     "ngc-tf1/bert-base": ("only DeepLearningExamples tf1-20.06 logs found (wanghuancoder/PerformanceReport, AI-Rank: "
                           "both the 20.06-tf1 container); no issue or repository searched holds a TF1 BERT log of "
                           "another release"),
+    **{f"megatron-bridge/{model}": (
+        "two real Megatron-Bridge logs of two versions (verdimrc/playground-nemo-2.0-gh's 0.2.0rc7 run, 2025-10; "
+        "NVIDIA/cloudai's test excerpt, 2025-12); Megatron-Bridge's own docs and tutorial quote single lines, "
+        "PR #841's log is re-flowed (read as wrapped records, tests/test_megatron_bridge.py) and issue #5028's "
+        "thread was not readable whole") for model in ("llama3", "qwen3", "deepseek-v3", "gpt-oss")},
 }
 
 

@@ -34,7 +34,8 @@ PLANNED = {"ngc-pytorch/resnet50", "ngc-pytorch/bert-base", "ngc-tf1/resnet50", 
            "ngc-mxnet/resnet50", "oneflow/resnet50", "oneflow/bert-base", "paddle/resnet50", "paddle/bert-base",
            "mindspore/resnet50", "mindspore/bert-base", "tf2/resnet50", "tf2/bert-base", "pytorch-examples/resnet50",
            "mxnet-gluon/resnet50", "mxnet-gluon/bert-base"}
-FIXTURE_DIR = {"dlperf-v100": "dlperf", "ngc-a100": "ngc", "torchtitan-h100": "torchtitan"}
+FIXTURE_DIR = {"dlperf-v100": "dlperf", "ngc-a100": "ngc", "torchtitan-h100": "torchtitan",
+               "megatron-bridge-h100": "megatron-bridge"}
 
 
 def raw(name):
@@ -59,7 +60,7 @@ def readme_rows(name, table):
 
 
 def test_the_sets_ship_and_load():
-    assert set(references.names()) == {"dlperf-v100", "ngc-a100", "torchtitan-h100"}
+    assert set(references.names()) == {"dlperf-v100", "ngc-a100", "torchtitan-h100", "megatron-bridge-h100"}
     cfg = (Path(__file__).parent.parent / "setup.cfg").read_text()
     assert "dlperf_slurm.compare.references = *.toml" in cfg  # package data: pip install . ships the sets
     for name in references.names():
@@ -187,6 +188,77 @@ def test_a_torchtitan_campaign_against_the_set_names_the_row_and_the_settings():
     assert gpu["status"] == "differs" and "80GB" in gpu["here"] and "96GB" in gpu["reference"], gpu
     other = [{**r, "variant": "flavor=8B, seq_len=8192, tp=2", "cell_id": "x"} for r in runs]
     assert published.compare(other, ref) == ([], ["x"])  # tensor parallel 2: no published figure
+
+
+#: the summary's columns -> the entry's params (its shape, batch and precision checked apart)
+_MB_COLUMNS = {"GBS": "global_batch", "Sequence Length": "seq_length", "TP": "tensor_parallel",
+               "PP": "pipeline_parallel", "CP": "context_parallel", "VP": "virtual_pipeline", "EP": "expert_parallel"}
+
+
+def _bridge_rows_checked(t) -> list[tuple[str, str]]:
+    """(what the set says, what the stored summary says) of each row of a Megatron-Bridge table: its Tokens / sec /
+    GPU, #-GPUs, Precision, MBS, FSDP (0: DDP) and every layout column ("n/a": the suite's default 1)."""
+    text = readme("megatron-bridge-h100", t["source"])
+    out = []
+    for devices, batch, value, own in t["rows"]:
+        def col(name, row=own["row"]):
+            return readme_tables.labelled(text, t["headings"], t["label_column"], name)[row]
+
+        n, g = (int(v) for v in devices.split("x"))
+        out += [(str(value), col(t["column"])), (str(n * g), col("#-GPUs")), (str(batch), col("MBS")),
+                ({"fp8": "FP8", "bf16": "BF16", "mxfp8": "MXFP8", "nvfp4": "NVFP4"}[t["precision"]], col("Precision")),
+                ("0" if not t["params"]["megatron_fsdp"] else "FSDP > 0", col("FSDP"))]
+        for column, key in _MB_COLUMNS.items():
+            stated = col(column)
+            out.append((str(t["params"].get(key, 1)), "1" if stated == "n/a" else stated))
+        out.append((t["note"], f"Model TFLOP/s/GPU {col('Model TFLOP / sec / GPU')}"))
+    return out
+
+
+def test_every_megatron_bridge_row_is_the_performance_summarys_row():
+    tables = raw("megatron-bridge-h100")["table"]
+    for t in tables:
+        for said, stored in _bridge_rows_checked(t):
+            assert said == stored, (t["headings"][-1], said, stored)
+    # every DGX-H100 row of the release's pre-training tables is in the set
+    text = readme("megatron-bridge-h100", tables[0]["source"])
+    models = re.findall(r"^#### (Model: .+)$", text.split("### SFT")[0], re.M)
+    with_h100 = {m for m in models if "DGX-H100" in readme_tables.labelled(
+        text, ["26.04.01 NeMo Container", "Pre-Training Performance", m], "System", "Tokens / sec / GPU")}
+    # but Nemotron 3 Nano's (a hybrid Mamba-Transformer MoE, whose family no megatron-bridge suite has)
+    assert with_h100 == {t["headings"][-1] for t in tables} | {"Model: Nemotron_3_Nano"}
+
+
+def test_a_typo_in_a_megatron_bridge_layout_fails_the_check():
+    t = raw("megatron-bridge-h100")["table"][0]
+    t["params"]["pipeline_parallel"] = 4
+    assert any(said != stored for said, stored in _bridge_rows_checked(t))
+
+
+def test_the_megatron_bridge_set_matches_a_cell_only_with_the_published_layout():
+    ref = references.load("megatron-bridge-h100")
+    suite = suite_registry.get("megatron-bridge/llama3")
+    base = {k: str(v) for k, v in suite.axis_defaults.items()}
+    row = {**base, "recipe": "llama3_70b", "global_batch": "256", "tensor_parallel": "4", "pipeline_parallel": "8",
+           "virtual_pipeline": "5"}
+    main, also = ref.lookup("megatron-bridge/llama3", "8x8", 1, "fp8", False, row, base)
+    assert main is not None and main.value == 1664 * 64 and main.per_gpu == 1664 and not also
+    assert ref.lookup("megatron-bridge/llama3", "8x8", 1, "fp8", False, {**row, "pipeline_parallel": "4"},
+                      base)[0] is None
+    assert ref.lookup("megatron-bridge/llama3", "8x8", 1, "bf16", False, row, base)[0] is None
+    # every entry names only its suite's axes, and plans as a cell its suite accepts
+    for e in ref.entries:
+        s = suite_registry.get(e.suite)
+        assert all(k in s.axes for k, _ in e.params or ()), e
+    from dlperf_slurm.model.cell import Cell
+
+    for e in ref.entries:
+        s = suite_registry.get(e.suite)
+        params = {k: (v == "True") if k == "megatron_fsdp" else (int(v) if v.isdigit() else v) for k, v in e.params}
+        cell = Cell(suite=e.suite, model=s.model, framework=s.framework, nodes=e.nodes, gpus_per_node=e.gpus_per_node,
+                    batch_size=e.batch_size, precision=e.precision, xla=e.xla, launcher="srun",
+                    params=tuple(sorted({**s.axis_defaults, **params}.items())))
+        assert s.drop_reason(cell) is None, (e.headings[-1], s.drop_reason(cell))
 
 
 def test_a_typo_in_a_figure_fails_the_check():

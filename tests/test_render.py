@@ -303,6 +303,44 @@ CASES = {
         [measure]
         repeats = 1
         """,
+    "megatron_bridge_llama3_70b_8x8_tp4_pp8_vp5_fp8_pyxis": """
+        suite = "megatron-bridge/llama3"
+        name = "golden"
+        [axes]
+        devices = ["8x8"]
+        batch_size = [1]
+        precision = ["fp8"]
+        recipe = ["llama3_70b"]
+        tensor_parallel = [4]
+        pipeline_parallel = [8]
+        virtual_pipeline = [5]
+        global_batch = [256]
+        [environment.container]
+        type = "pyxis"
+        image = "nvcr.io/nvidia/nemo:26.04.01"
+        [options]
+        script = "scripts/performance/run_script.py"
+        [measure]
+        repeats = 1
+        warmup_steps = 10
+        measure_steps = 40
+        """,
+    "megatron_bridge_qwen3_30b_2x4_ep8_mxfp8_gb200_energy": """
+        suite = "megatron-bridge/qwen3"
+        name = "golden"
+        [axes]
+        devices = ["2x4"]
+        batch_size = [4]
+        precision = ["mxfp8"]
+        gpu = ["gb200"]
+        expert_parallel = [8]
+        global_batch = [512]
+        [options]
+        log_energy = true
+        overrides = "--moe_flex_dispatcher_backend deepep"
+        [measure]
+        repeats = 1
+        """,
     "oneflow_gpt_2x8_tp2": """
         suite = "oneflow/gpt"
         name = "golden"

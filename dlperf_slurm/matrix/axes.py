@@ -24,7 +24,9 @@ from dlperf_slurm.words import plural
 if TYPE_CHECKING:
     from dlperf_slurm.suites import Suite
 
-PRECISIONS = ("fp32", "amp", "fp16", "bf16", "fp8")  # fp8: a suite whose program has it (torchtitan)
+#: fp8 (per-tensor or current scaling), mxfp8 and nvfp4 (Blackwell's block formats): a suite whose program has them
+#: (torchtitan, Megatron-Bridge)
+PRECISIONS = ("fp32", "amp", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
 CORE_AXES = ("devices", "batch_size", "precision", "xla", "launcher", "launcher_args", "setup")
 SUITE_KEY = "suite"  # in a rule: the suites it applies to
 

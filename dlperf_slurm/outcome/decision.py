@@ -53,7 +53,9 @@ Precedence, first match wins:
                                                                           no step)
 13    gone without an exit marker or a scheduler record                   FAILED (killed hard), CANCELLED when
                                                                           cancel was asked, LAUNCH_FAILED when the
-                                                                          log has no step
+                                                                          log has no step; OK when the window is
+                                                                          complete and the program printed its own
+                                                                          end of training (program_finished)
 14    ended well (exit 0 / COMPLETED)                                     the log's verdict: OK, INCOMPLETE,
                                                                           UNMEASURED, PARSE_ERROR, NOT_CONVERGED;
                                                                           INCOMPLETE: "the run had N steps, the
@@ -295,6 +297,9 @@ def decide(ev: Evidence) -> Outcome | None:
             return out(Status.CANCELLED, f"{CANCELLED_BY_US} (no scheduler record left)")
         if log is not None and log.status == Status.LAUNCH_FAILED:
             return out(Status.LAUNCH_FAILED, f"{log.reason}; the job left the queue without an exit marker")
+        if log is not None and log.status == Status.OK and log.extra.get("program_finished"):
+            return out(Status.OK, "the job left the queue without an exit marker, but the program printed its own "
+                                  "end of training after the complete window: the figure stands")
         return out(Status.FAILED, "the job left the queue without an exit marker (killed hard: out of memory, "
                                   "node failure or SIGKILL?) and the scheduler keeps no record"
                                   + (f"; the log stops {where}" if log is not None and log.status != Status.OK

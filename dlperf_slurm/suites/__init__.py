@@ -18,7 +18,7 @@ from dlperf_slurm.model.status import Status  # noqa: F401  (suites use them)
 # Every suite module: a lookup imports the one its suite's framework names (``tf-cnn/vgg16``: tf_cnn), or all of them
 # when the suite lives elsewhere (``deepspeed/gpt``: gpt); listing the registry imports all.
 _MODULES = ("pytorch_ddp", "ngc_pytorch", "tf2", "tf_cnn", "paddle", "mindspore", "pytorch_examples", "gpt", "oneflow",
-            "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack", "torchtitan")
+            "mxnet", "ngc_tf1", "wdl", "insightface", "tensorpack", "torchtitan", "megatron_bridge")
 _REGISTRY: dict[str, "Suite"] = {}
 _loaded = False
 

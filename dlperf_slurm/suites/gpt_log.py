@@ -124,9 +124,14 @@ _DUMP_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "seq_length", 
 KINDS = ("megatron", "oneflow", "libai", "deepspeed", "deepspeed-pipe")
 
 
+#: Megatron-LM's and Megatron-Bridge's own line at the end of training (``print_datetime``), before its last checkpoint
+#: and evaluation: the program ended its training normally
+_DONE = "[after training is done]"
+
+
 def _wanted(text: str) -> bool:
-    return ("iteration" in text or "Step Time" in text or "SamplesPerSec" in text or "iter time (s)" in text
-            or "timer.py:" in text
+    return ("iteration" in text or _DONE in text or "Step Time" in text or "SamplesPerSec" in text
+            or "iter time (s)" in text or "timer.py:" in text
             or text[:1] == "|" or text[:5] == "step=" or " .." in text or " MiB" in text)
 
 
@@ -160,6 +165,7 @@ class _Reader:
         self.smi_mib: list[float] = []
         self.step_tflops: float | None = None  # Megatron-Bridge's Step Time line, for the iteration line after it
         self.wrapped = 0  # step records cut into several lines (the line that starts one does not end it)
+        self.done = False  # the program's own end-of-training line (_DONE)
 
     def add(self, kind: _Kind, step: int, t: float | None, *, speed=None, loss=None, seconds=None, gb=None) -> None:
         span = step - kind.prev if step > kind.prev else 1
@@ -171,9 +177,8 @@ class _Reader:
 
     def megatron(self, text: str, m: re.Match, final: bool) -> int:
         ms = _MEG_MS.search(text, m.end())
-        if ms is None:
-            if not text.rstrip().endswith("|"):
-                self.wrapped += 1  # the record goes on on the next lines: a paste re-flowed it
+        if ms is None:  # the record goes on on the next lines (a paste re-flowed it, maybe right after a field's
+            self.wrapped += 1  # " |", as Megatron-Bridge's PR #841 shows): its time is not on this line
             return lp.NOT_MINE
         if not final and not text.rstrip().endswith("|"):
             return lp.FRAGMENT  # the record ends with " |": a line cut by buffering is glued with its tail first
@@ -296,6 +301,9 @@ class _Reader:
         if text[:1] == "|" or text[:5] == "step=":
             m = _OF_ROW.match(text) or _OF_KV.match(text)
             return self.oneflow(m) if m else lp.NOT_MINE
+        if _DONE in text:
+            self.done = True
+            return lp.CONSUMED
         if "memory (MB)" in text:
             m = _MEG_MEM.search(text)
             if m:
@@ -319,10 +327,12 @@ def parse(lines: Iterable[str], ctx: ParseContext, *, no_memory_reason: str) -> 
     # a PipelineEngine line starts a record: one that follows a cut one is never its tail
     facts = lp.Scanner(r.handler, ranks="all", wanted=_wanted,
                        starts=lambda text: text.startswith(("steps: ", "step: ")),
-                       block_needles=("iteration", "Step Time", "SamplesPerSec", "timer.py:", "iter time (s)", "|",
-                                      "step=", " ..", " MiB")
+                       block_needles=("iteration", _DONE, "Step Time", "SamplesPerSec", "timer.py:", "iter time (s)",
+                                      "|", "step=", " ..", " MiB")
                        ).run(lines)
     res = _finish(r.kinds, facts, ctx, r.dump, r.mem, r.smi_mib, no_memory_reason)
+    if r.done:
+        res.extra["program_finished"] = True  # evidence of a normal end where the job left no exit marker
     if r.wrapped and not any(k.window.points for k in r.kinds.values()):
         res.extra["wrapped_records"] = r.wrapped
         why = (f"{plural(r.wrapped, 'step record')} {noun(r.wrapped, 'is', 'are')} wrapped over several lines (the "

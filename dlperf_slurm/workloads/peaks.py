@@ -33,6 +33,8 @@ def peak_basis(precision: str, tf32_enabled: bool) -> str:
     enabled, else fp32."""
     if precision in ("amp", "fp16", "bf16"):
         return "16bit"
-    if precision == "fp8":
+    if precision in ("fp8", "mxfp8"):  # MXFP8 runs on the FP8 tensor cores
         return "fp8"
+    if precision == "nvfp4":
+        return "fp4"  # no GPU of the table has an FP4 figure yet: no MFU rather than another precision's
     return "tf32" if tf32_enabled else "fp32"

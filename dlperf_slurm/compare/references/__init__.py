@@ -1,7 +1,7 @@
 """Published reference figures shipped with the tool: one TOML file per set in this folder (``dlperf-v100``:
 DLPerf's V100 tables; ``ngc-a100``: NVIDIA DeepLearningExamples' DGX A100 tables; ``torchtitan-h100``: torchtitan's
-Llama 3.1 benchmarks on H100), each table copied from a README and checked against its stored text by
-``tests/test_references.py``.
+Llama 3.1 benchmarks on H100; ``megatron-bridge-h100``: Megatron-Bridge's LLM pre-training on DGX-H100), each
+table copied from a README and checked against its stored text by ``tests/test_references.py``.
 
 A set has its conditions (GPU, nodes, interconnect, data, repeats, window), per suite what differs (framework,
 container, code, GPU), and tables: a suite, a precision, XLA, an optional ``variant`` (another setting the README
