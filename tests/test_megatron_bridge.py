@@ -238,3 +238,29 @@ def test_the_programs_end_of_training_line_is_evidence_of_a_normal_end():
     assert got is not None and got.status == Status.OK and "end of training" in got.reason and got.rule == 13
     got = decision.decide(decision.Evidence(asked=True, log=cut, has_log=True))
     assert got is not None and got.status == Status.FAILED and "without an exit marker" in got.reason
+
+
+def test_the_summary_tables_show_each_cells_layout_from_a_campaign_not_from_a_bare_tree(tmp_path):
+    """The layout the campaign gave the program (degrees, data-parallel size, accumulation) is a column of the
+    cell's table; a log read without a manifest (collect --from) knows only its shape, so it gets no layout."""
+    from dlperf_slurm.collect import cells, runparse
+    from dlperf_slurm.report import tables
+
+    cell = _cell(devices="8x8", recipe="llama3_70b", tensor_parallel=4, pipeline_parallel=8, virtual_pipeline=5,
+                 global_batch=256, precision="fp8")
+    assert LLAMA.layout_text(cell) == "tp4 pp8 cp1 dp2 vpp5 GA128"
+    moe = _cell(QWEN, devices="2x8", expert_parallel=16, global_batch=1024, precision="fp8")
+    assert QWEN.layout_text(moe) == "tp1 pp1 cp1 dp16 ep16 GA64"
+    log = tmp_path / "r.log"
+    log.write_text(_job_line("python3 run_script.py -sl 8192") + "\n"
+                   + (MB / "2025-10" / "llama32_1b_8xh100.excerpt.log").read_text())
+    spec = runparse.RunSpec(key=f"{cell.id}.r0", cell=cell, repeat=0, log=str(log), state="OK", warmup_steps=0,
+                            measure_steps=10, campaign="c")
+    row = runparse.parse_run(spec)
+    assert row.extra["layout"] == "tp4 pp8 cp1 dp2 vpp5 GA128"
+    (c,) = cells.cells_of([row])
+    headers, rows = tables.group_table([c])
+    assert headers[:3] == ["shape", "GPUs", "layout"] and rows[0][:3] == ["8n8g", "64", "tp4 pp8 cp1 dp2 vpp5 GA128"]
+    bare = runparse.parse_run(runparse.RunSpec(key="x.r0", cell=cell, repeat=0, log=str(log), warmup_steps=0,
+                                               measure_steps=10))
+    assert "layout" not in bare.extra and "layout" not in tables.group_table(cells.cells_of([bare]))[0]

@@ -148,3 +148,29 @@ def test_a_bad_value_a_system_gives_is_reported_at_its_own_line(tmp_path, site):
                                         r"'a100;rm -rf ~' is not allowed here"):
         loader.load(_matrix(tmp_path), site=bad, system="alpha:small")
     loader.load(_matrix(tmp_path), site=bad, system="alpha")  # the partition's value is not alpha's
+
+
+def test_a_precision_the_systems_gpu_has_no_tensor_cores_for_is_dropped_in_one_line(tmp_path, site):
+    """FP8 on the A100 system (before Hopper and Ada) and MXFP8 on an H100 one are dropped before anything is
+    submitted, each with one line naming the system, the format and what it needs; bf16 there, and FP8 on a GPU
+    this tool does not know, are left to the program."""
+    p = tmp_path / "tt.toml"
+    p.write_text('suite = "torchtitan/llama3"\nname = "tt"\n[axes]\ndevices = ["1x8"]\nbatch_size = [1]\n'
+                 'precision = ["bf16", "fp8"]\n')
+    m = loader.load(p, site=site)
+    assert [c.precision for c in m.cells] == ["bf16"]
+    (d,) = m.dropped
+    assert d.reason == ("system alpha: FP8 (fp8) needs a Hopper or Ada (compute capability 8.9+) GPU, which "
+                        "A100-SXM4-80GB is not"), d.reason
+    h100 = tmp_path / "h100.toml"
+    h100.write_text(SITE.replace('gpu_model = "A100-SXM4-80GB"', 'gpu_model = "H100 80GB HBM3"'))
+    p.write_text('suite = "megatron-bridge/llama3"\nname = "mb"\n[axes]\ndevices = ["1x8"]\nbatch_size = [1]\n'
+                 'precision = ["fp8", "mxfp8"]\ngpu = ["b200"]\n')
+    m = loader.load(p, site=h100)
+    assert [c.precision for c in m.cells] == ["fp8"]
+    assert m.dropped[0].reason == "system alpha: MXFP8 (mxfp8) needs a Blackwell GPU, which H100 80GB HBM3 is not"
+    other = tmp_path / "other.toml"
+    other.write_text(SITE.replace('gpu_model = "A100-SXM4-80GB"', 'gpu_model = "Instinct MI300X"'))
+    p.write_text('suite = "torchtitan/llama3"\nname = "tt"\n[axes]\ndevices = ["1x8"]\nbatch_size = [1]\n'
+                 'precision = ["fp8"]\n')
+    assert [c.precision for c in loader.load(p, site=other).cells] == ["fp8"]

@@ -109,7 +109,8 @@ def _cell(rs: Sequence[RunRow], n: int) -> CellRow:
         mem_allocator_mib=peak("mem_allocator_mib"),
         mem_reason=mem_reasons.most_common(1)[0][0] if mem_reasons else "",
         gpu_util=median("gpu_util") if any(_num(r.gpu_util) for r in ok) else None,
-        searched="", **rate, flags=list(st.flags) + _rate_flags(rate) + (["tiny"] if tiny else []), tiny=tiny,
+        searched="", layout=str((first.extra or {}).get("layout") or ""), **rate,
+        flags=list(st.flags) + _rate_flags(rate) + (["tiny"] if tiny else []), tiny=tiny,
         statuses=dict(sorted(counts.items())), reason=reasons.most_common(1)[0][0] if reasons else "")
 
 

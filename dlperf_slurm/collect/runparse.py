@@ -98,8 +98,11 @@ def _finish(spec: RunSpec, res: RunResult, size: int | None, t0: float | None = 
     try:
         suite = suites.get(cell.suite)
         published, unit = suite.published, suite.sample_unit
+        layout = _layout(suite, cell)
     except KeyError:
-        published, unit = "time", "samples/s"
+        published, unit, layout = "time", "samples/s", ""
+    if layout and spec.state is not None:  # the layout the campaign gave the program (the summary tables); a tree
+        res.extra["layout"] = layout  # read without a manifest (collect --from) says only its shape, not its layout
     log_verdict = res.status
     if spec.target is not None and has_log:  # the campaign's target on the evaluations the program printed
         accuracy.apply_target(res.extra, spec.target, spec.epochs or None)
@@ -145,6 +148,15 @@ def _variant(cell: Cell) -> str:
 # the job event's keys a run row keeps as its provenance, in this order
 _PROVENANCE = (ev.JOB_ID, ev.NODELIST, ev.HOSTNAME, ev.GPUS, ev.VERSIONS, ev.CONTAINER_IMAGE, ev.COMMAND, ev.GIT,
                ev.PARTITION, ev.QOS, ev.MODULES, ev.TOOL, ev.PER_NODE)
+
+
+def _layout(suite: suites.Suite, cell: Cell) -> str:
+    """The suite's layout text of the cell; "" where the cell is none its suite would accept (a tree's cell of
+    another layout than the axes name, ``collect --from``): a row never fails on it."""
+    try:
+        return suite.layout_text(cell)
+    except (ArithmeticError, KeyError, TypeError, ValueError):
+        return ""
 
 
 def _row(spec: RunSpec, res: RunResult, published: str, unit: str, size: int | None, seconds: float) -> RunRow:

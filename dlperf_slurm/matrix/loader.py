@@ -135,10 +135,17 @@ def _build(ctx: Source, data: dict[str, Any], site: dict[str, Any],
 
 
 def _system_reason(cell: Cell, system: System | None) -> str | None:
-    """Why the named system cannot run a cell: more GPUs per node than its nodes have."""
+    """Why the named system cannot run a cell: more GPUs per node than its nodes have, or a precision its GPU model
+    has no tensor cores for (FP8 before Hopper and Ada, MXFP8 and NVFP4 before Blackwell)."""
     if system is not None and system.gpus_per_node and cell.gpus_per_node > system.gpus_per_node:
         return (f"system {system.label} has {plural(system.gpus_per_node, 'GPU')} per node, the cell asks "
                 f"{cell.gpus_per_node}")
+    if system is not None and system.gpu_model:
+        from dlperf_slurm.workloads.peaks import precision_reason
+
+        why = precision_reason(cell.precision, system.gpu_model)
+        if why:
+            return f"system {system.label}: {why}"
     return None
 
 

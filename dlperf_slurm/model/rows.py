@@ -130,6 +130,7 @@ class CellRow(CellKey):
     energy_j_per_step: float | None = None  # median, all GPUs
     energy_basis: str = ""  # the OK runs' basis ("nvml window", ...; "mixed" where they differ)
     energy_reason: str = ""  # why the cell has no energy figure (its OK runs' most frequent reason)
+    layout: str = ""  # its parallel layout as the program was given it (``tp4 pp8 cp1 dp2 GA128``; LLM suites)
 
 
 def per_joule_unit(unit: str) -> str:

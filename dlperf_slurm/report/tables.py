@@ -122,6 +122,9 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
     energy = any(c.samples_per_joule is not None or c.power_w_per_gpu is not None for c in cells)
     if energy:
         headers[7 + rate:7 + rate] = [f"energy ({per_joule_unit(unit)}, 95% CI; W/GPU; basis)"]
+    layout = any(c.layout for c in cells)
+    if layout:
+        headers[2:2] = ["layout"]
     rows = []
     for c in cells:
         ok = c.n_ok > 0
@@ -133,6 +136,8 @@ def group_table(cells: Sequence[CellRow]) -> tuple[list[str], list[list[str]]]:
             row[7:7] = [_rate_text(c) if ok else ""]
         if energy:
             row[7 + rate:7 + rate] = [_energy_text(c) if ok else ""]
+        if layout:  # beside the shape: what the GPUs were split into
+            row[2:2] = [c.layout]
         rows.append(row)
     return headers, rows
 

@@ -120,6 +120,11 @@ class Suite:
         option ``name``; None if it is."""
         return None
 
+    def layout_text(self, cell: Cell) -> str:
+        """The cell's parallel layout as its program is given it, for the summary tables (``tp4 pp8 cp1 dp2 GA128``:
+        the degrees, the data-parallel size and the gradient accumulation steps); "" for a suite without one."""
+        return ""
+
     def launcher_args(self, cell: Cell) -> tuple[str, ...]:
         """Arguments the suite's log needs of the cell's launcher, before the matrix's own (e.g. every rank's lines
         labelled with its rank, where the program prints on every rank)."""

@@ -81,6 +81,11 @@ class _GPT(Suite):
                 "micro": mb, "global": gb, "accumulation": gb // (mb * dp),
                 "layers": layers, "hidden": hidden, "heads": heads, "seq": int(cell.param("seq_length", 2048))}
 
+    def layout_text(self, cell: Cell) -> str:
+        lay = self.layout(cell)
+        return layout_words(lay, ("tp", "pp", "cp", "dp", "vpp", "ep")) + (f" experts{lay['experts']}"
+                                                                             if lay["experts"] else "")
+
     def global_batch(self, cell: Cell) -> int:
         """The ``global_batch`` axis, else micro batch x data-parallel size (GPUs / (tp x pp x cp)): the batch the
         program's ``--global-batch-size`` (``train_batch_size``, ``train.global_batch_size``) is given."""
@@ -133,6 +138,13 @@ class _GPT(Suite):
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return gpt_log.parse(lines, ctx, no_memory_reason=self.memory_note)
+
+
+def layout_words(lay: Mapping[str, int], names: Iterable[str]) -> str:
+    """``tp4 pp8 cp1 dp2 GA128``: the layout's degrees named (vpp and ep only where above 1), then its gradient
+    accumulation steps."""
+    words = [f"{n}{lay[n]}" for n in names if n in lay and (lay[n] > 1 or n not in ("vpp", "ep", "etp"))]
+    return " ".join([*words, f"GA{lay['accumulation']}"])
 
 
 _INTEGERS = ("tensor_parallel", "pipeline_parallel", "context_parallel", "virtual_pipeline", "num_experts",

@@ -59,6 +59,7 @@ from typing import Any, ClassVar, Iterable, Mapping, NamedTuple
 from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, gpt_log, ranks_from_slurm, register
+from dlperf_slurm.suites.gpt import layout_words
 from dlperf_slurm.words import noun, plural
 
 
@@ -166,6 +167,10 @@ class _Bridge(Suite):
         return {"tp": tp, "pp": pp, "cp": cp, "vpp": d["virtual_pipeline"], "ep": d["expert_parallel"],
                 "etp": d["expert_tensor_parallel"], "dp": dp, "micro": cell.batch_size, "global": gb,
                 "accumulation": gb // (cell.batch_size * dp), "seq": d["seq_length"]}
+
+    def layout_text(self, cell: Cell) -> str:
+        fsdp = " fsdp" if self._param(cell, "megatron_fsdp") else ""
+        return layout_words(self.layout(cell), ("tp", "pp", "cp", "dp", "vpp", "ep", "etp")) + fsdp
 
     def global_batch(self, cell: Cell) -> int:
         """The ``global_batch`` axis, else micro batch x data-parallel size: the ``-gb`` the program is given."""

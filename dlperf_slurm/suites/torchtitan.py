@@ -160,6 +160,11 @@ class _Torchtitan(Suite):
                 "accumulation": gb // (cell.batch_size * dp) if dp and cell.batch_size else 0,
                 "seq": int(cell.param("seq_len", 2048))}
 
+    def layout_text(self, cell: Cell) -> str:
+        lay = self.layout(cell)
+        words = [f"{k}{lay[k]}" for k in DEGREES if lay[k] > 1 or k == "dp_shard"]
+        return " ".join([*words, f"GA{lay['accumulation']}"])
+
     def global_batch(self, cell: Cell) -> int:
         """The ``global_batch`` axis, else the local batch x the data-parallel size (sequences a step)."""
         try:

@@ -38,3 +38,26 @@ def peak_basis(precision: str, tf32_enabled: bool) -> str:
     if precision == "nvfp4":
         return "fp4"  # no GPU of the table has an FP4 figure yet: no MFU rather than another precision's
     return "tf32" if tf32_enabled else "fp32"
+
+
+#: GPUs by the low-precision formats their tensor cores lack, matched as PEAK_TFLOPS is (by substring, most specific
+#: first): FP8 came with Hopper and Ada (compute capability 8.9+), MXFP8 and NVFP4 with Blackwell (10.0+). Only a GPU
+#: named here is refused a format; any other is left to its program, which checks at start-up.
+_BEFORE_FP8 = ("A100", "A800", "A30", "A40", "A10", "V100", "T4", "P100")
+_BEFORE_BLOCK_FORMATS = ("H200", "H100", "H800", "H20", "L40S", "L40", "L4", *_BEFORE_FP8)
+_FORMATS = {"fp8": ("FP8", "Hopper or Ada (compute capability 8.9+)", _BEFORE_FP8),
+            "mxfp8": ("MXFP8", "Blackwell", _BEFORE_BLOCK_FORMATS),
+            "nvfp4": ("NVFP4", "Blackwell", _BEFORE_BLOCK_FORMATS)}
+
+
+def precision_reason(precision: str, gpu_model: str) -> str | None:
+    """Why a GPU model cannot run a precision's tensor-core format (``fp8``, ``mxfp8``, ``nvfp4``), or None: it can,
+    or it is not known here."""
+    if precision not in _FORMATS or not gpu_model:
+        return None
+    name, needs, lacking = _FORMATS[precision]
+    low = gpu_model.lower()
+    for key in lacking:
+        if key.lower() in low and not any(b.lower() in low for b in ("B200", "B300", "GB200", "GB300")):
+            return f"{name} ({precision}) needs a {needs} GPU, which {gpu_model} is not"
+    return None
