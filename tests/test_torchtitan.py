@@ -284,3 +284,63 @@ def test_a_refused_start_reads_the_ranks_error_not_torchruns_wrapper():
     assert res.status == Status.LAUNCH_FAILED
     assert "last error: ValueError: Failed to swap to Float8Linear because float8 is only supported on NVIDIA SM89" \
         in res.reason, res.reason
+
+
+QW = suites.get("torchtitan/qwen3")
+
+_CONFIGS = ("import sys, json\nfrom torchtitan.config import ConfigManager\nout = []\n"
+            "for argv in json.loads(sys.argv[1]):\n"
+            "    try:\n"
+            "        c = ConfigManager().parse_args(argv)\n"
+            "        out.append(c.parallelism.expert_parallel_degree)\n"
+            "    except BaseException as err:\n"
+            "        out.append(f'{type(err).__name__}: {err}')\n"
+            "print(json.dumps(out))")
+
+
+@pytest.mark.slow
+def test_every_flavors_config_is_one_torchtitan_has(tmp_path):
+    """Each flavor of each torchtitan suite (llama3, qwen3, deepseek_v3), rendered as the suite renders it (expert
+    parallel 2 for a mixture of experts), is parsed by torchtitan 0.3.0's own ConfigManager: its --config is one the
+    registry has for its --module, with the expert degree meant; a Float8 config is refused as torchtitan refuses it
+    on any GPU before SM89 (this machine has none), which shows the config is there."""
+    py, why = _venv_python()
+    if py is None:
+        pytest.skip(why)
+    import json
+
+    cases, argvs = [], []
+    for s in (TT, QW, DS):
+        for name, fl in s.flavors.items():
+            for precision in [p for p, c in (("bf16", fl.config), ("fp8", fl.float8)) if c]:
+                ep = 2 if fl.experts else 1
+                c = Cell(suite=s.name, model=s.model, framework="torchtitan", nodes=1, gpus_per_node=8, batch_size=1,
+                         precision=precision, xla=fl.compiled, launcher="torchrun",
+                         params=tuple(sorted({**s.axis_defaults, "flavor": name, "ep": ep, "seq_len": 256}.items())))
+                argv = s.program(c, Measure(warmup_steps=1, measure_steps=1), {**s.options, "dataset_path": "/d"})
+                cases.append((s.module, name, precision, ep))
+                argvs.append([a.replace("{run_dir}", str(tmp_path)) for a in argv[3:]])
+    p = subprocess.run([str(py), "-c", _CONFIGS, json.dumps(argvs)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    bad = [(case, g) for case, g in zip(cases, got)
+           if g != case[3] and not (case[2] == "fp8" and "float8 is only supported on NVIDIA SM89" in str(g))]
+    assert not bad, bad
+
+
+def test_qwen3_layouts_follow_its_models():
+    def cell(devices="1x8", **params):
+        n, g = (int(v) for v in devices.split("x"))
+        return Cell(suite=QW.name, model="qwen3", framework="torchtitan", nodes=n, gpus_per_node=g, batch_size=1,
+                    precision="bf16", xla=False, launcher="torchrun",
+                    params=tuple(sorted({**QW.axis_defaults, **params}.items())))
+
+    assert QW.drop_reason(cell(flavor="30B-A3B", ep=8, seq_len=4096)) is None
+    assert "4 key/value heads cannot be split over tp 8" in QW.drop_reason(cell(flavor="30B-A3B", tp=8))
+    assert "a dense model: expert parallelism (ep) must be 1" in QW.drop_reason(cell(flavor="14B", ep=2))
+    assert "seq_len 8192 is not in 1..4,096" in QW.drop_reason(cell(flavor="debugmodel", seq_len=8192))
+    assert "no float8 config for qwen3 debugmodel" in QW.drop_reason(dataclasses.replace(cell(), precision="fp8"))
+    argv = QW.program(cell(flavor="debugmodel_moe", ep=2, seq_len=256), Measure(warmup_steps=2, measure_steps=3),
+                      QW.options)
+    assert argv[3:7] == ["--module", "qwen3", "--config", "qwen3_moe_debug"]
+    assert argv[argv.index("--parallelism.expert-parallel-degree") + 1] == "2"

@@ -41,6 +41,9 @@ seq_len = [128]
 [[include]]
 devices = ["2x2"]
 tp = 2
+[[include]]
+devices = ["2x1"]
+launcher = "srun"
 [options]
 python = "{python}"
 hf_assets_path = "{tokenizer}"
@@ -95,13 +98,14 @@ def campaign(tmp_path_factory):
                          data=_data(root / "c4_test"), shim=HERE / "frameworks" / "torchtitan_cpu",
                          warmup=WARMUP, measure=MEASURE, bindir=Path(_py).parent)
     logs, runs = submit_and_wait(root, text, 600)
-    return {f"{r.cell.nodes}n{r.cell.gpus_per_node}g": r for r in runs}, collect_summary(logs, "titan")
+    return {(f"{r.cell.nodes}n{r.cell.gpus_per_node}g", r.cell.launcher): r for r in runs}, collect_summary(logs,
+                                                                                                        "titan")
 
 
 @pytest.mark.parametrize("shape,mesh,world", [("2n1g", (1, 1, 2, 1, 1, 1), 2), ("2n2g", (1, 1, 2, 1, 2, 1), 4)])
 def test_torchtitan_trains_across_both_nodes_and_collect_reads_its_metrics_lines(campaign, shape, mesh, world):
     runs, summary = campaign
-    run = runs[shape]
+    run = runs[shape, "torchrun"]
     text = run.log.read_text()
     assert run.status == Status.OK, text[-4000:]
     assert run.nodes == "n[1-2]", run.nodes
@@ -120,7 +124,7 @@ def test_torchtitan_trains_across_both_nodes_and_collect_reads_its_metrics_lines
     # the System section names the trainer's version (the job's provenance, read on the nodes)
     (group,) = summary["system"]["node_groups"]
     assert group["libraries"].get("torchtitan") == "0.3.0" and group["nodes"] == ["n1", "n2"], group
-    (cell,) = [c for c in summary["cells"] if c["shape"] == shape]
+    (cell,) = [c for c in summary["cells"] if c["shape"] == shape and c["launcher"] == "torchrun"]
     assert cell["n_ok"] == 1 and cell["unit"] == "tokens/s", cell
     # the published figure: torchtitan's tps (tokens/s per device) over the window, x the world size
     tps = [t for _, s, _, t in steps if s > WARMUP]
@@ -129,3 +133,27 @@ def test_torchtitan_trains_across_both_nodes_and_collect_reads_its_metrics_lines
     seconds = (steps[-1][0] - steps[WARMUP - 1][0]).total_seconds()
     assert cell["median_time"] == pytest.approx(MEASURE * 4 * 128 / seconds), (cell, seconds)
     assert cell["latency_ms"] == pytest.approx(1000 * seconds / MEASURE), cell
+
+
+#: srun's own label (``--label``, the suite's launcher argument under srun): "<task>: " before every line of a task
+_SRUN_STEP = re.compile(r"^0: \[titan\] (\S+ \S+) - root - INFO - step:\s*(\d+)\s+loss:\s*(\S+).*?tps: ([\d,]+)", re.M)
+
+
+def test_torchtitan_under_srun_one_task_per_rank_across_both_nodes(campaign):
+    """The suite's srun launch (one task a GPU, the ranks from Slurm's SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS
+    through torch's env:// rendezvous on the job's MASTER_ADDR): both tasks on their own node build FSDP2 over the
+    two, and collect reads rank 0's lines behind srun's task label."""
+    runs, summary = campaign
+    run = runs["2n1g", "srun"]
+    text = run.log.read_text()
+    assert run.status == Status.OK, text[-4000:]
+    assert run.nodes == "n[1-2]", run.nodes
+    meshes = {int(t): tuple(int(v) for v in m) for t, *m in re.findall(
+        r"^(\d+): \[titan\] .* Building device mesh with parallelism: pp=(\d+), dp_replicate=(\d+), "
+        r"dp_shard=(\d+), cp=(\d+), tp=(\d+), ep=(\d+)", text, re.M)}
+    assert meshes == {0: (1, 1, 2, 1, 1, 1), 1: (1, 1, 2, 1, 1, 1)}, text[-4000:]
+    assert "global batch size 4," in text and "Training completed" in text
+    tps = [int(t.replace(",", "")) for _, s, _, t in _SRUN_STEP.findall(text) if int(s) > WARMUP]
+    assert len(tps) == MEASURE, text[-4000:]
+    (cell,) = [c for c in summary["cells"] if c["launcher"] == "srun"]
+    assert cell["n_ok"] == 1 and cell["median"] == pytest.approx(2 * sum(tps) / len(tps)), cell

@@ -1,11 +1,13 @@
-"""torchtitan (pytorch/torchtitan, PyTorch's own LLM pre-training platform): ``torchtitan/llama3`` (its Llama 3 models)
-and ``torchtitan/deepseek-v3`` (its DeepSeek-V3 mixture-of-experts models), ``python -m torchtitan.train --module
-<family> --config <family>_<flavor>`` (torchtitan 0.3.0's command line); both print the same metrics line.
+"""torchtitan (pytorch/torchtitan, PyTorch's own LLM pre-training platform): ``torchtitan/llama3`` (its Llama 3 models),
+``torchtitan/qwen3`` (its Qwen3 models, dense and mixture of experts) and ``torchtitan/deepseek-v3`` (its DeepSeek-V3
+mixture-of-experts models), ``python -m torchtitan.train --module <family> --config <family>_<flavor>`` (torchtitan
+0.3.0's command line); all print the same metrics line (its trainer's).
 
 Extra axes (beyond the shape, batch and precision):
 
 - ``flavor``: the model, one of torchtitan's configs of the family (:data:`LLAMA3`: ``debugmodel``, ``8B``, ``70B``,
-  ``405B``; :data:`DEEPSEEK_V3`: ``debugmodel``, ``16B``, ``671B``);
+  ``405B``; :data:`QWEN3`: ``debugmodel``, ``0.6B``, ``1.7B``, ``14B``, ``32B``, ``debugmodel_moe``, ``30B-A3B``;
+  :data:`DEEPSEEK_V3`: ``debugmodel``, ``16B``, ``671B``);
 - the parallel layout, as torchtitan's ``--parallelism.*`` degrees: ``dp_shard`` (FSDP2; ``-1``, the default, takes
   the GPUs the others leave, as torchtitan's own ``-1``), ``dp_replicate`` (DDP / HSDP), ``tp`` (tensor), ``pp``
   (pipeline), ``cp`` (context) and ``ep`` (expert: MoE models only, 1 for llama3; it borrows its ranks from
@@ -80,6 +82,13 @@ DEEPSEEK_V3 = {"debugmodel": Flavor(6, 16, 8, "deepseek_v3_debugmodel", max_seq=
                "16B": Flavor(27, 16, 64, "deepseek_v3_16b", max_seq=16384, stages_per_rank=2),
                "671B": Flavor(61, 128, 256, "deepseek_v3_671b", "deepseek_v3_671b_float8", max_seq=16384,
                               stages_per_rank=2)}
+#: torchtitan 0.3.0's Qwen3 models (torchtitan/models/qwen3): the dense ones that have a training config, and its two
+#: mixtures of experts (64 and 128 routed experts, top 8); none has a float8 config, none an interleaved schedule
+QWEN3 = {"debugmodel": Flavor(8, 8, 0, "qwen3_debugmodel", max_seq=4096),
+         "0.6B": Flavor(28, 8, 0, "qwen3_0_6b", max_seq=40960), "1.7B": Flavor(28, 8, 0, "qwen3_1_7b", max_seq=40960),
+         "14B": Flavor(40, 8, 0, "qwen3_14b", max_seq=40960), "32B": Flavor(64, 8, 0, "qwen3_32b", max_seq=40960),
+         "debugmodel_moe": Flavor(8, 8, 64, "qwen3_moe_debug", max_seq=4096),
+         "30B-A3B": Flavor(48, 4, 128, "qwen3_30b_a3b", max_seq=40960)}
 #: flags the suite sets itself (as :func:`flag_key` writes them): an ``overrides`` option naming one would run
 #: another cell than the one labelled, or another window (tests/test_torchtitan.py checks the program sets no other)
 OWN_FLAGS = frozenset((
@@ -295,6 +304,14 @@ class Llama3(_Torchtitan):
     module = "llama3"
     flavors = LLAMA3
     description = "torchtitan Llama 3 pre-training (FSDP2 / HSDP, tensor, pipeline and context parallel)"
+
+
+@register
+class Qwen3(_Torchtitan):
+    model = "qwen3"
+    module = "qwen3"
+    flavors = QWEN3
+    description = "torchtitan Qwen3 pre-training (dense 0.6B-32B and the 30B-A3B mixture of experts)"
 
 
 @register
