@@ -170,6 +170,9 @@ GAPS = {
         "NVIDIA/cloudai's test excerpt, 2025-12); Megatron-Bridge's own docs and tutorial quote single lines, "
         "PR #841's log is re-flowed (read as wrapped records, tests/test_megatron_bridge.py) and issue #5028's "
         "thread was not readable whole") for model in ("llama3", "qwen3", "deepseek-v3", "gpt-oss")},
+    "torchtitan/gpt-oss": ("torchtitan's gpt-oss lines are its trainer's, as llama3's; no published gpt-oss log found: "
+                           "pytorch/torchtitan PR #2432 gives its command only, PR #4604 (the 120b sweep) figures "
+                           "only, PR #2389's 8-rank MoE excerpt names no model"),
     "torchtitan/qwen3": ("torchtitan's Qwen3 lines are its trainer's, as llama3's; found: pytorch/torchtitan PR #1690's "
                          "single lines of separate 32B runs (2025-09, one step each, no window); the real 0.3.0 CPU "
                          "run of this project is one log"),

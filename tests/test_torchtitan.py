@@ -300,7 +300,7 @@ _CONFIGS = ("import sys, json\nfrom torchtitan.config import ConfigManager\nout 
 
 @pytest.mark.slow
 def test_every_flavors_config_is_one_torchtitan_has(tmp_path):
-    """Each flavor of each torchtitan suite (llama3, qwen3, deepseek_v3), rendered as the suite renders it (expert
+    """Each flavor of each torchtitan suite (llama3, qwen3, gpt_oss, deepseek_v3), rendered as the suite renders it (expert
     parallel 2 for a mixture of experts), is parsed by torchtitan 0.3.0's own ConfigManager: its --config is one the
     registry has for its --module, with the expert degree meant; a Float8 config is refused as torchtitan refuses it
     on any GPU before SM89 (this machine has none), which shows the config is there."""
@@ -310,7 +310,7 @@ def test_every_flavors_config_is_one_torchtitan_has(tmp_path):
     import json
 
     cases, argvs = [], []
-    for s in (TT, QW, DS):
+    for s in (TT, QW, suites.get("torchtitan/gpt-oss"), DS):
         for name, fl in s.flavors.items():
             for precision in [p for p, c in (("bf16", fl.config), ("fp8", fl.float8)) if c]:
                 ep = 2 if fl.experts else 1

@@ -1,13 +1,14 @@
 """torchtitan (pytorch/torchtitan, PyTorch's own LLM pre-training platform): ``torchtitan/llama3`` (its Llama 3 models),
-``torchtitan/qwen3`` (its Qwen3 models, dense and mixture of experts) and ``torchtitan/deepseek-v3`` (its DeepSeek-V3
-mixture-of-experts models), ``python -m torchtitan.train --module <family> --config <family>_<flavor>`` (torchtitan
-0.3.0's command line); all print the same metrics line (its trainer's).
+``torchtitan/qwen3`` (its Qwen3 models, dense and mixture of experts), ``torchtitan/gpt-oss`` (OpenAI's gpt-oss
+mixtures of experts) and ``torchtitan/deepseek-v3`` (its DeepSeek-V3 mixture-of-experts models), ``python -m
+torchtitan.train --module <family> --config <family>_<flavor>`` (torchtitan 0.3.0's command line); all print the
+same metrics line (its trainer's).
 
 Extra axes (beyond the shape, batch and precision):
 
 - ``flavor``: the model, one of torchtitan's configs of the family (:data:`LLAMA3`: ``debugmodel``, ``8B``, ``70B``,
   ``405B``; :data:`QWEN3`: ``debugmodel``, ``0.6B``, ``1.7B``, ``14B``, ``32B``, ``debugmodel_moe``, ``30B-A3B``;
-  :data:`DEEPSEEK_V3`: ``debugmodel``, ``16B``, ``671B``);
+  :data:`GPT_OSS`: ``debugmodel``, ``20b``, ``120b``; :data:`DEEPSEEK_V3`: ``debugmodel``, ``16B``, ``671B``);
 - the parallel layout, as torchtitan's ``--parallelism.*`` degrees: ``dp_shard`` (FSDP2; ``-1``, the default, takes
   the GPUs the others leave, as torchtitan's own ``-1``), ``dp_replicate`` (DDP / HSDP), ``tp`` (tensor), ``pp``
   (pipeline), ``cp`` (context) and ``ep`` (expert: MoE models only, 1 for llama3; it borrows its ranks from
@@ -89,6 +90,10 @@ QWEN3 = {"debugmodel": Flavor(8, 8, 0, "qwen3_debugmodel", max_seq=4096),
          "14B": Flavor(40, 8, 0, "qwen3_14b", max_seq=40960), "32B": Flavor(64, 8, 0, "qwen3_32b", max_seq=40960),
          "debugmodel_moe": Flavor(8, 8, 64, "qwen3_moe_debug", max_seq=4096),
          "30B-A3B": Flavor(48, 4, 128, "qwen3_30b_a3b", max_seq=40960)}
+#: torchtitan 0.3.0's gpt-oss models (torchtitan/models/gpt_oss): mixtures of experts (top 4), 64 query and 8
+#: key/value heads each
+GPT_OSS = {"debugmodel": Flavor(4, 8, 8, "gpt_oss_debugmodel"), "20b": Flavor(24, 8, 32, "gpt_oss_20b"),
+           "120b": Flavor(36, 8, 128, "gpt_oss_120b")}
 #: flags the suite sets itself (as :func:`flag_key` writes them): an ``overrides`` option naming one would run
 #: another cell than the one labelled, or another window (tests/test_torchtitan.py checks the program sets no other)
 OWN_FLAGS = frozenset((
@@ -312,6 +317,14 @@ class Qwen3(_Torchtitan):
     module = "qwen3"
     flavors = QWEN3
     description = "torchtitan Qwen3 pre-training (dense 0.6B-32B and the 30B-A3B mixture of experts)"
+
+
+@register
+class GptOss(_Torchtitan):
+    model = "gpt-oss"
+    module = "gpt_oss"
+    flavors = GPT_OSS
+    description = "torchtitan gpt-oss pre-training (MoE: 20b, 120b; expert parallel beside FSDP2 and tensor parallel)"
 
 
 @register
