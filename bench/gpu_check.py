@@ -27,31 +27,23 @@ CASES = [  # (model, precision, batch per GPU, compile)
 ]
 
 
-def matmul_ceiling(dtype_name: str, sizes=(4096, 6144, 8192, 12288), reps: int = 20) -> tuple[float, int]:
-    """Best achieved TFLOP/s of C = A @ B over square shapes (warm-up excluded, CUDA events)."""
+def matmul_ceiling(precision: str, sizes=(4096, 6144, 8192, 12288), reps: int = 20) -> tuple[float | None, int, str]:
+    """Best achieved TFLOP/s of C = A @ B over square shapes: the probe a campaign's runs measure
+    (dlperf_slurm.probes.ceiling), here for bf16, fp16, tf32, fp32 and fp8 (torch._scaled_mm, measured apart from
+    the 16-bit ceiling); (None, 0, why) where the GPU has no such matmul."""
     import torch
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}[dtype_name]
-    torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
-    best, best_n = 0.0, 0
-    for n in sizes:
-        a = torch.randn(n, n, device="cuda", dtype=dtype)
-        b = torch.randn(n, n, device="cuda", dtype=dtype)
-        for _ in range(3):
-            a @ b
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            a @ b
-        end.record()
-        torch.cuda.synchronize()
-        tflops = 2 * n ** 3 * reps / (start.elapsed_time(end) / 1e3) / 1e12
-        if tflops > best:
-            best, best_n = tflops, n
-        del a, b
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return best, best_n
+    from dlperf_slurm.probes import ceiling
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    try:
+        got = ceiling.measure("fp32" if precision == "tf32" else precision, "cuda", sizes=sizes, reps=reps,
+                              budget_s=120.0)
+    except ValueError as err:
+        return None, 0, str(err)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    return got["tflops"], got["shape"], got["dtype"]
 
 
 def run_workload(model: str, precision: str, batch: int, compile_: int, warmup: int, measure: int,
@@ -85,10 +77,10 @@ def main() -> int:
     print(f"GPU: {name}; torch {torch.__version__}; CUDA {torch.version.cuda}")
     print("\nmatmul ceiling (best of square shapes 4096..12288, 20 reps each):")
     ceilings = {}
-    for prec in ("bf16", "fp16", "tf32", "fp32"):
-        tf, n = matmul_ceiling(prec)
+    for prec in ("bf16", "fp16", "tf32", "fp32", "fp8"):
+        tf, n, what = matmul_ceiling(prec)
         ceilings[prec] = tf
-        print(f"  {prec:5s} {tf:8.1f} TFLOP/s  (at n={n})")
+        print(f"  {prec:5s} {tf:8.1f} TFLOP/s  (at n={n}, {what})" if tf else f"  {prec:5s}  not measured: {what}")
     warmup, measure = (5, 20) if args.quick else (20, 100)
     print(f"\nbuilt-in workloads, 1 GPU, synthetic data on the device, window {warmup}+{measure} steps:")
     print(f"  {'model':10s} {'prec':5s} {'bs':>4s} {'compile':>7s} {'status':10s} {'samples/s':>10s} "
@@ -103,7 +95,7 @@ def main() -> int:
                  f"{res.latency_ms:8.1f}" if res.latency_ms else f"{'-':>8s}",
                  f"{res.mem_peak_mib:9.0f}" if res.mem_peak_mib else f"{'-':>9s}",
                  f"{res.mem_allocator_mib:9.0f}" if res.mem_allocator_mib else f"{'-':>9s}",
-                 f"{tf:8.1f}" if tf else f"{'-':>8s}", f"{100 * tf / ceil:9.1f}%" if tf else f"{'-':>10s}"]
+                 f"{tf:8.1f}" if tf else f"{'-':>8s}", f"{100 * tf / ceil:9.1f}%" if tf and ceil else f"{'-':>10s}"]
         print(f"  {model:10s} {prec:5s} {batch:4d} {comp:7d} {res.status:10s} " + " ".join(cells)
               + (f"   ({res.reason[:80]})" if res.reason else "") + f"  [{r['wall_s']:.0f} s]")
     return 0

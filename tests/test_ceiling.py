@@ -71,3 +71,18 @@ def test_built_in_workload_reports_mfu_against_the_ceiling_its_campaign_measured
     assert cell["mfu_ceiling"] == pytest.approx(cell["tflops_per_gpu"] / measured)
     assert cell["mfu"] is None and "no_peak" in cell["flags"]  # a CPU has no datasheet peak here
     assert f"of {measured:.3g}" in (out / "c.md").read_text()
+
+
+def test_the_fp8_ceiling_is_measured_apart_with_scaled_mm_and_block_formats_are_refused(tmp_path):
+    """FP8 is measured on float8_e4m3fn operands through torch._scaled_mm (as FP8 training runs its matmuls), on
+    this CPU for real, and kept apart from the 16-bit ceiling; MXFP8 and NVFP4 are not measured, with the reason."""
+    got = ceiling.measure("fp8", "cpu", sizes=(128, 256), reps=3)
+    assert got["tflops"] > 0 and got["dtype"] == "float8_e4m3fn"
+    assert ceiling.measure("bf16", "cpu", sizes=(128,), reps=2)["dtype"] == "bfloat16"
+    for precision in ("mxfp8", "nvfp4"):
+        with pytest.raises(ValueError, match=f"no {precision} matmul ceiling is measured"):
+            ceiling.measure(precision, "cpu")
+    kept = ceiling.for_campaign(tmp_path, "CPU", "fp8", "cpu",
+                                measure_fn=lambda p, d: ceiling.measure(p, d, sizes=(128,), reps=2))
+    assert kept["dtype"] == "float8_e4m3fn" and (tmp_path / ".ceiling" / "CPU.fp8.json").is_file()
+    assert not (tmp_path / ".ceiling" / "CPU.bf16.json").exists()

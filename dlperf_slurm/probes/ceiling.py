@@ -25,38 +25,62 @@ CPU_SIZES = (256, 512, 768, 1024)
 DTYPES = {"fp32": "float32", "amp": "float16", "fp16": "float16", "bf16": "bfloat16"}
 
 
+#: precisions whose matmuls run on FP8 tensor cores: measured with torch._scaled_mm on float8_e4m3fn operands (one
+#: scale a tensor, bfloat16 out), apart from the 16-bit ceiling (H100 SXM: about twice it on paper)
+FP8 = ("fp8",)
+
+
 def measure(precision: str, device: str, sizes: tuple[int, ...] | None = None, reps: int = 10,
             budget_s: float = 20.0) -> dict[str, Any]:
-    """Best achieved TFLOP/s over ``sizes`` (warm-up excluded); stops adding shapes after ``budget_s``."""
+    """Best achieved TFLOP/s over ``sizes`` (warm-up excluded); stops adding shapes after ``budget_s``. ValueError for
+    a precision whose matmul this device cannot run or this probe does not measure (FP8 before SM89; MXFP8, NVFP4)."""
     import torch
 
     cuda = device == "cuda"
-    dtype = getattr(torch, DTYPES.get(precision, "float32"))
+    if precision in ("mxfp8", "nvfp4"):
+        raise ValueError(f"no {precision} matmul ceiling is measured (block-scaled matmuls: not in this probe)")
+    fp8 = precision in FP8
+    dtype = torch.float8_e4m3fn if fp8 else getattr(torch, DTYPES.get(precision, "float32"))
     if not cuda and dtype == torch.float16:
         dtype = torch.bfloat16 if precision != "fp16" else torch.float32  # CPUs have no fast fp16 matmul
+    if fp8 and cuda and torch.cuda.get_device_capability() < (8, 9):
+        raise ValueError(f"no FP8 matmul on {torch.cuda.get_device_name()} (compute capability "
+                         f"{'.'.join(map(str, torch.cuda.get_device_capability()))}; FP8 needs 8.9+)")
     sizes = sizes or (GPU_SIZES if cuda else CPU_SIZES)
     best, best_n, t_start = 0.0, 0, time.perf_counter()
     for n in sizes:
-        a = torch.randn(n, n, device=device, dtype=dtype)
-        b = torch.randn(n, n, device=device, dtype=dtype)
+        matmul = _matmul(torch, n, device, dtype)
         for _ in range(2):
-            a @ b
+            matmul()
         if cuda:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(reps):
-            a @ b
+            matmul()
         if cuda:
             torch.cuda.synchronize()
         tflops = 2.0 * n ** 3 * reps / (time.perf_counter() - t0) / 1e12
         if tflops > best:
             best, best_n = tflops, n
-        del a, b
+        del matmul
         if time.perf_counter() - t_start > budget_s:
             break
     tf32 = bool(cuda and dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32)
     return {"tflops": best, "shape": best_n, "dtype": str(dtype).replace("torch.", "") + ("+tf32" if tf32 else ""),
             "sizes": list(sizes), "reps": reps, "measured_at": time.time()}
+
+
+def _matmul(torch: Any, n: int, device: str, dtype: Any) -> Callable[[], Any]:
+    """``C = A @ B`` of two n x n operands of ``dtype``: for float8, ``torch._scaled_mm`` as FP8 training runs it (A
+    row-major, B column-major, per-tensor scales of 1, bfloat16 out)."""
+    if dtype == torch.float8_e4m3fn:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype).t()  # column-major: what _scaled_mm takes as its B
+        one = torch.ones((), device=device, dtype=torch.float32)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    return lambda: a @ b
 
 
 def _slug(text: str) -> str:
