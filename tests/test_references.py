@@ -211,7 +211,7 @@ def _bridge_rows_checked(t) -> list[tuple[str, str]]:
         for column, key in _MB_COLUMNS.items():
             stated = col(column)
             out.append((str(t["params"].get(key, 1)), "1" if stated == "n/a" else stated))
-        out.append((t["note"], f"Model TFLOP/s/GPU {col('Model TFLOP / sec / GPU')}"))
+        out.append((str(own["tflops_per_gpu"]), col("Model TFLOP / sec / GPU")))
     return out
 
 
@@ -509,3 +509,30 @@ def test_the_main_figures_are_those_of_dlperfs_v1_report():
                 assert e.value == float(cell), (headings, suite, nodes, total, e.value, cell)
                 checked += 1
     assert checked == 4 * sum(len(c) for c in V1_REPORT.values())
+
+
+def test_a_megatron_bridge_campaign_against_the_set_gets_the_published_mfu(tmp_path):
+    """A campaign cell of the published Llama 3 70B layout matches its row; the row's published model TFLOP/s per GPU
+    is given as an MFU of the H100's FP8 datasheet peak, and of the FP8 matmul ceiling the campaign measured on an
+    H100 (its .ceiling/ file), never of its bf16 one; without an FP8 ceiling it says none was measured."""
+    from dlperf_slurm.probes import ceiling
+
+    ref = references.load("megatron-bridge-h100")
+    variant = ("global_batch=256, pipeline_parallel=8, recipe=llama3_70b, tensor_parallel=4, virtual_pipeline=5")
+    runs = [{"cell_id": "llama3.megatron-bridge.8x8.b1.fp8.xla0.x", "suite": "megatron-bridge/llama3", "nodes": 8,
+             "gpus_per_node": 8, "batch_size": 1, "precision": "fp8", "xla": False, "status": Status.OK,
+             "throughput": t, "unit": "tokens/s", "variant": variant, "provenance": H100}
+            for t in (100_000.0, 104_000.0, 102_000.0)]
+    (tmp_path / ".ceiling").mkdir()
+    for precision, tflops, dtype in (("bf16", 780.0, "bfloat16"), ("fp8", 1400.0, "float8_e4m3fn")):
+        (tmp_path / ".ceiling" / f"NVIDIA-H100-80GB-HBM3.{precision}.json").write_text(json.dumps(
+            {"tflops": tflops, "dtype": dtype, "device_name": "NVIDIA H100 80GB HBM3", "precision": precision}))
+    rows, unmatched = published.compare(runs, ref, ceilings=ceiling.kept(tmp_path))
+    (row,) = rows
+    assert not unmatched and row.reference == 1664 * 64 and row.ratio == pytest.approx(102_000 / (1664 * 64))
+    assert row.mfu == ("731 model TFLOP/s per GPU; 36.9% of the H100's fp8 datasheet peak 1978.9; 52.2% of the "
+                       "ceiling measured here (1400.0 TFLOP/s, float8_e4m3fn on NVIDIA H100 80GB HBM3)"), row.mfu
+    (row,) = published.compare(runs, ref, ceilings=[c for c in ceiling.kept(tmp_path) if c["precision"] == "bf16"])[0]
+    assert row.mfu.endswith("no fp8 ceiling measured by the campaign on H100 GPUs"), row.mfu
+    text = published.markdown(ref, "c", [row], [], None)
+    assert "MFU: 731 model TFLOP/s per GPU; 36.9% of the H100's fp8 datasheet peak" in text

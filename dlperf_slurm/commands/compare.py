@@ -142,8 +142,22 @@ def campaign_of(what: str, logs: str):
     return identity.identify(cdir.name, "manifest", str(cdir))
 
 
+def _ceilings(args) -> list[dict[str, Any]]:
+    """The matmul ceilings NEW's campaign measured (its ``.ceiling/``), where NEW is a campaign (not a summary file)
+    that is found; [] otherwise."""
+    from dlperf_slurm.campaign.folders import find_campaign
+    from dlperf_slurm.probes import ceiling
+
+    if Path(args.new).is_file():
+        return []
+    try:
+        return ceiling.kept(find_campaign(args.logs, args.new))
+    except UserError:
+        return []
+
+
 def cmd_compare_reference(args, ref: references.ReferenceSet, new_name: str, runs: list[dict[str, Any]]) -> int:
-    rows, unmatched = published.compare(runs, ref, args.threshold)
+    rows, unmatched = published.compare(runs, ref, args.threshold, _ceilings(args))
     text = published.markdown(ref, new_name, rows, unmatched, args.threshold) + _selection_line(args)
     print(text, end="")
     out = Path(args.out)

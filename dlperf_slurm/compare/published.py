@@ -45,6 +45,7 @@ class RefRow:
     source: str | None  # the README the figure comes from
     note: str  # the table's note
     also: list[str] = field(default_factory=list)  # the variant tables' figures for the same key
+    mfu: str = ""  # the published model TFLOP/s per GPU against the GPU's peak and the ceiling measured here
     conditions: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> {status, here, reference}
     below_gate: bool = False
 
@@ -168,9 +169,39 @@ def _note(entry: references.Entry) -> str:
     return "; ".join(parts)
 
 
+def published_mfu(entry: references.Entry, ref_gpu: str, ceilings: Iterable[Mapping[str, Any]]) -> str:
+    """The published model TFLOP/s per GPU as an MFU: against the reference GPU's datasheet peak for the precision,
+    and against the matmul ceiling the compared campaign measured on a GPU of the same model in the same precision
+    (``<campaign>/.ceiling/``: FP8 apart from 16-bit), or that none was measured; "" without a published TFLOP/s."""
+    if entry.tflops_per_gpu is None:
+        return ""
+    from dlperf_slurm.workloads.peaks import peak_basis, peak_tflops
+
+    tf = entry.tflops_per_gpu
+    model = _gpu_model(ref_gpu)[0] or ref_gpu
+    basis = peak_basis(entry.precision, False)
+    parts = [f"{figure(tf)} model TFLOP/s per GPU"]
+    peak = peak_tflops(ref_gpu, basis)
+    parts.append(f"{100 * tf / peak:.1f}% of the {model}'s {basis} datasheet peak {peak:g}" if peak else
+                 f"no {basis} datasheet peak of the {model} known here")
+    same = [c for c in ceilings if str(c.get("precision")) == entry.precision
+            and _gpu_model(str(c.get("device_name")))[0] == _gpu_model(ref_gpu)[0]]
+    if same:
+        best = max(same, key=lambda c: float(c["tflops"]))  # the best measured: a slow one must not inflate the MFU
+        top = float(best["tflops"])
+        parts.append(f"{100 * tf / top:.1f}% of the ceiling measured here ({top:.1f} TFLOP/s, "
+                     f"{best.get('dtype', entry.precision)} on {best['device_name']})")
+    else:
+        parts.append(f"no {entry.precision} ceiling measured by the campaign on {model} GPUs")
+    return "; ".join(parts)
+
+
 def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
-            threshold: float | None = None) -> tuple[list[RefRow], list[str]]:
-    """(a row per campaign cell that has a published figure, the ids of the cells that have none)."""
+            threshold: float | None = None,
+            ceilings: Iterable[Mapping[str, Any]] = ()) -> tuple[list[RefRow], list[str]]:
+    """(a row per campaign cell that has a published figure, the ids of the cells that have none). ``ceilings``: the
+    matmul ceilings the campaign measured (:func:`dlperf_slurm.probes.ceiling.kept`), for the published MFU."""
+    ceilings = list(ceilings)
     cells: dict[str, list[Mapping[str, Any]]] = {}
     for r in runs:
         cells.setdefault(r["cell_id"], []).append(r)
@@ -192,6 +223,7 @@ def compare(runs: Iterable[Mapping[str, Any]], ref: references.ReferenceSet,
                      unit=first.get("unit") or "samples/s", reference=entry.value,
                      ratio=median / entry.value if median is not None else None, source=ref.url(entry),
                      note=_note(entry), also=[f"{e.variant}: {figure(e.value)}" for e in also],
+                     mfu=published_mfu(entry, ref.conditions_for(entry.suite).get("gpu", ""), ceilings),
                      conditions=conditions(rs, ref.conditions_for(entry.suite), entry))
         if threshold is not None:
             row.below_gate = row.ratio is None or row.ratio < 1 - threshold
@@ -229,7 +261,7 @@ def markdown(ref: references.ReferenceSet, new_name: str, rows: list[RefRow], un
               "conditions | source |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         median = "—" if r.new_median is None else f"{r.new_median:,.2f}"
-        published = f"{r.reference:,.2f}" + (f" ({r.note})" if r.note else "")
+        published = f"{r.reference:,.2f}" + (f" ({r.note})" if r.note else "") + (f"; MFU: {r.mfu}" if r.mfu else "")
         if r.also:
             published += "; also published: " + ", ".join(r.also)
         ratio = ratio_text(r, ref) + (" **below the gate**" if r.below_gate else "")

@@ -108,3 +108,17 @@ def for_campaign(campaign_dir: str | os.PathLike, device_name: str, precision: s
         tmp.write_text(json.dumps(result))
         os.replace(tmp, path)
         return dict(result, cached=False)
+
+
+def kept(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every ceiling the campaign's runs measured (``<campaign>/.ceiling/*.json``: device name, precision, TFLOP/s,
+    dtype), those that read; [] for a campaign that measured none."""
+    out = []
+    for path in sorted((Path(campaign_dir) / FOLDER).glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # a torn or unreadable file: no figure from it
+        if isinstance(doc, dict) and isinstance(doc.get("tflops"), (int, float)) and doc.get("device_name"):
+            out.append(doc)
+    return out

@@ -11,7 +11,8 @@ An entry is found by suite + shape (``NxG``) + batch per device + precision + XL
 the table without a variant is THE figure for that key, the variant tables' figures come with it as "also
 published". A campaign cell's own variant (its extra axes) plays no part in the match, except for an entry that
 states its own settings (``params``: a table's, and a row's as a fourth element ``{row = "the README's row label",
-k = v}``; an LLM's model, sequence length and parallel layout): then every extra axis of the cell must be the
+k = v}``; an LLM's model, sequence length and parallel layout; and ``tflops_per_gpu``, the model TFLOP/s per GPU
+published beside the figure, which is no setting): then every extra axis of the cell must be the
 entry's value, or the suite's default where the entry states none. A table with ``per_gpu = true`` publishes a
 figure per GPU: the entry's figure is that times the shape's GPUs, in the unit of the campaign's.
 """
@@ -47,6 +48,7 @@ class Entry:
     # kind, which states none and matches any variant of the cell), values as text
     per_gpu: float | None = None  # the figure per GPU the README printed, where value is it x GPUs
     row: str = ""  # the README's row label, where its rows are named (not keyed by GPUs)
+    tflops_per_gpu: float | None = None  # the model TFLOP/s per GPU the README published beside the figure
 
     @property
     def key(self) -> tuple[str, str, int, str, bool]:
@@ -122,12 +124,14 @@ def parse(doc: dict[str, Any]) -> ReferenceSet:
         for devices, batch, value, *own in t["rows"]:
             stated = {**t.get("params", {}), **(own[0] if own else {})}
             label = str(stated.pop("row", ""))
+            tflops = stated.pop("tflops_per_gpu", None)
             gpus = int(devices.split("x")[0]) * int(devices.split("x")[1])
             per_gpu = float(value) if t.get("per_gpu") else None
             entries.append(Entry(suite=t["suite"], devices=devices, batch_size=int(batch), precision=t["precision"],
                                  xla=bool(t["xla"]), value=float(value) * (gpus if per_gpu else 1),
                                  variant=t.get("variant", ""), note=t.get("note", ""), source=t["source"],
                                  headings=tuple(t["headings"]), column=t["column"], row=label, per_gpu=per_gpu,
+                                 tflops_per_gpu=float(tflops) if tflops is not None else None,
                                  params=tuple(sorted((k, str(v)) for k, v in stated.items())) if "params" in t
                                  or own else None))
     return ReferenceSet(name=doc["name"], title=doc["title"], label=doc["label"], repository=doc["repository"],
