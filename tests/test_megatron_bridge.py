@@ -79,7 +79,10 @@ def test_megatron_bridges_own_parser_takes_every_flag_the_suite_renders(version)
             args.virtual_pipeline_model_parallel_size) == (4, 8, 1, 5)
     assert (args.micro_batch_size, args.global_batch_size, args.seq_length, args.max_steps) == (1, 256, 8192, 50)
     assert args.use_megatron_fsdp is False and args.save_config_filepath == "/runs/r0.work/ConfigContainer.yaml"
-    assert unknown == ["logger.log_interval=1", "logger.log_throughput=true"]
+    assert unknown == ["logger.log_interval=1", "logger.log_throughput=true", "ddp.use_megatron_fsdp=false"]
+    # run_script.py (0.4-0.5): NeMo-Run's PerfEnvPlugin's manual garbage collection, which bootstrap.py's recipe sets
+    args, unknown = parser.parse_known_args(_argv(LLAMA, cell, script="scripts/performance/run_script.py")[2:])
+    assert unknown[-2:] == ["train.manual_gc=true", "train.manual_gc_interval=100"]
     # a mixture of experts: expert and expert-tensor degrees; no interleaving is "-vp None"; MXFP8 on a GB200
     cell = _cell(QWEN, devices="2x4", bs=4, precision="mxfp8", gpu="gb200", expert_parallel=8, global_batch=512)
     args, unknown = parser.parse_known_args(_argv(QWEN, cell, log_energy=True)[2:])
@@ -87,7 +90,8 @@ def test_megatron_bridges_own_parser_takes_every_flag_the_suite_renders(version)
         ("qwen", "qwen3_30b_a3b", "gb200", "fp8_mx")
     assert (args.expert_model_parallel_size, args.expert_tensor_parallel_size) == (8, 1)
     assert args.virtual_pipeline_model_parallel_size is None and args.seq_length == 4096
-    assert unknown == ["logger.log_interval=1", "logger.log_throughput=true", "logger.log_energy=true"]
+    assert unknown == ["logger.log_interval=1", "logger.log_throughput=true", "ddp.use_megatron_fsdp=false",
+                       "logger.log_energy=true"]
 
 
 def test_the_matrix_of_the_published_h100_rows_plans_their_layouts():
@@ -113,15 +117,34 @@ def test_the_matrix_of_the_published_h100_rows_plans_their_layouts():
     (QWEN, "1x8", {"tensor_parallel": 8}, "bf16", "qwen3_30b_a3b: 32 attention heads and 4 key/value groups cannot be "
                                                  "split over tensor_parallel 8"),
     (LLAMA, "1x8", {"context_parallel": 4, "seq_length": 4100}, "bf16",
-     "seq_length 4100 is not a multiple of 2 x context_parallel = 8"),
+     "seq_length 4100 is not a multiple of 2 x context_parallel 4 = 8"),
+    (LLAMA, "1x8", {"tensor_parallel": 8, "seq_length": 8196}, "bf16",
+     "seq_length 8196 is not a multiple of tensor_parallel 8 = 8 (Megatron-core splits the sequence over them)"),
+    (LLAMA, "8x8", {"recipe": "llama3_70b", "pipeline_parallel": 3, "tensor_parallel": 1, "context_parallel": 1},
+     "bf16", "not a multiple of"),
+    (LLAMA, "6x8", {"recipe": "llama3_70b", "pipeline_parallel": 3}, "bf16",
+     "llama3_70b: 80 layers do not split into pipeline_parallel x virtual_pipeline = 3 x 1 = 3 stages evenly"),
+    (LLAMA, "8x8", {"recipe": "llama3_70b", "pipeline_parallel": 8, "virtual_pipeline": 3, "global_batch": 64},
+     "bf16", "80 layers do not split into pipeline_parallel x virtual_pipeline = 8 x 3 = 24 stages"),
+    (LLAMA, "128x8", {"recipe": "llama31_405b", "tensor_parallel": 8, "pipeline_parallel": 8, "context_parallel": 2,
+                      "virtual_pipeline": 8, "global_batch": 1536}, "fp8", None),  # (126 + 2) / 64: the published
+    (LLAMA, "128x8", {"recipe": "llama31_405b", "tensor_parallel": 8, "pipeline_parallel": 8, "context_parallel": 2,
+                      "virtual_pipeline": 4, "global_batch": 1536}, "fp8", None),
+    (LLAMA, "128x8", {"recipe": "llama31_405b", "tensor_parallel": 8, "pipeline_parallel": 8, "context_parallel": 2,
+                      "virtual_pipeline": 5, "global_batch": 1536}, "fp8",
+     "126 layers + embedding + loss do not split into pipeline_parallel x virtual_pipeline = 8 x 5 = 40 stages"),
+    (DSV3, "32x8", {"pipeline_parallel": 8, "virtual_pipeline": 4, "expert_parallel": 32, "global_batch": 256}, "bf16",
+     None),
+    (DSV3, "32x8", {"pipeline_parallel": 2, "expert_parallel": 32}, "bf16",
+     "deepseek_v3: its recipe has a pipeline layout of its 61 layers for (pipeline_parallel, virtual_pipeline) in"),
     (LLAMA, "1x8", {"global_batch": 12}, "bf16", "global_batch 12 is not a multiple of micro batch 1 x data-parallel "
                                                 "size 8 = 8"),
     (LLAMA, "1x8", {"virtual_pipeline": 2}, "bf16", "virtual_pipeline > 1 (2) needs pipeline_parallel > 1"),
     (LLAMA, "1x8", {"pipeline_parallel": 4, "virtual_pipeline": 2, "global_batch": 6}, "bf16",
      "micro batches of a step (3: global_batch / (micro batch x data-parallel size)) to be a multiple of "
      "pipeline_parallel 4"),
-    (LLAMA, "8x8", {"pipeline_parallel": 8, "virtual_pipeline": 8}, "bf16",
-     "llama3_8b: pipeline_parallel x virtual_pipeline = 8 x 8 = 64 stages, more than its 32 layers"),
+    (LLAMA, "8x8", {"pipeline_parallel": 8, "virtual_pipeline": 8, "global_batch": 64}, "bf16",
+     "llama3_8b: 32 layers do not split into pipeline_parallel x virtual_pipeline = 8 x 8 = 64 stages evenly"),
     (QWEN, "1x8", {"expert_parallel": 16}, "bf16", "8 GPUs are not a multiple of expert_tensor_parallel x "
                                                   "expert_parallel x pipeline_parallel = 1 x 16 x 1 = 16"),
     (QWEN, "3x8", {"expert_parallel": 3, "tensor_parallel": 1}, "bf16",
@@ -159,7 +182,8 @@ def test_a_dense_model_has_no_expert_axes_and_the_matrix_says_so(tmp_path):
 def test_overrides_may_add_flags_but_change_none_the_suite_sets():
     assert LLAMA.option_error("overrides", "--moe_flex_dispatcher_backend deepep comm_overlap.tp_comm_overlap=false") \
         is None
-    for word in ("-tp 2", "--max_steps=9", "train.train_iters=5", "+logger.log_energy=true", "-hf secret"):
+    for word in ("-tp 2", "--max_steps=9", "train.train_iters=5", "+logger.log_energy=true", "-hf secret",
+                 "--max_step 9", "--global_batch 64", "--tensor_model 2", "--num_layers 4", "--data rp2"):
         why = LLAMA.option_error("overrides", word)
         assert why and "set by the suite from the cell" in why, (word, why)
     assert "cannot be split" in LLAMA.option_error("overrides", "'unclosed")
@@ -264,3 +288,13 @@ def test_the_summary_tables_show_each_cells_layout_from_a_campaign_not_from_a_ba
     bare = runparse.parse_run(runparse.RunSpec(key="x.r0", cell=cell, repeat=0, log=str(log), warmup_steps=0,
                                                measure_steps=10))
     assert "layout" not in bare.extra and "layout" not in tables.group_table(cells.cells_of([bare]))[0]
+
+
+def test_the_hub_is_online_for_the_recipes_model_config_unless_the_site_says_offline():
+    """As NeMo-Run's launch: Transformers offline, the Hugging Face hub online (each recipe reads its model's config
+    from it); option offline puts the hub offline too, for nodes without internet and a prefetched HF_HOME."""
+    cell = _cell()
+    assert LLAMA.environment(cell, LLAMA.options) == {"TRANSFORMERS_OFFLINE": "1", "HF_HUB_OFFLINE": "0",
+                                                      "TOKENIZERS_PARALLELISM": "False"}
+    assert LLAMA.environment(cell, {**LLAMA.options, "offline": True})["HF_HUB_OFFLINE"] == "1"
+    assert "HF_TOKEN" not in LLAMA.environment(cell, LLAMA.options)  # a secret is the submitter's, never rendered

@@ -8,10 +8,16 @@ NeMo-Run: one task per GPU under srun, each running the recipe's rank-local entr
 Megatron-Bridge checkout (option ``workdir``, the NeMo container's ``/opt/Megatron-Bridge``) with the recipe's own
 command line, ``python scripts/performance/bootstrap.py -m <family> -mr <recipe> -g <gpu> -ng <GPUs> -gn <GPUs a
 node> -c <precision> -tp .. -pp .. -cp .. -vp .. -ep .. -mb .. -gb .. -sl .. -ms <steps>`` and Hydra-style overrides
-(``logger.log_interval=1``). ``bootstrap.py`` (Megatron-Bridge 0.6+, the 26.06+ containers) installs the recipe's
-process environment, then runs ``run_script.py``; with an older container set option ``script`` to
-``scripts/performance/run_script.py`` (0.4-0.5: the same flags; the environment NeMo-Run's perf plugins would add is
-then the matrix's ``env`` to give). Megatron-Bridge before 0.4 (``--model_name/--model_size``) is not supported.
+(``logger.log_interval=1``). ``bootstrap.py`` (Megatron-Bridge 0.6.0+, after 0.5.1) installs the recipe's process
+environment, then runs ``run_script.py``; with an older container (0.4-0.5: the 26.04 and 26.06 containers; 26.04.01
+is 0.4.2) set option ``script`` to ``scripts/performance/run_script.py``: the same flags, and the suite adds the
+manual garbage collection NeMo-Run's PerfEnvPlugin gives every run, but not that plugin's environment
+(CUDA_DEVICE_MAX_CONNECTIONS, NVTE_*_LAYERNORM_SM_MARGIN, HybridEP's NVLINK_DOMAIN_SIZE and the like, which depend on
+the recipe's dispatcher and overlap): the matrix's ``env`` gives them. Megatron-Bridge before 0.4
+(``--model_name/--model_size``) is not supported. Hugging Face: every recipe reads its model's config from the hub
+(:meth:`_Bridge.environment`); a gated one (meta-llama) needs HF_TOKEN in the job's environment, or option
+``offline`` with a prefetched HF_HOME the container sees. With pyxis, give the container ``--container-writable``
+(NeMo-Run always does) and mount the logs folder.
 
 Extra axes (beyond the shape, batch and precision):
 
@@ -19,14 +25,16 @@ Extra axes (beyond the shape, batch and precision):
   :data:`GPT_OSS`);
 - the parallel layout, as Megatron-core takes it: ``tensor_parallel``, ``pipeline_parallel``, ``context_parallel``,
   ``virtual_pipeline`` (1: no interleaving, ``-vp None``), ``expert_parallel`` and ``expert_tensor_parallel``
-  (mixtures of experts only), ``megatron_fsdp`` (Megatron's FSDP, ``--use_megatron_fsdp``); the data-parallel size
-  is GPUs / (tp x pp x cp). The cell says the whole layout: every degree is given to the program, so a recipe's
-  own layout (which it chose for its GPU count) never runs under another cell's label. Checked before submission
+  (mixtures of experts only), ``megatron_fsdp`` (Megatron's FSDP: ``--use_megatron_fsdp true``; off, also
+  ``ddp.use_megatron_fsdp=false``, since the flag only turns it on); the data-parallel size is GPUs / (tp x pp x cp).
+  The cell says the whole layout: every degree is given to the program, so a recipe's own layout (which it chose for
+  its GPU count) never runs under another cell's label (with bootstrap.py, Megatron-Bridge then recomputes
+  CUDA_DEVICE_MAX_CONNECTIONS from the degrees given, as for any user's -tp / -cp / -pp). Checked before submission
   as Megatron-core checks it at start-up (each refused cell dropped with the reason): tp x pp x cp x dp = GPUs; tp
-  divides the attention heads and the key/value groups; the sequence splits into 2 x cp chunks; the interleaved
-  schedule's pp > 1, its stages at most the layers + 2 (the recipes' layouts put embedding and loss in stages of
-  their own) and its micro batches a multiple of pp; ep divides the experts, and etp x ep x pp the GPUs (the
-  expert grid);
+  divides the attention heads and the key/value groups; tp (sequence parallelism) x 2 cp divides the sequence; the
+  layers (+ embedding + loss where the recipe counts them: Llama 3.1 405B, Qwen3 235B) split evenly into pp x vp
+  stages, or DeepSeek-V3's (pp, vp) is one its recipe has a layout for; the interleaved schedule's pp > 1 and its
+  micro batches a multiple of pp; ep divides the experts, and etp x ep x pp the GPUs (the expert grid);
 - the matrix's ``batch_size`` is the micro batch (MBS); ``global_batch`` (GBS; 0: micro batch x dp, no
   accumulation) must be a multiple of micro batch x dp, the rest is gradient accumulation (GA); ``seq_length``;
 - ``gpu``: the GPU whose recipe runs (``-g``: ``h100``, ``b200``, ``gb200``, ``b300``, ``gb300``, ``r100``,
@@ -45,7 +53,7 @@ Figures (:mod:`.gpt_log`, the same reader as ``megatron/gpt``: Megatron-core's i
 stamp to the second, and its ``Step Time : ... MODEL_TFLOP/s/GPU`` line): tokens/s over every GPU (the published
 figure is that per GPU: the iteration line's global batch x the sequence length over its timed iterations), TFLOP/s
 per GPU and MFU from the program's own model TFLOP/s, its energy with option ``log_energy``
-(``logger.log_energy=true``, Megatron-Bridge 0.6+: J/iter/GPU and W/GPU on the iteration line), and torch's
+(``logger.log_energy=true``, Megatron-Bridge 0.2+: J/iter/GPU and W/GPU on the iteration line), and torch's
 allocator memory where it reports it. The program trains exactly warm-up + measured steps (``-ms``), logging every
 one, with no checkpoint or evaluation; its configuration is saved in the run's own folder.
 """
@@ -71,11 +79,19 @@ class Recipe(NamedTuple):
     groups: int  # key/value groups (GQA; = heads for multi-head and latent attention)
     experts: int = 0  # routed experts (0: a dense model)
     seq: int = 8192  # the sequence length of its performance recipes
+    split_extra: int = 0  # 2 where its recipe counts the embedding and the loss as a layer each in the pipeline split
+    #: the (pp, vp) pairs its recipe has a pipeline layout for (None: any that divides its layers)
+    layouts: frozenset[tuple[int, int]] | None = None
 
 
-LLAMA3 = {"llama3_8b": Recipe(32, 32, 8), "llama3_70b": Recipe(80, 64, 8), "llama31_405b": Recipe(126, 128, 8)}
-QWEN3 = {"qwen3_30b_a3b": Recipe(48, 32, 4, 128, 4096), "qwen3_235b_a22b": Recipe(94, 64, 4, 128, 4096)}
-DEEPSEEK_V3 = {"deepseek_v3": Recipe(61, 128, 128, 256, 4096)}
+LLAMA3 = {"llama3_8b": Recipe(32, 32, 8), "llama3_70b": Recipe(80, 64, 8),
+          "llama31_405b": Recipe(126, 128, 8, split_extra=2)}  # account_for_{embedding,loss}_in_pipeline_split
+QWEN3 = {"qwen3_30b_a3b": Recipe(48, 32, 4, 128, 4096),
+         "qwen3_235b_a22b": Recipe(94, 64, 4, 128, 4096, split_extra=2)}
+#: DeepSeek-V3's 61 layers (a prime) split only by the layouts its recipe writes (set_deepseek_v3_pipeline_model_
+#: parallel_layout, and "Et|(tt|)*30mL" for pp 8 x vp 4)
+DEEPSEEK_V3 = {"deepseek_v3": Recipe(61, 128, 128, 256, 4096, layouts=frozenset(
+    {(1, 1), (4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4), (8, 4)}))}
 GPT_OSS = {"gpt_oss_120b": Recipe(36, 64, 8, 128, 4096)}
 
 #: the matrix's precision -> Megatron-Bridge's compute dtype (-c)
@@ -92,7 +108,10 @@ OWN_FLAGS = frozenset((
     "--pipeline_model_parallel_size", "-cp", "--context_parallel_size", "-vp", "--virtual_pipeline_model_parallel_size",
     "-ep", "--expert_model_parallel_size", "-et", "--expert_tensor_parallel_size", "-mb", "--micro_batch_size", "-gb",
     "--global_batch_size", "-sl", "--seq_length", "-ms", "--max_steps", "--use_megatron_fsdp", "--save_config_filepath",
-    "--task", "--use_recipes", "-d", "--dryrun", "-hf", "--hf_token"))
+    "--task", "--use_recipes", "-d", "--dryrun", "-hf", "--hf_token",
+    # flags that change the model or the data without the cell's label saying so
+    "--num_layers", "--hidden_size", "--num_moe_experts", "--pipeline_model_parallel_layout", "--first_k_dense_replace",
+    "-cv", "--config_variant", "--data", "--dataset_paths", "--use_tokendrop", "--domain"))
 OWN_KEYS = frozenset(("logger.log_interval", "logger.log_throughput", "logger.log_energy", "train.train_iters",
                       "train.global_batch_size", "train.micro_batch_size"))
 _DEGREES = ("tensor_parallel", "pipeline_parallel", "context_parallel", "virtual_pipeline", "expert_parallel",
@@ -120,6 +139,10 @@ def own_setting(word: str) -> str | None:
     flag = word.split("=", 1)[0]
     if flag in OWN_FLAGS:
         return flag
+    if flag.startswith("--") and len(flag) > 2:  # argparse takes a long flag's unique prefix as the flag itself
+        for own in OWN_FLAGS:
+            if own.startswith(flag):
+                return own
     key = flag.lstrip("+~")
     return key if key in OWN_KEYS else None
 
@@ -135,7 +158,7 @@ class _Bridge(Suite):
     family: ClassVar[str] = ""  # -m
     recipes: ClassVar[Mapping[str, Recipe]] = {}
     options = {"python": "python3", "workdir": "/opt/Megatron-Bridge", "script": "scripts/performance/bootstrap.py",
-               "log_energy": False, "overrides": ""}
+               "log_energy": False, "offline": False, "overrides": ""}
 
     @property
     def moe(self) -> bool:
@@ -222,13 +245,22 @@ class _Bridge(Suite):
                  "--use_megatron_fsdp", "true" if self._param(cell, "megatron_fsdp") else "false",
                  "--save_config_filepath", f"{RUN_DIR}/ConfigContainer.yaml",
                  "logger.log_interval=1", "logger.log_throughput=true"]
+        if not self._param(cell, "megatron_fsdp"):  # the flag only turns FSDP on: a recipe's own FSDP goes by Hydra
+            argv.append("ddp.use_megatron_fsdp=false")
+        if options["script"].endswith("run_script.py"):  # NeMo-Run's PerfEnvPlugin adds them to every run; with
+            argv += ["train.manual_gc=true", "train.manual_gc_interval=100"]  # bootstrap.py the recipe sets them
         if options["log_energy"]:
             argv.append("logger.log_energy=true")
         return ranks_from_slurm(cell, argv + shlex.split(options["overrides"]))
 
     def environment(self, cell: Cell, options: Mapping[str, Any]) -> dict[str, str]:
-        # as NeMo-Run's launcher of the performance scripts: the recipes' NullTokenizer needs no download
-        return {"TRANSFORMERS_OFFLINE": "1"}
+        """As NeMo-Run's launch of the performance scripts (utils/executors.py): Transformers offline (the recipes'
+        NullTokenizer needs no download) but the Hugging Face hub online, for the model config each recipe reads
+        from it (``AutoBridge.from_hf_pretrained``; meta-llama's are gated: HF_TOKEN in the job's environment, set
+        where it is submitted, never in a matrix); option ``offline``: the hub offline too, for nodes without
+        internet, from a prefetched HF_HOME the container sees."""
+        return {"TRANSFORMERS_OFFLINE": "1", "HF_HUB_OFFLINE": "1" if options["offline"] else "0",
+                "TOKENIZERS_PARALLELISM": "False"}
 
     def parse(self, lines: Iterable[str], ctx: ParseContext) -> RunResult:
         return parse(lines, ctx)
@@ -252,25 +284,32 @@ def _layout_reason(name: str, r: Recipe, cell: Cell, d: dict[str, int]) -> str |
     if r.heads % tp or r.groups % tp:
         return (f"{name}: {plural(r.heads, 'attention head')} and {plural(r.groups, 'key/value group')} cannot be "
                 f"split over tensor_parallel {tp}")
-    if cp > 1 and seq % (2 * cp):
-        return f"seq_length {seq} is not a multiple of 2 x context_parallel = {2 * cp} (Megatron-core's load balance)"
+    divisor = tp * (2 * cp if cp > 1 else 1)  # tp > 1: sequence parallelism splits the sequence over tp too
+    if seq % divisor:
+        return (f"seq_length {seq} is not a multiple of "
+                + " x ".join(x for x in (f"tensor_parallel {tp}" if tp > 1 else "",
+                                         f"2 x context_parallel {cp}" if cp > 1 else "") if x)
+                + f" = {divisor} (Megatron-core splits the sequence over them)")
     dp = cell.devices // model
     per_step = cell.batch_size * dp
     if gb and gb % per_step:
         return (f"global_batch {gb} is not a multiple of micro batch {cell.batch_size} x data-parallel size {dp} = "
                 f"{per_step}")
     micro_batches = (gb or per_step) // per_step
-    if vpp > 1:
-        if pp < 2:
-            return f"virtual_pipeline > 1 ({vpp}) needs pipeline_parallel > 1 (the interleaved schedule)"
-        if pp * vpp > r.layers + 2:
-            return (f"{name}: pipeline_parallel x virtual_pipeline = {pp} x {vpp} = {plural(pp * vpp, 'stage')}, "
-                    f"more than its {plural(r.layers, 'layer')} + embedding + loss")
-        if micro_batches % pp:
-            return (f"the interleaved schedule needs the micro batches of a step ({micro_batches}: global_batch / "
-                    f"(micro batch x data-parallel size)) to be a multiple of pipeline_parallel {pp}")
-    elif pp > r.layers:
-        return f"{name}: {plural(pp, 'pipeline stage')}, more than its {plural(r.layers, 'layer')}"
+    if vpp > 1 and pp < 2:
+        return f"virtual_pipeline > 1 ({vpp}) needs pipeline_parallel > 1 (the interleaved schedule)"
+    if vpp > 1 and micro_batches % pp:
+        return (f"the interleaved schedule needs the micro batches of a step ({micro_batches}: global_batch / "
+                f"(micro batch x data-parallel size)) to be a multiple of pipeline_parallel {pp}")
+    if r.layouts is not None:
+        if (pp, vpp) not in r.layouts:
+            pairs = ", ".join(f"({a}, {b})" for a, b in sorted(r.layouts))
+            return (f"{name}: its recipe has a pipeline layout of its {plural(r.layers, 'layer')} for "
+                    f"(pipeline_parallel, virtual_pipeline) in {pairs} only, not ({pp}, {vpp})")
+    elif (r.layers + r.split_extra) % (pp * vpp):
+        counted = f"{r.layers} layers" + (" + embedding + loss" if r.split_extra else "")
+        return (f"{name}: {counted} do not split into pipeline_parallel x virtual_pipeline = {pp} x {vpp} = "
+                f"{plural(pp * vpp, 'stage')} evenly (Megatron-core's pipeline split)")
     if not r.experts:
         return None
     if r.experts % ep:
