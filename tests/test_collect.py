@@ -106,7 +106,7 @@ CELL_COLUMNS = ("campaign,suite,framework,model,cell_id,shape,nodes,gpus_per_nod
                 "median_speed,published,unit,speedup,efficiency,baseline,latency_ms,mem_peak_mib,mem_gpu0_mib,"
                 "mem_allocator_mib,mem_reason,gpu_util,tflops_per_gpu,mfu,flags,tiny,statuses,reason,ci_low,ci_high,"
                 "ci_coverage,ceiling_tflops,mfu_ceiling,searched,samples_per_joule,samples_per_joule_ci_low,"
-                "samples_per_joule_ci_high,power_w_per_gpu,energy_j_per_step,energy_basis,energy_reason")
+                "samples_per_joule_ci_high,power_w_per_gpu,energy_j_per_step,energy_basis,energy_reason,layout")
 
 
 def test_typed_rows_are_the_published_columns(tmp_path):

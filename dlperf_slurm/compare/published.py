@@ -192,7 +192,7 @@ def published_mfu(entry: references.Entry, ref_gpu: str, ceilings: Iterable[Mapp
         parts.append(f"{100 * tf / top:.1f}% of the ceiling measured here ({top:.1f} TFLOP/s, "
                      f"{best.get('dtype', entry.precision)} on {best['device_name']})")
     else:
-        parts.append(f"no {entry.precision} ceiling measured by the campaign on {model} GPUs")
+        parts.append(f"no {entry.precision} ceiling measured by the campaign on a GPU of that model ({model})")
     return "; ".join(parts)
 
 

@@ -307,7 +307,7 @@ def _layout_reason(name: str, r: Recipe, cell: Cell, d: dict[str, int]) -> str |
             return (f"{name}: its recipe has a pipeline layout of its {plural(r.layers, 'layer')} for "
                     f"(pipeline_parallel, virtual_pipeline) in {pairs} only, not ({pp}, {vpp})")
     elif (r.layers + r.split_extra) % (pp * vpp):
-        counted = f"{r.layers} layers" + (" + embedding + loss" if r.split_extra else "")
+        counted = plural(r.layers, "layer") + (" + embedding + loss" if r.split_extra else "")
         return (f"{name}: {counted} do not split into pipeline_parallel x virtual_pipeline = {pp} x {vpp} = "
                 f"{plural(pp * vpp, 'stage')} evenly (Megatron-core's pipeline split)")
     if not r.experts:
