@@ -68,6 +68,7 @@ from dlperf_slurm.model.cell import Cell, Measure
 from dlperf_slurm.model.result import ParseContext, RunResult
 from dlperf_slurm.suites import RUN_DIR, Suite, gpt_log, ranks_from_slurm, register
 from dlperf_slurm.suites.gpt import layout_words
+from dlperf_slurm.workloads.peaks import precision_reason
 from dlperf_slurm.words import noun, plural
 
 
@@ -96,10 +97,8 @@ GPT_OSS = {"gpt_oss_120b": Recipe(36, 64, 8, 128, 4096)}
 
 #: the matrix's precision -> Megatron-Bridge's compute dtype (-c)
 COMPUTE_DTYPES = {"bf16": "bf16", "fp8": "fp8_cs", "mxfp8": "fp8_mx", "nvfp4": "nvfp4"}
-BLACKWELL_ONLY = {"mxfp8": "MXFP8", "nvfp4": "NVFP4"}
-#: the GPUs Megatron-Bridge's performance scripts know (``-g``; NUM_GPUS_PER_NODE_MAP), those before Blackwell first
+#: the GPUs Megatron-Bridge's performance scripts know (``-g``; NUM_GPUS_PER_NODE_MAP)
 GPUS = ("h100", "b200", "gb200", "b300", "gb300", "r100", "vr200")
-BEFORE_BLACKWELL = ("h100",)
 #: the flags the suite sets from the cell (an ``overrides`` option naming one would run another cell than the one
 #: labelled, or another window), long and short spellings, and the Hydra keys it sets
 OWN_FLAGS = frozenset((
@@ -217,9 +216,9 @@ class _Bridge(Suite):
         gpu = str(self._param(cell, "gpu"))
         if gpu not in GPUS:
             return f"{self.name}: gpu {gpu!r} is none of Megatron-Bridge's recipe GPUs (-g: {', '.join(GPUS)})"
-        if cell.precision in BLACKWELL_ONLY and gpu in BEFORE_BLACKWELL:
-            return (f"{BLACKWELL_ONLY[cell.precision]} ({cell.precision}) needs a Blackwell GPU (b200, gb200, b300, "
-                    f"gb300), not {gpu}")
+        why = precision_reason(cell.precision, gpu)  # the one table of what each GPU's tensor cores have
+        if why:
+            return why
         if not isinstance(self._param(cell, "megatron_fsdp"), bool):
             return f"{self.name}: megatron_fsdp is true or false"
         values = {k: self._param(cell, k) for k in _DEGREES}
